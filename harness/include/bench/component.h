@@ -1,0 +1,187 @@
+// defines: bench::Slot, ModelDims, Cost, Init, Param, SetupContext, RunContext, Component
+//
+// Every architecture variant is a Component registered by a plugin in one Slot. The harness
+// builds components from an experiment's configuration, calls setup() once with the model's
+// dimensions (components declare parameters and allocate buffers there), then forward() and
+// backward() on every step, llm.c style: explicit, no autograd.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/error.h"
+#include "bench/tensor.h"
+#include "kernels/tile/exec.h"
+
+namespace bench {
+
+/// The places a component can fill in the model (and the data it trains on).
+enum class Slot : uint8_t {
+  kEmbedding,     ///< token ids -> vectors (Embedding)
+  kPosition,      ///< positional information (Position)
+  kBlock,         ///< one transformer block (Sublayer)
+  kNormPosition,  ///< how a norm wraps a sublayer and its residual (Residual)
+  kNorm,          ///< normalization of rows (Sublayer)
+  kAttention,     ///< token mixing (Sublayer)
+  kFfn,           ///< per-token MLP (Sublayer)
+  kHead,          ///< output projection and loss (Head)
+  kDataset,       ///< token batches (Dataset)
+};
+inline constexpr int kSlotCount = 9;
+
+/// "embedding", "position", "block", "norm_position", "norm", "attention", "ffn", "head", "dataset".
+std::string_view slot_name(Slot s);
+/// All slots in declaration order.
+const std::vector<Slot>& all_slots();
+
+/// Model-wide sizes, fixed for one case. `where` records where each key was set, for messages.
+struct ModelDims {
+  int64_t vocab_size = 256;
+  int64_t d_model = 128;
+  int64_t n_layers = 4;
+  int64_t n_heads = 4;
+  int64_t n_kv_heads = 4;
+  int64_t d_head = 32;
+  int64_t seq_len = 128;
+  int64_t batch_size = 16;
+  double init_std = 0.02;
+  bool tie_embeddings = false;
+  std::map<std::string, SourceLoc, std::less<>> where;
+
+  /// Tokens per step: batch_size * seq_len.
+  int64_t tokens() const { return batch_size * seq_len; }
+  /// Location of a model key ("n_heads"), or an empty location.
+  SourceLoc loc(std::string_view key) const;
+};
+
+/// Declared work of a component at its set-up shape, per forward / backward call.
+struct Cost {
+  double flops_forward = 0;
+  double flops_backward = 0;
+  double bytes_forward = 0;
+  double bytes_backward = 0;
+  Cost& operator+=(const Cost& o);
+};
+
+/// How a parameter is initialized (deterministically from the run seed and its name).
+struct Init {
+  enum class Kind : uint8_t { kNormal, kZeros, kOnes, kConstant };
+  Kind kind = Kind::kNormal;
+  double value = 0.02;  ///< standard deviation (kNormal) or the constant (kConstant)
+
+  static Init normal(double std) { return {Kind::kNormal, std}; }
+  static Init zeros() { return {Kind::kZeros, 0}; }
+  static Init ones() { return {Kind::kOnes, 1}; }
+  static Init constant(double v) { return {Kind::kConstant, v}; }
+};
+
+/// A trainable tensor and its gradient. Storage is bound after setup: components keep the
+/// Param* and read value/grad when they run, never a pointer cached during setup.
+struct Param {
+  std::string name;  ///< dotted, e.g. "blocks.3.attn.wqkv"
+  Shape shape;
+  Init init;
+  bool decay = true;  ///< in the weight-decay group
+  Tensor value;
+  Tensor grad;
+};
+
+class Component;
+class Position;
+
+/// What a component sees while it is set up. Implemented by the harness.
+class SetupContext {
+ public:
+  virtual ~SetupContext();
+  virtual const ModelDims& dims() const = 0;
+  /// Compute dtype of parameters and activations (float32, or float64 for gradient checks).
+  virtual DType dtype() const = 0;
+  /// Shape of this component's input: rows x width (B*T x d_model for most sublayers).
+  virtual int64_t rows() const = 0;
+  virtual int64_t width() const = 0;
+  /// Index of the enclosing block, or -1.
+  virtual int layer() const = 0;
+  /// Dotted name prefix of this component ("blocks.3.attn").
+  virtual const std::string& scope() const = 0;
+
+  /// Declare a parameter named scope() + "." + name.
+  virtual Param* add_param(std::string_view name, Shape shape, Init init, bool decay = true) = 0;
+  /// Allocate an activation or scratch buffer that lives as long as the model.
+  virtual Tensor buffer(Shape shape, DType dtype) = 0;
+  Tensor buffer(Shape shape) { return buffer(shape, dtype()); }
+
+  /// Build and set up the component configured for `slot`, as a child named `name`, on input
+  /// rows x width (-1 keeps this context's). Throws when the slot holds the wrong interface.
+  virtual std::unique_ptr<Component> build(Slot slot, std::string_view name, int64_t rows = -1,
+                                           int64_t width = -1) = 0;
+  template <class I>
+  std::unique_ptr<I> build_as(Slot slot, std::string_view name, int64_t rows = -1, int64_t width = -1);
+
+  /// The model's position component (always present; "none" when positions are off).
+  virtual Position* position() = 0;
+  /// The token embedding's weight [vocab, d_model], for tied heads.
+  virtual Param* embedding_weight() = 0;
+};
+
+/// Per-call state: which executor runs the kernels, training or not, and the stability probes
+/// that components report into.
+class RunContext {
+ public:
+  tile::Exec exec;
+  bool training = true;
+  /// Whether components should spend work on probes (stability runs) or skip them (timing).
+  bool probes = true;
+  int64_t step = 0;
+
+  /// Record `v` under `name`, keeping the maximum over the step.
+  void probe_max(std::string_view name, double v);
+  /// Record `v` under `name`, averaging over the step with weight `w`.
+  void probe_mean(std::string_view name, double v, double w = 1.0);
+  /// Probe values of the current step (mean probes already divided by their weight).
+  std::map<std::string, double, std::less<>> probe_values() const;
+  void clear_probes();
+
+ private:
+  struct Acc {
+    double value = 0;
+    double weight = 0;
+    bool is_max = false;
+  };
+  std::map<std::string, Acc, std::less<>> probes_;
+};
+
+/// Base of all components.
+class Component {
+ public:
+  virtual ~Component();
+  /// Check the configuration against the model before anything is allocated; throw
+  /// ConfigError (e.g. at dims.loc("n_heads")) when it cannot work.
+  virtual void validate(const ModelDims& dims) const;
+  /// Declare parameters, allocate buffers, build children. Called once.
+  virtual void setup(SetupContext& ctx);
+  /// Declared FLOPs and bytes of one forward and one backward call (excluding children, which
+  /// report their own).
+  virtual Cost cost() const;
+  /// Children built through SetupContext::build, for cost accounting and listings.
+  const std::vector<Component*>& children() const { return children_; }
+  /// Called by the harness for each child built on this component's behalf.
+  void adopt(Component* child) { children_.push_back(child); }
+
+ private:
+  std::vector<Component*> children_;
+};
+
+template <class I>
+std::unique_ptr<I> SetupContext::build_as(Slot slot, std::string_view name, int64_t rows, int64_t width) {
+  std::unique_ptr<Component> c = build(slot, name, rows, width);
+  I* typed = dynamic_cast<I*>(c.get());
+  if (typed == nullptr) throw Error("component in slot '" + std::string(slot_name(slot)) + "' has the wrong interface");
+  c.release();
+  return std::unique_ptr<I>(typed);
+}
+
+}  // namespace bench

@@ -1,0 +1,22 @@
+// defines: gemm, gemm_backend
+//
+// Dense matrix multiply. float goes to oneDNN's dnnl_sgemm, measured fastest here (see
+// docs/kernels.md: 265-318 GFLOP/s on 2 AVX-512 cores at the model's shapes, ahead of
+// Debian's OpenBLAS and BLIS); double runs a blocked loop of our own, used for gradient checks.
+// Called inside a parallel_for, dnnl_sgemm runs on the calling thread only.
+#pragma once
+
+#include <cstdint>
+
+namespace bench::kernels {
+
+/// Row-major C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, where op(X) = X^T when the
+/// trans flag is set; lda/ldb/ldc are the row strides of A, B, C as stored.
+template <class T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+/// Name and version of the float GEMM library, e.g. "oneDNN 2.6.3 dnnl_sgemm".
+const char* gemm_backend();
+
+}  // namespace bench::kernels

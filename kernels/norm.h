@@ -1,0 +1,228 @@
+// defines: norm_forward, norm_backward (LayerNorm and RMSNorm, optional weight and bias),
+//          norm_backward_workspace, column_sum, and their float64 references
+//
+// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+//
+// LayerNorm: y = (x - mean(x)) * rstd * w + b,  rstd = 1 / sqrt(var(x) + eps)
+// RMSNorm:   y = x * rstd * w + b,              rstd = 1 / sqrt(mean(x^2) + eps)
+// Backward, with xhat the normalized input and g = dy * w:
+//   dx = rstd * (g - [LayerNorm] mean(g) - xhat * mean(g * xhat)),  dw += sum dy * xhat,  db += sum dy
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tile/exec.h"
+#include "tile/program.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// float64 reference of norm_forward on double inputs (weight and bias may be empty).
+inline void norm_forward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
+                                   const std::vector<double>& b, std::vector<double>& y, int64_t rows,
+                                   int64_t cols, double eps) {
+  y.assign(x.size(), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* xr = &x[r * cols];
+    double mu = 0;
+    if (center) {
+      for (int64_t c = 0; c < cols; ++c) mu += xr[c];
+      mu /= static_cast<double>(cols);
+    }
+    double ss = 0;
+    for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
+    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c) {
+      double v = (xr[c] - mu) * rstd;
+      if (!w.empty()) v *= w[c];
+      if (!b.empty()) v += b[c];
+      y[r * cols + c] = v;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// One row per program; columns in chunks of B.
+template <class T, int B, bool kCenter>
+struct NormForward {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const T* x;
+  const T* w;  // may be null
+  const T* b;  // may be null
+  T* y;
+  A* mean;  // per row, may be null
+  A* rstd;  // per row
+  int64_t cols;
+  A eps;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t row = tl::program_id(c, 0);
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    if (cols <= B) {  // one chunk: keep the row in registers
+      auto xv = tl::load<B>(c, xr, cols);
+      A mu = A(0);
+      if constexpr (kCenter) mu = tl::sum(c, xv) / A(cols);
+      auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));
+      const A rs = tile::math::rsqrt(tl::sum(c, d * d) / A(cols) + eps);
+      tl::store(c, yr, affine(c, d * rs, 0), cols);
+      finish(c, row, mu, rs);
+      return;
+    }
+    A mu = A(0);
+    if constexpr (kCenter) {
+      auto acc = tl::full<B>(c, A(0));
+      for (int64_t c0 = 0; c0 < cols; c0 += B) acc = acc + tl::load<B>(c, xr + c0, cols - c0);
+      mu = tl::sum(c, acc) / A(cols);
+    }
+    auto acc = tl::full<B>(c, A(0));
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      auto d = tl::load<B>(c, xr + c0, cols - c0, mu) - mu;  // masked elements contribute 0
+      acc = acc + d * d;
+    }
+    const A rs = tile::math::rsqrt(tl::sum(c, acc) / A(cols) + eps);
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      auto xhat = (tl::load<B>(c, xr + c0, cols - c0) - mu) * rs;
+      tl::store(c, yr + c0, affine(c, xhat, c0), cols - c0);
+    }
+    finish(c, row, mu, rs);
+  }
+
+  template <class Ctx, class Tl>
+  BENCH_HD Tl affine(Ctx& c, Tl v, int64_t c0) const {
+    if (w != nullptr) v = v * tl::load<B>(c, w + c0, cols - c0);
+    if (b != nullptr) v = v + tl::load<B>(c, b + c0, cols - c0);
+    return v;
+  }
+
+  template <class Ctx>
+  BENCH_HD void finish(Ctx& c, int64_t row, A mu, A rs) const {
+    if (mean != nullptr) tl::store_scalar(c, mean + row, mu);
+    tl::store_scalar(c, rstd + row, rs);
+  }
+};
+
+/// A group of kRowsPerGroup rows per program: writes dx for its rows and its own row of the
+/// partial sums of dy * xhat (and dy) for the weight (and bias) gradients.
+template <class T, int B, bool kCenter>
+struct NormBackward {
+  static constexpr int kBlock = B;
+  static constexpr int64_t kRowsPerGroup = 32;
+  using A = acc_t<T>;
+  const T* dy;
+  const T* x;
+  const T* w;  // may be null
+  const A* mean;
+  const A* rstd;
+  T* dx;
+  A* dw_part;  // [groups, cols], may be null
+  A* db_part;  // [groups, cols], may be null
+  int64_t rows;
+  int64_t cols;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t group = tl::program_id(c, 0);
+    const int64_t r0 = group * kRowsPerGroup;
+    const int64_t r1 = r0 + kRowsPerGroup < rows ? r0 + kRowsPerGroup : rows;
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {  // zero this group's partial sums
+      if (dw_part != nullptr) tl::store(c, dw_part + group * cols + c0, tl::full<B>(c, A(0)), cols - c0);
+      if (db_part != nullptr) tl::store(c, db_part + group * cols + c0, tl::full<B>(c, A(0)), cols - c0);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * cols;
+      const T* dyr = dy + r * cols;
+      const A mu = kCenter ? mean[r] : A(0);
+      const A rs = rstd[r];
+      auto sum_g = tl::full<B>(c, A(0));
+      auto sum_gx = tl::full<B>(c, A(0));
+      for (int64_t c0 = 0; c0 < cols; c0 += B) {
+        const int64_t n = cols - c0;
+        auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
+        auto dyv = tl::load<B>(c, dyr + c0, n);
+        auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
+        sum_g = sum_g + g;
+        sum_gx = sum_gx + g * xhat;
+        if (dw_part != nullptr) {
+          A* p = dw_part + group * cols + c0;
+          tl::store(c, p, tl::load<B>(c, p, n) + dyv * xhat, n);
+        }
+        if (db_part != nullptr) {
+          A* p = db_part + group * cols + c0;
+          tl::store(c, p, tl::load<B>(c, p, n) + dyv, n);
+        }
+      }
+      const A mean_g = kCenter ? tl::sum(c, sum_g) / A(cols) : A(0);
+      const A mean_gx = tl::sum(c, sum_gx) / A(cols);
+      for (int64_t c0 = 0; c0 < cols; c0 += B) {
+        const int64_t n = cols - c0;
+        auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
+        auto dyv = tl::load<B>(c, dyr + c0, n);
+        auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
+        tl::store(c, dx + r * cols + c0, (g - mean_g - xhat * mean_gx) * rs, n);
+      }
+    }
+  }
+};
+
+/// out[c] += sum over `parts` rows of part[row, c], for one chunk of B columns per program.
+template <class T, int B>
+struct ColumnSum {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const A* part;
+  T* out;
+  int64_t parts;
+  int64_t cols;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t c0 = tl::program_id(c, 0) * B;
+    auto acc = tl::load<B>(c, out + c0, cols - c0);
+    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
+    tl::store(c, out + c0, acc, cols - c0);
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float, double and bf16 storage are instantiated in norm.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// Normalize each of `rows` rows of `cols` elements. `center` selects LayerNorm (true) or
+/// RMSNorm (false). `weight`/`bias` may be null. Writes per-row rstd and, for LayerNorm, the mean
+/// (`mean` may be null for RMSNorm); backward needs them.
+template <class T>
+void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y,
+                  acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t cols, double eps);
+
+/// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols`.
+int64_t norm_backward_workspace(int64_t rows, int64_t cols);
+
+/// Gradient of norm_forward. Writes dx; adds into dweight and dbias (either may be null).
+template <class T>
+void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight,
+                   const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
+                   int64_t cols, acc_t<T>* workspace);
+
+/// out[c] += sum_r part[r, c] for a row-major [parts, cols] matrix.
+template <class T>
+void column_sum(const Exec& exec, const acc_t<T>* part, T* out, int64_t parts, int64_t cols);
+
+}  // namespace bench::kernels

@@ -1,0 +1,104 @@
+// defines: bench::tile::CpuCtx, launch_cpu
+//
+// Triton-interpreter-style executor: each program runs on whole tiles (Tile<T, N, N>), and the
+// programs of a grid are split over the OpenMP workers by parallel_for.
+#pragma once
+
+#include "defs.h"
+#include "parallel.h"
+#include "tile.h"
+
+namespace bench::tile {
+
+class CpuCtx {
+ public:
+  CpuCtx(const Grid& grid, int64_t linear) : grid_(grid) {
+    pid_[0] = linear % grid.x;
+    pid_[1] = (linear / grid.x) % grid.y;
+    pid_[2] = linear / (grid.x * grid.y);
+  }
+
+  int64_t program_id(int axis) const { return pid_[axis]; }
+  int64_t num_programs(int axis) const { return axis == 0 ? grid_.x : (axis == 1 ? grid_.y : grid_.z); }
+
+  template <int N>
+  Tile<int, N, N> arange() const {
+    Tile<int, N, N> r;
+    for (int i = 0; i < N; ++i) r.v[i] = i;
+    return r;
+  }
+
+  template <int N, class T>
+  Tile<T, N, N> full(T x) const {
+    return splat<N, N>(x);
+  }
+
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load(const T* p, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    if (n >= N) {
+      BENCH_IVDEP for (int i = 0; i < N; ++i) r.v[i] = to_acc(p[i]);
+    } else {
+      const int valid = n > 0 ? static_cast<int>(n) : 0;
+      for (int i = 0; i < valid; ++i) r.v[i] = to_acc(p[i]);
+      for (int i = valid; i < N; ++i) r.v[i] = other;
+    }
+    return r;
+  }
+
+  template <class T, int N>
+  Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int i = 0; i < N; ++i) r.v[i] = i < n ? to_acc(p[idx.v[i]]) : other;
+    return r;
+  }
+
+  template <class T, class U, int N>
+  void store(T* p, const Tile<U, N, N>& x, int64_t n) const {
+    const int valid = n >= N ? N : (n > 0 ? static_cast<int>(n) : 0);
+    BENCH_IVDEP for (int i = 0; i < valid; ++i) p[i] = from_acc<T>(x.v[i]);
+  }
+
+  // Eight independent partial sums: the compiler may vectorize them without reassociating,
+  // and the order is fixed, so a sum is reproducible.
+  template <class U, int N>
+  U sum(const Tile<U, N, N>& x) const {
+    constexpr int kWays = N >= 8 ? 8 : 1;
+    U part[kWays] = {};
+    constexpr int kMain = N / kWays * kWays;
+    for (int i = 0; i < kMain; i += kWays) {
+      BENCH_IVDEP for (int w = 0; w < kWays; ++w) part[w] += x.v[i + w];
+    }
+    for (int i = kMain; i < N; ++i) part[0] += x.v[i];
+    U s = U(0);
+    for (int w = 0; w < kWays; ++w) s += part[w];
+    return s;
+  }
+
+  template <class U, int N>
+  U max(const Tile<U, N, N>& x) const {
+    return local_max(x);
+  }
+
+  template <class T, class U>
+  void store_scalar(T* p, U v) const {
+    *p = from_acc<T>(static_cast<acc_t<T>>(v));
+  }
+
+ private:
+  Grid grid_;
+  int64_t pid_[3];
+};
+
+/// Run every program of `grid` on the CPU worker threads.
+template <class Program>
+void launch_cpu(const Grid& grid, const Program& program) {
+  parallel_for(grid.size(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      CpuCtx ctx(grid, i);
+      program(ctx);
+    }
+  });
+}
+
+}  // namespace bench::tile

@@ -1,0 +1,181 @@
+// defines: bench::tile::CudaCtx, launch_cuda
+//
+// One program per thread block. Thread `threadIdx.x` owns Layout<N, TH>::kPer elements of every
+// tile in registers; contiguous runs are moved with 16-byte vector accesses when the pointer is
+// aligned and the run is in bounds; reductions go through cub::BlockReduce and are broadcast to
+// every thread (the barriers live here, never in a program).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cub/block/block_reduce.cuh>
+#include <cstdint>
+
+#include "defs.h"
+#include "layout.h"
+#include "tile.h"
+
+namespace bench::tile {
+
+template <int TH>
+class CudaCtx {
+ public:
+  __device__ int64_t program_id(int axis) const {
+    return axis == 0 ? blockIdx.x : (axis == 1 ? blockIdx.y : blockIdx.z);
+  }
+  __device__ int64_t num_programs(int axis) const {
+    return axis == 0 ? gridDim.x : (axis == 1 ? gridDim.y : gridDim.z);
+  }
+
+  template <int N>
+  __device__ Tile<int, N, Layout<N, TH>::kPer> arange() const {
+    Tile<int, N, Layout<N, TH>::kPer> r;
+#pragma unroll
+    for (int i = 0; i < Layout<N, TH>::kPer; ++i) r.v[i] = Layout<N, TH>::element(threadIdx.x, i);
+    return r;
+  }
+
+  template <int N, class T>
+  __device__ Tile<T, N, Layout<N, TH>::kPer> full(T x) const {
+    return splat<N, Layout<N, TH>::kPer>(x);
+  }
+
+  template <int N, class T>
+  __device__ Tile<acc_t<T>, N, Layout<N, TH>::kPer> load(const T* p, int64_t n, acc_t<T> other) const {
+    using L = Layout<N, TH>;
+    Tile<acc_t<T>, N, L::kPer> r;
+#pragma unroll
+    for (int i = 0; i < L::kPer; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {
+        load_vec<T, L::kVec>(p + e, &r.v[i]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j) r.v[i + j] = e + j < n ? to_acc(p[e + j]) : other;
+      }
+    }
+    return r;
+  }
+
+  template <class T, int N, int P>
+  __device__ Tile<acc_t<T>, N, P> gather(const T* p, const Tile<int, N, P>& idx, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, P> r;
+#pragma unroll
+    for (int i = 0; i < P; ++i) r.v[i] = Layout<N, TH>::element(threadIdx.x, i) < n ? to_acc(p[idx.v[i]]) : other;
+    return r;
+  }
+
+  template <class T, class U, int N, int P>
+  __device__ void store(T* p, const Tile<U, N, P>& x, int64_t n) const {
+    using L = Layout<N, TH>;
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {
+        store_vec<T, L::kVec>(p + e, &x.v[i]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j)
+          if (e + j < n) p[e + j] = from_acc<T>(x.v[i + j]);
+      }
+    }
+  }
+
+  template <class U, int N, int P>
+  __device__ U sum(const Tile<U, N, P>& x) const {
+    return reduce(local_sum(x), SumOp{});
+  }
+
+  template <class U, int N, int P>
+  __device__ U max(const Tile<U, N, P>& x) const {
+    return reduce(local_max(x), MaxOp{});
+  }
+
+  template <class T, class U>
+  __device__ void store_scalar(T* p, U v) const {
+    if (threadIdx.x == 0) *p = from_acc<T>(static_cast<acc_t<T>>(v));
+  }
+
+ private:
+  struct SumOp {
+    template <class U>
+    __device__ U operator()(U a, U b) const { return a + b; }
+  };
+  struct MaxOp {
+    template <class U>
+    __device__ U operator()(U a, U b) const { return a > b ? a : b; }
+  };
+
+  template <class U, class Op>
+  __device__ U reduce(U local, Op op) const {
+    using Reduce = cub::BlockReduce<U, TH>;
+    __shared__ typename Reduce::TempStorage temp;
+    __shared__ U result;
+    const U r = Reduce(temp).Reduce(local, op);
+    if (threadIdx.x == 0) result = r;
+    __syncthreads();
+    const U out = result;
+    __syncthreads();  // `temp` and `result` may be reused by the next reduction
+    return out;
+  }
+
+  template <class T, int V>
+  __device__ static bool vector_ok(const T* p) {
+    return V == 4 && sizeof(T) * V <= 16 && (reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V)) == 0;
+  }
+
+  template <class T, int V>
+  __device__ static void load_vec(const T* p, acc_t<T>* out) {
+    if constexpr (sizeof(T) == 4 && V == 4) {
+      const float4 q = *reinterpret_cast<const float4*>(p);
+      const T* t = reinterpret_cast<const T*>(&q);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = to_acc(t[j]);
+    } else if constexpr (sizeof(T) == 2 && V == 4) {
+      const uint2 q = *reinterpret_cast<const uint2*>(p);
+      const T* t = reinterpret_cast<const T*>(&q);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) out[j] = to_acc(t[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) out[j] = to_acc(p[j]);
+    }
+  }
+
+  template <class T, int V, class U>
+  __device__ static void store_vec(T* p, const U* in) {
+    if constexpr (sizeof(T) == 4 && V == 4) {
+      float4 q;
+      T* t = reinterpret_cast<T*>(&q);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) t[j] = from_acc<T>(in[j]);
+      *reinterpret_cast<float4*>(p) = q;
+    } else if constexpr (sizeof(T) == 2 && V == 4) {
+      uint2 q;
+      T* t = reinterpret_cast<T*>(&q);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) t[j] = from_acc<T>(in[j]);
+      *reinterpret_cast<uint2*>(p) = q;
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) p[j] = from_acc<T>(in[j]);
+    }
+  }
+};
+
+template <int TH, class Program>
+__global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
+  CudaCtx<TH> ctx;
+  program(ctx);
+}
+
+/// Launch one thread block per program of `grid` on `stream`.
+template <class Program>
+cudaError_t launch_cuda(const Grid& grid, const Program& program, cudaStream_t stream) {
+  constexpr int kThreads = threads_for_tile(Program::kBlock);
+  const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
+  tile_kernel<kThreads, Program><<<blocks, kThreads, 0, stream>>>(program);
+  return cudaGetLastError();
+}
+
+}  // namespace bench::tile

@@ -1,0 +1,134 @@
+// defines: bench::tile::EmulatedCtx, launch_emulated
+//
+// Runs a tile program with the CUDA executor's element-to-thread mapping (Layout) and its
+// two-level reductions, lane by lane, on the CPU. A tile holds every lane's registers side by
+// side: element i of lane l sits at v[l * kPer + i] and stands for tile index
+// Layout::element(l, i). Wrong indexing in the mapping shows up here as wrong results in CI.
+#pragma once
+
+#include "defs.h"
+#include "layout.h"
+#include "parallel.h"
+#include "tile.h"
+
+namespace bench::tile {
+
+template <int TH>
+class EmulatedCtx {
+ public:
+  EmulatedCtx(const Grid& grid, int64_t linear) : grid_(grid) {
+    pid_[0] = linear % grid.x;
+    pid_[1] = (linear / grid.x) % grid.y;
+    pid_[2] = linear / (grid.x * grid.y);
+  }
+
+  int64_t program_id(int axis) const { return pid_[axis]; }
+  int64_t num_programs(int axis) const { return axis == 0 ? grid_.x : (axis == 1 ? grid_.y : grid_.z); }
+
+  template <int N>
+  Tile<int, N, N> arange() const {
+    Tile<int, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH>::kPer; ++i) r.v[slot<N>(lane, i)] = Layout<N, TH>::element(lane, i);
+    return r;
+  }
+
+  template <int N, class T>
+  Tile<T, N, N> full(T x) const {
+    return splat<N, N>(x);
+  }
+
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load(const T* p, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
+        const int e = Layout<N, TH>::element(lane, i);
+        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[e]) : other;
+      }
+    return r;
+  }
+
+  template <class T, int N>
+  Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
+        const int s = slot<N>(lane, i);
+        r.v[s] = Layout<N, TH>::element(lane, i) < n ? to_acc(p[idx.v[s]]) : other;
+      }
+    return r;
+  }
+
+  template <class T, class U, int N>
+  void store(T* p, const Tile<U, N, N>& x, int64_t n) const {
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
+        const int e = Layout<N, TH>::element(lane, i);
+        if (e < n) p[e] = from_acc<T>(x.v[slot<N>(lane, i)]);
+      }
+  }
+
+  template <class U, int N>
+  U sum(const Tile<U, N, N>& x) const {
+    U lane_val[TH];
+    for (int lane = 0; lane < TH; ++lane) {
+      const int b = lane * Layout<N, TH>::kPer;
+      lane_val[lane] = local_sum(x, b, b + Layout<N, TH>::kPer);
+    }
+    return block_reduce(lane_val, [](U a, U b) { return a + b; });
+  }
+
+  template <class U, int N>
+  U max(const Tile<U, N, N>& x) const {
+    U lane_val[TH];
+    for (int lane = 0; lane < TH; ++lane) {
+      const int b = lane * Layout<N, TH>::kPer;
+      lane_val[lane] = local_max(x, b, b + Layout<N, TH>::kPer);
+    }
+    return block_reduce(lane_val, [](U a, U b) { return a > b ? a : b; });
+  }
+
+  template <class T, class U>
+  void store_scalar(T* p, U v) const {
+    *p = from_acc<T>(static_cast<acc_t<T>>(v));  // lane 0 only, as on the GPU
+  }
+
+ private:
+  template <int N>
+  static constexpr int slot(int lane, int i) {
+    return lane * Layout<N, TH>::kPer + i;
+  }
+
+  // Warp-shuffle tree (offsets 16, 8, 4, 2, 1 inside each 32-lane warp), then warp leaders
+  // combined in order: the shape of a warp-reduction block reduce.
+  template <class U, class Op>
+  static U block_reduce(U* val, Op op) {
+    constexpr int kWarp = TH < 32 ? TH : 32;
+    for (int w0 = 0; w0 < TH; w0 += kWarp) {
+      for (int off = kWarp / 2; off > 0; off /= 2)
+        for (int l = 0; l < off; ++l) val[w0 + l] = op(val[w0 + l], val[w0 + l + off]);
+    }
+    U r = val[0];
+    for (int w0 = kWarp; w0 < TH; w0 += kWarp) r = op(r, val[w0]);
+    return r;
+  }
+
+  Grid grid_;
+  int64_t pid_[3];
+};
+
+/// Run every program of `grid` with the CUDA executor's mapping for Program::kBlock.
+template <class Program>
+void launch_emulated(const Grid& grid, const Program& program) {
+  constexpr int kThreads = threads_for_tile(Program::kBlock);
+  static_assert((kThreads & (kThreads - 1)) == 0, "emulated block size must be a power of two");
+  parallel_for(grid.size(), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      EmulatedCtx<kThreads> ctx(grid, i);
+      program(ctx);
+    }
+  });
+}
+
+}  // namespace bench::tile
