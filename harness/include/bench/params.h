@@ -14,9 +14,9 @@
 namespace bench {
 
 /// Declared type of a component parameter.
-enum class ParamType : uint8_t { kInt, kFloat, kBool, kString, kEnum, kFloatList, kIntList };
+enum class ParamType : uint8_t { kInt, kFloat, kBool, kString, kEnum, kFloatList, kIntList, kStringList };
 
-/// "int", "float", "bool", "string", "enum", "float list", "int list".
+/// "int", "float", "bool", "string", "enum", "float list", "int list", "string list".
 std::string_view param_type_name(ParamType t);
 
 /// One declared parameter: name, type, default, one-line doc, and optional constraints.
@@ -25,7 +25,7 @@ struct ParamSpec {
   ParamType type = ParamType::kInt;
   Value default_value;
   std::string doc;
-  std::vector<std::string> choices;  ///< kEnum only
+  std::vector<std::string> choices;  ///< kEnum, and kStringList elements when not empty
   std::optional<double> min;         ///< inclusive lower bound for numbers
   std::optional<double> max;         ///< inclusive upper bound for numbers
 
@@ -36,12 +36,17 @@ struct ParamSpec {
   static ParamSpec choice(std::string name, std::string def, std::vector<std::string> choices, std::string doc);
   static ParamSpec numbers(std::string name, std::vector<double> def, std::string doc);
   static ParamSpec integers(std::string name, std::vector<int64_t> def, std::string doc);
+  /// A list of strings; when `choices` is not empty every element must be one of them.
+  static ParamSpec strings(std::string name, std::vector<std::string> def, std::vector<std::string> choices,
+                           std::string doc);
   /// Fluent constraints: ParamSpec::number("eps", 1e-5, "...").at_least(0).
   ParamSpec at_least(double v) &&;
   ParamSpec at_most(double v) &&;
 
   /// True when an array written for this parameter is its value, not a sweep.
-  bool takes_list() const { return type == ParamType::kFloatList || type == ParamType::kIntList; }
+  bool takes_list() const {
+    return type == ParamType::kFloatList || type == ParamType::kIntList || type == ParamType::kStringList;
+  }
   /// The default as text, for `bench list`.
   std::string default_str() const;
 };
@@ -63,6 +68,7 @@ class Params {
   const std::string& string(std::string_view name) const;
   std::vector<double> numbers(std::string_view name) const;
   std::vector<int64_t> integers(std::string_view name) const;
+  std::vector<std::string> strings(std::string_view name) const;
   /// True when the experiment set this parameter (rather than its default applying).
   bool given(std::string_view name) const;
   /// Where the parameter was set (the owner's location for defaults).

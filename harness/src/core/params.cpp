@@ -15,6 +15,7 @@ std::string_view param_type_name(ParamType t) {
     case ParamType::kEnum: return "enum";
     case ParamType::kFloatList: return "float list";
     case ParamType::kIntList: return "int list";
+    case ParamType::kStringList: return "string list";
   }
   return "unknown";
 }
@@ -44,6 +45,13 @@ ParamSpec ParamSpec::integers(std::string name, std::vector<int64_t> def, std::s
   Value::Array a;
   for (int64_t d : def) a.push_back(Value::integer(d));
   return ParamSpec{std::move(name), ParamType::kIntList, Value::array(std::move(a)), std::move(doc), {}, {}, {}};
+}
+ParamSpec ParamSpec::strings(std::string name, std::vector<std::string> def, std::vector<std::string> choices,
+                             std::string doc) {
+  Value::Array a;
+  for (auto& d : def) a.push_back(Value::string(std::move(d)));
+  return ParamSpec{std::move(name), ParamType::kStringList, Value::array(std::move(a)), std::move(doc),
+                   std::move(choices), {}, {}};
 }
 ParamSpec ParamSpec::at_least(double v) && {
   min = v;
@@ -131,6 +139,21 @@ Value check_value(const ParamSpec& spec, const Value& v, std::string_view contex
       }
       return Value::array(std::move(out), v.loc);
     }
+    case ParamType::kStringList: {
+      if (!v.is_array()) throw bad_type("an array of strings");
+      for (const Value& e : v.as_array()) {
+        if (!e.is_string())
+          throw ConfigError(e.loc, where + " must hold only strings, found " + std::string(e.kind_name()) + " " + e.str());
+        if (!spec.choices.empty() &&
+            std::find(spec.choices.begin(), spec.choices.end(), e.as_string()) == spec.choices.end()) {
+          std::string msg = "unknown value \"" + e.as_string() + "\" in " + where + "; expected one of " + join(spec.choices);
+          const std::string dym = did_you_mean(e.as_string(), spec.choices);
+          if (!dym.empty()) msg += " (did you mean \"" + dym + "\"?)";
+          throw ConfigError(e.loc, msg);
+        }
+      }
+      return v;
+    }
   }
   return v;
 }
@@ -207,6 +230,11 @@ std::vector<double> Params::numbers(std::string_view name) const {
 std::vector<int64_t> Params::integers(std::string_view name) const {
   std::vector<int64_t> out;
   for (const auto& e : get(name).as_array()) out.push_back(e.as_int());
+  return out;
+}
+std::vector<std::string> Params::strings(std::string_view name) const {
+  std::vector<std::string> out;
+  for (const auto& e : get(name).as_array()) out.push_back(e.as_string());
   return out;
 }
 bool Params::given(std::string_view name) const {

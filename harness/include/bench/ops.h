@@ -1,0 +1,29 @@
+// defines: bench::ops — tensor-level operations that components are written with
+//
+// Thin, dtype-dispatching wrappers over the kernels (kernels/*.h): a component calls
+// ops::linear_forward(ctx, x, w, y) rather than a GEMM with strides. Tensors are row-major
+// [rows, features]; weights are stored [out_features, in_features] (y = x W^T), as in PyTorch.
+#pragma once
+
+#include "bench/component.h"
+#include "bench/tensor.h"
+
+namespace bench::ops {
+
+/// y[rows, out] = x[rows, in] * w[out, in]^T
+void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, Tensor& y);
+/// dx[rows, in] = dy * w (skipped when dx is null); dw[out, in] += dy^T * x (skipped when dw is null).
+void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
+                     Tensor* dw);
+/// out = a + b, element-wise (out may alias a or b).
+void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out);
+/// y += alpha * x
+void axpy(const RunContext& ctx, double alpha, const Tensor& x, Tensor& y);
+/// dst = src
+void copy(const Tensor& src, Tensor& dst);
+/// Sum of squares of all elements (deterministic).
+double sum_squares(const RunContext& ctx, const Tensor& x);
+/// Largest |element| (NaN if any element is NaN).
+double max_abs(const Tensor& x);
+
+}  // namespace bench::ops

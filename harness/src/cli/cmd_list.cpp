@@ -1,0 +1,53 @@
+// `bench list [plugins|components|kernels]`
+#include <cstdio>
+
+#include "cli/prepare.h"
+#include "experiment/experiment.h"
+#include "kernels/catalog.h"
+
+namespace bench::cli {
+
+int cmd_list(const GlobalOptions&, const std::string& what, const std::string& experiment) {
+  Registry registry;
+  try {
+    registry.load_defaults();
+    if (!experiment.empty()) {
+      const ExperimentFile f = read_experiment(experiment);
+      for (const auto& dir : f.plugin_paths) registry.load_directory(dir, true);
+    }
+  } catch (const std::exception& e) {
+    print_error(e);
+    return kBadInput;
+  }
+  if (what == "plugins") {
+    for (const auto& p : registry.plugins())
+      std::printf("%-10s %-6s %s\n           %s\n", p.name.c_str(), p.version.c_str(), p.doc.c_str(), p.path.c_str());
+    return kOk;
+  }
+  if (what == "kernels") {
+    for (const auto& k : kernels::catalog())
+      std::printf("%-20s %-22s %s\n", k.name, k.file, k.doc);
+    return kOk;
+  }
+  for (Slot slot : all_slots()) {
+    const auto comps = registry.components(slot);
+    if (comps.empty()) continue;
+    std::printf("[%s]\n", std::string(slot_name(slot)).c_str());
+    for (const ComponentInfo* c : comps) {
+      std::printf("  %-14s %s\n", c->name.c_str(), c->doc.c_str());
+      for (const auto& p : c->params) {
+        std::string type(param_type_name(p.type));
+        if (!p.choices.empty()) {
+          type += " {";
+          for (size_t i = 0; i < p.choices.size(); ++i) type += (i ? "|" : "") + p.choices[i];
+          type += "}";
+        }
+        std::printf("      %-20s %-24s = %-14s %s\n", p.name.c_str(), type.c_str(), p.default_str().c_str(),
+                    p.doc.c_str());
+      }
+    }
+  }
+  return kOk;
+}
+
+}  // namespace bench::cli

@@ -1,0 +1,33 @@
+// `bench results` and `bench query`: reading the database (read-only).
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/prepare.h"
+#include "report/report.h"
+#include "store/store.h"
+
+namespace bench::cli {
+
+int cmd_results(const GlobalOptions& g, int64_t run, const std::string& format) {
+  try {
+    const store::Store db(g.db, store::Store::Mode::kReadOnly);
+    std::fputs(report::render_results(db, run, *report::parse_format(format)).c_str(), stdout);
+    return kOk;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return kBadInput;
+  }
+}
+
+int cmd_query(const GlobalOptions& g, const std::string& sql, const std::string& format) {
+  try {
+    const store::Store db(g.db, store::Store::Mode::kReadOnly);
+    std::fputs(report::render(db.query(sql), *report::parse_format(format)).c_str(), stdout);
+    return kOk;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return kBadInput;
+  }
+}
+
+}  // namespace bench::cli

@@ -1,0 +1,32 @@
+// defines: bench::cli::Prepared, prepare — read, load plugins, expand and check an experiment
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "experiment/experiment.h"
+#include "experiment/resolve.h"
+#include "plugins/registry.h"
+
+namespace bench::cli {
+
+/// An experiment ready to run: every case resolved and validated.
+struct Prepared {
+  ExperimentFile file;
+  std::unique_ptr<Registry> registry;
+  std::string device;       ///< resolved: "cpu"
+  std::string device_note;  ///< why
+  std::vector<Case> cases;
+  std::vector<ResolvedCase> resolved;
+  size_t max_model_bytes = 0;  ///< largest case, measured by a dry set-up
+};
+
+/// Everything before the first case runs. Throws ConfigError / Error.
+Prepared prepare(const std::string& path, const std::string& device_flag);
+
+/// Print an error as one line "bench: <what>" (or "file:line:col: message") to stderr.
+void print_error(const std::exception& e);
+
+}  // namespace bench::cli

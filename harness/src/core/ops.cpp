@@ -1,0 +1,78 @@
+#include "bench/ops.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/elementwise.h"
+#include "kernels/gemm.h"
+
+namespace bench::ops {
+
+namespace {
+void check_same(const Tensor& a, const Tensor& b, const char* what) {
+  if (a.numel() != b.numel() || a.dtype() != b.dtype())
+    throw Error(std::string(what) + ": tensors of shape " + a.shape().str() + " and " + b.shape().str() +
+                " or dtypes differ");
+}
+int64_t cols(const Tensor& t) { return t.size(t.shape().rank() - 1); }
+}  // namespace
+
+void linear_forward(const RunContext&, const Tensor& x, const Tensor& w, Tensor& y) {
+  const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
+  if (w.size(1) != in || y.numel() != rows * out)
+    throw Error("linear_forward: x " + x.shape().str() + ", w " + w.shape().str() + ", y " + y.shape().str());
+  dispatch_float(x.dtype(), [&]<class T>() {
+    kernels::gemm<T>(false, true, rows, out, in, T(1), x.data<T>(), in, w.data<T>(), in, T(0), y.data<T>(), out);
+  });
+}
+
+void linear_backward(const RunContext&, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw) {
+  const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
+  if (w.size(1) != in || dy.numel() != rows * out)
+    throw Error("linear_backward: dy " + dy.shape().str() + ", x " + x.shape().str() + ", w " + w.shape().str());
+  dispatch_float(x.dtype(), [&]<class T>() {
+    if (dx != nullptr)
+      kernels::gemm<T>(false, false, rows, in, out, T(1), dy.data<T>(), out, w.data<T>(), in, T(0), dx->data<T>(), in);
+    if (dw != nullptr)
+      kernels::gemm<T>(true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), dw->data<T>(), in);
+  });
+}
+
+void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
+  check_same(a, b, "add");
+  check_same(a, out, "add");
+  dispatch_float(a.dtype(), [&]<class T>() {
+    kernels::add<T>(ctx.exec, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
+  });
+}
+
+void axpy(const RunContext& ctx, double alpha, const Tensor& x, Tensor& y) {
+  check_same(x, y, "axpy");
+  dispatch_float(x.dtype(), [&]<class T>() {
+    kernels::axpy<T>(ctx.exec, static_cast<tile::acc_t<T>>(alpha), x.data<T>(), y.data<T>(), x.numel());
+  });
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  check_same(src, dst, "copy");
+  if (src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.bytes());
+}
+
+double sum_squares(const RunContext& ctx, const Tensor& x) {
+  return dispatch_float(x.dtype(), [&]<class T>() { return kernels::sum_squares<T>(ctx.exec, x.data<T>(), x.numel()); });
+}
+
+double max_abs(const Tensor& x) {
+  return dispatch_float(x.dtype(), [&]<class T>() {
+    const T* p = x.data<T>();
+    double m = 0;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const double v = std::abs(static_cast<double>(p[i]));
+      if (std::isnan(v)) return v;
+      m = v > m ? v : m;
+    }
+    return m;
+  });
+}
+
+}  // namespace bench::ops

@@ -1,0 +1,357 @@
+#include "experiment/experiment.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+
+#include "experiment/schema.h"
+#include "experiment/toml_reader.h"
+#include "plugins/registry.h"
+
+namespace bench {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+void check_keys(const Value& table, const std::vector<std::string>& allowed, const std::string& where) {
+  for (const auto& [k, v] : table.as_table()) {
+    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
+    std::string msg = "unknown key '" + k + "' in " + where;
+    const std::string dym = did_you_mean(k, allowed);
+    msg += dym.empty() ? "; allowed: " + join(allowed) : " (did you mean '" + dym + "'?)";
+    throw ConfigError(v.loc, msg);
+  }
+}
+
+const Value& expect_table(const Value& v, const std::string& what) {
+  if (!v.is_table()) throw ConfigError(v.loc, what + " must be a table, found " + std::string(v.kind_name()));
+  return v;
+}
+
+std::string expect_string(const Value& v, const std::string& what) {
+  if (!v.is_string()) throw ConfigError(v.loc, what + " must be a string, found " + std::string(v.kind_name()));
+  return v.as_string();
+}
+
+// A slot value written as "name", ["a", "b"] or {type = ..., params...} becomes a table.
+Value normalize_slot(const Value& v, const std::string& what) {
+  if (v.is_string() || v.is_array()) {
+    Value t = Value::table({}, v.loc);
+    t["type"] = v;
+    return t;
+  }
+  if (!v.is_table())
+    throw ConfigError(v.loc, what + " must name a component (a string) or be a table with a 'type', found " +
+                                 std::string(v.kind_name()));
+  return v;
+}
+
+void normalize_model(Value& model) {
+  if (model.is_null()) return;
+  for (auto& [k, v] : model.as_table())
+    if (schema::model_slot(k)) v = normalize_slot(v, "model." + k);
+}
+
+// The sections of an override table ([[variant]], [cpu], [cuda]) in canonical form.
+Value normalized_sections(const Value& t) {
+  Value out = Value::table({}, t.loc);
+  for (const auto& key : schema::override_keys()) {
+    const Value* v = t.find(key);
+    if (v == nullptr) continue;
+    Value c = *v;
+    if (key == "model") {
+      expect_table(c, "[model]");
+      normalize_model(c);
+    } else if (key == "data") {
+      c = normalize_slot(c, "[data]");
+    } else if (key != "seed") {
+      expect_table(c, "[" + key + "]");
+    }
+    out[key] = std::move(c);
+  }
+  return out;
+}
+
+std::string axis_name(const std::vector<std::string>& path) {
+  // model.norm.type -> norm; model.d_model -> d_model; stability.lr -> lr
+  if (path.size() >= 2 && path.back() == "type") return path[path.size() - 2];
+  return path.back();
+}
+
+std::string axis_value(const Value& v) { return v.is_string() ? v.as_string() : v.str(); }
+
+// Walks a merged configuration in a fixed order and reports the first array that is a sweep
+// (an array where the key's declared type is a scalar).
+class SweepFinder {
+ public:
+  explicit SweepFinder(const Registry& registry) : registry_(registry) {}
+
+  // Returns the path of the first sweep, or an empty path.
+  std::vector<std::string> find(const Value& config, const std::string& runner) {
+    if (const Value* s = config.find("seed"); s && s->is_array()) return {"seed"};
+    if (const Value* m = config.find("model")) {
+      for (const auto& [k, v] : m->as_table()) {
+        if (auto slot = schema::model_slot(k)) {
+          auto p = find_in_slot(*slot, v, "model." + k);
+          if (!p.empty()) return prepend({"model", k}, p);
+        } else if (v.is_array() && is_scalar(schema::model_params(), k)) {
+          return {"model", k};
+        }
+      }
+    }
+    if (const Value* d = config.find("data")) {
+      auto p = find_in_slot(Slot::kDataset, *d, "[data]");
+      if (!p.empty()) return prepend({"data"}, p);
+    }
+    if (const Value* r = config.find(runner)) {
+      for (const auto& [k, v] : r->as_table())
+        if (v.is_array() && is_scalar(schema::runner_params(runner), k)) return {runner, k};
+    }
+    return {};
+  }
+
+  const ComponentInfo& component(Slot slot, const Value& type, const std::string& what) const {
+    const std::string name = expect_string(type, what + ".type");
+    const ComponentInfo* info = registry_.find(slot, name);
+    if (info == nullptr) {
+      const auto names = registry_.names(slot);
+      std::string msg = "unknown " + std::string(slot_name(slot)) + " '" + name + "'";
+      const std::string dym = did_you_mean(name, names);
+      if (!dym.empty()) msg += " (did you mean '" + dym + "'?)";
+      msg += names.empty() ? "; no plugin provides one" : "; available: " + join(names);
+      throw ConfigError(type.loc, msg);
+    }
+    return *info;
+  }
+
+ private:
+  static std::vector<std::string> prepend(std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  }
+
+  static bool is_scalar(const std::vector<ParamSpec>& specs, const std::string& key) {
+    for (const auto& s : specs)
+      if (s.name == key) return !s.takes_list();
+    return true;  // unknown keys are reported when the case is resolved; an array there is a sweep
+  }
+
+  std::vector<std::string> find_in_slot(Slot slot, const Value& t, const std::string& what) const {
+    const Value* type = t.find("type");
+    if (type == nullptr) return {};
+    if (type->is_array()) return {"type"};
+    const ComponentInfo& info = component(slot, *type, what);
+    for (const auto& [k, v] : t.as_table())
+      if (k != "type" && v.is_array() && is_scalar(info.params, k)) return {k};
+    return {};
+  }
+
+  const Registry& registry_;
+};
+
+Value* at_path(Value& root, const std::vector<std::string>& path) {
+  Value* v = &root;
+  for (const auto& k : path) v = v->find(k);
+  return v;
+}
+
+}  // namespace
+
+void merge_into(Value& base, const Value& over) {
+  if (base.is_table() && over.is_table()) {
+    for (const auto& [k, v] : over.as_table()) {
+      Value* b = base.find(k);
+      if (b == nullptr) {
+        base[k] = v;
+      } else {
+        merge_into(*b, v);
+      }
+    }
+    return;
+  }
+  base = over;
+}
+
+ExperimentFile read_experiment(const std::string& path) {
+  ExperimentFile f;
+  f.path = path;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
+  f.text = read_text_file(path);
+  f.root = read_toml(f.text, path);
+  check_keys(f.root, schema::top_level_keys(), "the experiment");
+  const SourceLoc top{path, 0, 0, {}};
+
+  f.name = fs::path(path).stem().string();
+  if (const Value* v = f.root.find("name")) f.name = expect_string(*v, "name");
+  if (f.name.empty()) throw ConfigError(f.root.find("name")->loc, "name must not be empty");
+  if (const Value* v = f.root.find("description")) f.description = expect_string(*v, "description");
+  f.device = "auto";
+  if (const Value* v = f.root.find("device")) {
+    f.device = expect_string(*v, "device");
+    if (f.device != "auto" && f.device != "cpu" && f.device != "cuda")
+      throw ConfigError(v->loc, "device must be \"auto\", \"cpu\" or \"cuda\", found \"" + f.device + "\"");
+  }
+  if (const Value* v = f.root.find("threads")) {
+    if (v->kind() != Value::Kind::kInt || v->as_int() < 0)
+      throw ConfigError(v->loc, "threads must be a non-negative integer (0 = all cores), found " + v->str());
+    f.threads = v->as_int();
+  }
+  if (const Value* v = f.root.find("seed")) {
+    auto check_seed = [](const Value& s) {
+      if (s.kind() != Value::Kind::kInt || s.as_int() < 0)
+        throw ConfigError(s.loc, "seed must be a non-negative integer, found " + s.str());
+    };
+    if (v->is_array()) {
+      if (v->as_array().empty()) throw ConfigError(v->loc, "empty sweep: seed = []");
+      for (const auto& s : v->as_array()) check_seed(s);
+    } else {
+      check_seed(*v);
+    }
+  }
+  if (const Value* v = f.root.find("plugin_paths")) {
+    if (!v->is_array()) throw ConfigError(v->loc, "plugin_paths must be an array of directory paths");
+    const fs::path dir = fs::path(path).parent_path();
+    for (const auto& e : v->as_array()) {
+      const std::string p = expect_string(e, "plugin_paths entry");
+      fs::path pp(p);
+      if (pp.is_relative()) pp = dir / pp;
+      if (!fs::is_directory(pp, ec)) throw ConfigError(e.loc, "plugin path '" + p + "' is not a directory");
+      f.plugin_paths.push_back(pp.lexically_normal().string());
+    }
+  }
+  for (const char* key : {"model", "data", "throughput", "stability", "cpu", "cuda"})
+    if (const Value* v = f.root.find(key); v && key != std::string("data")) expect_table(*v, std::string("[") + key + "]");
+  for (const char* key : {"cpu", "cuda"})
+    if (const Value* v = f.root.find(key)) check_keys(*v, schema::override_keys(), std::string("[") + key + "]");
+  if (const Value* v = f.root.find("variant")) {
+    if (!v->is_array()) throw ConfigError(v->loc, "variant must be an array of tables: write [[variant]]");
+    std::vector<std::string> names;
+    auto allowed = schema::override_keys();
+    allowed.insert(allowed.end(), {"name", "description", "cpu", "cuda"});
+    for (const auto& var : v->as_array()) {
+      expect_table(var, "[[variant]]");
+      check_keys(var, allowed, "[[variant]]");
+      const Value* n = var.find("name");
+      if (n == nullptr) throw ConfigError(var.loc, "[[variant]] needs a name");
+      const std::string name = expect_string(*n, "variant name");
+      if (name.empty()) throw ConfigError(n->loc, "variant name must not be empty");
+      if (std::find(names.begin(), names.end(), name) != names.end())
+        throw ConfigError(n->loc, "duplicate variant name '" + name + "'");
+      names.push_back(name);
+      for (const char* key : {"cpu", "cuda"})
+        if (const Value* d = var.find(key)) {
+          expect_table(*d, std::string("[variant.") + key + "]");
+          check_keys(*d, schema::override_keys(), "[variant." + std::string(key) + "]");
+        }
+    }
+  }
+  if (!f.root.find("throughput") && !f.root.find("stability"))
+    throw ConfigError(top, "nothing to run: add a [throughput] or a [stability] section");
+  return f;
+}
+
+std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
+                               size_t max_cases) {
+  const Value& root = file.root;
+  // Base configuration with every section in canonical form.
+  Value base = normalized_sections(root);
+  if (!base.find("seed")) base["seed"] = Value::integer(1234);
+  if (!base.find("data")) base["data"] = Value::table();
+  if (!base.find("model")) base["model"] = Value::table();
+  if (const Value* d = root.find(std::string(device))) merge_into(base, normalized_sections(*d));
+
+  struct VariantDef {
+    std::string name;
+    Value overrides;
+  };
+  std::vector<VariantDef> variants;
+  if (const Value* v = root.find("variant")) {
+    for (const auto& var : v->as_array()) {
+      Value o = normalized_sections(var);
+      if (const Value* d = var.find(std::string(device))) merge_into(o, normalized_sections(*d));
+      variants.push_back({var.find("name")->as_string(), std::move(o)});
+    }
+  } else {
+    variants.push_back({"", Value::table()});
+  }
+
+  SweepFinder finder(registry);
+  std::vector<Case> cases;
+  for (const auto& variant : variants) {
+    Value merged = base;
+    merge_into(merged, variant.overrides);
+    // Every model slot names a component; the dataset too.
+    Value& model = merged["model"];
+    for (const auto& [key, slot] : schema::model_slots()) {
+      Value& s = model[key];
+      if (s.is_null()) s = Value::table({}, model.loc);
+      if (!s.find("type")) s["type"] = Value::string(std::string(schema::default_component(slot)), s.loc);
+    }
+    Value& data = merged["data"];
+    if (!data.find("type")) data["type"] = Value::string(std::string(schema::default_component(Slot::kDataset)), data.loc);
+
+    for (const auto& runner : schema::runners()) {
+      if (!merged.find(runner)) continue;
+      Value config = Value::table();
+      config["model"] = merged["model"];
+      config["data"] = merged["data"];
+      config["seed"] = merged["seed"];
+      config[runner] = merged[runner];
+
+      // Depth-first expansion: the first sweep found splits the configuration.
+      std::function<void(Value&, Value&)> expand = [&](Value& cfg, Value& axes) {
+        const auto path = finder.find(cfg, runner);
+        if (path.empty()) {
+          if (cases.size() >= max_cases)
+            throw ConfigError(SourceLoc{file.path, 0, 0, {}},
+                              "the sweeps expand to more than " + std::to_string(max_cases) + " cases");
+          Case c;
+          c.ordinal = static_cast<int64_t>(cases.size());
+          c.runner = runner;
+          c.variant = variant.name;
+          c.axes = axes;
+          c.config = cfg;
+          std::string label = variant.name;
+          for (const auto& [k, v] : axes.as_table()) {
+            std::vector<std::string> parts;
+            size_t start = 0;
+            while (true) {
+              const size_t dot = k.find('.', start);
+              parts.push_back(k.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+              if (dot == std::string::npos) break;
+              start = dot + 1;
+            }
+            label += (label.empty() ? "" : " ") + axis_name(parts) + "=" + axis_value(v);
+          }
+          c.label = label.empty() ? "base" : label;
+          cases.push_back(std::move(c));
+          return;
+        }
+        const Value array = *at_path(cfg, path);
+        if (array.as_array().empty()) throw ConfigError(array.loc, "empty sweep: " + array.str());
+        std::string key;
+        for (size_t i = 0; i < path.size(); ++i) key += (i ? "." : "") + path[i];
+        for (const auto& choice : array.as_array()) {
+          Value next = cfg;
+          *at_path(next, path) = choice;
+          Value next_axes = axes;
+          next_axes[key] = choice;
+          expand(next, next_axes);
+        }
+      };
+      Value axes = Value::table();
+      expand(config, axes);
+    }
+  }
+  return cases;
+}
+
+}  // namespace bench

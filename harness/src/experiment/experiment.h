@@ -1,0 +1,53 @@
+// defines: bench::ExperimentFile, read_experiment, Case, expand_cases
+//
+// An experiment file is read in two steps: read_experiment() parses it and checks its top level
+// (and yields plugin_paths, which must be loaded before components can be checked), then
+// expand_cases() merges variants and device overrides and expands sweeps into cases.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/value.h"
+
+namespace bench {
+
+class Registry;
+
+/// An experiment file as read, before plugins are loaded.
+struct ExperimentFile {
+  std::string path;
+  std::string text;
+  Value root;
+  std::string name;         ///< `name`, or the file's stem
+  std::string description;
+  std::string device;       ///< "auto", "cpu" or "cuda"
+  int64_t threads = 0;      ///< CPU worker threads; 0 = all cores
+  std::vector<std::string> plugin_paths;  ///< resolved against the file's directory
+};
+
+/// Parse `path` and check its top level. Throws ConfigError at file:line:col.
+ExperimentFile read_experiment(const std::string& path);
+
+/// One unit of work: a fully merged configuration for one runner.
+struct Case {
+  int64_t ordinal = 0;
+  std::string runner;   ///< "throughput" or "stability"
+  std::string variant;  ///< [[variant]] name, "" for the base configuration
+  std::string label;    ///< variant name and swept values, e.g. "pre-norm lr=0.003"
+  Value axes;           ///< table: swept key path -> value
+  Value config;         ///< table: model, data, seed and the runner's section
+};
+
+/// Expand an experiment into cases for `device` ("cpu" or "cuda", selecting the [cpu] or
+/// [cuda] overrides). Unknown components and empty sweeps are ConfigErrors; more than
+/// `max_cases` cases is a ConfigError too.
+std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
+                               size_t max_cases = 10000);
+
+/// Deep merge: tables merge key by key, anything else in `over` replaces `base`.
+void merge_into(Value& base, const Value& over);
+
+}  // namespace bench

@@ -1,0 +1,159 @@
+#include "experiment/resolve.h"
+
+#include <algorithm>
+
+#include "bench/interfaces.h"
+#include "experiment/schema.h"
+#include "plugins/registry.h"
+
+namespace bench {
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+SlotChoice resolve_slot(Slot slot, const Value& t, const Registry& registry, const std::string& what) {
+  const Value* type = t.find("type");
+  SlotChoice c;
+  c.loc = t.loc;
+  const std::string name = type ? type->as_string() : std::string(schema::default_component(slot));
+  c.info = registry.find(slot, name);
+  if (c.info == nullptr) {
+    const auto names = registry.names(slot);
+    std::string msg = "unknown " + std::string(slot_name(slot)) + " '" + name + "'";
+    const std::string dym = did_you_mean(name, names);
+    if (!dym.empty()) msg += " (did you mean '" + dym + "'?)";
+    msg += names.empty() ? "; no plugin provides one" : "; available: " + join(names);
+    throw ConfigError(type ? type->loc : t.loc, msg);
+  }
+  c.params = Params::resolve(c.info->params, t, std::string(slot_name(slot)) + " '" + name + "' (" + what + ")",
+                             type ? type->loc : t.loc);
+  return c;
+}
+
+}  // namespace
+
+ResolvedCase resolve_case(const Case& c, const Registry& registry) {
+  ResolvedCase rc;
+  const Value& cfg = c.config;
+  rc.seed = cfg.find("seed")->as_int();
+
+  // Model: harness keys and slot keys.
+  const Value& model = *cfg.find("model");
+  Value harness_keys = Value::table({}, model.loc);
+  std::vector<std::string> allowed;
+  for (const auto& s : schema::model_params()) allowed.push_back(s.name);
+  for (const auto& [k, s] : schema::model_slots()) allowed.push_back(k);
+  for (const auto& [k, v] : model.as_table()) {
+    if (schema::model_slot(k)) continue;
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
+      std::string msg = "unknown key '" + k + "' in [model]";
+      const std::string dym = did_you_mean(k, allowed);
+      msg += dym.empty() ? "; allowed: " + join(allowed) : " (did you mean '" + dym + "'?)";
+      throw ConfigError(v.loc, msg);
+    }
+    harness_keys[k] = v;
+  }
+  const Params mp = Params::resolve(schema::model_params(), harness_keys, "[model]", model.loc);
+  ModelSpec& spec = rc.model;
+  for (const auto& [key, slot] : schema::model_slots())
+    spec.slots[static_cast<size_t>(slot)] = resolve_slot(slot, *model.find(key), registry, "model." + key);
+  rc.data = resolve_slot(Slot::kDataset, *cfg.find("data"), registry, "[data]");
+
+  ModelDims& d = spec.dims;
+  for (const auto& s : schema::model_params()) d.where[s.name] = mp.where(s.name);
+  d.d_model = mp.integer("d_model");
+  d.n_layers = mp.integer("n_layers");
+  d.n_heads = mp.integer("n_heads");
+  d.n_kv_heads = mp.integer("n_kv_heads") == 0 ? d.n_heads : mp.integer("n_kv_heads");
+  d.seq_len = mp.integer("seq_len");
+  d.batch_size = mp.integer("batch_size");
+  d.init_std = mp.number("init_std");
+  d.tie_embeddings = mp.boolean("tie_embeddings");
+  spec.dtype = *parse_dtype(mp.string("dtype"));
+  spec.final_norm = mp.string("final_norm");
+  if (mp.integer("d_head") > 0) {
+    d.d_head = mp.integer("d_head");
+  } else {
+    if (d.d_model % d.n_heads != 0)
+      throw ConfigError(mp.where(mp.given("n_heads") ? "n_heads" : "d_model"),
+                        "d_model (" + std::to_string(d.d_model) + ") is not divisible by n_heads (" +
+                            std::to_string(d.n_heads) + "); change one, or set d_head explicitly");
+    d.d_head = d.d_model / d.n_heads;
+  }
+  if (d.n_kv_heads > d.n_heads || d.n_heads % d.n_kv_heads != 0)
+    throw ConfigError(mp.where(mp.given("n_kv_heads") ? "n_kv_heads" : "n_heads"),
+                      "n_heads (" + std::to_string(d.n_heads) + ") is not a multiple of n_kv_heads (" +
+                          std::to_string(d.n_kv_heads) + ")");
+
+  // Vocabulary: the dataset's unless the model asks for more.
+  std::unique_ptr<Component> ds = registry.create(*rc.data.info, rc.data.params);
+  auto* dataset = dynamic_cast<Dataset*>(ds.get());
+  if (dataset == nullptr)
+    throw Error("plugin " + registry.origin(rc.data.info) + ": dataset '" + rc.data.info->name +
+                "' does not implement bench::Dataset");
+  const int64_t data_vocab = dataset->vocab_size();
+  d.vocab_size = mp.integer("vocab_size") == 0 ? data_vocab : mp.integer("vocab_size");
+  if (d.vocab_size < data_vocab)
+    throw ConfigError(mp.where("vocab_size"), "vocab_size (" + std::to_string(d.vocab_size) +
+                                                  ") is smaller than the dataset's vocabulary (" +
+                                                  std::to_string(data_vocab) + ")");
+
+  const Value* runner = cfg.find(c.runner);
+  rc.runner = Params::resolve(schema::runner_params(c.runner), *runner, "[" + c.runner + "]", runner->loc);
+  return rc;
+}
+
+void validate_case(const ResolvedCase& rc, const Registry& registry) {
+  for (Slot s : all_slots()) {
+    const SlotChoice& choice = s == Slot::kDataset ? rc.data : rc.model.slot(s);
+    std::unique_ptr<Component> c = registry.create(*choice.info, choice.params);
+    try {
+      c->validate(rc.model.dims);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error("plugin " + registry.origin(choice.info) + ": " + std::string(slot_name(s)) + " '" +
+                  choice.info->name + "': validate threw: " + e.what());
+    }
+  }
+}
+
+std::string resolved_json(const ResolvedCase& rc) {
+  Value root = Value::table();
+  const ModelDims& d = rc.model.dims;
+  Value& m = root["model"];
+  m["vocab_size"] = Value::integer(d.vocab_size);
+  m["d_model"] = Value::integer(d.d_model);
+  m["n_layers"] = Value::integer(d.n_layers);
+  m["n_heads"] = Value::integer(d.n_heads);
+  m["n_kv_heads"] = Value::integer(d.n_kv_heads);
+  m["d_head"] = Value::integer(d.d_head);
+  m["seq_len"] = Value::integer(d.seq_len);
+  m["batch_size"] = Value::integer(d.batch_size);
+  m["dtype"] = Value::string(std::string(dtype_name(rc.model.dtype)));
+  m["init_std"] = Value::number(d.init_std);
+  m["tie_embeddings"] = Value::boolean(d.tie_embeddings);
+  m["final_norm"] = Value::string(rc.model.final_norm);
+  for (const auto& [key, slot] : schema::model_slots()) {
+    const SlotChoice& c = rc.model.slot(slot);
+    Value t = c.params.values();
+    Value out = Value::table();
+    out["type"] = Value::string(c.info->name);
+    for (const auto& [k, v] : t.as_table()) out[k] = v;
+    m[key] = std::move(out);
+  }
+  Value data = Value::table();
+  data["type"] = Value::string(rc.data.info->name);
+  for (const auto& [k, v] : rc.data.params.values().as_table()) data[k] = v;
+  root["data"] = std::move(data);
+  root["runner"] = rc.runner.values();
+  root["seed"] = Value::integer(rc.seed);
+  return root.json();
+}
+
+}  // namespace bench

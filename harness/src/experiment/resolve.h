@@ -1,0 +1,54 @@
+// defines: bench::SlotChoice, ModelSpec, ResolvedCase, resolve_case, validate_case
+//
+// A Case holds merged TOML values; resolving it checks every key and type against the
+// harness's schemas and the chosen components' declared parameters, and yields typed settings.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "bench/component.h"
+#include "bench/params.h"
+#include "experiment/experiment.h"
+
+namespace bench {
+
+class Registry;
+struct ComponentInfo;
+
+/// The component chosen for a slot and its checked parameters.
+struct SlotChoice {
+  const ComponentInfo* info = nullptr;
+  Params params;
+  SourceLoc loc;  ///< where the slot was configured
+};
+
+/// Everything needed to build a model.
+struct ModelSpec {
+  ModelDims dims;
+  DType dtype = DType::kFloat32;
+  std::string final_norm = "auto";  ///< "auto", "on" or "off"
+  std::array<SlotChoice, kSlotCount> slots;
+  const SlotChoice& slot(Slot s) const { return slots[static_cast<size_t>(s)]; }
+};
+
+/// A case with typed, checked settings.
+struct ResolvedCase {
+  ModelSpec model;
+  SlotChoice data;
+  Params runner;  ///< the runner section's settings
+  int64_t seed = 0;
+};
+
+/// Check and type a case. Throws ConfigError at the offending key.
+ResolvedCase resolve_case(const Case& c, const Registry& registry);
+
+/// Construct every component of the case once, without allocating, and let each check itself
+/// against the model's dimensions (Component::validate). Throws ConfigError or Error.
+void validate_case(const ResolvedCase& rc, const Registry& registry);
+
+/// The resolved configuration as JSON text, for storage with the case.
+std::string resolved_json(const ResolvedCase& rc);
+
+}  // namespace bench

@@ -1,0 +1,37 @@
+#include "model/arena.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <sys/mman.h>
+
+namespace bench {
+
+void Arena::Free::operator()(void* p) const { std::free(p); }
+
+Arena::~Arena() {
+  for (auto [p, n] : mapped_) munmap(p, n);
+}
+
+Tensor Arena::allocate(Shape shape, DType dtype) {
+  if (shape.numel() < 0) throw Error("negative tensor size " + shape.str());
+  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  if (plan_only_) {
+    const size_t len = rounded == 0 ? 64 : rounded;
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw Error("cannot reserve " + std::to_string(bytes) + " bytes of address space for " + shape.str());
+    mapped_.emplace_back(p, len);
+    bytes_ += rounded;
+    return Tensor(p, dtype, shape);
+  }
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (p == nullptr) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes for " + shape.str());
+  std::memset(p, 0, rounded == 0 ? 64 : rounded);
+  blocks_.emplace_back(p);
+  bytes_ += rounded;
+  return Tensor(p, dtype, shape);
+}
+
+}  // namespace bench

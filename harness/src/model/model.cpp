@@ -1,0 +1,284 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "bench/ops.h"
+#include "bench/random.h"
+#include "kernels/adamw.h"
+#include "plugins/registry.h"
+
+namespace bench {
+
+namespace {
+
+[[noreturn]] void rethrow_from_plugin(const Registry& registry, const ComponentInfo& info, const char* step) {
+  try {
+    throw;
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("plugin " + registry.origin(&info) + ": " + std::string(slot_name(info.slot)) + " '" + info.name +
+                "': " + step + " threw: " + e.what());
+  } catch (...) {
+    throw Error("plugin " + registry.origin(&info) + ": " + std::string(slot_name(info.slot)) + " '" + info.name +
+                "': " + step + " threw a non-standard exception");
+  }
+}
+
+bool implements(Slot slot, Component* c) {
+  switch (slot) {
+    case Slot::kEmbedding: return dynamic_cast<Embedding*>(c) != nullptr;
+    case Slot::kPosition: return dynamic_cast<Position*>(c) != nullptr;
+    case Slot::kNormPosition: return dynamic_cast<Residual*>(c) != nullptr;
+    case Slot::kHead: return dynamic_cast<Head*>(c) != nullptr;
+    case Slot::kDataset: return dynamic_cast<Dataset*>(c) != nullptr;
+    case Slot::kBlock:
+    case Slot::kNorm:
+    case Slot::kAttention:
+    case Slot::kFfn: return dynamic_cast<Sublayer*>(c) != nullptr;
+  }
+  return false;
+}
+
+const char* interface_name(Slot slot) {
+  switch (slot) {
+    case Slot::kEmbedding: return "bench::Embedding";
+    case Slot::kPosition: return "bench::Position";
+    case Slot::kNormPosition: return "bench::Residual";
+    case Slot::kHead: return "bench::Head";
+    case Slot::kDataset: return "bench::Dataset";
+    default: return "bench::Sublayer";
+  }
+}
+
+}  // namespace
+
+class ModelSetupContext final : public SetupContext {
+ public:
+  ModelSetupContext(Model& m, std::string scope, int64_t rows, int64_t width, int layer, Component* owner)
+      : m_(m), scope_(std::move(scope)), rows_(rows), width_(width), layer_(layer), owner_(owner) {}
+
+  const ModelDims& dims() const override { return m_.spec_.dims; }
+  DType dtype() const override { return m_.spec_.dtype; }
+  int64_t rows() const override { return rows_; }
+  int64_t width() const override { return width_; }
+  int layer() const override { return layer_; }
+  const std::string& scope() const override { return scope_; }
+
+  Param* add_param(std::string_view name, Shape shape, Init init, bool decay) override {
+    const std::string full = join(scope_, name);
+    for (const auto& p : m_.params_)
+      if (p->name == full) throw Error("parameter '" + full + "' declared twice");
+    if (shape.numel() <= 0) throw Error("parameter '" + full + "' has empty shape " + shape.str());
+    auto p = std::make_unique<Param>();
+    p->name = full;
+    p->shape = shape;
+    p->init = init;
+    p->decay = decay;
+    m_.params_.push_back(std::move(p));
+    return m_.params_.back().get();
+  }
+
+  Tensor buffer(Shape shape, DType dtype) override { return m_.arena_.allocate(shape, dtype); }
+
+  std::unique_ptr<Component> build(Slot slot, std::string_view name, int64_t rows, int64_t width) override {
+    if (slot == Slot::kDataset) throw Error("a model component cannot build a dataset");
+    const SlotChoice& choice = m_.spec_.slot(slot);
+    std::unique_ptr<Component> c = m_.registry_.create(*choice.info, choice.params);
+    if (!implements(slot, c.get()))
+      throw Error("plugin " + m_.registry_.origin(choice.info) + ": " + std::string(slot_name(slot)) + " '" +
+                  choice.info->name + "' does not implement " + interface_name(slot));
+    ModelSetupContext child(m_, join(scope_, name), rows < 0 ? rows_ : rows, width < 0 ? width_ : width, layer_,
+                            c.get());
+    try {
+      c->setup(child);
+    } catch (...) {
+      rethrow_from_plugin(m_.registry_, *choice.info, "setup");
+    }
+    m_.nodes_.push_back({child.scope_, slot, choice.info->name, c.get()});
+    if (owner_ != nullptr) owner_->adopt(c.get());
+    return c;
+  }
+
+  Position* position() override {
+    if (!m_.position_) throw Error("the position component is not built yet");
+    return m_.position_.get();
+  }
+  Param* embedding_weight() override {
+    if (!m_.embedding_) throw Error("the embedding is not built yet");
+    return m_.embedding_->weight();
+  }
+
+ private:
+  static std::string join(const std::string& scope, std::string_view name) {
+    if (scope.empty()) return std::string(name);
+    if (name.empty()) return scope;
+    return scope + "." + std::string(name);
+  }
+
+  Model& m_;
+  std::string scope_;
+  int64_t rows_;
+  int64_t width_;
+  int layer_;
+  Component* owner_;
+};
+
+Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only)
+    : spec_(spec), registry_(registry), arena_(plan_only) {
+  const ModelDims& d = spec_.dims;
+  const int64_t rows = d.tokens();
+  ModelSetupContext root(*this, "", rows, d.d_model, -1, nullptr);
+  embedding_ = root.build_as<Embedding>(Slot::kEmbedding, "embed");
+  position_ = root.build_as<Position>(Slot::kPosition, "pos");
+  for (int64_t i = 0; i < d.n_layers; ++i) {
+    ModelSetupContext layer(*this, "blocks", rows, d.d_model, static_cast<int>(i), nullptr);
+    blocks_.push_back(layer.build_as<Sublayer>(Slot::kBlock, std::to_string(i)));
+  }
+  bool final_norm = spec_.final_norm == "on";
+  if (spec_.final_norm == "auto") {
+    const SlotChoice& np = spec_.slot(Slot::kNormPosition);
+    std::unique_ptr<Component> probe = registry_.create(*np.info, np.params);
+    auto* residual = dynamic_cast<Residual*>(probe.get());
+    final_norm = residual == nullptr || residual->wants_final_norm();
+  }
+  if (final_norm) final_norm_ = root.build_as<Sublayer>(Slot::kNorm, "final_norm");
+  head_ = root.build_as<Head>(Slot::kHead, "head");
+
+  for (int64_t i = 0; i <= d.n_layers; ++i) acts_.push_back(arena_.allocate({rows, d.d_model}, spec_.dtype));
+  normed_ = final_norm_ ? arena_.allocate({rows, d.d_model}, spec_.dtype) : acts_.back();
+  grad_a_ = arena_.allocate({rows, d.d_model}, spec_.dtype);
+  grad_b_ = arena_.allocate({rows, d.d_model}, spec_.dtype);
+
+  // Parameter storage: one flat block, weight-decay group first, so that the optimizer and
+  // the gradient norm run over two contiguous ranges.
+  std::stable_sort(params_.begin(), params_.end(), [](const auto& a, const auto& b) { return a->decay > b->decay; });
+  int64_t total = 0;
+  for (const auto& p : params_) total += p->shape.numel();
+  values_ = arena_.allocate({total}, spec_.dtype);
+  grads_ = arena_.allocate({total}, spec_.dtype);
+  const DType acc = spec_.dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  adam_m_ = arena_.allocate({total}, acc);
+  adam_v_ = arena_.allocate({total}, acc);
+  int64_t offset = 0;
+  const size_t esize = dtype_size(spec_.dtype);
+  for (const auto& p : params_) {
+    p->value = Tensor(static_cast<char*>(values_.raw()) + offset * esize, spec_.dtype, p->shape);
+    p->grad = Tensor(static_cast<char*>(grads_.raw()) + offset * esize, spec_.dtype, p->shape);
+    offset += p->shape.numel();
+    if (p->decay) decay_count_ += p->shape.numel();
+    param_ptrs_.push_back(p.get());
+  }
+  n_params_ = total;
+  const std::string embed_prefix = "embed.";
+  for (const auto& p : params_)
+    if (p->name.rfind(embed_prefix, 0) == 0 || p->name.rfind("pos.", 0) == 0) n_params_embedding_ += p->shape.numel();
+
+  if (plan_only) return;
+  // Initialization: each parameter from its own stream, keyed by seed and name, so adding a
+  // parameter elsewhere never changes another one's initial values.
+  for (const auto& p : params_) {
+    Rng rng(hash_seed(seed, p->name));
+    dispatch_float(spec_.dtype, [&]<class T>() {
+      T* v = p->value.data<T>();
+      const int64_t n = p->value.numel();
+      for (int64_t i = 0; i < n; ++i) {
+        switch (p->init.kind) {
+          case Init::Kind::kNormal: v[i] = static_cast<T>(rng.normal() * p->init.value); break;
+          case Init::Kind::kZeros: v[i] = T(0); break;
+          case Init::Kind::kOnes: v[i] = T(1); break;
+          case Init::Kind::kConstant: v[i] = static_cast<T>(p->init.value); break;
+        }
+      }
+    });
+  }
+}
+
+Model::~Model() {
+  // Components before the registry's libraries (which own their code): members are destroyed
+  // in reverse order, and the registry outlives the model by contract.
+  head_.reset();
+  final_norm_.reset();
+  blocks_.clear();
+  position_.reset();
+  embedding_.reset();
+}
+
+LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
+  embedding_->forward(inputs, acts_[0], ctx);
+  position_->embed_forward(acts_[0], ctx);
+  for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
+  if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
+  return head_->forward(normed_, targets, ctx);
+}
+
+void Model::backward(RunContext& ctx) {
+  Tensor* d = &grad_a_;
+  Tensor* other = &grad_b_;
+  if (final_norm_) {
+    head_->backward(*other, ctx);
+    final_norm_->backward(*other, *d, ctx);
+  } else {
+    head_->backward(*d, ctx);
+  }
+  for (size_t i = blocks_.size(); i-- > 0;) {
+    blocks_[i]->backward(*d, *other, ctx);
+    std::swap(d, other);
+  }
+  position_->embed_backward(*d, ctx);
+  embedding_->backward(*d, ctx);
+}
+
+void Model::zero_grad() { grads_.zero(); }
+
+double Model::grad_norm(RunContext& ctx) const { return std::sqrt(ops::sum_squares(ctx, grads_)); }
+
+double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
+  const double norm = grad_norm(ctx);
+  double scale = 1.0;
+  if (s.grad_clip > 0 && norm > s.grad_clip) scale = s.grad_clip / (norm + 1e-6);
+  ++adam_step_;
+  const int64_t total = values_.numel();
+  dispatch_float(spec_.dtype, [&]<class T>() {
+    using A = tile::acc_t<T>;
+    T* v = values_.data<T>();
+    T* g = grads_.data<T>();
+    A* m = static_cast<A*>(adam_m_.raw());
+    A* sq = static_cast<A*>(adam_v_.raw());
+    kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, adam_step_, scale};
+    kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step);
+    step.decay = 0;
+    kernels::adamw_update<T>(ctx.exec, v + decay_count_, g + decay_count_, m + decay_count_, sq + decay_count_,
+                             total - decay_count_, step);
+  });
+  return norm;
+}
+
+Param* Model::find_param(std::string_view name) const {
+  for (const auto& p : params_)
+    if (p->name == name) return p.get();
+  return nullptr;
+}
+
+Cost Model::cost() const {
+  Cost c;
+  for (const auto& n : nodes_) c += n.component->cost();
+  return c;
+}
+
+size_t Model::estimate_bytes(const ModelSpec& spec, const Registry& registry) {
+  Model m(spec, registry, 0, /*plan_only=*/true);
+  return m.bytes();
+}
+
+std::string Model::describe() const {
+  std::ostringstream os;
+  for (const auto& n : nodes_) os << n.scope << ": " << slot_name(n.slot) << " '" << n.name << "'\n";
+  for (const auto& p : params_) os << "  " << p->name << " " << p->shape.str() << (p->decay ? "" : " (no decay)") << "\n";
+  return os.str();
+}
+
+}  // namespace bench

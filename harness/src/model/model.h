@@ -1,0 +1,102 @@
+// defines: bench::Model — a decoder-only LM assembled from the configured components
+//
+//   tokens -> embedding (+ absolute position) -> block x n_layers -> [final norm] -> head -> loss
+//
+// Built once per case; forward() and backward() run a step explicitly (llm.c style), and the
+// optimizer state lives here too so a train step allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/interfaces.h"
+#include "experiment/resolve.h"
+#include "model/arena.h"
+
+namespace bench {
+
+class Registry;
+
+/// Settings of one AdamW step.
+struct OptimizerStep {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double decay_lr = 1e-3;  ///< the lr multiplying weight_decay (lr for coupled, peak-relative for independent)
+  double grad_clip = 0.0;  ///< 0 = no clipping
+};
+
+class Model {
+ public:
+  /// Build, set up and initialize every component (deterministic in `seed`). With `plan_only`
+  /// nothing is committed or initialized: only bytes() is meaningful (memory estimates).
+  Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only = false);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// Run the model on inputs/targets (batch_size x seq_len each). With ctx.training the head
+  /// also prepares the output gradient for backward().
+  LossInfo forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx);
+  /// Gradients of the last forward's objective, added into the (zeroed) parameter gradients.
+  void backward(RunContext& ctx);
+  void zero_grad();
+  /// L2 norm of all gradients.
+  double grad_norm(RunContext& ctx) const;
+  /// Clip (when set) and apply one AdamW step; returns the grad norm before clipping.
+  double optimizer_step(const OptimizerStep& s, RunContext& ctx);
+
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<Param*>& params() const { return param_ptrs_; }
+  Param* find_param(std::string_view name) const;
+  /// Trainable parameters, counting a tied matrix once.
+  int64_t n_params() const { return n_params_; }
+  /// Parameters of the token embedding (and of learned position tables).
+  int64_t n_params_embedding() const { return n_params_embedding_; }
+  /// Declared work of one forward and one backward over the whole model (one batch).
+  Cost cost() const;
+  /// Bytes of parameters, gradients, optimizer state and activations.
+  size_t bytes() const { return arena_.bytes(); }
+  /// One line per component: name, slot, parameters.
+  std::string describe() const;
+  /// Bytes the model would need, measured by setting it up without committing memory.
+  static size_t estimate_bytes(const ModelSpec& spec, const Registry& registry);
+
+ private:
+  friend class ModelSetupContext;
+  struct Node {
+    std::string scope;
+    Slot slot;
+    std::string name;
+    Component* component;
+  };
+
+  ModelSpec spec_;
+  const Registry& registry_;
+  Arena arena_;
+  std::vector<std::unique_ptr<Param>> params_;
+  std::vector<Param*> param_ptrs_;
+  std::vector<Node> nodes_;
+  int64_t n_params_ = 0;
+  int64_t n_params_embedding_ = 0;
+
+  std::unique_ptr<Embedding> embedding_;
+  std::unique_ptr<Position> position_;
+  std::vector<std::unique_ptr<Sublayer>> blocks_;
+  std::unique_ptr<Sublayer> final_norm_;
+  std::unique_ptr<Head> head_;
+
+  std::vector<Tensor> acts_;   // acts_[i]: input of block i; acts_[n_layers]: last block's output
+  Tensor normed_;              // final norm output (head input)
+  Tensor grad_a_, grad_b_;     // ping-pong gradients of the residual stream
+  Tensor values_, grads_;      // all parameters and gradients, decay group first
+  Tensor adam_m_, adam_v_;
+  int64_t decay_count_ = 0;
+  int64_t adam_step_ = 0;
+};
+
+}  // namespace bench

@@ -1,0 +1,95 @@
+#include "runners/device.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "bench/random.h"
+#include "kernels/gemm.h"
+#include "kernels/tile/parallel.h"
+
+namespace bench {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Median of `reps` timings of f, after one untimed call.
+template <class F>
+double median_seconds(int reps, F&& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    t.push_back(seconds_since(t0));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+std::string DeviceInfo::json() const {
+  nlohmann::json j = {{"kind", kind},       {"name", name},           {"cores", cores},
+                      {"threads", threads}, {"isa", isa},             {"peak_gflops_fp32_gemm", peak_gflops},
+                      {"copy_gbps", copy_gbps}, {"memory_gib", memory_gib}, {"gemm", gemm},
+                      {"note", note}};
+  return j.dump();
+}
+
+DeviceInfo describe_cpu(const std::string& note) {
+  DeviceInfo d;
+  d.kind = "cpu";
+  d.note = note;
+  d.cores = static_cast<int>(std::thread::hardware_concurrency());
+  d.threads = tile::num_threads();
+  d.gemm = kernels::gemm_backend();
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::set<std::string> isa;
+  while (std::getline(cpuinfo, line)) {
+    if (d.name.empty() && line.rfind("model name", 0) == 0) d.name = line.substr(line.find(':') + 2);
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream ss(line.substr(line.find(':') + 1));
+      std::string f;
+      while (ss >> f)
+        if (f == "avx2" || f == "fma" || f == "avx512f" || f == "avx512_bf16" || f == "amx_tile" || f == "amx_bf16")
+          isa.insert(f);
+    }
+  }
+  for (const auto& f : isa) d.isa += (d.isa.empty() ? "" : " ") + f;
+  d.memory_gib = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE)) /
+                 (1024.0 * 1024.0 * 1024.0);
+
+  // GEMM ceiling: fp32 1024^3 on random data (never on zeros).
+  const int64_t n = 1024;
+  std::vector<float> a(static_cast<size_t>(n * n)), b(a.size()), c(a.size());
+  Rng rng(7);
+  for (auto& x : a) x = static_cast<float>(rng.uniform() - 0.5);
+  for (auto& x : b) x = static_cast<float>(rng.uniform() - 0.5);
+  const double t = median_seconds(5, [&] {
+    kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+  });
+  d.peak_gflops = 2.0 * static_cast<double>(n * n * n) / t * 1e-9;
+
+  // Copy bandwidth: 64 MiB memcpy, bytes read + written.
+  const size_t bytes = 64u << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  for (size_t i = 0; i < bytes; i += 4096) src[i] = static_cast<char>(rng.next());
+  const double tc = median_seconds(5, [&] { std::memcpy(dst.data(), src.data(), bytes); });
+  d.copy_gbps = 2.0 * static_cast<double>(bytes) / tc * 1e-9;
+  return d;
+}
+
+}  // namespace bench

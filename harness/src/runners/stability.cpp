@@ -1,0 +1,149 @@
+// Stability runner: trains for the configured steps with AdamW, warm-up and decay, and records
+// per step the loss, the global grad norm (before clipping), the max attention logit and the
+// mean output log-normalizer z; then summarizes (docs/stability.md defines every figure).
+#include <chrono>
+#include <cmath>
+
+#include "bench/interfaces.h"
+#include "model/model.h"
+#include "plugins/registry.h"
+#include "runners/runner.h"
+#include "runners/stats.h"
+
+namespace bench {
+
+store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
+  (void)c;
+  store::CaseRow row;
+  const Params& s = rc.runner;
+  const ModelDims& d = rc.model.dims;
+  Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
+  std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
+  auto* dataset = dynamic_cast<Dataset*>(ds.get());
+  const Cost cost = model.cost();
+  row.n_params = model.n_params();
+  row.n_params_embedding = model.n_params_embedding();
+  row.flops_per_token = (cost.flops_forward + cost.flops_backward) / static_cast<double>(d.tokens());
+
+  const int64_t steps = s.integer("steps");
+  const double peak = s.number("lr");
+  const int64_t warmup = s.integer("warmup_steps") > 0
+                             ? s.integer("warmup_steps")
+                             : static_cast<int64_t>(std::round(s.number("warmup_fraction") * static_cast<double>(steps)));
+  const std::string schedule = s.string("schedule");
+  const bool independent = s.string("weight_decay_mode") == "independent";
+  OptimizerStep opt;
+  opt.beta1 = s.number("beta1");
+  opt.beta2 = s.number("beta2");
+  opt.eps = s.number("eps");
+  opt.weight_decay = s.number("weight_decay");
+  opt.grad_clip = s.number("grad_clip");
+  const int64_t log_every = s.integer("log_every");
+
+  std::vector<int32_t> inputs(static_cast<size_t>(d.tokens())), targets(inputs.size());
+  RunContext ctx;
+  std::vector<double> losses, norms;
+  double initial_loss = NAN, best = INFINITY, max_logit = -INFINITY, last_norm = NAN, last_z = NAN;
+  int64_t diverged_step = -1;
+  bool non_finite = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  int64_t done = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    if (env.stop && env.stop->load()) {
+      row.status = "interrupted";
+      break;
+    }
+    const auto ts = std::chrono::steady_clock::now();
+    dataset->batch(Split::kTrain, step, d.batch_size, d.seq_len, inputs.data(), targets.data());
+    ctx.training = true;
+    ctx.probes = true;
+    ctx.step = step;
+    ctx.clear_probes();
+    model.zero_grad();
+    const LossInfo info = model.forward(inputs.data(), targets.data(), ctx);
+    model.backward(ctx);
+    opt.lr = lr_at(step, steps, peak, warmup, schedule, s.number("min_lr_ratio"));
+    opt.decay_lr = independent ? opt.lr / peak : opt.lr;
+    const double norm = model.optimizer_step(opt, ctx);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count();
+    ++done;
+
+    const auto probes = ctx.probe_values();
+    const auto probe = [&](const char* k) {
+      auto it = probes.find(k);
+      return it == probes.end() ? NAN : it->second;
+    };
+    const double logit = probe("max_attn_logit");
+    losses.push_back(info.loss);
+    norms.push_back(norm);
+    if (step == 0) initial_loss = info.loss;
+    if (std::isfinite(info.loss)) best = std::min(best, info.loss);
+    if (std::isfinite(logit)) max_logit = std::max(max_logit, logit);
+    last_norm = norm;
+    last_z = info.z_mean;
+    if (step % log_every == 0 || step == steps - 1 || !std::isfinite(info.loss)) {
+      row.steps.push_back(store::StepRow{step, opt.lr, info.loss, norm, logit, info.z_mean, info.z_loss, ms});
+    }
+    const bool bad = !std::isfinite(info.loss) || !std::isfinite(norm);
+    if (diverged_step < 0 && (bad || (step > warmup && info.loss > initial_loss))) diverged_step = step;
+    if (bad) {
+      non_finite = true;
+      break;
+    }
+    if (step % 5 == 0)
+      env.progress.update(env.prefix + " · step " + std::to_string(step + 1) + "/" + std::to_string(steps) +
+                          " · loss " + std::to_string(info.loss).substr(0, 6));
+  }
+  const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // Held-out loss at the end, without gradients.
+  double val = NAN;
+  const int64_t eval_batches = s.integer("eval_batches");
+  if (!non_finite && row.status != "interrupted" && eval_batches > 0) {
+    double sum = 0;
+    ctx.training = false;
+    ctx.probes = false;
+    for (int64_t b = 0; b < eval_batches; ++b) {
+      dataset->batch(Split::kValidation, b, d.batch_size, d.seq_len, inputs.data(), targets.data());
+      sum += model.forward(inputs.data(), targets.data(), ctx).loss;
+    }
+    val = sum / static_cast<double>(eval_batches);
+  }
+  const int64_t tail = std::min<int64_t>(10, static_cast<int64_t>(losses.size()));
+  double tail_mean = 0;
+  for (int64_t i = static_cast<int64_t>(losses.size()) - tail; i < static_cast<int64_t>(losses.size()); ++i)
+    tail_mean += losses[static_cast<size_t>(i)] / static_cast<double>(tail);
+
+  const auto loss_spikes = find_spikes(losses, s.integer("spike_window"), s.number("spike_sigma"));
+  const auto norm_spikes = find_spikes(norms, s.integer("spike_window"), s.number("spike_sigma"));
+  std::vector<int64_t> spikes = loss_spikes;
+  spikes.insert(spikes.end(), norm_spikes.begin(), norm_spikes.end());
+  std::sort(spikes.begin(), spikes.end());
+  spikes.erase(std::unique(spikes.begin(), spikes.end()), spikes.end());
+
+  auto& m = row.metrics;
+  m.push_back({"lr", peak, ""});
+  m.push_back({"steps_done", static_cast<double>(done), "steps"});
+  m.push_back({"initial_loss", initial_loss, "nats"});
+  m.push_back({"final_loss", std::isfinite(val) ? val : tail_mean, "nats"});
+  m.push_back({"final_val_loss", val, "nats"});
+  m.push_back({"final_train_loss", tail_mean, "nats"});
+  m.push_back({"best_loss", best, "nats"});
+  m.push_back({"spike_count", static_cast<double>(spikes.size()), "steps"});
+  m.push_back({"spike_fraction", done > 0 ? static_cast<double>(spikes.size()) / static_cast<double>(done) : 0, ""});
+  m.push_back({"loss_spike_count", static_cast<double>(loss_spikes.size()), "steps"});
+  m.push_back({"grad_spike_count", static_cast<double>(norm_spikes.size()), "steps"});
+  if (diverged_step >= 0) m.push_back({"diverged_step", static_cast<double>(diverged_step), "step"});
+  m.push_back({"max_attn_logit", std::isfinite(max_logit) ? max_logit : NAN, ""});
+  m.push_back({"final_grad_norm", last_norm, ""});
+  m.push_back({"final_z_mean", last_z, "nats"});
+  m.push_back({"train_tokens_per_s", static_cast<double>(done * d.tokens()) / train_s, "tokens/s"});
+  for (const auto& [k, v] : dataset->reference()) m.push_back({k, v, "nats"});
+  if (non_finite) {
+    row.status = "diverged";
+    row.error = "non-finite loss or gradient at step " + std::to_string(diverged_step);
+  }
+  return row;
+}
+
+}  // namespace bench

@@ -1,0 +1,30 @@
+// defines: bench::Summary, summarize, count_spikes, lr_at — the arithmetic behind the runners
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+/// Order statistics of repeated measurements.
+struct Summary {
+  double median = 0;
+  double mean = 0;
+  double min = 0;
+  double max = 0;
+  double stddev = 0;  ///< sample standard deviation (n - 1)
+  double mad = 0;     ///< median absolute deviation from the median
+};
+Summary summarize(std::vector<double> v);
+
+/// Spike detector: step t is a spike when v[t] > mean + sigma * std of the `window` values
+/// before it (at least 10 of them; fewer at the start are not judged). Non-finite values are
+/// not spikes (they are divergence). Returns the indices of spikes.
+std::vector<int64_t> find_spikes(const std::vector<double>& v, int64_t window, double sigma);
+
+/// Learning rate at 0-based `step` of `total`: linear warm-up to `peak` over `warmup` steps,
+/// then "cosine", "linear" or "constant" decay to peak * min_ratio at the last step.
+double lr_at(int64_t step, int64_t total, double peak, int64_t warmup, const std::string& schedule, double min_ratio);
+
+}  // namespace bench

@@ -1,0 +1,140 @@
+// Throughput runner: Google Benchmark is the timing engine (warm-up, iteration count, repetitions);
+// we keep every repetition's time and derive median, spread, tokens/s and FLOP rates from the
+// components' declared FLOPs.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <functional>
+
+#include "bench/interfaces.h"
+#include "model/model.h"
+#include "plugins/registry.h"
+#include "runners/runner.h"
+#include "runners/stats.h"
+
+namespace bench {
+
+namespace {
+
+// Collects the per-repetition runs; prints nothing (stdout carries only results).
+class CollectingReporter final : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs) {
+      if (r.run_type != Run::RT_Iteration) continue;
+      if (r.error_occurred) {
+        error = r.error_message;
+        continue;
+      }
+      ms.push_back(r.GetAdjustedRealTime());  // unit set to milliseconds
+      iterations = r.iterations;
+    }
+  }
+  std::vector<double> ms;
+  int64_t iterations = 0;
+  std::string error;
+};
+
+}  // namespace
+
+store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
+  store::CaseRow row;
+  const Params& s = rc.runner;
+  Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
+  std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
+  auto* dataset = dynamic_cast<Dataset*>(ds.get());
+  const ModelDims& d = rc.model.dims;
+  std::vector<int32_t> inputs(static_cast<size_t>(d.tokens())), targets(inputs.size());
+  dataset->batch(Split::kTrain, 0, d.batch_size, d.seq_len, inputs.data(), targets.data());
+
+  RunContext ctx;
+  ctx.probes = false;
+  OptimizerStep opt;
+  opt.lr = s.number("lr");
+  opt.decay_lr = opt.lr;
+  opt.weight_decay = 0.1;
+  opt.grad_clip = 1.0;
+
+  const Cost cost = model.cost();
+  row.n_params = model.n_params();
+  row.n_params_embedding = model.n_params_embedding();
+  row.flops_per_token = (cost.flops_forward + cost.flops_backward) / static_cast<double>(d.tokens());
+
+  // A first step outside the timing checks that the configuration runs at all.
+  model.zero_grad();
+  const LossInfo first = model.forward(inputs.data(), targets.data(), ctx);
+  if (!std::isfinite(first.loss)) throw Error("the initial loss is not finite");
+
+  for (const std::string& mode : s.strings("modes")) {
+    if (env.stop && env.stop->load()) {
+      row.status = "interrupted";
+      break;
+    }
+    std::function<void()> step;
+    double flops = cost.flops_forward;
+    if (mode == "forward") {
+      step = [&] {
+        ctx.training = false;
+        benchmark::DoNotOptimize(model.forward(inputs.data(), targets.data(), ctx));
+      };
+    } else if (mode == "forward_backward") {
+      flops += cost.flops_backward;
+      step = [&] {
+        ctx.training = true;
+        model.zero_grad();
+        model.forward(inputs.data(), targets.data(), ctx);
+        model.backward(ctx);
+      };
+    } else {
+      flops += cost.flops_backward;
+      step = [&] {
+        ctx.training = true;
+        model.zero_grad();
+        model.forward(inputs.data(), targets.data(), ctx);
+        model.backward(ctx);
+        model.optimizer_step(opt, ctx);
+      };
+    }
+    env.progress.update(env.prefix + " · timing " + mode, true);
+    CollectingReporter reporter;
+    benchmark::ClearRegisteredBenchmarks();
+    benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
+      for (auto _ : st) step();
+    })
+        ->Repetitions(static_cast<int>(s.integer("repetitions")))
+        ->MinTime(s.number("min_time"))
+        ->MinWarmUpTime(s.number("warmup_time"))
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RunSpecifiedBenchmarks(&reporter);
+    benchmark::ClearRegisteredBenchmarks();
+    if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
+    if (reporter.ms.empty()) throw Error("timing " + mode + " produced no measurement");
+
+    const Summary sum = summarize(reporter.ms);
+    store::ThroughputRow t;
+    t.mode = mode;
+    t.repetitions = static_cast<int64_t>(reporter.ms.size());
+    t.iterations = reporter.iterations;
+    t.median_ms = sum.median;
+    t.mean_ms = sum.mean;
+    t.min_ms = sum.min;
+    t.max_ms = sum.max;
+    t.stddev_ms = sum.stddev;
+    t.mad_ms = sum.mad;
+    t.tokens_per_s = static_cast<double>(d.tokens()) / (sum.median * 1e-3);
+    t.flops_per_iter = flops;
+    t.gflops_per_s = flops / (sum.median * 1e-3) * 1e-9;
+    if (env.device.peak_gflops > 0) t.mfu = t.gflops_per_s / env.device.peak_gflops;
+    t.peak_bytes = static_cast<int64_t>(model.bytes());
+    t.samples_ms = reporter.ms;
+    row.throughput.push_back(std::move(t));
+  }
+  row.metrics.push_back({"initial_loss", first.loss, "nats"});
+  row.metrics.push_back({"model_bytes", static_cast<double>(model.bytes()), "bytes"});
+  (void)c;
+  return row;
+}
+
+}  // namespace bench

@@ -1,0 +1,51 @@
+#include <cmath>
+#include <map>
+
+#include "bench/random.h"
+#include "data.h"
+
+namespace bench::data {
+
+std::pair<double, double> entropies(const std::vector<int32_t>& tokens, int64_t vocab) {
+  if (tokens.size() < 2) return {0, 0};
+  std::vector<double> uni(static_cast<size_t>(vocab), 0);
+  std::map<std::pair<int32_t, int32_t>, double> bi;
+  std::vector<double> prev(static_cast<size_t>(vocab), 0);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    uni[static_cast<size_t>(tokens[i])] += 1;
+    if (i > 0) {
+      bi[{tokens[i - 1], tokens[i]}] += 1;
+      prev[static_cast<size_t>(tokens[i - 1])] += 1;
+    }
+  }
+  const double n = static_cast<double>(tokens.size());
+  double h1 = 0;
+  for (double c : uni)
+    if (c > 0) h1 -= c / n * std::log(c / n);
+  const double m = n - 1;
+  double h2 = 0;  // H(x_t | x_{t-1}) = -sum p(a,b) log p(b|a)
+  for (const auto& [k, c] : bi) h2 -= c / m * std::log(c / prev[static_cast<size_t>(k.first)]);
+  return {h1, h2};
+}
+
+void TokenStream::assign(std::vector<int32_t> tokens, double validation_fraction) {
+  tokens_ = std::move(tokens);
+  train_end_ = static_cast<int64_t>(std::floor(static_cast<double>(tokens_.size()) * (1.0 - validation_fraction)));
+}
+
+void TokenStream::batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,
+                        int32_t* targets) const {
+  const int64_t begin = split == Split::kTrain ? 0 : train_end_;
+  const int64_t end = split == Split::kTrain ? train_end_ : static_cast<int64_t>(tokens_.size());
+  const int64_t span = end - begin - (seq + 1);
+  for (int64_t r = 0; r < batch; ++r) {
+    Rng rng(hash_seed(seed, static_cast<uint64_t>(split), static_cast<uint64_t>(index), static_cast<uint64_t>(r)));
+    const int64_t start = begin + (span > 0 ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(span + 1))) : 0);
+    for (int64_t t = 0; t < seq; ++t) {
+      inputs[r * seq + t] = tokens_[static_cast<size_t>(start + t)];
+      targets[r * seq + t] = tokens_[static_cast<size_t>(start + t + 1)];
+    }
+  }
+}
+
+}  // namespace bench::data

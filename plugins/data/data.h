@@ -1,0 +1,36 @@
+// defines: the data family's component infos and shared helpers
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench.h"
+
+namespace bench::data {
+
+ComponentInfo synthetic_info();
+ComponentInfo text_info();
+ComponentInfo tokens_info();
+
+/// Unigram entropy H(x) and bigram conditional entropy H(x_t | x_{t-1}), in nats, of `tokens`
+/// (ids below `vocab`).
+std::pair<double, double> entropies(const std::vector<int32_t>& tokens, int64_t vocab);
+
+/// A token file held in memory, split into a training and a validation range; batches are
+/// windows at positions drawn deterministically from (split, index, row).
+class TokenStream {
+ public:
+  void assign(std::vector<int32_t> tokens, double validation_fraction);
+  void batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,
+             int32_t* targets) const;
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  int64_t train_end() const { return train_end_; }
+
+ private:
+  std::vector<int32_t> tokens_;
+  int64_t train_end_ = 0;
+};
+
+}  // namespace bench::data

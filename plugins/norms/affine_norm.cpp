@@ -1,0 +1,63 @@
+#include "kernels/norm.h"
+#include "norms.h"
+
+namespace bench::norms {
+
+std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias) {
+  return {
+      ParamSpec::number("eps", default_eps, "added to the variance (mean square) before the square root").at_least(0),
+      ParamSpec::boolean("weight", true, "learnable per-feature gain (initialized to 1)"),
+      ParamSpec::boolean("bias", default_bias, "learnable per-feature bias (initialized to 0)"),
+  };
+}
+
+AffineNorm::AffineNorm(const Params& p, bool center)
+    : center_(center), eps_(p.number("eps")), use_weight_(p.boolean("weight")), use_bias_(p.boolean("bias")) {}
+
+void AffineNorm::setup(SetupContext& ctx) {
+  rows_ = ctx.rows();
+  width_ = ctx.width();
+  esize_ = dtype_size(ctx.dtype());
+  // Gains and biases are not decayed (decaying a gain pulls it towards 0, not towards identity).
+  if (use_weight_) weight_ = ctx.add_param("weight", {width_}, Init::ones(), false);
+  if (use_bias_) bias_ = ctx.add_param("bias", {width_}, Init::zeros(), false);
+  const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  mean_ = ctx.buffer({rows_}, acc);
+  rstd_ = ctx.buffer({rows_}, acc);
+  workspace_ = ctx.buffer({kernels::norm_backward_workspace(rows_, width_)}, acc);
+}
+
+void AffineNorm::forward(const Tensor& x, Tensor& y, RunContext& ctx) {
+  x_ = x;
+  dispatch_float(x.dtype(), [&]<class T>() {
+    using A = tile::acc_t<T>;
+    kernels::norm_forward<T>(ctx.exec, center_, x.data<T>(), weight_ ? weight_->value.data<T>() : nullptr,
+                             bias_ ? bias_->value.data<T>() : nullptr, y.data<T>(),
+                             center_ ? static_cast<A*>(mean_.raw()) : nullptr, static_cast<A*>(rstd_.raw()), rows_,
+                             width_, eps_);
+  });
+}
+
+void AffineNorm::backward(const Tensor& dy, Tensor& dx, RunContext& ctx) {
+  dispatch_float(dy.dtype(), [&]<class T>() {
+    using A = tile::acc_t<T>;
+    kernels::norm_backward<T>(ctx.exec, center_, dy.data<T>(), x_.data<T>(),
+                              weight_ ? weight_->value.data<T>() : nullptr, static_cast<const A*>(mean_.raw()),
+                              static_cast<const A*>(rstd_.raw()), dx.data<T>(),
+                              weight_ ? weight_->grad.data<T>() : nullptr, bias_ ? bias_->grad.data<T>() : nullptr,
+                              rows_, width_, static_cast<A*>(workspace_.raw()));
+  });
+}
+
+Cost AffineNorm::cost() const {
+  const double n = static_cast<double>(rows_ * width_);
+  const double e = static_cast<double>(esize_);
+  Cost c;
+  c.flops_forward = n * (center_ ? 7.0 : 5.0);  // (center,) square, sum, scale, gain, bias
+  c.flops_backward = n * (center_ ? 12.0 : 10.0);
+  c.bytes_forward = 2 * n * e;                  // read x, write y
+  c.bytes_backward = 3 * n * e;                 // read dy and x, write dx
+  return c;
+}
+
+}  // namespace bench::norms

@@ -1,0 +1,42 @@
+// defines: the norms family — norm types (slot "norm") and norm positions (slot "norm_position")
+#pragma once
+
+#include "bench/bench.h"
+
+namespace bench::norms {
+
+ComponentInfo layernorm_info();
+ComponentInfo rmsnorm_info();
+ComponentInfo identity_info();
+ComponentInfo pre_info();
+ComponentInfo post_info();
+ComponentInfo double_info();
+ComponentInfo output_info();
+
+/// Shared by LayerNorm and RMSNorm: y = normalize(x) * weight + bias over the last dimension.
+class AffineNorm : public Sublayer {
+ public:
+  AffineNorm(const Params& p, bool center);
+  void setup(SetupContext& ctx) override;
+  void forward(const Tensor& x, Tensor& y, RunContext& ctx) override;
+  void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override;
+  Cost cost() const override;
+
+ private:
+  bool center_;
+  double eps_;
+  bool use_weight_;
+  bool use_bias_;
+  int64_t rows_ = 0;
+  int64_t width_ = 0;
+  size_t esize_ = 4;
+  Param* weight_ = nullptr;
+  Param* bias_ = nullptr;
+  Tensor x_;  // input of the last forward
+  Tensor mean_, rstd_, workspace_;
+};
+
+/// Common parameters of LayerNorm and RMSNorm.
+std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias);
+
+}  // namespace bench::norms

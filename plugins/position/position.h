@@ -1,0 +1,11 @@
+// defines: the position family's component infos
+#pragma once
+
+#include "bench/bench.h"
+
+namespace bench::position {
+
+ComponentInfo rope_info();
+ComponentInfo nope_info();
+
+}  // namespace bench::position
