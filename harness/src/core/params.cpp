@@ -92,12 +92,16 @@ Value check_value(const ParamSpec& spec, const Value& v, std::string_view contex
     return ConfigError(v.loc, where + " must be " + std::string(expected) + ", found " + std::string(v.kind_name()) +
                                   " " + v.str());
   };
+  auto bound = [&](double b) {
+    return spec.type == ParamType::kInt || spec.type == ParamType::kIntList ? std::to_string(static_cast<int64_t>(b))
+                                                                            : Value::number(b).str();
+  };
   auto check_bounds = [&](double d) {
     if (!std::isfinite(d)) throw ConfigError(v.loc, where + " must be finite, found " + v.str());
     if (spec.min && d < *spec.min)
-      throw ConfigError(v.loc, where + " must be >= " + Value::number(*spec.min).str() + ", found " + v.str());
+      throw ConfigError(v.loc, where + " must be >= " + bound(*spec.min) + ", found " + v.str());
     if (spec.max && d > *spec.max)
-      throw ConfigError(v.loc, where + " must be <= " + Value::number(*spec.max).str() + ", found " + v.str());
+      throw ConfigError(v.loc, where + " must be <= " + bound(*spec.max) + ", found " + v.str());
   };
   switch (spec.type) {
     case ParamType::kInt:

@@ -1,0 +1,118 @@
+#include "store/schema.h"
+
+namespace bench::store {
+
+namespace {
+
+// Version 1. Keep in sync with docs/results.md.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE runs(
+  id INTEGER PRIMARY KEY,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running','completed','failed','interrupted')),
+  error TEXT,
+  experiment_name TEXT NOT NULL,
+  experiment_path TEXT NOT NULL,
+  experiment_text TEXT NOT NULL,
+  experiment_sha256 TEXT NOT NULL,
+  git_sha TEXT NOT NULL,
+  harness_version TEXT NOT NULL,
+  plugins_json TEXT NOT NULL,
+  device TEXT NOT NULL,
+  device_json TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  build_flags TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  command_line TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  n_cases INTEGER NOT NULL);
+
+CREATE TABLE cases(
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  ordinal INTEGER NOT NULL,
+  runner TEXT NOT NULL,
+  label TEXT NOT NULL,
+  variant TEXT NOT NULL,
+  axes_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK(status IN ('completed','diverged','failed','interrupted')),
+  error TEXT,
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  wall_s REAL NOT NULL,
+  n_params INTEGER,
+  n_params_embedding INTEGER,
+  flops_per_token REAL,
+  UNIQUE(run_id, ordinal));
+
+CREATE TABLE throughput(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  mode TEXT NOT NULL,
+  repetitions INTEGER NOT NULL,
+  iterations INTEGER NOT NULL,
+  median_ms REAL NOT NULL,
+  mean_ms REAL NOT NULL,
+  min_ms REAL NOT NULL,
+  max_ms REAL NOT NULL,
+  stddev_ms REAL NOT NULL,
+  mad_ms REAL NOT NULL,
+  tokens_per_s REAL NOT NULL,
+  flops_per_iter REAL NOT NULL,
+  gflops_per_s REAL NOT NULL,
+  mfu REAL,
+  peak_bytes INTEGER,
+  PRIMARY KEY(case_id, mode));
+
+CREATE TABLE samples(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  mode TEXT NOT NULL,
+  repetition INTEGER NOT NULL,
+  ms REAL NOT NULL,
+  PRIMARY KEY(case_id, mode, repetition));
+
+CREATE TABLE steps(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  step INTEGER NOT NULL,
+  lr REAL,
+  loss REAL,
+  grad_norm REAL,
+  max_attn_logit REAL,
+  z_mean REAL,
+  z_loss REAL,
+  ms REAL,
+  PRIMARY KEY(case_id, step));
+
+CREATE TABLE metrics(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  name TEXT NOT NULL,
+  value REAL,
+  unit TEXT NOT NULL,
+  PRIMARY KEY(case_id, name));
+
+CREATE INDEX cases_run_id ON cases(run_id);
+CREATE INDEX runs_experiment_name ON runs(experiment_name);
+
+-- One row per (case, metric), with the case's run and identity alongside: the table most
+-- questions about summaries start from.
+CREATE VIEW results AS
+SELECT r.id AS run_id, r.experiment_name, r.git_sha, r.device, r.started_at AS run_started_at,
+       r.status AS run_status, c.id AS case_id, c.ordinal, c.runner, c.label, c.variant, c.axes_json,
+       c.seed, c.status, m.name AS metric, m.value, m.unit
+FROM cases c
+JOIN runs r ON r.id = c.run_id
+JOIN metrics m ON m.case_id = c.id;
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, kSchemaV1},
+  };
+  return kMigrations;
+}
+
+}  // namespace bench::store

@@ -1,0 +1,415 @@
+#include "store/store.h"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "bench/error.h"
+#include "store/schema.h"
+#include "store/sha256.h"
+#include "store/sqlite.h"
+
+namespace bench::store {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kBusyTimeoutMs = 10'000;
+/// Whole-transaction attempts before giving up; each waits up to the busy timeout for the lock.
+constexpr int kMaxWriteAttempts = 5;
+constexpr auto kRetryBackoff = std::chrono::milliseconds(50);
+constexpr std::string_view kMemoryPath = ":memory:";
+
+/// Every SQLite 3 database file starts with these 16 bytes (https://sqlite.org/fileformat.html).
+constexpr std::array<char, 16> kSqliteMagic = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                               'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+
+/// Refuses, before SQLite sees it, a path that is a directory or a non-empty file without the
+/// SQLite header: SQLite would report "file is not a database" only at the first read, and in
+/// read-write mode we must not get as far as writing anything.
+void check_is_sqlite_file(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw Error(fmt::format("{} is a directory, not a results database", path));
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw Error(fmt::format("cannot read {}: {}", path, ec.message()));
+  if (size == 0) return;  // SQLite treats an empty file as an empty database
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 16> header{};
+  if (!in) throw Error(fmt::format("cannot read {}", path));
+  in.read(header.data(), header.size());
+  if (in.gcount() != static_cast<std::streamsize>(header.size()) || header != kSqliteMagic)
+    throw Error(fmt::format("{} is not a SQLite database; refusing to use it as the results database", path));
+}
+
+std::optional<double> finite_or_null(double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; }
+
+std::optional<double> nan_to_null(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
+
+/// A value of a NOT NULL REAL column: SQLite would turn NaN into NULL and then reject it with a
+/// message that does not say which number was bad.
+double require_number(double v, int64_t ordinal, std::string_view field) {
+  if (std::isnan(v)) throw Error(fmt::format("case {}: {} is NaN", ordinal, field));
+  return v;
+}
+
+void rollback(sqlite3* db) { sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr); }
+
+}  // namespace
+
+std::string now_utc() {
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const int64_t ms = duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000);
+}
+
+void Store::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+Store::Store(const std::string& path, Mode mode) : path_(path) {
+  if (mode == Mode::kReadOnly)
+    open_read_only();
+  else
+    open_read_write();
+}
+
+Store::~Store() = default;
+
+const std::string& Store::path() const { return path_; }
+
+void Store::open_read_write() {
+  if (path_ != kMemoryPath) {
+    std::error_code ec;
+    if (fs::exists(path_, ec)) {
+      check_is_sqlite_file(path_);
+    } else {
+      const fs::path parent = fs::path(path_).parent_path();
+      if (!parent.empty() && !fs::create_directories(parent, ec) && ec)
+        throw Error(
+            fmt::format("cannot create directory {} for the results database: {}", parent.string(), ec.message()));
+    }
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  db_.reset(raw);  // SQLite hands out a handle even on failure, and it must be closed
+  if (rc != SQLITE_OK)
+    throw Error(fmt::format("cannot open results database {}: {}", path_, raw ? sqlite3_errmsg(raw) : "out of memory"));
+  sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+
+  // Two processes opening a new file at once can both find it empty; the loser of the race for
+  // the write lock sees SQLITE_BUSY from the journal-mode switch and simply starts over.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      check_identity(false);  // before anything that writes
+      try {
+        sqlite::exec(db_.get(), "PRAGMA journal_mode=WAL");
+        sqlite::exec(db_.get(), "PRAGMA synchronous=NORMAL");
+        sqlite::exec(db_.get(), "PRAGMA foreign_keys=ON");
+      } catch (const sqlite::BusyError&) {
+        throw;
+      } catch (const Error& e) {
+        throw Error(fmt::format("cannot configure results database {}: {}", path_, e.message()));
+      }
+      migrate();
+      return;
+    } catch (const sqlite::BusyError& e) {
+      if (attempt >= kMaxWriteAttempts)
+        throw Error(fmt::format("cannot open results database {}: {}", path_, e.message()));
+      std::this_thread::sleep_for(kRetryBackoff * attempt);
+    }
+  }
+}
+
+void Store::open_read_only() {
+  std::error_code ec;
+  if (path_ == kMemoryPath || !fs::exists(path_, ec))
+    throw Error(fmt::format("no results database at {} (run `bench run` first)", path_));
+  check_is_sqlite_file(path_);
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  db_.reset(raw);
+  if (rc != SQLITE_OK)
+    throw Error(fmt::format("cannot open results database {}: {}", path_, raw ? sqlite3_errmsg(raw) : "out of memory"));
+  sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
+  check_identity(true);
+  sqlite::exec(db_.get(), "PRAGMA query_only=ON");
+}
+
+void Store::check_identity(bool read_only) const {
+  int64_t application_id = 0, user_version = 0, n_objects = 0;
+  try {
+    // One statement, so one read transaction: another connection may commit the first schema
+    // between two separate reads.
+    sqlite::Statement s(db_.get(), R"sql(
+      SELECT (SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),
+             (SELECT count(*) FROM sqlite_master))sql");
+    if (!s.step()) throw Error("no identity row");
+    application_id = s.column_int64(0);
+    user_version = s.column_int64(1);
+    n_objects = s.column_int64(2);
+  } catch (const sqlite::BusyError&) {
+    throw;
+  } catch (const Error& e) {
+    throw Error(fmt::format("cannot read {} as a SQLite database: {}", path_, e.message()));
+  }
+  const bool empty = application_id == 0 && user_version == 0 && n_objects == 0;
+  if (!empty && application_id != kApplicationId)
+    throw Error(fmt::format(
+        "{} is a SQLite database of another application (application_id {:#010x}, {} schema objects), not a bench "
+        "results database; refusing to touch it",
+        path_, static_cast<uint32_t>(application_id), n_objects));
+  if (user_version > kSchemaVersion)
+    throw Error(fmt::format("{} has results schema version {}, newer than this build knows ({}); use a newer bench",
+                            path_, user_version, kSchemaVersion));
+  if (read_only && empty)
+    throw Error(fmt::format("{} is an empty database, not a bench results database (run `bench run` first)", path_));
+  if (read_only && user_version < kSchemaVersion)
+    throw Error(
+        fmt::format("{} has results schema version {}; open it read-write once (e.g. `bench run`) to upgrade it "
+                    "to version {}",
+                    path_, user_version, kSchemaVersion));
+}
+
+template <class Body>
+auto Store::write_transaction(std::string_view what, Body&& body) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      sqlite::exec(db_.get(), "BEGIN IMMEDIATE");
+      auto result = body();
+      sqlite::exec(db_.get(), "COMMIT");
+      return result;
+    } catch (const sqlite::BusyError& e) {
+      rollback(db_.get());
+      if (attempt >= kMaxWriteAttempts)
+        throw Error(fmt::format("{} in {}: gave up after {} attempts: {}", what, path_, attempt, e.message()));
+      std::this_thread::sleep_for(kRetryBackoff * attempt);
+    } catch (const Error& e) {
+      rollback(db_.get());
+      throw Error(fmt::format("{} in {}: {}", what, path_, e.message()));
+    } catch (...) {
+      rollback(db_.get());
+      throw;
+    }
+  }
+}
+
+void Store::migrate() {
+  if (sqlite::scalar_int(db_.get(), "PRAGMA user_version") >= kSchemaVersion) return;  // no write lock needed
+  write_transaction("upgrading the schema", [&] {
+    // Another connection may have migrated while we waited for the lock.
+    check_identity(false);
+    const int64_t from = sqlite::scalar_int(db_.get(), "PRAGMA user_version");
+    for (const Migration& m : migrations())
+      if (m.version > from) sqlite::exec(db_.get(), m.sql);
+    sqlite::exec(db_.get(), fmt::format("PRAGMA application_id={}", kApplicationId));
+    sqlite::exec(db_.get(), fmt::format("PRAGMA user_version={}", kSchemaVersion));
+    return from;
+  });
+}
+
+int64_t Store::begin_run(const RunInfo& info) {
+  return write_transaction("starting a run", [&] {
+    sqlite::Statement s(db_.get(), R"sql(
+      INSERT INTO runs(started_at, status, experiment_name, experiment_path, experiment_text, experiment_sha256,
+                       git_sha, harness_version, plugins_json, device, device_json, compiler, build_flags, seed,
+                       command_line, hostname, n_cases)
+      VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16))sql");
+    s.bind(1, now_utc())
+        .bind(2, info.experiment_name)
+        .bind(3, info.experiment_path)
+        .bind(4, info.experiment_text)
+        .bind(5, sha256_hex(info.experiment_text))
+        .bind(6, info.git_sha)
+        .bind(7, info.harness_version)
+        .bind(8, info.plugins_json)
+        .bind(9, info.device)
+        .bind(10, info.device_json)
+        .bind(11, info.compiler)
+        .bind(12, info.build_flags)
+        .bind(13, info.seed)
+        .bind(14, info.command_line)
+        .bind(15, info.hostname)
+        .bind(16, info.n_cases)
+        .run();
+    return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
+  });
+}
+
+void Store::finish_run(int64_t run_id, std::string_view status, std::string_view error) {
+  if (status != "completed" && status != "failed" && status != "interrupted")
+    throw Error(fmt::format("finish_run: status must be completed, failed or interrupted, not '{}'", status));
+  write_transaction(fmt::format("finishing run {}", run_id), [&] {
+    sqlite::Statement s(db_.get(), "UPDATE runs SET status=?1, error=?2, finished_at=?3 WHERE id=?4");
+    s.bind(1, status).bind(3, now_utc()).bind(4, run_id);
+    if (error.empty())
+      s.bind_null(2);
+    else
+      s.bind(2, error);
+    s.run();
+    if (sqlite3_changes(db_.get()) == 0) throw Error(fmt::format("no run {}", run_id));
+    return 0;
+  });
+}
+
+int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
+  // Checked before the transaction, so a bad value costs no lock.
+  require_number(c.wall_s, c.ordinal, "wall_s");
+  for (const ThroughputRow& t : c.throughput) {
+    const auto field = [&](std::string_view name) { return fmt::format("throughput {} {}", t.mode, name); };
+    require_number(t.median_ms, c.ordinal, field("median_ms"));
+    require_number(t.mean_ms, c.ordinal, field("mean_ms"));
+    require_number(t.min_ms, c.ordinal, field("min_ms"));
+    require_number(t.max_ms, c.ordinal, field("max_ms"));
+    require_number(t.stddev_ms, c.ordinal, field("stddev_ms"));
+    require_number(t.mad_ms, c.ordinal, field("mad_ms"));
+    require_number(t.tokens_per_s, c.ordinal, field("tokens_per_s"));
+    require_number(t.flops_per_iter, c.ordinal, field("flops_per_iter"));
+    require_number(t.gflops_per_s, c.ordinal, field("gflops_per_s"));
+    for (double ms : t.samples_ms) require_number(ms, c.ordinal, field("sample"));
+  }
+  const std::string now = now_utc();
+
+  return write_transaction(fmt::format("adding case {} to run {}", c.ordinal, run_id), [&] {
+    sqlite::Statement ins_case(db_.get(), R"sql(
+      INSERT INTO cases(run_id, ordinal, runner, label, variant, axes_json, config_json, seed, status, error,
+                        started_at, finished_at, wall_s, n_params, n_params_embedding, flops_per_token)
+      VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16))sql");
+    ins_case.bind(1, run_id)
+        .bind(2, c.ordinal)
+        .bind(3, c.runner)
+        .bind(4, c.label)
+        .bind(5, c.variant)
+        .bind(6, c.axes_json)
+        .bind(7, c.config_json)
+        .bind(8, c.seed)
+        .bind(9, c.status)
+        .bind(11, c.started_at.empty() ? now : c.started_at)
+        .bind(12, c.finished_at.empty() ? now : c.finished_at)
+        .bind(13, c.wall_s)
+        .bind(14, c.n_params)
+        .bind(15, c.n_params_embedding)
+        .bind(16, c.flops_per_token);
+    if (c.error.empty())
+      ins_case.bind_null(10);
+    else
+      ins_case.bind(10, c.error);
+    ins_case.run();
+    const int64_t case_id = sqlite3_last_insert_rowid(db_.get());
+
+    if (!c.throughput.empty()) {
+      sqlite::Statement ins_tp(db_.get(), R"sql(
+        INSERT INTO throughput(case_id, mode, repetitions, iterations, median_ms, mean_ms, min_ms, max_ms, stddev_ms,
+                               mad_ms, tokens_per_s, flops_per_iter, gflops_per_s, mfu, peak_bytes)
+        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15))sql");
+      sqlite::Statement ins_sample(db_.get(),
+                                   "INSERT INTO samples(case_id, mode, repetition, ms) VALUES(?1, ?2, ?3, ?4)");
+      for (const ThroughputRow& t : c.throughput) {
+        ins_tp.bind(1, case_id)
+            .bind(2, t.mode)
+            .bind(3, t.repetitions)
+            .bind(4, t.iterations)
+            .bind(5, t.median_ms)
+            .bind(6, t.mean_ms)
+            .bind(7, t.min_ms)
+            .bind(8, t.max_ms)
+            .bind(9, t.stddev_ms)
+            .bind(10, t.mad_ms)
+            .bind(11, t.tokens_per_s)
+            .bind(12, t.flops_per_iter)
+            .bind(13, t.gflops_per_s)
+            .bind(14, t.mfu ? nan_to_null(*t.mfu) : std::nullopt)
+            .bind(15, t.peak_bytes)
+            .run();
+        for (size_t i = 0; i < t.samples_ms.size(); ++i)
+          ins_sample.bind(1, case_id).bind(2, t.mode).bind(3, static_cast<int64_t>(i)).bind(4, t.samples_ms[i]).run();
+      }
+    }
+
+    if (!c.steps.empty()) {
+      sqlite::Statement ins_step(db_.get(), R"sql(
+        INSERT INTO steps(case_id, step, lr, loss, grad_norm, max_attn_logit, z_mean, z_loss, ms)
+        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9))sql");
+      for (const StepRow& s : c.steps)
+        ins_step.bind(1, case_id)
+            .bind(2, s.step)
+            .bind(3, finite_or_null(s.lr))
+            .bind(4, finite_or_null(s.loss))
+            .bind(5, finite_or_null(s.grad_norm))
+            .bind(6, finite_or_null(s.max_attn_logit))
+            .bind(7, finite_or_null(s.z_mean))
+            .bind(8, finite_or_null(s.z_loss))
+            .bind(9, finite_or_null(s.ms))
+            .run();
+    }
+
+    if (!c.metrics.empty()) {
+      sqlite::Statement ins_metric(db_.get(), "INSERT INTO metrics(case_id, name, value, unit) VALUES(?1, ?2, ?3, ?4)");
+      for (const MetricRow& m : c.metrics)
+        ins_metric.bind(1, case_id).bind(2, m.name).bind(3, nan_to_null(m.value)).bind(4, m.unit).run();
+    }
+    return case_id;
+  });
+}
+
+std::optional<int64_t> Store::latest_run() const {
+  sqlite::Statement s(db_.get(), "SELECT max(id) FROM runs");
+  if (!s.step() || s.column_is_null(0)) return std::nullopt;
+  return s.column_int64(0);
+}
+
+QueryResult Store::query(const std::string& sql, const std::vector<Value>& params) const {
+  sqlite3* db = db_.get();
+  sqlite3_stmt* raw = nullptr;
+  const char* tail = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
+  if (rc != SQLITE_OK) throw Error(fmt::format("query failed: {}", sqlite3_errmsg(db)));
+  if (raw == nullptr) throw Error("query failed: no SQL statement given");
+  sqlite3_finalize(raw);
+  // Everything after the first statement must be whitespace, comments or semicolons: a second
+  // statement would otherwise be silently ignored.
+  const char* end = sql.c_str() + sql.size();
+  while (tail != nullptr && tail < end) {
+    sqlite3_stmt* extra = nullptr;
+    const char* next = nullptr;
+    rc = sqlite3_prepare_v2(db, tail, static_cast<int>(end - tail), &extra, &next);
+    sqlite3_finalize(extra);
+    if (rc != SQLITE_OK || extra != nullptr) throw Error("query failed: give exactly one SQL statement");
+    if (next == tail) break;
+    tail = next;
+  }
+
+  sqlite::Statement s(db, sql);
+  if (static_cast<size_t>(s.parameter_count()) != params.size())
+    throw Error(
+        fmt::format("query failed: the statement takes {} parameter(s), {} given", s.parameter_count(), params.size()));
+  for (size_t i = 0; i < params.size(); ++i) s.bind(static_cast<int>(i) + 1, params[i]);
+
+  QueryResult result;
+  for (int i = 0; i < s.column_count(); ++i) result.columns.push_back(s.column_name(i));
+  try {
+    while (s.step()) {
+      std::vector<Value> row;
+      row.reserve(result.columns.size());
+      for (int i = 0; i < s.column_count(); ++i) row.push_back(s.column_value(i));
+      result.rows.push_back(std::move(row));
+    }
+  } catch (const Error&) {
+    throw Error(fmt::format("query failed: {}", sqlite3_errmsg(db)));
+  }
+  return result;
+}
+
+int Store::schema_version() const { return static_cast<int>(sqlite::scalar_int(db_.get(), "PRAGMA user_version")); }
+
+}  // namespace bench::store

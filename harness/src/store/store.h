@@ -1,0 +1,132 @@
+// defines: bench::store::Store — the SQLite results database (schema in docs/results.md);
+// RunInfo, CaseRow and its parts (what a runner records), QueryResult, now_utc
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bench/value.h"
+
+struct sqlite3;
+
+namespace bench::store {
+
+/// The schema version this build writes and reads (`PRAGMA user_version`).
+inline constexpr int kSchemaVersion = 1;
+
+/// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
+/// computed by the store from experiment_text.
+struct RunInfo {
+  std::string experiment_name, experiment_path, experiment_text, git_sha, harness_version, plugins_json, device,
+      device_json, compiler, build_flags, command_line, hostname;
+  int64_t seed = 0;
+  int64_t n_cases = 0;  ///< cases the run plans to execute
+};
+
+/// Timing of one mode ("forward", "forward_backward", "train_step") of a throughput case; a row
+/// of `throughput` plus one row of `samples` per entry of samples_ms. Every double except mfu
+/// must be a number (not NaN).
+struct ThroughputRow {
+  std::string mode;
+  int64_t repetitions = 0, iterations = 0;
+  double median_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0, stddev_ms = 0, mad_ms = 0, tokens_per_s = 0,
+         flops_per_iter = 0, gflops_per_s = 0;
+  std::optional<double> mfu;          ///< fraction of the device peak, 0..1; none when the peak is unknown
+  std::optional<int64_t> peak_bytes;  ///< peak device memory during the timed loop
+  std::vector<double> samples_ms;     ///< per repetition, in order
+};
+
+/// One training step of a stability case; a row of `steps`. NaN and +-inf are stored as NULL.
+struct StepRow {
+  int64_t step = 0;
+  double lr = 0, loss = 0, grad_norm = 0, max_attn_logit = 0, z_mean = 0, z_loss = 0, ms = 0;
+};
+
+/// A named summary number of a case (final_loss, spike_count ...); a row of `metrics`.
+/// NaN is stored as NULL.
+struct MetricRow {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+
+/// Everything one case produced; add_case writes it in one transaction.
+struct CaseRow {
+  int64_t ordinal = 0;  ///< position in the run's expansion, unique within the run
+  std::string runner, label, variant, axes_json = "{}", config_json = "{}";
+  int64_t seed = 0;
+  std::string status = "completed";     ///< completed, diverged, failed or interrupted
+  std::string error;                    ///< stored as NULL when empty
+  std::string started_at, finished_at;  ///< ISO-8601 UTC (now_utc()); the time of add_case when empty
+  double wall_s = 0;
+  std::optional<int64_t> n_params, n_params_embedding;
+  std::optional<double> flops_per_token;
+  std::vector<ThroughputRow> throughput;
+  std::vector<StepRow> steps;
+  std::vector<MetricRow> metrics;
+};
+
+/// The result of a query: column names and rows of null, integer, float or string values.
+struct QueryResult {
+  std::vector<std::string> columns;
+  std::vector<std::vector<Value>> rows;
+};
+
+/// The current time as ISO-8601 UTC with milliseconds: "2026-11-29T12:34:56.789Z".
+std::string now_utc();
+
+/// A connection to one results database. Several Store objects (threads, processes) may write
+/// the same file: WAL mode, a 10 s busy timeout, and each case in its own retried transaction.
+/// One Store object is not meant to be shared between threads.
+class Store {
+ public:
+  enum class Mode { kReadWrite, kReadOnly };
+
+  /// Opens `path`. Read-write creates the file and its parent directories when missing and
+  /// applies pending migrations; read-only requires an existing, current database and refuses
+  /// every write. Throws bench::Error (naming the path, leaving the file untouched) for a file
+  /// that is not SQLite, a SQLite file of another application, or a newer schema version.
+  explicit Store(const std::string& path, Mode mode = Mode::kReadWrite);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  /// The path given to the constructor.
+  const std::string& path() const;
+
+  /// Inserts a run with status 'running' and started_at now; returns its id.
+  int64_t begin_run(const RunInfo& info);
+  /// Sets a run's status ('completed', 'failed', 'interrupted'), error (NULL when empty) and
+  /// finished_at. Throws when the run does not exist.
+  void finish_run(int64_t run_id, std::string_view status, std::string_view error = {});
+  /// Writes a case with its throughput, samples, steps and metrics in one transaction
+  /// (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
+  int64_t add_case(int64_t run_id, const CaseRow& c);
+  /// The highest run id, if there is any run.
+  std::optional<int64_t> latest_run() const;
+  /// Runs one SQL statement with parameters bound to ?1, ?2 ... and returns all its rows.
+  QueryResult query(const std::string& sql, const std::vector<Value>& params = {}) const;
+  /// `PRAGMA user_version` of the open database.
+  int schema_version() const;
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+
+  void open_read_write();
+  void open_read_only();
+  void migrate();
+  void check_identity(bool read_only) const;
+  template <class Body>
+  auto write_transaction(std::string_view what, Body&& body);
+
+  std::string path_;
+  std::unique_ptr<sqlite3, Closer> db_;
+};
+
+}  // namespace bench::store

@@ -1,0 +1,55 @@
+#include "activation.h"
+
+namespace bench::kernels {
+
+namespace {
+constexpr int kFlat = programs::kActivationBlock;
+constexpr int kGlu = programs::kGluBlock;
+}  // namespace
+
+template <class T>
+void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int64_t n) {
+  if (n <= 0) return;
+  dispatch_activation(act, [&]<Activation kAct>() {
+    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationForward<T, kAct, kFlat>{x, y, n});
+  });
+}
+
+template <class T>
+void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
+  if (n <= 0) return;
+  dispatch_activation(act, [&]<Activation kAct>() {
+    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat},
+                 programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
+  });
+}
+
+template <class T>
+void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
+  if (rows <= 0 || d_ff <= 0) return;
+  const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
+  dispatch_activation(act, [&]<Activation kAct>() {
+    tile::launch(exec, grid, programs::GluForward<T, kAct, kGlu>{gu, h, d_ff});
+  });
+}
+
+template <class T>
+void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff) {
+  if (rows <= 0 || d_ff <= 0) return;
+  const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
+  dispatch_activation(act, [&]<Activation kAct>() {
+    tile::launch(exec, grid, programs::GluBackward<T, kAct, kGlu>{gu, dh, dgu, d_ff});
+  });
+}
+
+#define BENCH_INSTANTIATE(T)                                                                                \
+  template void activation_forward<T>(const Exec&, Activation, const T*, T*, int64_t);                      \
+  template void activation_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t);           \
+  template void glu_forward<T>(const Exec&, Activation, const T*, T*, int64_t, int64_t);                    \
+  template void glu_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t, int64_t);
+BENCH_INSTANTIATE(float)
+BENCH_INSTANTIATE(double)
+BENCH_INSTANTIATE(tile::bf16)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels

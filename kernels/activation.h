@@ -1,0 +1,253 @@
+// defines: Activation, activation_forward, activation_backward, glu_forward, glu_backward, and
+//          their float64 references (activation_reference, activation_grad_reference)
+//
+// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+//
+// relu(x) = max(x, 0)                  gelu(x) = x/2 (1 + erf(x / sqrt 2))
+// gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+// silu(x) = x sigmoid(x)               relu2(x) = relu(x)^2
+// Gated (rows of gu are [gate | up], each d_ff wide): h = act(gate) * up;
+//   dgate = dh * up * act'(gate), dup = dh * act(gate).  SwiGLU = kSilu, GeGLU = kGelu, ReGLU = kRelu.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <vector>
+
+#include "fast_math.h"
+#include "tile/exec.h"
+#include "tile/program.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+/// Point-wise non-linearity of an MLP (plain or gated).
+enum class Activation : uint8_t {
+  kRelu,      ///< max(x, 0)
+  kGelu,      ///< exact GeLU, x * Phi(x) with erf
+  kGeluTanh,  ///< GeLU, tanh approximation
+  kSilu,      ///< x * sigmoid(x) (Swish-1)
+  kRelu2,     ///< relu(x)^2 (Primer)
+};
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// act(x) in double.
+inline double activation_reference(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu: return x > 0 ? x : 0.0;
+    case Activation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kGeluTanh:
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    case Activation::kSilu: return x / (1.0 + std::exp(-x));
+    case Activation::kRelu2: return x > 0 ? x * x : 0.0;
+  }
+  return 0.0;
+}
+
+/// act'(x) in double (closed form; the tests check it against finite differences too).
+inline double activation_grad_reference(Activation act, double x) {
+  switch (act) {
+    case Activation::kRelu: return x > 0 ? 1.0 : 0.0;
+    case Activation::kGelu:
+      return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+    case Activation::kGeluTanh: {
+      const double k = std::sqrt(2.0 / std::numbers::pi);
+      const double t = std::tanh(k * (x + 0.044715 * x * x * x));
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * x * x);
+    }
+    case Activation::kSilu: {
+      const double s = 1.0 / (1.0 + std::exp(-x));
+      return s * (1.0 + x * (1.0 - s));
+    }
+    case Activation::kRelu2: return x > 0 ? 2 * x : 0.0;
+  }
+  return 0.0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// Elements per program of the point-wise programs.
+inline constexpr int kActivationBlock = 1024;
+/// Columns per program of the gated programs (a program is one row and one column chunk).
+inline constexpr int kGluBlock = 256;
+
+/// Standard normal CDF Phi(x) = erfc(-x / sqrt 2) / 2: erfc keeps the far left tail accurate,
+/// where 1 + erf(x / sqrt 2) would cancel.
+BENCH_HD BENCH_FORCEINLINE float normal_cdf(float x) { return 0.5f * ::erfcf(-0.70710678f * x); }
+BENCH_HD BENCH_FORCEINLINE double normal_cdf(double x) { return 0.5 * ::erfc(-0.70710678118654752440 * x); }
+
+/// 1 / (1 + e^-x) with the vectorizable exponential (e^-x = inf gives 0, as it should).
+template <class A>
+BENCH_HD BENCH_FORCEINLINE A fast_sigmoid(A x) {
+  return A(1) / (A(1) + fast_exp(-x));
+}
+
+/// act(x) for one element, in the compute type A. The tanh GeLU uses the identity
+/// (1 + tanh(u)) / 2 = sigmoid(2u), which does not cancel for negative x.
+template <Activation kAct>
+struct ActivationFn {
+  template <class A>
+  BENCH_HD A operator()(A x) const {
+    if constexpr (kAct == Activation::kRelu) {
+      return x > A(0) ? x : A(0);
+    } else if constexpr (kAct == Activation::kGelu) {
+      return x * normal_cdf(x);
+    } else if constexpr (kAct == Activation::kGeluTanh) {
+      return x * fast_sigmoid(A(2 * 0.79788456080286535588) * (x + A(0.044715) * x * x * x));
+    } else if constexpr (kAct == Activation::kSilu) {
+      return x * fast_sigmoid(x);
+    } else {
+      return x > A(0) ? x * x : A(0);
+    }
+  }
+};
+
+/// act'(x) for one element, in the compute type A.
+template <Activation kAct>
+struct ActivationGrad {
+  template <class A>
+  BENCH_HD A operator()(A x) const {
+    namespace m = tile::math;
+    if constexpr (kAct == Activation::kRelu) {
+      return x > A(0) ? A(1) : A(0);
+    } else if constexpr (kAct == Activation::kGelu) {
+      // Phi(x) + x phi(x), phi the standard normal density
+      return normal_cdf(x) + x * A(0.39894228040143267794) * m::exp(A(-0.5) * x * x);
+    } else if constexpr (kAct == Activation::kGeluTanh) {
+      // d/dx x s(2u) = s(2u) + 2 x s(2u) s(-2u) u',  u = k (x + c x^3)
+      const A k = A(0.79788456080286535588);
+      const A u2 = A(2) * k * (x + A(0.044715) * x * x * x);
+      const A s = fast_sigmoid(u2);
+      return s + A(2) * x * s * fast_sigmoid(-u2) * k * (A(1) + A(3 * 0.044715) * x * x);
+    } else if constexpr (kAct == Activation::kSilu) {
+      const A s = fast_sigmoid(x);
+      return s * (A(1) + x * (A(1) - s));
+    } else {
+      return x > A(0) ? A(2) * x : A(0);
+    }
+  }
+};
+
+/// y = act(x) over one chunk of B elements.
+template <class T, Activation kAct, int B>
+struct ActivationForward {
+  static constexpr int kBlock = B;
+  const T* x;
+  T* y;
+  int64_t n;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t off = tl::program_id(c, 0) * B;
+    tl::store(c, y + off, tl::map(ActivationFn<kAct>{}, tl::load<B>(c, x + off, n - off)), n - off);
+  }
+};
+
+/// dx = dy * act'(x) over one chunk of B elements (dx may alias dy).
+template <class T, Activation kAct, int B>
+struct ActivationBackward {
+  static constexpr int kBlock = B;
+  const T* x;
+  const T* dy;
+  T* dx;
+  int64_t n;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t off = tl::program_id(c, 0) * B;
+    const int64_t rest = n - off;
+    auto g = tl::map(ActivationGrad<kAct>{}, tl::load<B>(c, x + off, rest));
+    tl::store(c, dx + off, tl::load<B>(c, dy + off, rest) * g, rest);
+  }
+};
+
+/// Program (row, chunk) of the gated forward: h = act(gate) * up for B columns of one row.
+template <class T, Activation kAct, int B>
+struct GluForward {
+  static constexpr int kBlock = B;
+  const T* gu;
+  T* h;
+  int64_t d_ff;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    const int64_t c0 = tl::program_id(c, 1) * B;
+    const int64_t n = d_ff - c0;
+    const T* gate = gu + r * 2 * d_ff + c0;
+    auto a = tl::map(ActivationFn<kAct>{}, tl::load<B>(c, gate, n));
+    tl::store(c, h + r * d_ff + c0, a * tl::load<B>(c, gate + d_ff, n), n);
+  }
+};
+
+/// Program (row, chunk) of the gated backward: both halves of dgu for B columns of one row.
+template <class T, Activation kAct, int B>
+struct GluBackward {
+  static constexpr int kBlock = B;
+  const T* gu;
+  const T* dh;
+  T* dgu;
+  int64_t d_ff;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    const int64_t c0 = tl::program_id(c, 1) * B;
+    const int64_t n = d_ff - c0;
+    const T* gate = gu + r * 2 * d_ff + c0;
+    auto g = tl::load<B>(c, gate, n);
+    auto u = tl::load<B>(c, gate + d_ff, n);
+    auto d = tl::load<B>(c, dh + r * d_ff + c0, n);
+    T* out = dgu + r * 2 * d_ff + c0;
+    tl::store(c, out, d * u * tl::map(ActivationGrad<kAct>{}, g), n);
+    tl::store(c, out + d_ff, d * tl::map(ActivationFn<kAct>{}, g), n);
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float, double and bf16 storage are instantiated in activation.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// Call f.template operator()<kAct>() for the run-time activation `act`: one compiled program
+/// per activation, so no per-element branch.
+template <class F>
+void dispatch_activation(Activation act, F&& f) {
+  switch (act) {
+    case Activation::kRelu: f.template operator()<Activation::kRelu>(); break;
+    case Activation::kGelu: f.template operator()<Activation::kGelu>(); break;
+    case Activation::kGeluTanh: f.template operator()<Activation::kGeluTanh>(); break;
+    case Activation::kSilu: f.template operator()<Activation::kSilu>(); break;
+    case Activation::kRelu2: f.template operator()<Activation::kRelu2>(); break;
+  }
+}
+
+/// y = act(x) for n elements (y may alias x).
+template <class T>
+void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int64_t n);
+
+/// dx = dy * act'(x) for n elements; dx may alias dy.
+template <class T>
+void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n);
+
+/// Gated unit: rows of gu are [gate (d_ff) | up (d_ff)]; h[r, :] = act(gate) * up.
+template <class T>
+void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff);
+
+/// Gradient of glu_forward: writes both halves of dgu (rows of 2 * d_ff) from dh.
+template <class T>
+void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff);
+
+}  // namespace bench::kernels

@@ -1,0 +1,19 @@
+#include "adamw.h"
+
+namespace bench::kernels {
+
+template <class T>
+void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step) {
+  if (n <= 0) return;
+  constexpr int B = programs::kAdamWBlock;
+  tile::launch(exec, tile::Grid{(n + B - 1) / B}, programs::make_adamw(p, g, m, v, n, step));
+}
+
+#define BENCH_INSTANTIATE(T) \
+  template void adamw_update<T>(const Exec&, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&);
+BENCH_INSTANTIATE(float)
+BENCH_INSTANTIATE(double)
+BENCH_INSTANTIATE(tile::bf16)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels

@@ -1,0 +1,157 @@
+#include "attention.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "gemm.h"
+#include "tile/parallel.h"
+
+namespace bench::kernels {
+
+namespace {
+
+// Queries per forward task and per backward step. 64 rows keep each GEMM large enough to run
+// near the library's peak, give B*H*T/64 tasks to balance over the cores, and make the causal
+// skip (a block of queries needs keys up to its last row only) save ~(1 - 64/T)/2 of the work.
+constexpr int64_t kQueryBlock = 64;
+
+struct Dims {
+  int64_t batch, seq, heads, kv_heads, d_head;
+  int64_t group;   // query heads per kv head
+  int64_t width;   // elements of a qkv row
+  int64_t qblock;  // queries per block
+  int64_t qblocks; // blocks per sequence
+};
+
+Dims dims_of(const AttentionArgs& a) {
+  if (a.batch <= 0 || a.seq <= 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.d_head <= 0 || a.window < 0 ||
+      a.n_heads % a.n_kv_heads != 0)
+    throw std::invalid_argument("attention: need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
+                                std::to_string(a.n_heads) + ") a multiple of n_kv_heads (" +
+                                std::to_string(a.n_kv_heads) + ")");
+  Dims d{a.batch, a.seq, a.n_heads, a.n_kv_heads, a.d_head, a.n_heads / a.n_kv_heads,
+         (a.n_heads + 2 * a.n_kv_heads) * a.d_head, std::min(kQueryBlock, a.seq), 0};
+  d.qblocks = (d.seq + d.qblock - 1) / d.qblock;
+  return d;
+}
+
+/// Mask of the block of queries starting at q0 whose columns start at key `lo`.
+SoftmaxMask block_mask(const AttentionArgs& a, int64_t q0, int64_t lo) { return {a.causal, q0 - lo, a.window}; }
+
+/// Keys [lo, hi) that some query of [q0, q1) may see (a row's range only moves right).
+void key_range(const AttentionArgs& a, int64_t q0, int64_t q1, int64_t& lo, int64_t& hi) {
+  const SoftmaxMask m{a.causal, 0, a.window};
+  int64_t unused = 0;
+  softmax_row_range(m, q0, a.seq, lo, unused);
+  softmax_row_range(m, q1 - 1, a.seq, unused, hi);
+}
+
+/// Zero columns [0, lo) and [hi, cols) of `rows` rows, ld apart.
+template <class T>
+void zero_outside(T* x, int64_t rows, int64_t cols, int64_t ld, int64_t lo, int64_t hi) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::fill(x + r * ld, x + r * ld + lo, T(0));
+    std::fill(x + r * ld + hi, x + r * ld + cols, T(0));
+  }
+}
+
+}  // namespace
+
+int64_t attention_probs_size(const AttentionArgs& a) {
+  const int64_t n = a.batch * a.n_heads * a.seq * a.seq;
+  return a.softcap > 0 ? 2 * n : n;
+}
+
+int64_t attention_workspace_size(const AttentionArgs& a) {
+  const Dims d = dims_of(a);
+  return d.batch * d.kv_heads * d.qblock * d.seq;  // one dP/dS block per (batch, kv head) task
+}
+
+template <class T>
+void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs,
+                       acc_t<T>* row_max) {
+  const Dims d = dims_of(a);
+  const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
+  T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : probs;
+  // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
+  // Inside the parallel region, gemm and the softmax launcher run on the calling thread.
+  tile::parallel_for(d.batch * d.heads * d.qblocks, [&](int64_t t0, int64_t t1) {
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
+      const int64_t h = bh % d.heads, b = bh / d.heads, g = h / d.group;
+      const int64_t q0 = qb * d.qblock, q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
+      int64_t lo = 0, hi = 0;
+      key_range(a, q0, q1, lo, hi);
+      const int64_t cols = hi - lo;
+      const T* q = qkv + (b * seq + q0) * d.width + h * dh;
+      const T* k = qkv + (b * seq + lo) * d.width + (d.heads + g) * dh;
+      const T* v = qkv + (b * seq + lo) * d.width + (d.heads + d.kv_heads + g) * dh;
+      T* p = probs + (bh * seq + q0) * seq;
+      T* s = scores + (bh * seq + q0) * seq;
+      gemm<T>(false, true, rows, cols, dh, static_cast<T>(a.scale), q, d.width, k, d.width, T(0), s + lo, seq);
+      softmax_forward<T>(exec, s + lo, p + lo, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo),
+                         row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
+      zero_outside(p, rows, seq, seq, lo, hi);
+      if (s != p) zero_outside(s, rows, seq, seq, lo, hi);
+      gemm<T>(false, false, rows, dh, cols, T(1), p + lo, seq, v, d.width, T(0),
+              out + (b * seq + q0) * ld_out + h * dh, ld_out);
+    }
+  });
+}
+
+template <class T>
+void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout,
+                        T* dqkv, T* workspace) {
+  const Dims d = dims_of(a);
+  const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
+  const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
+  const auto scale = static_cast<T>(a.scale);
+  // One task per (batch, kv head): it alone writes dK and dV of its kv head (summed over the
+  // group's query heads in order) and dQ of those query heads.
+  tile::parallel_for(d.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {
+    for (int64_t task = t0; task < t1; ++task) {
+      const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
+      T* ws = workspace + task * d.qblock * seq;  // dP, then dS in place; rows seq apart
+      const int64_t k_col = (d.heads + g) * dh, v_col = (d.heads + d.kv_heads + g) * dh;
+      T* dk = dqkv + b * seq * d.width + k_col;
+      T* dv = dqkv + b * seq * d.width + v_col;
+      for (int64_t t = 0; t < seq; ++t) {
+        std::fill(dk + t * d.width, dk + t * d.width + dh, T(0));
+        std::fill(dv + t * d.width, dv + t * d.width + dh, T(0));
+      }
+      const T* k = qkv + b * seq * d.width + k_col;
+      const T* v = qkv + b * seq * d.width + v_col;
+      for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
+        const int64_t bh = b * d.heads + h;
+        for (int64_t q0 = 0; q0 < seq; q0 += d.qblock) {
+          const int64_t q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
+          int64_t lo = 0, hi = 0;
+          key_range(a, q0, q1, lo, hi);
+          const int64_t cols = hi - lo;
+          const T* p = probs + (bh * seq + q0) * seq + lo;
+          const T* s = scores != nullptr ? scores + (bh * seq + q0) * seq + lo : nullptr;
+          const T* d_o = dout + (b * seq + q0) * ld_out + h * dh;
+          const T* q = qkv + (b * seq + q0) * d.width + h * dh;
+          // dV[lo:hi] += P^T dO
+          gemm<T>(true, false, cols, dh, rows, T(1), p, seq, d_o, ld_out, T(1), dv + lo * d.width, d.width);
+          // dP = dO V^T, then dS = softmax_backward(P, dP) in place
+          gemm<T>(false, true, rows, cols, dh, T(1), d_o, ld_out, v + lo * d.width, d.width, T(0), ws, seq);
+          softmax_backward<T>(exec, p, ws, s, ws, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo));
+          // dQ = scale dS K,  dK[lo:hi] += scale dS^T Q
+          gemm<T>(false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, T(0),
+                  dqkv + (b * seq + q0) * d.width + h * dh, d.width);
+          gemm<T>(true, false, cols, dh, rows, scale, ws, seq, q, d.width, T(1), dk + lo * d.width, d.width);
+        }
+      }
+    }
+  });
+}
+
+#define BENCH_INSTANTIATE(T)                                                                                    \
+  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*);           \
+  template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, T*, T*);
+BENCH_INSTANTIATE(float)
+BENCH_INSTANTIATE(double)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels

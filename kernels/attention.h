@@ -1,0 +1,114 @@
+// defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
+//          attention_backward (CPU: GEMM + the masked softmax kernels), and the float64
+//          reference attention_forward_reference
+//
+// Sections, in order: 1. float64 reference  2. (no tile programs: built from gemm and the
+// softmax kernels; the CUDA path is a flash-attention kernel of its own)  3. launchers.
+//
+// Per batch b and query head h (kv head g = h / (H / Hkv)), with Q, K, V the [T, dh] slices of
+// the fused qkv rows:
+//   S = scale * Q K^T,  P = masked softmax(S) (softcap and window as in kernels/softmax.h),
+//   O = P V.
+// Backward: dV = P^T dO, dP = dO V^T, dS = softmax_backward(P, dP), dQ = scale dS K,
+//   dK = scale dS^T Q, dK and dV summed over the query heads of a kv head.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "softmax.h"
+#include "tile/exec.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+/// Shape and variant of a causal multi-head attention with grouped K/V heads.
+struct AttentionArgs {
+  int64_t batch;
+  int64_t seq;
+  int64_t n_heads;     ///< query heads H
+  int64_t n_kv_heads;  ///< K/V heads Hkv, dividing H (H: MHA, 1: MQA, otherwise GQA)
+  int64_t d_head;
+  double scale;         ///< multiplies Q K^T (usually 1 / sqrt(d_head))
+  double softcap = 0;   ///< > 0: logits capped to softcap * tanh(s / softcap)
+  int64_t window = 0;   ///< > 0: each query sees only the last `window` keys it may see
+  bool causal = true;
+};
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// float64 reference of attention_forward, per head and per query, straight from the formula:
+/// out is [B*T, H*dh]; row_max (may be null) is [B, H, T].
+inline void attention_forward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
+                                        std::vector<double>& out, std::vector<double>* row_max) {
+  const int64_t T = a.seq, H = a.n_heads, Hkv = a.n_kv_heads, dh = a.d_head;
+  const int64_t width = (H + 2 * Hkv) * dh;
+  out.assign(static_cast<size_t>(a.batch * T * H * dh), 0.0);
+  if (row_max != nullptr) row_max->assign(static_cast<size_t>(a.batch * H * T), 0.0);
+  std::vector<double> l(static_cast<size_t>(T));
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t g = h / (H / Hkv);
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t hi = a.causal ? t + 1 : T;
+        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+        const double* q = &qkv[(b * T + t) * width + h * dh];
+        double m = -HUGE_VAL;
+        for (int64_t j = lo; j < hi; ++j) {
+          const double* k = &qkv[(b * T + j) * width + (H + g) * dh];
+          double s = 0;
+          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
+          s *= a.scale;
+          if (a.softcap > 0) s = a.softcap * std::tanh(s / a.softcap);
+          l[j] = s;
+          m = std::max(m, s);
+        }
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
+        double* o = &out[(b * T + t) * H * dh + h * dh];
+        for (int64_t j = lo; j < hi; ++j) {
+          const double pj = std::exp(l[j] - m) / z;
+          const double* v = &qkv[(b * T + j) * width + (H + Hkv + g) * dh];
+          for (int64_t d = 0; d < dh; ++d) o[d] += pj * v[d];
+        }
+        if (row_max != nullptr) (*row_max)[(b * H + h) * T + t] = m;
+      }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float and double are instantiated in attention.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// Elements of `probs` that attention_forward fills and attention_backward reads:
+/// B*H*T*T probabilities, followed by as many capped-logit inputs when softcap > 0.
+int64_t attention_probs_size(const AttentionArgs& args);
+
+/// Elements of scratch that attention_backward needs.
+int64_t attention_workspace_size(const AttentionArgs& args);
+
+/// Forward attention of the fused projection qkv ([B*T, (H + 2 Hkv) dh]: q heads, k heads,
+/// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities (and raw
+/// scores) into probs, zero where masked, and per query row the largest valid logit into
+/// row_max ([B, H, T], may be null). Parallel over (batch, head, query block), each task
+/// calling the single-threaded GEMM; fully masked key blocks are skipped.
+/// Throws std::invalid_argument on an inconsistent shape.
+template <class T>
+void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs,
+                       acc_t<T>* row_max);
+
+/// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's probs, writes all of
+/// dqkv (dq, dk, dv in the qkv layout). Parallel over (batch, kv head), so the dK/dV sums over
+/// the query heads of a group have one writer and a fixed order. workspace holds
+/// attention_workspace_size(args) elements.
+template <class T>
+void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* probs, const T* dout,
+                        T* dqkv, T* workspace);
+
+}  // namespace bench::kernels

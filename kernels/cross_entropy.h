@@ -1,0 +1,123 @@
+// defines: cross_entropy (fused softmax cross-entropy with z-loss gradient) and its float64
+//          reference
+//
+// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+//
+// Per row: z = logsumexp(logits), loss = z - logits[target].
+// dlogits = grad_scale * (softmax - onehot(target) + 2 * z_coef * z * softmax), the gradient of
+// grad_scale * (loss + z_coef * z^2). A target < 0 is ignored: loss 0, dlogits row 0, z written.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "fast_math.h"
+#include "tile/exec.h"
+#include "tile/program.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// float64 reference of cross_entropy; dlogits is filled when non-null.
+inline void cross_entropy_reference(const std::vector<double>& logits, const std::vector<int32_t>& targets,
+                                    int64_t rows, int64_t vocab, std::vector<double>& loss, std::vector<double>& z,
+                                    std::vector<double>* dlogits, double z_coef, double grad_scale) {
+  loss.assign(static_cast<size_t>(rows), 0.0);
+  z.assign(static_cast<size_t>(rows), 0.0);
+  if (dlogits != nullptr) dlogits->assign(static_cast<size_t>(rows * vocab), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double* x = &logits[r * vocab];
+    const double m = *std::max_element(x, x + vocab);
+    double s = 0;
+    for (int64_t v = 0; v < vocab; ++v) s += std::exp(x[v] - m);
+    const double zr = m + std::log(s);
+    z[r] = zr;
+    const int32_t t = targets[r];
+    if (t < 0) continue;
+    loss[r] = zr - x[t];
+    if (dlogits == nullptr) continue;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double sm = std::exp(x[v] - zr);
+      (*dlogits)[r * vocab + v] = grad_scale * (sm - (v == t ? 1.0 : 0.0) + 2 * z_coef * zr * sm);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// One row per program, over B-wide chunks of the vocabulary: a max pass, a sum-of-exponentials
+/// pass and, for the gradient, a write pass. Element-wise running max and sum tiles are reduced
+/// once per pass, so each pass costs one block reduction whatever the vocabulary size.
+template <class T, int B>
+struct CrossEntropy {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const T* logits;
+  const int32_t* targets;
+  A* loss;     // may be null
+  A* z;        // may be null
+  T* dlogits;  // may be null; may alias logits
+  int64_t vocab;
+  A z_coef2;  // 2 * z_coef
+  A grad_scale;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    const T* x = logits + r * vocab;
+    const int64_t target = targets[r];
+    // Read before any write: dlogits may overwrite the row.
+    const A x_target = target >= 0 ? tile::to_acc(x[target]) : A(0);
+    const A lowest = tile::math::lowest<A>();
+    auto mt = tl::full<B>(c, lowest);
+    for (int64_t c0 = 0; c0 < vocab; c0 += B) mt = tl::maximum(mt, tl::load<B>(c, x + c0, vocab - c0, lowest));
+    const A m = tl::max(c, mt);
+    auto st = tl::full<B>(c, A(0));
+    for (int64_t c0 = 0; c0 < vocab; c0 += B) st = st + tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0, lowest) - m);
+    const A sum = tl::sum(c, st);
+    const A zr = m + tile::math::log(sum);
+    if (z != nullptr) tl::store_scalar(c, z + r, zr);
+    if (loss != nullptr) tl::store_scalar(c, loss + r, target >= 0 ? zr - x_target : A(0));
+    if (dlogits == nullptr) return;
+    T* d = dlogits + r * vocab;
+    if (target < 0) {
+      for (int64_t c0 = 0; c0 < vocab; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), vocab - c0);
+      return;
+    }
+    const A coef = grad_scale * (A(1) + z_coef2 * zr) / sum;
+    for (int64_t c0 = 0; c0 < vocab; c0 += B) {
+      auto g = tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0) - m) * coef;
+      if (target >= c0 && target < c0 + B)
+        g = tl::where(tl::arange<B>(c) == static_cast<int>(target - c0), g - grad_scale, g);
+      tl::store(c, d + c0, g, vocab - c0);
+    }
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float, double and bf16 storage are instantiated in cross_entropy.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// Softmax cross-entropy of `rows` rows of `vocab` logits against `targets` (< 0: ignored row).
+/// Writes per-row loss and z = logsumexp (either may be null) and, when dlogits is non-null,
+/// grad_scale times the gradient of loss + z_coef * z^2. dlogits may alias logits.
+template <class T>
+void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                   acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale);
+
+}  // namespace bench::kernels

@@ -1,0 +1,76 @@
+#include "elementwise.h"
+
+#include <algorithm>
+
+namespace bench::kernels {
+
+namespace {
+constexpr int kFlat = programs::kFlatBlock;
+tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
+}  // namespace
+
+template <class T>
+void add(const Exec& exec, const T* a, const T* b, T* out, int64_t n) {
+  if (n <= 0) return;
+  tile::launch(exec, flat_grid(n), programs::Add<T, kFlat>{a, b, out, n});
+}
+
+template <class T>
+void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n) {
+  if (n <= 0) return;
+  tile::launch(exec, flat_grid(n), programs::Axpy<T, kFlat>{x, y, n, alpha});
+}
+
+template <class T>
+void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n) {
+  if (n <= 0) return;
+  tile::launch(exec, flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha});
+}
+
+int64_t sum_squares_partials(int64_t n) {
+  if (n <= 0) return 0;
+  return std::min<int64_t>(programs::kSumSquaresParts, (n + kFlat - 1) / kFlat);
+}
+
+template <class T>
+double sum_squares(const Exec& exec, const T* x, int64_t n) {
+  const int64_t parts = sum_squares_partials(n);
+  if (parts == 0) return 0.0;
+  std::vector<double> partial(static_cast<size_t>(parts));
+  tile::launch(exec, tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial.data(), n, parts});
+  double s = 0;
+  for (double p : partial) s += p;  // in order: the result depends on n only
+  return s;
+}
+
+template <class T>
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
+                       int64_t dim) {
+  if (n_tokens <= 0 || dim <= 0) return;
+  tile::dispatch_block(dim, [&]<int B>() {
+    tile::launch(exec, tile::Grid{n_tokens}, programs::EmbeddingForward<T, B>{tokens, table, out, dim});
+  });
+}
+
+template <class T>
+void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
+                        int64_t dim) {
+  if (n_tokens <= 0 || dim <= 0) return;
+  constexpr int B = programs::kEmbeddingBackwardCols;
+  tile::launch(exec, tile::Grid{(dim + B - 1) / B},
+               programs::EmbeddingBackward<T, B>{tokens, dout, dtable, n_tokens, dim});
+}
+
+#define BENCH_INSTANTIATE(T)                                                                               \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                      \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                     \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                              \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                          \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);         \
+  template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);
+BENCH_INSTANTIATE(float)
+BENCH_INSTANTIATE(double)
+BENCH_INSTANTIATE(tile::bf16)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels

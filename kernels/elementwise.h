@@ -1,0 +1,236 @@
+// defines: add, axpy, scale, sum_squares, sum_squares_partials, embedding_forward,
+//          embedding_backward, and their float64 references
+//
+// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+//
+// add:        out = a + b                    axpy:  y += alpha * x         scale: x *= alpha
+// sum_squares: sum x^2, two fixed stages (per-program partials, then an in-order sum), so the
+//              result depends on n only, never on the thread count
+// embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :]
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tile/exec.h"
+#include "tile/program.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// float64 reference of sum_squares.
+inline double sum_squares_reference(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v * v;
+  return s;
+}
+
+/// float64 reference of embedding_forward: out is resized to n_tokens * dim.
+inline void embedding_forward_reference(const std::vector<int32_t>& tokens, const std::vector<double>& table,
+                                        std::vector<double>& out, int64_t dim) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  out.assign(static_cast<size_t>(n * dim), 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = table[tokens[i] * dim + c];
+}
+
+/// float64 reference of embedding_backward: adds into dtable.
+inline void embedding_backward_reference(const std::vector<int32_t>& tokens, const std::vector<double>& dout,
+                                         std::vector<double>& dtable, int64_t dim) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < dim; ++c) dtable[tokens[i] * dim + c] += dout[i * dim + c];
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// Elements per program of the flat element-wise programs.
+inline constexpr int kFlatBlock = 1024;
+/// Upper bound of the first-stage grid of sum_squares (the number of partial sums).
+inline constexpr int64_t kSumSquaresParts = 256;
+/// Columns per program of embedding_backward: narrow, so that even a small model dimension
+/// gives several programs, each of which owns its columns of every row of dtable.
+inline constexpr int kEmbeddingBackwardCols = 64;
+
+/// out = a + b over one chunk of B elements.
+template <class T, int B>
+struct Add {
+  static constexpr int kBlock = B;
+  const T* a;
+  const T* b;
+  T* out;  // may alias a or b: each element is read before it is written, by the same agent
+  int64_t n;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t off = tl::program_id(c, 0) * B;
+    const int64_t rest = n - off;
+    tl::store(c, out + off, tl::load<B>(c, a + off, rest) + tl::load<B>(c, b + off, rest), rest);
+  }
+};
+
+/// y += alpha * x over one chunk of B elements.
+template <class T, int B>
+struct Axpy {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const T* x;
+  T* y;
+  int64_t n;
+  A alpha;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t off = tl::program_id(c, 0) * B;
+    const int64_t rest = n - off;
+    tl::store(c, y + off, tl::load<B>(c, y + off, rest) + tl::load<B>(c, x + off, rest) * alpha, rest);
+  }
+};
+
+/// x *= alpha over one chunk of B elements.
+template <class T, int B>
+struct Scale {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  T* x;
+  int64_t n;
+  A alpha;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t off = tl::program_id(c, 0) * B;
+    tl::store(c, x + off, tl::load<B>(c, x + off, n - off) * alpha, n - off);
+  }
+};
+
+/// First stage of sum_squares: program p sums the squares of its contiguous run of B-wide
+/// chunks in double (squares of large floats stay finite; long sums keep their precision) and
+/// writes partial[p]. The runs depend only on n and the grid size, never on the thread count.
+template <class T, int B>
+struct SumSquares {
+  static constexpr int kBlock = B;
+  const T* x;
+  double* partial;  // [parts]
+  int64_t n;
+  int64_t parts;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t p = tl::program_id(c, 0);
+    const int64_t chunks = (n + B - 1) / B;
+    const int64_t first = p * chunks / parts;
+    const int64_t last = (p + 1) * chunks / parts;
+    auto acc = tl::full<B>(c, 0.0);
+    for (int64_t k = first; k < last; ++k) {
+      const int64_t off = k * B;
+      auto v = tl::cast<double>(tl::load<B>(c, x + off, n - off));
+      acc = acc + v * v;
+    }
+    tl::store_scalar(c, partial + p, tl::sum(c, acc));
+  }
+};
+
+/// Second stage of sum_squares on a device: one program sums the partials (a fixed tree).
+template <int B>
+struct SumPartials {
+  static constexpr int kBlock = B;
+  const double* partial;
+  double* result;
+  int64_t parts;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    tl::store_scalar(c, result, tl::sum(c, tl::load<B>(c, partial, parts)));
+  }
+};
+
+/// One token per program: copies its table row, in chunks of B columns.
+template <class T, int B>
+struct EmbeddingForward {
+  static constexpr int kBlock = B;
+  const int32_t* tokens;
+  const T* table;
+  T* out;
+  int64_t dim;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t i = tl::program_id(c, 0);
+    const T* src = table + static_cast<int64_t>(tokens[i]) * dim;
+    T* dst = out + i * dim;
+    for (int64_t c0 = 0; c0 < dim; c0 += B) tl::store(c, dst + c0, tl::load<B>(c, src + c0, dim - c0), dim - c0);
+  }
+};
+
+/// One chunk of B columns per program, looping over every token in order: each element of
+/// dtable has one writer and a fixed summation order, so the result is race-free and exact
+/// to reproduce, whatever the grid is split into.
+template <class T, int B>
+struct EmbeddingBackward {
+  static constexpr int kBlock = B;
+  const int32_t* tokens;
+  const T* dout;
+  T* dtable;
+  int64_t n_tokens;
+  int64_t dim;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t c0 = tl::program_id(c, 0) * B;
+    const int64_t rest = dim - c0;
+    for (int64_t i = 0; i < n_tokens; ++i) {
+      T* row = dtable + static_cast<int64_t>(tokens[i]) * dim + c0;
+      tl::store(c, row, tl::load<B>(c, row, rest) + tl::load<B>(c, dout + i * dim + c0, rest), rest);
+    }
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float, double and bf16 storage are instantiated in elementwise.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// out = a + b for n elements; out may alias a or b.
+template <class T>
+void add(const Exec& exec, const T* a, const T* b, T* out, int64_t n);
+
+/// y += alpha * x for n elements.
+template <class T>
+void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n);
+
+/// x *= alpha for n elements.
+template <class T>
+void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n);
+
+/// Number of first-stage partial sums sum_squares uses for n elements (a function of n only).
+int64_t sum_squares_partials(int64_t n);
+
+/// Sum of x^2 over n elements, accumulated in double in a fixed order that does not depend on
+/// the thread count. NaN or inf when any element is non-finite.
+template <class T>
+double sum_squares(const Exec& exec, const T* x, int64_t n);
+
+/// out[i, :] = table[tokens[i], :] for n_tokens rows of dim elements; tokens must index rows
+/// of table.
+template <class T>
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
+                       int64_t dim);
+
+/// dtable[tokens[i], :] += dout[i, :], accumulated in token order (deterministic, no atomics).
+template <class T>
+void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
+                        int64_t dim);
+
+}  // namespace bench::kernels

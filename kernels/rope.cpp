@@ -1,0 +1,34 @@
+#include "rope.h"
+
+#include <algorithm>
+
+namespace bench::kernels {
+
+template <class T>
+void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
+                int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse) {
+  if (tokens <= 0 || n_heads <= 0 || d_head < 2) return;
+  using A = acc_t<T>;
+  const A sign = inverse ? A(-1) : A(1);
+  const tile::Grid grid{tokens};
+  if (layout == RopeLayout::kHalf) {
+    tile::dispatch_block(d_head / 2, [&]<int B>() {
+      tile::launch(exec, grid, programs::RopeHalf<T, B>{x, cos, sin, seq, n_heads, d_head, row_stride, sign});
+    });
+  } else {
+    tile::dispatch_block(std::max<int64_t>(n_heads * d_head, 64), [&]<int B>() {
+      if constexpr (B >= 64)
+        tile::launch(exec, grid, programs::RopeInterleaved<T, B>{x, cos, sin, seq, n_heads, d_head, row_stride, sign});
+    });
+  }
+}
+
+#define BENCH_INSTANTIATE(T)                                                                               \
+  template void rope_apply<T>(const Exec&, T*, int64_t, int64_t, int64_t, int64_t, int64_t, const acc_t<T>*, \
+                              const acc_t<T>*, RopeLayout, bool);
+BENCH_INSTANTIATE(float)
+BENCH_INSTANTIATE(double)
+BENCH_INSTANTIATE(tile::bf16)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels

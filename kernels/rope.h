@@ -1,0 +1,157 @@
+// defines: RopeLayout, rope_apply (rotary position embedding, in place, forward or inverse) and
+//          its float64 reference
+//
+// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+//
+// Token r has position t = r % seq. Each head's d_head elements form d_head / 2 pairs (a, b);
+// pair i at position t is rotated by the angle whose cosine and sine are cos[t, i], sin[t, i]:
+//   (a, b) -> (a cos - b sin, a sin + b cos);   the inverse (and the backward pass) uses -sin.
+// Pairs: kInterleaved (x[2i], x[2i+1]), RoFormer; kHalf (x[i], x[i + d/2]), Hugging Face Llama.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tile/exec.h"
+#include "tile/program.h"
+
+namespace bench::kernels {
+
+using tile::acc_t;
+using tile::Exec;
+
+/// Which elements of a head form the rotated pairs.
+enum class RopeLayout : uint8_t {
+  kInterleaved,  ///< (x[2i], x[2i + 1]), as in the RoFormer paper
+  kHalf,         ///< (x[i], x[i + d_head / 2]), "rotate_half" of Hugging Face Llama
+};
+
+// ---------------------------------------------------------------------------------------------
+// 1. float64 reference
+// ---------------------------------------------------------------------------------------------
+
+/// float64 reference of rope_apply, in place on x; cos and sin are [seq, d_head / 2].
+inline void rope_reference(std::vector<double>& x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
+                           int64_t row_stride, const std::vector<double>& cos, const std::vector<double>& sin,
+                           RopeLayout layout, bool inverse) {
+  const int64_t half = d_head / 2;
+  for (int64_t r = 0; r < tokens; ++r) {
+    const int64_t t = r % seq;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      double* xh = &x[r * row_stride + h * d_head];
+      for (int64_t i = 0; i < half; ++i) {
+        const int64_t ia = layout == RopeLayout::kHalf ? i : 2 * i;
+        const int64_t ib = layout == RopeLayout::kHalf ? i + half : 2 * i + 1;
+        const double c = cos[t * half + i], s = inverse ? -sin[t * half + i] : sin[t * half + i];
+        const double a = xh[ia], b = xh[ib];
+        xh[ia] = a * c - b * s;
+        xh[ib] = a * s + b * c;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// Rotate-half layout, one token per program: for each head, chunks of B pairs, the two halves
+/// loaded as two tiles (element i of both tiles lives with the same agent).
+template <class T, int B>
+struct RopeHalf {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  T* x;
+  const A* cos;
+  const A* sin;
+  int64_t seq;
+  int64_t n_heads;
+  int64_t d_head;
+  int64_t row_stride;
+  A sign;  // +1 forward, -1 inverse
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    const int64_t half = d_head / 2;
+    const A* ct = cos + (r % seq) * half;
+    const A* st = sin + (r % seq) * half;
+    for (int64_t h = 0; h < n_heads; ++h) {
+      T* xa = x + r * row_stride + h * d_head;
+      T* xb = xa + half;
+      for (int64_t c0 = 0; c0 < half; c0 += B) {
+        const int64_t n = half - c0;
+        auto a = tl::load<B>(c, xa + c0, n);
+        auto b = tl::load<B>(c, xb + c0, n);
+        auto co = tl::load<B>(c, ct + c0, n);
+        auto si = tl::load<B>(c, st + c0, n) * sign;
+        tl::store(c, xa + c0, a * co - b * si, n);
+        tl::store(c, xb + c0, a * si + b * co, n);
+      }
+    }
+  }
+};
+
+/// Interleaved layout, one token per program, over the token's n_heads * d_head contiguous
+/// elements in chunks of B: element j takes its partner j ^ 1 by a gather and the angle of its
+/// pair (j mod d_head) / 2. In-place is safe because every executor mapping with B >= 64 keeps
+/// both elements of a pair with the same agent (runs of at least two consecutive elements per
+/// thread, starting at even indices; tile/layout.h), so no agent reads what another writes.
+template <class T, int B>
+struct RopeInterleaved {
+  static_assert(B >= 64, "pairs must not straddle threads: B >= 64 gives runs of >= 2 elements");
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  T* x;
+  const A* cos;
+  const A* sin;
+  int64_t seq;
+  int64_t n_heads;
+  int64_t d_head;
+  int64_t row_stride;
+  A sign;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    const int64_t half = d_head / 2;
+    const A* ct = cos + (r % seq) * half;
+    const A* st = sin + (r % seq) * half;
+    T* row = x + r * row_stride;
+    const int64_t width = n_heads * d_head;
+    const int d = static_cast<int>(d_head);
+    for (int64_t c0 = 0; c0 < width; c0 += B) {
+      const int64_t n = width - c0;
+      auto idx = tl::arange<B>(c);
+      auto j = idx + static_cast<int>(c0);  // element within the token
+      auto e = j - (j / d) * d;             // element within its head
+      auto pair = e / 2;
+      auto odd = e - pair * 2;
+      auto xv = tl::load<B>(c, row + c0, n);
+      auto xp = tl::gather(c, row + c0, idx + 1 - odd * 2, n);
+      auto co = tl::gather(c, ct, pair, n);
+      auto si = tl::gather(c, st, pair, n) * sign;
+      // even element a: a cos - b sin; odd element b: b cos + a sin
+      tl::store(c, row + c0, xv * co + xp * si * (tl::cast<A>(odd) * A(2) - A(1)), n);
+    }
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
+// 3. launchers (float, double and bf16 storage are instantiated in rope.cpp)
+// ---------------------------------------------------------------------------------------------
+
+/// Rotate, in place, the n_heads heads of d_head (even) elements of each of `tokens` rows of x
+/// (rows row_stride elements apart, head h at h * d_head); token r is at position r % seq.
+/// cos and sin are [seq, d_head / 2] tables. inverse = true rotates by the negative angle,
+/// which is also the backward pass (the rotation is orthogonal).
+template <class T>
+void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
+                int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse);
+
+}  // namespace bench::kernels

@@ -1,0 +1,165 @@
+// End to end: the `bench` program on small experiments, checked through its exit codes, its
+// output and the rows it stores.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "store/store.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(const std::string& args) {
+  const std::string err_file = test::write_temp("stderr.txt", "");
+  const std::string cmd = kBench + " " + args + " 2>" + err_file;
+  Result r{0, "", ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  return r;
+}
+
+const char* kTiny =
+    "name = \"tiny\"\nseed = 11\n"
+    "[model]\nd_model = 32\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 4\n"
+    "norm_position = [\"post\", \"pre\"]\n"
+    "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
+    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = 0.0\n"
+    "[stability]\nsteps = 30\nlr = 1e-2\neval_batches = 2\n";
+
+std::string fresh_db(const std::string& name) {
+  const std::string db = test::write_temp(name, "");
+  std::filesystem::remove(db);
+  return db;
+}
+
+TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {
+  const std::string exp = test::write_temp("tiny.toml", kTiny);
+  const std::string db = fresh_db("tiny.db");
+  const Result r = run("--db " + db + " run " + exp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("norm_position=pre"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final loss"), std::string::npos) << r.out;
+
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  auto one = [&](const std::string& sql) { return s.query(sql).rows.at(0).at(0); };
+  EXPECT_EQ(one("SELECT status FROM runs").as_string(), "completed");
+  EXPECT_EQ(one("SELECT experiment_name FROM runs").as_string(), "tiny");
+  EXPECT_NE(one("SELECT experiment_text FROM runs").as_string().find("d_model = 32"), std::string::npos);
+  EXPECT_EQ(one("SELECT count(*) FROM cases WHERE status = 'completed'").as_int(), 4);
+  EXPECT_EQ(one("SELECT count(*) FROM throughput").as_int(), 4);  // 2 cases x 2 modes
+  EXPECT_EQ(one("SELECT count(*) FROM samples").as_int(), 12);    // x 3 repetitions
+  EXPECT_EQ(one("SELECT count(*) FROM steps").as_int(), 60);      // 2 cases x 30 steps
+  EXPECT_GT(one("SELECT min(tokens_per_s) FROM throughput").as_double(), 0);
+  EXPECT_GT(one("SELECT min(n_params) FROM cases").as_int(), 0);
+  // Training went somewhere: the last logged loss is below the first.
+  EXPECT_LT(one("SELECT loss FROM steps WHERE step = 29 LIMIT 1").as_double(),
+            one("SELECT loss FROM steps WHERE step = 0 LIMIT 1").as_double());
+  EXPECT_GT(one("SELECT count(*) FROM metrics WHERE name = 'final_loss'").as_int(), 1);
+  EXPECT_GT(one("SELECT value FROM metrics WHERE name = 'unigram_entropy' LIMIT 1").as_double(), 1.0);
+
+  // results and query read the same database.
+  const Result res = run("--db " + db + " results --format csv");
+  EXPECT_EQ(res.code, 0) << res.err;
+  EXPECT_NE(res.out.find("norm_position=post"), std::string::npos);
+  const Result q = run("--db " + db + " query \"SELECT label FROM cases ORDER BY ordinal LIMIT 1\" --format csv");
+  EXPECT_EQ(q.code, 0) << q.err;
+  EXPECT_NE(q.out.find("norm_position=post"), std::string::npos) << q.out;
+  const Result w = run("--db " + db + " query \"DELETE FROM runs\"");
+  EXPECT_EQ(w.code, 2);
+  EXPECT_EQ(one("SELECT count(*) FROM runs").as_int(), 1);
+}
+
+TEST(Cli, SameSeedSameLosses) {
+  const std::string exp = test::write_temp("det.toml", std::string(kTiny).substr(0, std::string(kTiny).find("[throughput]")) +
+                                                           "[stability]\nsteps = 8\neval_batches = 1\n");
+  const std::string db = fresh_db("det.db");
+  ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);
+  ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  const auto r = s.query(
+      "SELECT count(*) FROM steps a JOIN cases ca ON a.case_id = ca.id JOIN steps b JOIN cases cb ON b.case_id = cb.id "
+      "WHERE ca.run_id = 1 AND cb.run_id = 2 AND ca.ordinal = cb.ordinal AND a.step = b.step AND a.loss = b.loss "
+      "AND a.grad_norm = b.grad_norm");
+  EXPECT_EQ(r.rows.at(0).at(0).as_int(), 16);
+}
+
+TEST(Cli, BadInputExitsTwoWithOneLineAndTouchesNoDatabase) {
+  const std::string exp = test::write_temp("bad.toml", "[model]\nd_model = 30\nn_heads = 4\n[stability]\n");
+  const std::string db = fresh_db("untouched.db");
+  const Result r = run("--db " + db + " run " + exp);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err, exp + ":3:1: d_model (30) is not divisible by n_heads (4); change one, or set d_head explicitly\n");
+  EXPECT_FALSE(std::filesystem::exists(db));
+  const Result v = run("validate " + exp);
+  EXPECT_EQ(v.code, 2);
+  EXPECT_EQ(run("validate " + test::write_temp("ok.toml", kTiny)).code, 0);
+  EXPECT_EQ(run("frobnicate").code, 2);
+  EXPECT_EQ(run("--db /nonexistent/dir/x.db results").code, 2);
+}
+
+TEST(Cli, ListShowsComponentsWithParameters) {
+  const Result r = run("list components");
+  ASSERT_EQ(r.code, 0);
+  for (const char* s : {"[norm_position]", "double", "output", "layernorm", "rmsnorm", "eps", "swiglu", "rope"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  EXPECT_NE(run("list plugins").out.find("libbench_norms.so"), std::string::npos);
+  EXPECT_NE(run("list kernels").out.find("norm_forward"), std::string::npos);
+}
+
+TEST(Cli, InterruptMarksTheRunAndExits130) {
+  std::string slow = kTiny;
+  slow.replace(slow.find("steps = 30"), 10, "steps = 100000");
+  const std::string exp = test::write_temp("slow.toml", slow);
+  const std::string db = fresh_db("slow.db");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl(kBench.c_str(), kBench.c_str(), "-q", "--db", db.c_str(), "run", exp.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until the stability cases have started (the throughput cases are stored first).
+  for (int i = 0; i < 600; ++i) {
+    usleep(100 * 1000);
+    if (std::filesystem::exists(db)) {
+      try {
+        store::Store s(db, store::Store::Mode::kReadOnly);
+        if (s.query("SELECT count(*) FROM cases").rows.at(0).at(0).as_int() >= 2) break;
+      } catch (const Error&) {
+      }
+    }
+  }
+  usleep(300 * 1000);
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  EXPECT_EQ(s.query("SELECT status FROM runs").rows.at(0).at(0).as_string(), "interrupted");
+  EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 2);
+  EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'interrupted'").rows.at(0).at(0).as_int(), 1);
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,127 @@
+// Experiment files: sweeps, variants, device overrides, and errors that point at file:line:col.
+#include <gtest/gtest.h>
+
+#include "experiment/resolve.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+std::string error_of(const std::string& toml) {
+  try {
+    for (const auto& c : test::cases_of(toml, "cpu", "bad.toml")) {
+      const ResolvedCase rc = resolve_case(c, test::builtin_registry());
+      validate_case(rc, test::builtin_registry());
+    }
+  } catch (const Error& e) {
+    const std::string w = e.what();
+    const auto pos = w.find("bad.toml");
+    return pos == std::string::npos ? w : w.substr(pos);
+  }
+  return "no error";
+}
+
+TEST(Experiment, ListsExpandToTheirCrossProduct) {
+  const auto cases = test::cases_of(
+      "[model]\nnorm_position = [\"post\", \"pre\"]\nnorm = [\"layernorm\", \"rmsnorm\", \"none\"]\n"
+      "[throughput]\n[stability]\nlr = [1e-3, 3e-3]\n");
+  // throughput: 2 x 3; stability: 2 x 3 x 2 (its lr sweep does not multiply throughput cases)
+  ASSERT_EQ(cases.size(), 6u + 12u);
+  EXPECT_EQ(cases[0].runner, "throughput");
+  EXPECT_EQ(cases[0].label, "norm_position=post norm=layernorm");
+  EXPECT_EQ(cases[5].label, "norm_position=pre norm=none");
+  EXPECT_EQ(cases[6].runner, "stability");
+  EXPECT_EQ(cases[6].label, "norm_position=post norm=layernorm lr=0.001");
+  EXPECT_EQ(cases[7].label, "norm_position=post norm=layernorm lr=0.003");
+  for (size_t i = 0; i < cases.size(); ++i) EXPECT_EQ(cases[i].ordinal, static_cast<int64_t>(i));
+}
+
+TEST(Experiment, ListValuedParametersAreNotSweeps) {
+  const auto cases = test::cases_of("[throughput]\nmodes = [\"forward\", \"train_step\"]\n");
+  ASSERT_EQ(cases.size(), 1u);
+  const ResolvedCase rc = resolve_case(cases[0], test::builtin_registry());
+  EXPECT_EQ(rc.runner.strings("modes"), (std::vector<std::string>{"forward", "train_step"}));
+}
+
+TEST(Experiment, VariantsOverrideTheBaseAndDeviceTablesShrinkIt) {
+  const auto cases = test::cases_of(
+      "seed = 5\n[model]\nd_model = 256\nnorm = { type = \"rmsnorm\", eps = 1e-3 }\n[stability]\nsteps = 1000\n"
+      "[cpu]\nmodel.d_model = 64\nstability.steps = 10\n"
+      "[[variant]]\nname = \"ln\"\nmodel.norm = \"layernorm\"\n"
+      "[[variant]]\nname = \"wide\"\nmodel.d_model = 128\ncpu.stability.steps = 20\n");
+  ASSERT_EQ(cases.size(), 2u);
+  const ResolvedCase ln = resolve_case(cases[0], test::builtin_registry());
+  const ResolvedCase wide = resolve_case(cases[1], test::builtin_registry());
+  EXPECT_EQ(cases[0].label, "ln");
+  EXPECT_EQ(ln.model.dims.d_model, 64);  // [cpu] applies to the base
+  EXPECT_EQ(ln.model.slot(Slot::kNorm).info->name, "layernorm");
+  EXPECT_DOUBLE_EQ(ln.model.slot(Slot::kNorm).params.number("eps"), 1e-3);  // kept from the base table
+  EXPECT_EQ(ln.runner.integer("steps"), 10);
+  EXPECT_EQ(wide.model.dims.d_model, 128);  // the variant wins over [cpu]
+  EXPECT_EQ(wide.runner.integer("steps"), 20);
+  EXPECT_EQ(wide.seed, 5);
+}
+
+TEST(Experiment, SeedListIsASweepAndDefaultsApply) {
+  const auto cases = test::cases_of("seed = [1, 2, 3]\n[stability]\n");
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[2].label, "seed=3");
+  const ResolvedCase rc = resolve_case(cases[1], test::builtin_registry());
+  EXPECT_EQ(rc.seed, 2);
+  EXPECT_EQ(rc.model.slot(Slot::kNormPosition).info->name, "pre");
+  EXPECT_EQ(rc.model.slot(Slot::kFfn).info->name, "swiglu");
+  EXPECT_EQ(rc.model.dims.vocab_size, 256);  // from the dataset
+  EXPECT_EQ(rc.model.dims.d_head, 32);
+}
+
+TEST(Experiment, ErrorsNameFileLineAndColumn) {
+  EXPECT_EQ(error_of("[model]\nd_model = 100\nn_heads = 3\n[stability]\n"),
+            "bad.toml:3:1: d_model (100) is not divisible by n_heads (3); change one, or set d_head explicitly");
+  EXPECT_EQ(error_of("[model]\nn_heads = 4\nn_kv_heads = 3\n[stability]\n"),
+            "bad.toml:3:1: n_heads (4) is not a multiple of n_kv_heads (3)");
+  EXPECT_EQ(error_of("[model]\nnorm = \"rmsnrom\"\n[stability]\n"),
+            "bad.toml:2:1: unknown norm 'rmsnrom' (did you mean 'rmsnorm'?); available: layernorm, none, rmsnorm");
+  EXPECT_EQ(error_of("[model]\nd_modle = 64\n[stability]\n").substr(0, 52),
+            "bad.toml:2:1: unknown key 'd_modle' in [model] (did ");
+  EXPECT_EQ(error_of("[model]\nd_model = \"big\"\n[stability]\n"),
+            "bad.toml:2:1: 'd_model' of [model] must be an integer, found string \"big\"");
+  EXPECT_EQ(error_of("[model]\nd_model = 0\n[stability]\n"), "bad.toml:2:1: 'd_model' of [model] must be >= 1, found 0");
+  EXPECT_EQ(error_of("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"), "bad.toml:4:1: empty sweep: []");
+  EXPECT_EQ(error_of("[model\nd_model = 1\n").substr(0, 33), "bad.toml:1:7: TOML syntax error: ");
+  EXPECT_EQ(error_of("[modle]\n[stability]\n").substr(0, 51), "bad.toml:1:2: unknown key 'modle' in the experiment");
+  EXPECT_EQ(error_of("[model]\nffn = { type = \"swiglu\", d_f = 3 }\n[stability]\n").substr(0, 61),
+            "bad.toml:2:26: unknown key 'd_f' for ffn 'swiglu' (model.ffn)");
+  EXPECT_EQ(error_of("[model]\nposition = { type = \"rope\" }\nd_head = 7\nn_heads = 2\nd_model = 14\n[stability]\n"),
+            "bad.toml:3:1: RoPE rotates pairs of features: d_head (7) must be even");
+  EXPECT_EQ(error_of("[model]\nd_model = 64\n"), "bad.toml: nothing to run: add a [throughput] or a [stability] section");
+  EXPECT_EQ(error_of("[stability]\nschedule = \"cosin\"\n"),
+            "bad.toml:2:1: unknown value \"cosin\" for 'schedule' of [stability]; expected one of cosine, linear, "
+            "constant (did you mean \"cosine\"?)");
+  EXPECT_EQ(error_of("[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n[stability]\n"),
+            "bad.toml:4:1: duplicate variant name 'a'");
+  EXPECT_EQ(error_of("[data]\ntype = \"text\"\npath = \"missing.txt\"\n[stability]\n").substr(0, 40),
+            "bad.toml:3:1: no such file: /tmp/bench_t");
+}
+
+TEST(Experiment, NonUtf8AndUnreadableFilesAreErrors) {
+  const std::string path = test::write_temp("latin1.toml", "name = \"caf\xe9\"\n[stability]\n");
+  try {
+    read_experiment(path);
+    FAIL() << "expected an error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.loc().line, 1) << e.what();
+  }
+  EXPECT_THROW(read_experiment("/nonexistent/exp.toml"), ConfigError);
+}
+
+TEST(Experiment, TooManyCasesIsAnError) {
+  std::string many = "seed = [";
+  for (int i = 0; i < 200; ++i) many += std::to_string(i) + ",";
+  many += "1]\n[model]\nd_model = [";
+  for (int i = 1; i <= 100; ++i) many += std::to_string(i * 8) + ",";
+  many += "8]\n[stability]\n";
+  EXPECT_THROW(test::cases_of(many), ConfigError);
+}
+
+}  // namespace
+}  // namespace bench

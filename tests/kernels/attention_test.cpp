@@ -1,0 +1,291 @@
+// Tests of kernels/attention.h: forward against the float64 per-head reference (MHA, GQA, MQA,
+// sliding window, soft-cap, several query blocks), backward against central differences in
+// double, float against double, GQA against MHA with repeated kv heads, and bitwise equality
+// of results across thread counts (the GEMM runs single-threaded inside the parallel tasks).
+// DISABLED_Timing measures the CPU speed reported in docs/kernels.md.
+#include "attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gemm.h"
+#include "kernel_test_util.h"
+#include "tile/parallel.h"
+
+namespace bench::kernels {
+namespace {
+
+using namespace testing;  // NOLINT: the kernel test helpers
+using tile::Backend;
+
+struct AttentionCase {
+  std::string name;
+  AttentionArgs args;
+  Backend backend;
+};
+void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
+
+AttentionArgs make_args(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t dh, double softcap = 0,
+                        int64_t window = 0, bool causal = true) {
+  AttentionArgs a{b, t, h, hkv, dh, 1.0 / std::sqrt(static_cast<double>(dh))};
+  a.softcap = softcap;
+  a.window = window;
+  a.causal = causal;
+  return a;
+}
+
+int64_t qkv_size(const AttentionArgs& a) { return a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head; }
+int64_t out_size(const AttentionArgs& a) { return a.batch * a.seq * a.n_heads * a.d_head; }
+
+/// Forward and backward of one configuration in storage type T.
+template <class T>
+struct AttentionRun {
+  std::vector<T> out, probs, dqkv;
+  std::vector<acc_t<T>> row_max;
+};
+
+template <class T>
+AttentionRun<T> run(const Exec& exec, const AttentionArgs& a, const std::vector<T>& qkv, const std::vector<T>* dout) {
+  AttentionRun<T> r;
+  r.out.assign(static_cast<size_t>(out_size(a)), T(-1));
+  r.probs.assign(static_cast<size_t>(attention_probs_size(a)), T(-1));
+  r.row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), acc_t<T>(0));
+  attention_forward<T>(exec, a, qkv.data(), r.out.data(), r.probs.data(), r.row_max.data());
+  if (dout != nullptr) {
+    r.dqkv.assign(qkv.size(), T(-1));
+    std::vector<T> ws(static_cast<size_t>(attention_workspace_size(a)));
+    attention_backward<T>(exec, a, qkv.data(), r.probs.data(), dout->data(), r.dqkv.data(), ws.data());
+  }
+  return r;
+}
+
+class AttentionTest : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionTest, ForwardMatchesFloat64Reference) {
+  const auto& [name, a, backend] = GetParam();
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 1, 1.5);
+  std::vector<double> ref, ref_max;
+  attention_forward_reference(a, qkv, ref, &ref_max);
+
+  const auto rd = run<double>(exec, a, qkv, nullptr);
+  EXPECT_TRUE(all_near(rd.out, ref, 1e-13, 1e-12));
+  EXPECT_TRUE(all_near(rd.row_max, ref_max, 1e-13, 1e-12));
+  const auto qkvf = to_storage<float>(qkv);
+  const auto rf = run<float>(exec, a, qkvf, nullptr);
+  std::vector<double> reff, reff_max;  // of the float-rounded inputs
+  attention_forward_reference(a, to_double(qkvf), reff, &reff_max);
+  EXPECT_TRUE(all_near(to_double(rf.out), reff, 2e-6, 1e-5));
+  EXPECT_TRUE(all_near(to_double(rf.row_max), reff_max, 2e-6, 1e-5));
+
+  // probs: rows sum to one over the visible keys, exact zeros elsewhere.
+  const int64_t T = a.seq;
+  for (int64_t bh = 0; bh < a.batch * a.n_heads; ++bh)
+    for (int64_t t = 0; t < T; ++t) {
+      const int64_t hi = a.causal ? t + 1 : T, lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+      double sum = 0;
+      for (int64_t j = 0; j < T; ++j) {
+        const double p = rd.probs[(bh * T + t) * T + j];
+        if (j < lo || j >= hi) {
+          ASSERT_EQ(p, 0.0) << "masked prob at row " << t << " col " << j;
+        }
+        sum += p;
+      }
+      ASSERT_NEAR(sum, 1.0, 1e-12) << "row " << t;
+    }
+}
+
+TEST_P(AttentionTest, BackwardMatchesFiniteDifferences) {
+  const auto& [name, a0, backend] = GetParam();
+  AttentionArgs a = a0;
+  a.batch = 1;  // one sequence: finite differences cost a forward per sample
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 2);
+  const auto w = random_vector(static_cast<size_t>(out_size(a)), 3);  // L = sum(out * w)
+  auto loss = [&](const std::vector<double>& x) {
+    const auto r = run<double>(exec, a, x, nullptr);
+    double l = 0;
+    for (size_t i = 0; i < r.out.size(); ++i) l += r.out[i] * w[i];
+    return l;
+  };
+  const auto rd = run<double>(exec, a, qkv, &w);
+  {
+    // The many small forwards of the differences run serially: a parallel region each would
+    // cost more than the work (results do not depend on the thread count; tested below).
+    ThreadCountGuard serial(1);
+    for (size_t i : sample_indices(qkv.size(), 90)) {
+      const double fd = central_difference(loss, qkv, i, 1e-5);
+      ASSERT_NEAR(rd.dqkv[i], fd, 1e-7 + 1e-6 * std::abs(fd)) << "at " << i;
+    }
+  }
+  const auto qkvf = to_storage<float>(qkv);
+  const auto wf = to_storage<float>(w);
+  const auto rf = run<float>(exec, a, qkvf, &wf);
+  EXPECT_TRUE(all_near(to_double(rf.dqkv), rd.dqkv, 2e-5, 1e-4));
+}
+
+TEST_P(AttentionTest, GroupedEqualsRepeatedKvHeads) {
+  const auto& [name, a, backend] = GetParam();
+  if (a.n_kv_heads == a.n_heads) GTEST_SKIP() << "already multi-head";
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 4);
+  const auto dout = random_vector(static_cast<size_t>(out_size(a)), 5);
+  // The same model as MHA: kv head g copied to the `group` query heads that share it.
+  AttentionArgs m = a;
+  m.n_kv_heads = a.n_heads;
+  const int64_t H = a.n_heads, Hkv = a.n_kv_heads, dh = a.d_head, group = H / Hkv;
+  const int64_t wg = (H + 2 * Hkv) * dh, wm = 3 * H * dh, rows = a.batch * a.seq;
+  std::vector<double> qkv_m(static_cast<size_t>(rows * wm));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(&qkv[r * wg], H * dh, &qkv_m[r * wm]);
+    for (int64_t h = 0; h < H; ++h) {
+      std::copy_n(&qkv[r * wg + (H + h / group) * dh], dh, &qkv_m[r * wm + (H + h) * dh]);
+      std::copy_n(&qkv[r * wg + (H + Hkv + h / group) * dh], dh, &qkv_m[r * wm + (2 * H + h) * dh]);
+    }
+  }
+  const auto rg = run<double>(exec, a, qkv, &dout);
+  const auto rm = run<double>(exec, m, qkv_m, &dout);
+  EXPECT_TRUE(all_near(rg.out, rm.out, 1e-14, 1e-13));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < H * dh; ++i) ASSERT_NEAR(rg.dqkv[r * wg + i], rm.dqkv[r * wm + i], 1e-13) << "dq";
+    for (int64_t g = 0; g < Hkv; ++g)
+      for (int64_t d = 0; d < dh; ++d) {
+        double dk = 0, dv = 0;
+        for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+          dk += rm.dqkv[r * wm + (H + h) * dh + d];
+          dv += rm.dqkv[r * wm + (2 * H + h) * dh + d];
+        }
+        ASSERT_NEAR(rg.dqkv[r * wg + (H + g) * dh + d], dk, 1e-13) << "dk";
+        ASSERT_NEAR(rg.dqkv[r * wg + (H + Hkv + g) * dh + d], dv, 1e-13) << "dv";
+      }
+  }
+}
+
+std::vector<AttentionCase> cases() {
+  std::vector<AttentionCase> out;
+  for (Backend be : {Backend::kCpu, Backend::kEmulated}) {
+    const std::string suffix = "_" + backend_name(be);
+    for (int64_t hkv : {4, 2, 1}) {
+      const std::string kind = hkv == 4 ? "mha" : (hkv == 2 ? "gqa" : "mqa");
+      out.push_back({kind + "_t5" + suffix, make_args(2, 5, 4, hkv, 8), be});
+      out.push_back({kind + "_t70" + suffix, make_args(2, 70, 4, hkv, 4), be});  // two query blocks
+    }
+    out.push_back({"gqa_t130_softcap" + suffix, make_args(2, 130, 4, 2, 8, 1.5), be});
+    out.push_back({"mqa_t130_window20" + suffix, make_args(1, 130, 4, 1, 4, 0, 20), be});
+    out.push_back({"gqa_t100_window70_softcap" + suffix, make_args(1, 100, 4, 2, 4, 2.0, 70), be});
+    out.push_back({"mha_t70_noncausal" + suffix, make_args(1, 70, 2, 2, 4, 0, 0, false), be});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, AttentionTest, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return tp.param.name; });
+
+TEST(AttentionWindow, WindowCoveringTheSequenceEqualsFullCausal) {
+  const AttentionArgs full = make_args(2, 90, 4, 2, 8);
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(full)), 6));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(full)), 7));
+  const auto r0 = run<float>(Exec{}, full, qkv, &dout);
+  for (int64_t window : {90, 91, 500}) {
+    AttentionArgs a = full;
+    a.window = window;
+    const auto r = run<float>(Exec{}, a, qkv, &dout);
+    EXPECT_EQ(r.out, r0.out) << window;
+    EXPECT_EQ(r.dqkv, r0.dqkv) << window;
+  }
+}
+
+TEST(AttentionThreads, GemmInsideParallelTaskEqualsSerialGemm) {
+  // dnnl_sgemm called from a parallel_for task must run on that thread alone (oneDNN does not
+  // nest parallel regions): its result then equals a single-threaded call bit for bit.
+  const int64_t m = 200, n = 300, k = 64;
+  const auto a = to_storage<float>(random_vector(static_cast<size_t>(m * k), 8));
+  const auto b = to_storage<float>(random_vector(static_cast<size_t>(k * n), 9));
+  std::vector<float> serial(static_cast<size_t>(m * n));
+  {
+    ThreadCountGuard guard(1);
+    gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, serial.data(), n);
+  }
+  std::vector<std::vector<float>> in_task(4, std::vector<float>(serial.size()));
+  ThreadCountGuard guard(2);
+  tile::parallel_for(4, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, in_task[t].data(), n);
+  });
+  for (const auto& c : in_task) EXPECT_EQ(c, serial);
+}
+
+TEST(AttentionThreads, ResultsIndependentOfThreadCount) {
+  const AttentionArgs a = make_args(3, 150, 4, 2, 16, 3.0);
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 10));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 11));
+  AttentionRun<float> one, two;
+  {
+    ThreadCountGuard guard(1);
+    one = run<float>(Exec{}, a, qkv, &dout);
+  }
+  {
+    ThreadCountGuard guard(2);
+    two = run<float>(Exec{}, a, qkv, &dout);
+  }
+  EXPECT_EQ(one.out, two.out);
+  EXPECT_EQ(one.probs, two.probs);
+  EXPECT_EQ(one.row_max, two.row_max);
+  EXPECT_EQ(one.dqkv, two.dqkv);
+}
+
+TEST(AttentionArgsCheck, RejectsHeadsNotDivisibleByKvHeads) {
+  const AttentionArgs a = make_args(1, 4, 4, 3, 8);
+  std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a))), p(64 * 4);
+  EXPECT_THROW(attention_forward<float>(Exec{}, a, x.data(), o.data(), p.data(), nullptr), std::invalid_argument);
+}
+
+/// Median wall time in ms of `reps` calls of f after one warm-up call.
+template <class F>
+double median_ms(int reps, F&& f) {
+  f();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// Run with: kernels_test --gtest_also_run_disabled_tests --gtest_filter='*DISABLED_Timing*'
+TEST(AttentionTiming, DISABLED_Timing) {
+  std::printf("threads %d, GEMM %s\n", tile::num_threads(), gemm_backend());
+  for (auto [b, t, h, dh] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{16, 128, 4, 32}, {8, 256, 4, 64}}) {
+    const AttentionArgs a = make_args(b, t, h, h, dh);
+    const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 12));
+    const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 13));
+    std::vector<float> out(static_cast<size_t>(out_size(a))), probs(static_cast<size_t>(attention_probs_size(a)));
+    std::vector<float> row_max(static_cast<size_t>(b * h * t)), dqkv(qkv.size());
+    std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
+    const double fwd = median_ms(31, [&] {
+      attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data());
+    });
+    const double bwd = median_ms(31, [&] {
+      attention_backward<float>(Exec{}, a, qkv.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
+    });
+    // Convention: 4*B*H*T^2*dh forward (QK^T and PV over the full T x T square, 2 FLOPs per
+    // multiply-add, masked half included), twice that backward.
+    const double flops = 4.0 * static_cast<double>(b * h * t * t * dh);
+    std::printf("B=%ld T=%ld H=%ld dh=%ld: forward %.3f ms (%.1f GFLOP/s), backward %.3f ms (%.1f GFLOP/s)\n",
+                static_cast<long>(b), static_cast<long>(t), static_cast<long>(h), static_cast<long>(dh), fwd,
+                flops / fwd * 1e-6, bwd, 2 * flops / bwd * 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace bench::kernels

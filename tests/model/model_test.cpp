@@ -1,0 +1,138 @@
+// Model assembly: parameter counts in closed form, determinism, executor equivalence, training.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bench/interfaces.h"
+#include "model/model.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+const char* kBase =
+    "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = 16\nbatch_size = 4\n"
+    "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
+
+struct Batch {
+  std::vector<int32_t> in, tg;
+};
+
+Batch batch_of(const ResolvedCase& rc, int64_t index) {
+  std::unique_ptr<Component> ds = test::builtin_registry().create(*rc.data.info, rc.data.params);
+  Batch b;
+  b.in.resize(static_cast<size_t>(rc.model.dims.tokens()));
+  b.tg.resize(b.in.size());
+  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, index, rc.model.dims.batch_size, rc.model.dims.seq_len,
+                                          b.in.data(), b.tg.data());
+  return b;
+}
+
+TEST(Model, ParameterCountMatchesClosedForm) {
+  const ResolvedCase rc = test::resolve_first(kBase);
+  Model m(rc.model, test::builtin_registry(), 1);
+  const int64_t V = 256, D = 32, L = 2, dff = 96;  // 8/3 * 32 = 85.3 -> multiple of 32 -> 96
+  const int64_t per_layer = 3 * D * D + D * D + 2 * dff * D + D * dff + 2 * D;
+  EXPECT_EQ(m.n_params(), V * D + L * per_layer + D + V * D);
+  EXPECT_EQ(m.n_params_embedding(), V * D);
+  ASSERT_NE(m.find_param("blocks.1.attn.wqkv"), nullptr);
+  ASSERT_NE(m.find_param("blocks.0.ffn_norm.weight"), nullptr);
+  ASSERT_NE(m.find_param("final_norm.weight"), nullptr);
+  EXPECT_EQ(m.find_param("blocks.0.ffn.w_in")->shape, (Shape{2 * dff, D}));
+}
+
+TEST(Model, TiedEmbeddingsShareOneMatrix) {
+  const ResolvedCase rc = test::resolve_first(std::string(kBase) + "");
+  std::string toml = kBase;
+  toml.insert(toml.find("[data]"), "tie_embeddings = true\n");
+  const ResolvedCase tied = test::resolve_first(toml);
+  Model a(rc.model, test::builtin_registry(), 1), b(tied.model, test::builtin_registry(), 1);
+  EXPECT_EQ(a.n_params() - b.n_params(), 256 * 32);
+  EXPECT_EQ(b.find_param("head.weight"), nullptr);
+}
+
+TEST(Model, PostNormHasNoFinalNormByDefault) {
+  std::string toml = kBase;
+  toml.insert(toml.find("[data]"), "norm_position = \"post\"\n");
+  Model m(test::resolve_first(toml).model, test::builtin_registry(), 1);
+  EXPECT_EQ(m.find_param("final_norm.weight"), nullptr);
+  std::string dbl = kBase;
+  dbl.insert(dbl.find("[data]"), "norm_position = \"double\"\n");
+  Model d(test::resolve_first(dbl).model, test::builtin_registry(), 1);
+  EXPECT_NE(d.find_param("blocks.0.attn_norm.in.weight"), nullptr);
+  EXPECT_NE(d.find_param("blocks.0.attn_norm.out.weight"), nullptr);
+  EXPECT_NE(d.find_param("final_norm.weight"), nullptr);
+}
+
+TEST(Model, InitialLossIsNearUniformAndDeterministic) {
+  const ResolvedCase rc = test::resolve_first(kBase);
+  const Batch b = batch_of(rc, 0);
+  RunContext ctx;
+  ctx.training = false;
+  Model m1(rc.model, test::builtin_registry(), 5), m2(rc.model, test::builtin_registry(), 5),
+      m3(rc.model, test::builtin_registry(), 6);
+  const double l1 = m1.forward(b.in.data(), b.tg.data(), ctx).loss;
+  EXPECT_NEAR(l1, std::log(256.0), 0.1);  // small init: close to a uniform prediction
+  EXPECT_EQ(l1, m2.forward(b.in.data(), b.tg.data(), ctx).loss);
+  EXPECT_NE(l1, m3.forward(b.in.data(), b.tg.data(), ctx).loss);
+}
+
+TEST(Model, TrainingIsDeterministicAndLowersTheLoss) {
+  const ResolvedCase rc = test::resolve_first(kBase);
+  auto train = [&](int steps) {
+    Model m(rc.model, test::builtin_registry(), 3);
+    RunContext ctx;
+    OptimizerStep opt;
+    opt.lr = 1e-2;
+    opt.decay_lr = opt.lr;
+    opt.weight_decay = 0.1;
+    opt.grad_clip = 1.0;
+    std::vector<double> losses;
+    for (int s = 0; s < steps; ++s) {
+      const Batch b = batch_of(rc, s);
+      ctx.training = true;
+      m.zero_grad();
+      losses.push_back(m.forward(b.in.data(), b.tg.data(), ctx).loss);
+      m.backward(ctx);
+      m.optimizer_step(opt, ctx);
+    }
+    return losses;
+  };
+  const auto a = train(40), b = train(40);
+  EXPECT_EQ(a, b);
+  EXPECT_LT(a.back(), a.front() - 1.0) << "first " << a.front() << " last " << a.back();
+}
+
+TEST(Model, EmulatedBlockExecutorGivesTheSameStep) {
+  const ResolvedCase rc = test::resolve_first(kBase);
+  const Batch b = batch_of(rc, 1);
+  auto step = [&](tile::Backend backend) {
+    Model m(rc.model, test::builtin_registry(), 9);
+    RunContext ctx;
+    ctx.exec.backend = backend;
+    m.zero_grad();
+    const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
+    m.backward(ctx);
+    return std::make_pair(loss, m.grad_norm(ctx));
+  };
+  const auto cpu = step(tile::Backend::kCpu);
+  const auto emu = step(tile::Backend::kEmulated);
+  EXPECT_NEAR(cpu.first, emu.first, 1e-5);
+  EXPECT_NEAR(cpu.second, emu.second, 1e-4 * cpu.second);
+}
+
+TEST(Model, CostCountsTheMatrixFlops) {
+  const ResolvedCase rc = test::resolve_first(kBase);
+  Model m(rc.model, test::builtin_registry(), 1);
+  const Cost c = m.cost();
+  // 2 FLOPs per weight per token for every matrix but the embedding lookup, plus attention.
+  const double tokens = 4 * 16, D = 32, dff = 96, V = 256;
+  const double matrices = 2 * (4 * D * D + 3 * dff * D) + V * D;
+  const double dense = 2 * matrices * tokens;
+  EXPECT_GT(c.flops_forward, dense);
+  EXPECT_LT(c.flops_forward, dense * 1.3);
+  EXPECT_NEAR(c.flops_backward / c.flops_forward, 2.0, 0.2);
+}
+
+}  // namespace
+}  // namespace bench

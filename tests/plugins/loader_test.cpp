@@ -1,0 +1,89 @@
+// The plugin loader: each failure is a one-line error naming the file and the step.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "plugins/registry.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+const std::string kDir = std::string(BENCH_BINARY_DIR) + "/test_plugins/";
+
+std::string load_error(const std::string& name) {
+  Registry r;
+  r.load_defaults();
+  try {
+    r.load_directory(kDir + name, true);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(Loader, BuiltinPluginsRegisterEverySlot) {
+  Registry& r = test::builtin_registry();
+  EXPECT_EQ(r.plugins().size(), 7u);
+  for (Slot s : all_slots()) EXPECT_FALSE(r.names(s).empty()) << slot_name(s);
+  EXPECT_NE(r.find(Slot::kNormPosition, "double"), nullptr);
+  EXPECT_TRUE(contains(r.origin(r.find(Slot::kNorm, "rmsnorm")), "libbench_norms.so"));
+}
+
+TEST(Loader, NotAPluginIsRefusedAtTheAbiCheck) {
+  const std::string e = load_error("no_symbols");
+  EXPECT_TRUE(contains(e, "libbad_no_symbols.so: check ABI: missing symbol bench_plugin_abi")) << e;
+}
+
+TEST(Loader, MissingEntryPointIsNamed) {
+  const std::string e = load_error("missing_entry");
+  EXPECT_TRUE(contains(e, "libbad_missing_entry.so: find entry point: missing symbol bench_plugin_register")) << e;
+}
+
+TEST(Loader, AbiMismatchIsRefusedBeforeRegistration) {
+  const std::string e = load_error("abi_mismatch");
+  EXPECT_TRUE(contains(e, "libbad_abi_mismatch.so: check ABI: built for bench-abi-0/GNU-4.8.5/")) << e;
+  EXPECT_TRUE(contains(e, std::string("but this bench is ") + BENCH_ABI_TAG)) << e;
+}
+
+TEST(Loader, DuplicateNamesNameBothFiles) {
+  const std::string e = load_error("duplicate");
+  EXPECT_TRUE(contains(e, "libbad_duplicate.so: register: duplicate component 'rmsnorm' in slot 'norm': already "
+                          "registered by ")) << e;
+  EXPECT_TRUE(contains(e, "libbench_norms.so")) << e;
+}
+
+TEST(Loader, ThrowingRegistrationIsAnErrorValue) {
+  const std::string e = load_error("throwing_register");
+  EXPECT_TRUE(contains(e, "libbad_throwing_register.so: register: cannot register today")) << e;
+}
+
+TEST(Loader, ThrowingFactoryNamesThePluginWhenUsed) {
+  Registry r;
+  r.load_defaults();
+  r.load_directory(kDir + "throwing_factory", true);
+  const ComponentInfo* info = r.find(Slot::kNorm, "explodes");
+  ASSERT_NE(info, nullptr);
+  try {
+    r.create(*info, Params());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "libbad_throwing_factory.so: norm 'explodes': factory threw: kaboom from the factory"))
+        << e.what();
+  }
+}
+
+TEST(Loader, MissingDirectoryAndDoubleLoads) {
+  Registry r;
+  EXPECT_THROW(r.load_directory("/nonexistent/plugins", true), Error);
+  r.load_directory("/nonexistent/plugins", false);
+  r.load_defaults();
+  const size_t n = r.plugins().size();
+  r.load_defaults();  // the same files again: skipped, not duplicates
+  EXPECT_EQ(r.plugins().size(), n);
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,48 @@
+// Test support: build resolved cases and models from TOML text.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiment/experiment.h"
+#include "experiment/resolve.h"
+#include "plugins/registry.h"
+
+namespace bench::test {
+
+/// A registry with the build's own plugins (loaded once per process).
+inline Registry& builtin_registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry();
+    reg->load_defaults();
+    return reg;
+  }();
+  return *r;
+}
+
+/// Write `text` to a fresh file under the temp directory and return its path.
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bench_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto path = dir / name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path.string();
+}
+
+/// Cases of an experiment given as TOML text.
+inline std::vector<Case> cases_of(const std::string& toml, const std::string& device = "cpu",
+                                  const std::string& name = "exp.toml") {
+  const ExperimentFile f = read_experiment(write_temp(name, toml));
+  return expand_cases(f, builtin_registry(), device);
+}
+
+/// The first case of an experiment, resolved.
+inline ResolvedCase resolve_first(const std::string& toml) {
+  const auto cases = cases_of(toml);
+  return resolve_case(cases.at(0), builtin_registry());
+}
+
+}  // namespace bench::test
