@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages bench builds and runs with. Idempotent and quiet: packages that
+# are already installed are left alone, and apt runs only when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build git pkg-config  # toolchain (GCC brings OpenMP: libgomp)
+  libboost-dev                                      # Boost.DLL (header-only)
+  libtomlplusplus-dev                               # TOML++
+  libcli11-dev libfmt-dev nlohmann-json3-dev        # CLI11, fmt, nlohmann-json
+  libsqlite3-dev sqlite3                            # results database
+  libdnnl-dev                                       # oneDNN: the CPU GEMM
+  libbenchmark-dev                                  # Google Benchmark: the timing engine
+  libgtest-dev libgmock-dev                         # GoogleTest
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /tmp/bench-setup.log 2>&1; then
+  $sudo apt-get update -qq > /tmp/bench-setup.log 2>&1
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >> /tmp/bench-setup.log 2>&1 || {
+    cat /tmp/bench-setup.log >&2
+    exit 1
+  }
+fi
