@@ -19,8 +19,7 @@ template <class T>
 void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
-    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat},
-                 programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
+    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
   });
 }
 
@@ -42,10 +41,10 @@ void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T*
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                \
-  template void activation_forward<T>(const Exec&, Activation, const T*, T*, int64_t);                      \
-  template void activation_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t);           \
-  template void glu_forward<T>(const Exec&, Activation, const T*, T*, int64_t, int64_t);                    \
+#define BENCH_INSTANTIATE(T)                                                                      \
+  template void activation_forward<T>(const Exec&, Activation, const T*, T*, int64_t);            \
+  template void activation_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t); \
+  template void glu_forward<T>(const Exec&, Activation, const T*, T*, int64_t, int64_t);          \
   template void glu_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)

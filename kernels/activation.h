@@ -40,12 +40,16 @@ enum class Activation : uint8_t {
 /// act(x) in double.
 inline double activation_reference(Activation act, double x) {
   switch (act) {
-    case Activation::kRelu: return x > 0 ? x : 0.0;
-    case Activation::kGelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::kRelu:
+      return x > 0 ? x : 0.0;
+    case Activation::kGelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
     case Activation::kGeluTanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
-    case Activation::kSilu: return x / (1.0 + std::exp(-x));
-    case Activation::kRelu2: return x > 0 ? x * x : 0.0;
+    case Activation::kSilu:
+      return x / (1.0 + std::exp(-x));
+    case Activation::kRelu2:
+      return x > 0 ? x * x : 0.0;
   }
   return 0.0;
 }
@@ -53,9 +57,11 @@ inline double activation_reference(Activation act, double x) {
 /// act'(x) in double (closed form; the tests check it against finite differences too).
 inline double activation_grad_reference(Activation act, double x) {
   switch (act) {
-    case Activation::kRelu: return x > 0 ? 1.0 : 0.0;
+    case Activation::kRelu:
+      return x > 0 ? 1.0 : 0.0;
     case Activation::kGelu:
-      return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
+      return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+             x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * std::numbers::pi);
     case Activation::kGeluTanh: {
       const double k = std::sqrt(2.0 / std::numbers::pi);
       const double t = std::tanh(k * (x + 0.044715 * x * x * x));
@@ -65,7 +71,8 @@ inline double activation_grad_reference(Activation act, double x) {
       const double s = 1.0 / (1.0 + std::exp(-x));
       return s * (1.0 + x * (1.0 - s));
     }
-    case Activation::kRelu2: return x > 0 ? 2 * x : 0.0;
+    case Activation::kRelu2:
+      return x > 0 ? 2 * x : 0.0;
   }
   return 0.0;
 }
@@ -226,11 +233,21 @@ struct GluBackward {
 template <class F>
 void dispatch_activation(Activation act, F&& f) {
   switch (act) {
-    case Activation::kRelu: f.template operator()<Activation::kRelu>(); break;
-    case Activation::kGelu: f.template operator()<Activation::kGelu>(); break;
-    case Activation::kGeluTanh: f.template operator()<Activation::kGeluTanh>(); break;
-    case Activation::kSilu: f.template operator()<Activation::kSilu>(); break;
-    case Activation::kRelu2: f.template operator()<Activation::kRelu2>(); break;
+    case Activation::kRelu:
+      f.template operator()<Activation::kRelu>();
+      break;
+    case Activation::kGelu:
+      f.template operator()<Activation::kGelu>();
+      break;
+    case Activation::kGeluTanh:
+      f.template operator()<Activation::kGeluTanh>();
+      break;
+    case Activation::kSilu:
+      f.template operator()<Activation::kSilu>();
+      break;
+    case Activation::kRelu2:
+      f.template operator()<Activation::kRelu2>();
+      break;
   }
 }
 

@@ -17,10 +17,10 @@ constexpr int64_t kQueryBlock = 64;
 
 struct Dims {
   int64_t batch, seq, heads, kv_heads, d_head;
-  int64_t group;   // query heads per kv head
-  int64_t width;   // elements of a qkv row
-  int64_t qblock;  // queries per block
-  int64_t qblocks; // blocks per sequence
+  int64_t group;    // query heads per kv head
+  int64_t width;    // elements of a qkv row
+  int64_t qblock;   // queries per block
+  int64_t qblocks;  // blocks per sequence
 };
 
 Dims dims_of(const AttentionArgs& a) {
@@ -29,8 +29,15 @@ Dims dims_of(const AttentionArgs& a) {
     throw std::invalid_argument("attention: need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
                                 std::to_string(a.n_heads) + ") a multiple of n_kv_heads (" +
                                 std::to_string(a.n_kv_heads) + ")");
-  Dims d{a.batch, a.seq, a.n_heads, a.n_kv_heads, a.d_head, a.n_heads / a.n_kv_heads,
-         (a.n_heads + 2 * a.n_kv_heads) * a.d_head, std::min(kQueryBlock, a.seq), 0};
+  Dims d{};
+  d.batch = a.batch;
+  d.seq = a.seq;
+  d.heads = a.n_heads;
+  d.kv_heads = a.n_kv_heads;
+  d.d_head = a.d_head;
+  d.group = a.n_heads / a.n_kv_heads;
+  d.width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  d.qblock = std::min(kQueryBlock, a.seq);
   d.qblocks = (d.seq + d.qblock - 1) / d.qblock;
   return d;
 }
@@ -68,8 +75,7 @@ int64_t attention_workspace_size(const AttentionArgs& a) {
 }
 
 template <class T>
-void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs,
-                       acc_t<T>* row_max) {
+void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max) {
   const Dims d = dims_of(a);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : probs;
@@ -93,15 +99,15 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
                          row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
       zero_outside(p, rows, seq, seq, lo, hi);
       if (s != p) zero_outside(s, rows, seq, seq, lo, hi);
-      gemm<T>(false, false, rows, dh, cols, T(1), p + lo, seq, v, d.width, T(0),
-              out + (b * seq + q0) * ld_out + h * dh, ld_out);
+      gemm<T>(false, false, rows, dh, cols, T(1), p + lo, seq, v, d.width, T(0), out + (b * seq + q0) * ld_out + h * dh,
+              ld_out);
     }
   });
 }
 
 template <class T>
-void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout,
-                        T* dqkv, T* workspace) {
+void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout, T* dqkv,
+                        T* workspace) {
   const Dims d = dims_of(a);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
@@ -147,8 +153,8 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                    \
-  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*);           \
+#define BENCH_INSTANTIATE(T)                                                                          \
+  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*); \
   template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, T*, T*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)

@@ -28,15 +28,15 @@ using tile::Exec;
 
 /// Shape and variant of a causal multi-head attention with grouped K/V heads.
 struct AttentionArgs {
-  int64_t batch;
-  int64_t seq;
+  int64_t batch;       ///< sequences B
+  int64_t seq;         ///< tokens per sequence T
   int64_t n_heads;     ///< query heads H
   int64_t n_kv_heads;  ///< K/V heads Hkv, dividing H (H: MHA, 1: MQA, otherwise GQA)
-  int64_t d_head;
-  double scale;         ///< multiplies Q K^T (usually 1 / sqrt(d_head))
-  double softcap = 0;   ///< > 0: logits capped to softcap * tanh(s / softcap)
-  int64_t window = 0;   ///< > 0: each query sees only the last `window` keys it may see
-  bool causal = true;
+  int64_t d_head;      ///< elements per head dh
+  double scale;        ///< multiplies Q K^T (usually 1 / sqrt(d_head))
+  double softcap = 0;  ///< > 0: logits capped to softcap * tanh(s / softcap)
+  int64_t window = 0;  ///< > 0: each query sees only the last `window` keys it may see
+  bool causal = true;  ///< queries see keys up to their own position only
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -100,8 +100,7 @@ int64_t attention_workspace_size(const AttentionArgs& args);
 /// calling the single-threaded GEMM; fully masked key blocks are skipped.
 /// Throws std::invalid_argument on an inconsistent shape.
 template <class T>
-void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs,
-                       acc_t<T>* row_max);
+void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max);
 
 /// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's probs, writes all of
 /// dqkv (dq, dk, dv in the qkv layout). Parallel over (batch, kv head), so the dK/dV sums over

@@ -14,9 +14,9 @@ void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, in
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                               \
-  template void cross_entropy<T>(const Exec&, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, acc_t<T>*, \
-                                 T*, double, double);
+#define BENCH_INSTANTIATE(T)                                                                                        \
+  template void cross_entropy<T>(const Exec&, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, acc_t<T>*, T*, \
+                                 double, double);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
 BENCH_INSTANTIATE(tile::bf16)

@@ -86,7 +86,8 @@ struct CrossEntropy {
     for (int64_t c0 = 0; c0 < vocab; c0 += B) mt = tl::maximum(mt, tl::load<B>(c, x + c0, vocab - c0, lowest));
     const A m = tl::max(c, mt);
     auto st = tl::full<B>(c, A(0));
-    for (int64_t c0 = 0; c0 < vocab; c0 += B) st = st + tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0, lowest) - m);
+    for (int64_t c0 = 0; c0 < vocab; c0 += B)
+      st = st + tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0, lowest) - m);
     const A sum = tl::sum(c, st);
     const A zr = m + tile::math::log(sum);
     if (z != nullptr) tl::store_scalar(c, z + r, zr);

@@ -44,8 +44,7 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
 }
 
 template <class T>
-void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
-                       int64_t dim) {
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim) {
   if (n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
     tile::launch(exec, tile::Grid{n_tokens}, programs::EmbeddingForward<T, B>{tokens, table, out, dim});
@@ -61,12 +60,12 @@ void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, 
                programs::EmbeddingBackward<T, B>{tokens, dout, dtable, n_tokens, dim});
 }
 
-#define BENCH_INSTANTIATE(T)                                                                               \
-  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                      \
-  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                     \
-  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                              \
-  template double sum_squares<T>(const Exec&, const T*, int64_t);                                          \
-  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);         \
+#define BENCH_INSTANTIATE(T)                                                                       \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                              \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                             \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                      \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                  \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
   template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)

@@ -225,8 +225,7 @@ double sum_squares(const Exec& exec, const T* x, int64_t n);
 /// out[i, :] = table[tokens[i], :] for n_tokens rows of dim elements; tokens must index rows
 /// of table.
 template <class T>
-void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
-                       int64_t dim);
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim);
 
 /// dtable[tokens[i], :] += dout[i, :], accumulated in token order (deterministic, no atomics).
 template <class T>

@@ -37,11 +37,12 @@ BENCH_HD BENCH_FORCEINLINE float fast_exp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   // 2^n from the integer in u's low bits, in two normal factors (n reaches -126 and 128).
-  int32_t ui;
+  // Unsigned bit arithmetic: a NaN's bits are arbitrary, and must not overflow a signed int.
+  uint32_t ui;
   std::memcpy(&ui, &u, sizeof ui);
-  const int32_t ni = ui - 0x4B400000;
+  const auto ni = static_cast<int32_t>(ui - 0x4B400000u);
   const int32_t n1 = ni >> 1, n2 = ni - n1;
-  const int32_t b1 = (n1 + 127) * (1 << 23), b2 = (n2 + 127) * (1 << 23);
+  const uint32_t b1 = static_cast<uint32_t>(n1 + 127) << 23, b2 = static_cast<uint32_t>(n2 + 127) << 23;
   float s1, s2;
   std::memcpy(&s1, &b1, sizeof s1);
   std::memcpy(&s2, &b2, sizeof s2);

@@ -23,7 +23,7 @@ void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_h
   }
 }
 
-#define BENCH_INSTANTIATE(T)                                                                               \
+#define BENCH_INSTANTIATE(T)                                                                                 \
   template void rope_apply<T>(const Exec&, T*, int64_t, int64_t, int64_t, int64_t, int64_t, const acc_t<T>*, \
                               const acc_t<T>*, RopeLayout, bool);
 BENCH_INSTANTIATE(float)

@@ -26,11 +26,11 @@ void softmax_backward(const Exec& exec, const T* p, const T* dp, const T* s, T* 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                \
-  template void softmax_forward<T>(const Exec&, const T*, T*, int64_t, int64_t, int64_t, double, double,     \
-                                   SoftmaxMask, acc_t<T>*);                                                 \
-  template void softmax_backward<T>(const Exec&, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, \
-                                    double, double, SoftmaxMask);
+#define BENCH_INSTANTIATE(T)                                                                                          \
+  template void softmax_forward<T>(const Exec&, const T*, T*, int64_t, int64_t, int64_t, double, double, SoftmaxMask, \
+                                   acc_t<T>*);                                                                        \
+  template void softmax_backward<T>(const Exec&, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, double, \
+                                    double, SoftmaxMask);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
 BENCH_INSTANTIATE(tile::bf16)

@@ -27,9 +27,9 @@ using tile::Exec;
 
 /// Which columns of each row of a score block take part in the softmax.
 struct SoftmaxMask {
-  bool causal = true;        ///< row r sees columns <= r + diag_offset
-  int64_t diag_offset = 0;   ///< column of row 0's diagonal (keys before the block's first query)
-  int64_t window = 0;        ///< > 0: only the last `window` visible columns (sliding window)
+  bool causal = true;       ///< row r sees columns <= r + diag_offset
+  int64_t diag_offset = 0;  ///< column of row 0's diagonal (keys before the block's first query)
+  int64_t window = 0;       ///< > 0: only the last `window` visible columns (sliding window)
 };
 
 /// Valid columns [lo, hi) of row r of a block with `cols` columns (hi <= lo: an empty row).
@@ -46,9 +46,8 @@ BENCH_HD inline void softmax_row_range(const SoftmaxMask& mask, int64_t r, int64
 
 /// float64 reference of softmax_forward on a dense rows x cols block (ld == cols); row_max may
 /// be null.
-inline void softmax_forward_reference(const std::vector<double>& s, std::vector<double>& p, int64_t rows,
-                                      int64_t cols, double scale, double softcap, SoftmaxMask mask,
-                                      std::vector<double>* row_max) {
+inline void softmax_forward_reference(const std::vector<double>& s, std::vector<double>& p, int64_t rows, int64_t cols,
+                                      double scale, double softcap, SoftmaxMask mask, std::vector<double>* row_max) {
   p.assign(static_cast<size_t>(rows * cols), 0.0);
   if (row_max != nullptr) row_max->assign(static_cast<size_t>(rows), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
@@ -106,12 +105,12 @@ struct SoftmaxForward {
   static constexpr int kBlock = B;
   using A = acc_t<T>;
   const T* s;
-  T* p;         // may alias s
-  A* row_max;   // may be null
+  T* p;        // may alias s
+  A* row_max;  // may be null
   int64_t cols;
   int64_t ld;
   A scale;
-  A softcap;    // 0: no cap
+  A softcap;  // 0: no cap
   SoftmaxMask mask;
 
   template <class Tl>
@@ -150,7 +149,8 @@ struct SoftmaxForward {
     const A m = tl::max(c, mt);
     auto st = tl::full<B>(c, A(0));
     for (int64_t c0 = first; c0 < hi; c0 += B)
-      st = st + keep_columns<B>(c, c0, lo, hi, tl::map(FastExp{}, logits(tl::load<B>(c, sr + c0, cols - c0)) - m), A(0));
+      st =
+          st + keep_columns<B>(c, c0, lo, hi, tl::map(FastExp{}, logits(tl::load<B>(c, sr + c0, cols - c0)) - m), A(0));
     const A inv = A(1) / tl::sum(c, st);
     for (int64_t c0 = 0; c0 < cols; c0 += B) {
       if (c0 + B <= lo || c0 >= hi) {

@@ -55,10 +55,10 @@ cudaError_t glu_backward(cudaStream_t stream, Activation act, const T* gu, const
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                   \
-  template cudaError_t activation_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t);                  \
-  template cudaError_t activation_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t);       \
-  template cudaError_t glu_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t, int64_t);                \
+#define BENCH_INSTANTIATE(T)                                                                              \
+  template cudaError_t activation_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t);            \
+  template cudaError_t activation_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t); \
+  template cudaError_t glu_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t, int64_t);          \
   template cudaError_t glu_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)

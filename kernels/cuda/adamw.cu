@@ -12,9 +12,8 @@ cudaError_t adamw_update(cudaStream_t stream, T* p, const T* g, acc_t<T>* m, acc
   return tile::launch_cuda(tile::Grid{(n + B - 1) / B}, programs::make_adamw(p, g, m, v, n, step), stream);
 }
 
-#define BENCH_INSTANTIATE(T)                                                                            \
-  template cudaError_t adamw_update<T>(cudaStream_t, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t,        \
-                                       const AdamWStep&);
+#define BENCH_INSTANTIATE(T) \
+  template cudaError_t adamw_update<T>(cudaStream_t, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

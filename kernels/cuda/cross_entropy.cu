@@ -20,8 +20,8 @@ cudaError_t cross_entropy(cudaStream_t stream, const T* logits, const int32_t* t
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                   \
-  template cudaError_t cross_entropy<T>(cudaStream_t, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*,   \
+#define BENCH_INSTANTIATE(T)                                                                                 \
+  template cudaError_t cross_entropy<T>(cudaStream_t, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, \
                                         acc_t<T>*, T*, double, double);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)

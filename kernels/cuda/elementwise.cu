@@ -37,7 +37,8 @@ cudaError_t sum_squares(cudaStream_t stream, const T* x, int64_t n, double* part
   constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
   const int64_t parts = n > 0 ? (std::min)(programs::kSumSquaresParts, (n + kFlat - 1) / kFlat) : 0;
   cudaError_t err = cudaSuccess;
-  if (parts > 0) err = tile::launch_cuda(tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial, n, parts}, stream);
+  if (parts > 0)
+    err = tile::launch_cuda(tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial, n, parts}, stream);
   if (err == cudaSuccess)
     err = tile::launch_cuda(tile::Grid{1}, programs::SumPartials<kParts>{partial, result, parts}, stream);
   return err;
@@ -55,20 +56,20 @@ cudaError_t embedding_forward(cudaStream_t stream, const int32_t* tokens, const 
 }
 
 template <class T>
-cudaError_t embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* dout, T* dtable,
-                               int64_t n_tokens, int64_t dim) {
+cudaError_t embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
+                               int64_t dim) {
   if (n_tokens <= 0 || dim <= 0) return cudaSuccess;
   constexpr int B = programs::kEmbeddingBackwardCols;
   return tile::launch_cuda(tile::Grid{(dim + B - 1) / B},
                            programs::EmbeddingBackward<T, B>{tokens, dout, dtable, n_tokens, dim}, stream);
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                     \
-  template cudaError_t add<T>(cudaStream_t, const T*, const T*, T*, int64_t);                                    \
-  template cudaError_t axpy<T>(cudaStream_t, acc_t<T>, const T*, T*, int64_t);                                   \
-  template cudaError_t scale<T>(cudaStream_t, acc_t<T>, T*, int64_t);                                            \
-  template cudaError_t sum_squares<T>(cudaStream_t, const T*, int64_t, double*, double*);                        \
-  template cudaError_t embedding_forward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t);       \
+#define BENCH_INSTANTIATE(T)                                                                               \
+  template cudaError_t add<T>(cudaStream_t, const T*, const T*, T*, int64_t);                              \
+  template cudaError_t axpy<T>(cudaStream_t, acc_t<T>, const T*, T*, int64_t);                             \
+  template cudaError_t scale<T>(cudaStream_t, acc_t<T>, T*, int64_t);                                      \
+  template cudaError_t sum_squares<T>(cudaStream_t, const T*, int64_t, double*, double*);                  \
+  template cudaError_t embedding_forward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t); \
   template cudaError_t embedding_backward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)

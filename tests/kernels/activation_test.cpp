@@ -24,11 +24,16 @@ struct ActivationCase {
 };
 std::string act_name(Activation a) {
   switch (a) {
-    case Activation::kRelu: return "relu";
-    case Activation::kGelu: return "gelu";
-    case Activation::kGeluTanh: return "gelu_tanh";
-    case Activation::kSilu: return "silu";
-    case Activation::kRelu2: return "relu2";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kGelu:
+      return "gelu";
+    case Activation::kGeluTanh:
+      return "gelu_tanh";
+    case Activation::kSilu:
+      return "silu";
+    case Activation::kRelu2:
+      return "relu2";
   }
   return "?";
 }
@@ -151,15 +156,14 @@ TEST_P(ActivationTest, GatedBackwardMatchesFiniteDifferences) {
 std::vector<ActivationCase> cases() {
   std::vector<ActivationCase> out;
   for (Backend be : {Backend::kCpu, Backend::kEmulated})
-    for (Activation a : {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu,
-                         Activation::kRelu2})
+    for (Activation a :
+         {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu, Activation::kRelu2})
       out.push_back({a, be});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ActivationTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
-  return act_name(tp.param.act) + "_" + backend_name(tp.param.backend);
-});
+INSTANTIATE_TEST_SUITE_P(All, ActivationTest, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return act_name(tp.param.act) + "_" + backend_name(tp.param.backend); });
 
 }  // namespace
 }  // namespace bench::kernels

@@ -18,7 +18,7 @@ using tile::Backend;
 using tile::bf16;
 
 AdamWStep step_of(int64_t step) {
-  return AdamWStep{/*lr=*/3e-3, /*beta1=*/0.9, /*beta2=*/0.95, /*eps=*/1e-8, /*decay=*/3e-3 * 0.1, step,
+  return AdamWStep{/*lr=*/3e-3,       /*beta1=*/0.9, /*beta2=*/0.95, /*eps=*/1e-8, /*decay=*/3e-3 * 0.1, step,
                    /*grad_scale=*/0.5};
 }
 

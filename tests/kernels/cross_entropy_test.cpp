@@ -62,8 +62,8 @@ TEST_P(CrossEntropyTest, MatchesFloat64Reference) {
   }
   // In place, no loss or z requested.
   auto inplace = lf;
-  cross_entropy<float>(exec, inplace.data(), targets.data(), p.rows, p.vocab, nullptr, nullptr, inplace.data(),
-                       z_coef, grad_scale);
+  cross_entropy<float>(exec, inplace.data(), targets.data(), p.rows, p.vocab, nullptr, nullptr, inplace.data(), z_coef,
+                       grad_scale);
   EXPECT_TRUE(all_near(to_double(inplace), to_double(d), 0, 0));
   // Forward only.
   std::vector<float> loss2(loss.size());
@@ -86,7 +86,7 @@ TEST_P(CrossEntropyTest, MatchesFloat64Reference) {
   cross_entropy<bf16>(exec, lb.data(), targets.data(), p.rows, p.vocab, loss.data(), z.data(), db.data(), z_coef,
                       grad_scale);
   EXPECT_TRUE(all_near(to_double(loss), loss_ref, 1e-6 * zmag, 1e-6));  // float compute on bf16 inputs
-  EXPECT_TRUE(all_near(to_double(db), d_ref, 1e-8, 0.01));                // plus one bf16 rounding
+  EXPECT_TRUE(all_near(to_double(db), d_ref, 1e-8, 0.01));              // plus one bf16 rounding
 }
 
 TEST_P(CrossEntropyTest, GradientMatchesFiniteDifferences) {

@@ -55,15 +55,15 @@ std::vector<double> to_double(const std::vector<T>& x) {
 
 /// Every element within atol + rtol * |ref| of the reference (llm.c style); reports the first
 /// element that is not, by name and index.
-inline ::testing::AssertionResult all_near(const std::vector<double>& got, const std::vector<double>& ref,
-                                           double atol, double rtol) {
+inline ::testing::AssertionResult all_near(const std::vector<double>& got, const std::vector<double>& ref, double atol,
+                                           double rtol) {
   if (got.size() != ref.size())
     return ::testing::AssertionFailure() << "size " << got.size() << " vs reference " << ref.size();
   for (size_t i = 0; i < ref.size(); ++i) {
     const double tol = atol + rtol * std::abs(ref[i]);
     if (!(std::abs(got[i] - ref[i]) <= tol))
-      return ::testing::AssertionFailure() << "at " << i << ": " << got[i] << " vs reference " << ref[i]
-                                           << " (tolerance " << tol << ")";
+      return ::testing::AssertionFailure()
+             << "at " << i << ": " << got[i] << " vs reference " << ref[i] << " (tolerance " << tol << ")";
   }
   return ::testing::AssertionSuccess();
 }

@@ -30,9 +30,9 @@ struct RopeCase {
   Backend backend;
 };
 std::string case_name(const RopeCase& c) {
-  return std::string(c.layout == RopeLayout::kHalf ? "half" : "interleaved") + "_t" + std::to_string(c.tokens) +
-         "_s" + std::to_string(c.seq) + "_h" + std::to_string(c.n_heads) + "_d" + std::to_string(c.d_head) +
-         "_stride" + std::to_string(c.row_stride) + "_" + backend_name(c.backend);
+  return std::string(c.layout == RopeLayout::kHalf ? "half" : "interleaved") + "_t" + std::to_string(c.tokens) + "_s" +
+         std::to_string(c.seq) + "_h" + std::to_string(c.n_heads) + "_d" + std::to_string(c.d_head) + "_stride" +
+         std::to_string(c.row_stride) + "_" + backend_name(c.backend);
 }
 void PrintTo(const RopeCase& c, std::ostream* os) { *os << case_name(c); }
 
@@ -43,7 +43,8 @@ void tables(int64_t seq, int64_t d, std::vector<double>& cos, std::vector<double
   sin.resize(cos.size());
   for (int64_t t = 0; t < seq; ++t)
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double angle =
+          static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       cos[t * half + i] = std::cos(angle);
       sin[t * half + i] = std::sin(angle);
     }

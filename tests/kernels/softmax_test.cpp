@@ -79,8 +79,8 @@ TEST_P(SoftmaxTest, ForwardMatchesFloat64Reference) {
 
   const auto sb = to_storage<bf16>(pad(s, p.rows, p.cols, p.ld, 0.0));
   std::vector<double> refb;  // of the bf16-rounded scores; the output adds one rounding
-  softmax_forward_reference(unpad(to_double(sb), p.rows, p.cols, p.ld), refb, p.rows, p.cols, scale, p.softcap,
-                            p.mask, nullptr);
+  softmax_forward_reference(unpad(to_double(sb), p.rows, p.cols, p.ld), refb, p.rows, p.cols, scale, p.softcap, p.mask,
+                            nullptr);
   std::vector<bf16> pb(sb.size());
   softmax_forward<bf16>(exec, sb.data(), pb.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, row_max.data());
   EXPECT_TRUE(all_near(unpad(to_double(pb), p.rows, p.cols, p.ld), refb, 1e-6, 0.005));
@@ -94,8 +94,8 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
   const auto w = random_vector(s0.size(), 3);  // L = sum(p * w), so dp = w
   std::vector<double> pr(s0.size()), ds(s0.size());
   softmax_forward<double>(exec, s0.data(), pr.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
-  softmax_backward<double>(exec, pr.data(), w.data(), p.softcap > 0 ? s0.data() : nullptr, ds.data(), p.rows,
-                           p.cols, p.ld, scale, p.softcap, p.mask);
+  softmax_backward<double>(exec, pr.data(), w.data(), p.softcap > 0 ? s0.data() : nullptr, ds.data(), p.rows, p.cols,
+                           p.ld, scale, p.softcap, p.mask);
   for (int64_t r = 0; r < p.rows; r += std::max<int64_t>(1, p.rows / 5)) {
     // Only row r depends on its scores: its loss alone, as a one-row block with the same mask.
     const SoftmaxMask row_mask{p.mask.causal, p.mask.diag_offset + r, p.mask.window};
@@ -118,8 +118,8 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
   const auto sf = to_storage<float>(s0);
   const auto pf = to_storage<float>(pr);
   auto dsf = to_storage<float>(w);
-  softmax_backward<float>(exec, pf.data(), dsf.data(), sf.data(), dsf.data(), p.rows, p.cols, p.ld, scale,
-                          p.softcap, p.mask);
+  softmax_backward<float>(exec, pf.data(), dsf.data(), sf.data(), dsf.data(), p.rows, p.cols, p.ld, scale, p.softcap,
+                          p.mask);
   EXPECT_TRUE(all_near(unpad(to_double(dsf), p.rows, p.cols, p.ld), unpad(ds, p.rows, p.cols, p.ld), 1e-6, 1e-4));
   const auto pb = to_storage<bf16>(pr);
   const auto wb = to_storage<bf16>(w);
@@ -140,8 +140,10 @@ std::vector<SoftmaxCase> cases() {
     double softcap;
   };
   const std::vector<Variant> variants = {
-      {"full", {false, 0, 0}, 0},          {"causal", {true, 0, 0}, 0},
-      {"causal_cap", {true, 0, 0}, 5.0},   {"causal_diag3_window5", {true, 3, 5}, 0},
+      {"full", {false, 0, 0}, 0},
+      {"causal", {true, 0, 0}, 0},
+      {"causal_cap", {true, 0, 0}, 5.0},
+      {"causal_diag3_window5", {true, 3, 5}, 0},
       {"causal_diag_neg2", {true, -2, 0}, 0},  // rows 0 and 1 see nothing
       {"window1100_cap", {true, 1500, 1100}, 2.0},
       {"full_window7", {false, 0, 7}, 0},
@@ -158,8 +160,7 @@ std::vector<SoftmaxCase> cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SoftmaxTest, ::testing::ValuesIn(cases()),
-                         [](const auto& tp) { return tp.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, SoftmaxTest, ::testing::ValuesIn(cases()), [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
 }  // namespace bench::kernels

@@ -1,0 +1,81 @@
+// Tests of kernels/gemm.h: float (oneDNN) and double GEMM against a float64 triple loop for
+// every transpose combination, with row strides wider than the matrices and beta != 0.
+// DISABLED_Timing measures the GFLOP/s quoted in docs/kernels.md.
+#include "gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <tuple>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "tile/parallel.h"
+
+namespace bench::kernels {
+namespace {
+
+using namespace testing;  // NOLINT: the kernel test helpers
+
+TEST(Gemm, MatchesFloat64LoopForEveryTranspose) {
+  const int64_t m = 37, n = 53, k = 29, pad = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(ta) + std::to_string(tb));
+      // Stored shapes: A is [m, k] or [k, m]; B is [k, n] or [n, k]; each row `pad` wider.
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+      const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+      const auto a = to_double(to_storage<float>(random_vector(static_cast<size_t>(a_rows * lda), 1)));
+      const auto b = to_double(to_storage<float>(random_vector(static_cast<size_t>(b_rows * ldb), 2)));
+      const auto c0 = to_double(to_storage<float>(random_vector(static_cast<size_t>(m * ldc), 3)));
+      const double alpha = 0.75, beta = -0.5;
+      std::vector<double> ref = c0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p)
+            s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+          ref[i * ldc + j] = alpha * s + beta * c0[i * ldc + j];
+        }
+      auto cd = c0;
+      gemm<double>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, cd.data(), ldc);
+      EXPECT_TRUE(all_near(cd, ref, 1e-13, 1e-13));
+      const auto af = to_storage<float>(a), bf = to_storage<float>(b);
+      auto cf = to_storage<float>(c0);
+      gemm<float>(ta, tb, m, n, k, static_cast<float>(alpha), af.data(), lda, bf.data(), ldb, static_cast<float>(beta),
+                  cf.data(), ldc);
+      EXPECT_TRUE(all_near(to_double(cf), ref, 1e-5, 1e-5));
+    }
+}
+
+// Run with: kernels_test --gtest_also_run_disabled_tests --gtest_filter='Gemm.DISABLED_Timing'
+TEST(Gemm, DISABLED_Timing) {
+  std::printf("threads %d, %s\n", tile::num_threads(), gemm_backend());
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 1024, 1024},
+                         {2048, 384, 128},
+                         {2048, 128, 384},
+                         {2048, 1536, 384},
+                         {2048, 384, 1536},
+                         {128, 128, 32}}) {
+    const auto a = to_storage<float>(random_vector(static_cast<size_t>(m * k), 4));
+    const auto b = to_storage<float>(random_vector(static_cast<size_t>(k * n), 5));
+    std::vector<float> c(static_cast<size_t>(m * n));
+    const int reps = m * n * k > 100000000 ? 21 : 201;
+    std::vector<double> ms;
+    for (int r = 0; r <= reps; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+      if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    const double flops = 2.0 * static_cast<double>(m * n * k);
+    std::printf("%ldx%ldx%ld: median %.4f ms (%.1f GFLOP/s), best %.4f ms (%.1f GFLOP/s)\n", static_cast<long>(m),
+                static_cast<long>(n), static_cast<long>(k), ms[ms.size() / 2], flops / ms[ms.size() / 2] * 1e-6,
+                ms.front(), flops / ms.front() * 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace bench::kernels
