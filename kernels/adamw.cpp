@@ -5,8 +5,8 @@ namespace bench::kernels {
 template <class T>
 void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step) {
   if (n <= 0) return;
-  constexpr int B = programs::kAdamWBlock;
-  tile::launch(exec, tile::Grid{(n + B - 1) / B}, programs::make_adamw(p, g, m, v, n, step));
+  constexpr int kB = programs::kAdamWBlock;
+  tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::make_adamw(p, g, m, v, n, step));
 }
 
 #define BENCH_INSTANTIATE(T) \

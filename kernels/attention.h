@@ -47,21 +47,21 @@ struct AttentionArgs {
 /// out is [B*T, H*dh]; row_max (may be null) is [B, H, T].
 inline void attention_forward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
                                         std::vector<double>& out, std::vector<double>* row_max) {
-  const int64_t T = a.seq, H = a.n_heads, Hkv = a.n_kv_heads, dh = a.d_head;
-  const int64_t width = (H + 2 * Hkv) * dh;
-  out.assign(static_cast<size_t>(a.batch * T * H * dh), 0.0);
-  if (row_max != nullptr) row_max->assign(static_cast<size_t>(a.batch * H * T), 0.0);
-  std::vector<double> l(static_cast<size_t>(T));
+  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
+  const int64_t width = (n_h + 2 * n_kv) * dh;
+  out.assign(static_cast<size_t>(a.batch * n_t * n_h * dh), 0.0);
+  if (row_max != nullptr) row_max->assign(static_cast<size_t>(a.batch * n_h * n_t), 0.0);
+  std::vector<double> l(static_cast<size_t>(n_t));
   for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < H; ++h) {
-      const int64_t g = h / (H / Hkv);
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t hi = a.causal ? t + 1 : T;
+    for (int64_t h = 0; h < n_h; ++h) {
+      const int64_t g = h / (n_h / n_kv);
+      for (int64_t t = 0; t < n_t; ++t) {
+        const int64_t hi = a.causal ? t + 1 : n_t;
         const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
-        const double* q = &qkv[(b * T + t) * width + h * dh];
+        const double* q = &qkv[(b * n_t + t) * width + h * dh];
         double m = -HUGE_VAL;
         for (int64_t j = lo; j < hi; ++j) {
-          const double* k = &qkv[(b * T + j) * width + (H + g) * dh];
+          const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
           double s = 0;
           for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
           s *= a.scale;
@@ -71,13 +71,13 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
         }
         double z = 0;
         for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
-        double* o = &out[(b * T + t) * H * dh + h * dh];
+        double* o = &out[(b * n_t + t) * n_h * dh + h * dh];
         for (int64_t j = lo; j < hi; ++j) {
           const double pj = std::exp(l[j] - m) / z;
-          const double* v = &qkv[(b * T + j) * width + (H + Hkv + g) * dh];
+          const double* v = &qkv[(b * n_t + j) * width + (n_h + n_kv + g) * dh];
           for (int64_t d = 0; d < dh; ++d) o[d] += pj * v[d];
         }
-        if (row_max != nullptr) (*row_max)[(b * H + h) * T + t] = m;
+        if (row_max != nullptr) (*row_max)[(b * n_h + h) * n_t + t] = m;
       }
     }
 }

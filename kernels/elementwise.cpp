@@ -55,9 +55,9 @@ template <class T>
 void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
                         int64_t dim) {
   if (n_tokens <= 0 || dim <= 0) return;
-  constexpr int B = programs::kEmbeddingBackwardCols;
-  tile::launch(exec, tile::Grid{(dim + B - 1) / B},
-               programs::EmbeddingBackward<T, B>{tokens, dout, dtable, n_tokens, dim});
+  constexpr int kB = programs::kEmbeddingBackwardCols;
+  tile::launch(exec, tile::Grid{(dim + kB - 1) / kB},
+               programs::EmbeddingBackward<T, kB>{tokens, dout, dtable, n_tokens, dim});
 }
 
 #define BENCH_INSTANTIATE(T)                                                                       \

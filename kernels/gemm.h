@@ -13,8 +13,8 @@ namespace bench::kernels {
 /// Row-major C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, where op(X) = X^T when the
 /// trans flag is set; lda/ldb/ldc are the row strides of A, B, C as stored.
 template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc);
 
 /// Name and version of the float GEMM library, e.g. "oneDNN 2.6.3 dnnl_sgemm".
 const char* gemm_backend();

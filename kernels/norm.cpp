@@ -3,8 +3,8 @@
 namespace bench::kernels {
 
 template <class T>
-void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y,
-                  acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
+void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
+                  acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
@@ -22,9 +22,8 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
 }
 
 template <class T>
-void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight,
-                   const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
-                   int64_t cols, acc_t<T>* workspace) {
+void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
+                   const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace) {
   constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
@@ -45,15 +44,15 @@ void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const
 
 template <class T>
 void column_sum(const Exec& exec, const acc_t<T>* part, T* out, int64_t parts, int64_t cols) {
-  constexpr int B = 256;
-  tile::launch(exec, tile::Grid{(cols + B - 1) / B}, programs::ColumnSum<T, B>{part, out, parts, cols});
+  constexpr int kB = 256;
+  tile::launch(exec, tile::Grid{(cols + kB - 1) / kB}, programs::ColumnSum<T, kB>{part, out, parts, cols});
 }
 
-#define BENCH_INSTANTIATE(T)                                                                            \
-  template void norm_forward<T>(const Exec&, bool, const T*, const T*, const T*, T*, acc_t<T>*,          \
-                                acc_t<T>*, int64_t, int64_t, double);                                    \
-  template void norm_backward<T>(const Exec&, bool, const T*, const T*, const T*, const acc_t<T>*,       \
-                                 const acc_t<T>*, T*, T*, T*, int64_t, int64_t, acc_t<T>*);              \
+#define BENCH_INSTANTIATE(T)                                                                                        \
+  template void norm_forward<T>(const Exec&, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, int64_t, \
+                                int64_t, double);                                                                   \
+  template void norm_backward<T>(const Exec&, bool, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, \
+                                 T*, T*, T*, int64_t, int64_t, acc_t<T>*);                                          \
   template void column_sum<T>(const Exec&, const acc_t<T>*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)

@@ -26,8 +26,8 @@ using tile::Exec;
 
 /// float64 reference of norm_forward on double inputs (weight and bias may be empty).
 inline void norm_forward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
-                                   const std::vector<double>& b, std::vector<double>& y, int64_t rows,
-                                   int64_t cols, double eps) {
+                                   const std::vector<double>& b, std::vector<double>& y, int64_t rows, int64_t cols,
+                                   double eps) {
   y.assign(x.size(), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double* xr = &x[r * cols];
@@ -209,17 +209,16 @@ struct ColumnSum {
 /// RMSNorm (false). `weight`/`bias` may be null. Writes per-row rstd and, for LayerNorm, the mean
 /// (`mean` may be null for RMSNorm); backward needs them.
 template <class T>
-void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y,
-                  acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t cols, double eps);
+void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
+                  acc_t<T>* rstd, int64_t rows, int64_t cols, double eps);
 
 /// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols`.
 int64_t norm_backward_workspace(int64_t rows, int64_t cols);
 
 /// Gradient of norm_forward. Writes dx; adds into dweight and dbias (either may be null).
 template <class T>
-void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight,
-                   const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
-                   int64_t cols, acc_t<T>* workspace);
+void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
+                   const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace);
 
 /// out[c] += sum_r part[r, c] for a row-major [parts, cols] matrix.
 template <class T>

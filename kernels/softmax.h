@@ -88,7 +88,7 @@ struct KeepColumns {
   int lo;
   int hi;
   A other;
-  BENCH_HD BENCH_FORCEINLINE A operator()(int i, A x) const { return (i >= lo) & (i < hi) ? x : other; }
+  BENCH_HD BENCH_FORCEINLINE A operator()(int i, A x) const { return ((i >= lo) & (i < hi)) ? x : other; }
 };
 
 /// The chunk x at column c0 with the columns outside [lo, hi) replaced by `other`, in one

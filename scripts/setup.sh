@@ -12,6 +12,7 @@ packages=(
   libdnnl-dev                                       # oneDNN: the CPU GEMM
   libbenchmark-dev                                  # Google Benchmark: the timing engine
   libgtest-dev libgmock-dev                         # GoogleTest
+  clang-format clang-tidy                           # house style, checked by the tests
 )
 
 missing=()

@@ -12,8 +12,10 @@ cudaError_t norm_forward(cudaStream_t stream, bool center, const T* x, const T* 
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
-    err = center ? tile::launch_cuda(grid, programs::NormForward<T, B, true>{x, weight, bias, y, mean, rstd, cols, e}, stream)
-                 : tile::launch_cuda(grid, programs::NormForward<T, B, false>{x, weight, bias, y, mean, rstd, cols, e}, stream);
+    err = center ? tile::launch_cuda(grid, programs::NormForward<T, B, true>{x, weight, bias, y, mean, rstd, cols, e},
+                                     stream)
+                 : tile::launch_cuda(grid, programs::NormForward<T, B, false>{x, weight, bias, y, mean, rstd, cols, e},
+                                     stream);
   });
   return err;
 }
@@ -29,8 +31,14 @@ cudaError_t norm_backward(cudaStream_t stream, bool center, const T* dy, const T
   cudaError_t err = cudaSuccess;
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{groups};
-    err = center ? tile::launch_cuda(grid, programs::NormBackward<T, B, true>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols}, stream)
-                 : tile::launch_cuda(grid, programs::NormBackward<T, B, false>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols}, stream);
+    err = center ? tile::launch_cuda(
+                       grid,
+                       programs::NormBackward<T, B, true>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols},
+                       stream)
+                 : tile::launch_cuda(
+                       grid,
+                       programs::NormBackward<T, B, false>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols},
+                       stream);
   });
   constexpr int kCols = 256;
   const tile::Grid cgrid{(cols + kCols - 1) / kCols};
@@ -41,10 +49,10 @@ cudaError_t norm_backward(cudaStream_t stream, bool center, const T* dy, const T
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                  \
-  template cudaError_t norm_forward<T>(cudaStream_t, bool, const T*, const T*, const T*, T*, acc_t<T>*,        \
-                                       acc_t<T>*, int64_t, int64_t, double);                                   \
-  template cudaError_t norm_backward<T>(cudaStream_t, bool, const T*, const T*, const T*, const acc_t<T>*,     \
+#define BENCH_INSTANTIATE(T)                                                                                       \
+  template cudaError_t norm_forward<T>(cudaStream_t, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, \
+                                       int64_t, int64_t, double);                                                  \
+  template cudaError_t norm_backward<T>(cudaStream_t, bool, const T*, const T*, const T*, const acc_t<T>*,         \
                                         const acc_t<T>*, T*, T*, T*, int64_t, int64_t, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)

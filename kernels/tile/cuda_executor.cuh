@@ -8,8 +8,8 @@
 
 #include <cuda_runtime.h>
 
-#include <cub/block/block_reduce.cuh>
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 
 #include "defs.h"
 #include "layout.h"
@@ -99,11 +99,15 @@ class CudaCtx {
  private:
   struct SumOp {
     template <class U>
-    __device__ U operator()(U a, U b) const { return a + b; }
+    __device__ U operator()(U a, U b) const {
+      return a + b;
+    }
   };
   struct MaxOp {
     template <class U>
-    __device__ U operator()(U a, U b) const { return a > b ? a : b; }
+    __device__ U operator()(U a, U b) const {
+      return a > b ? a : b;
+    }
   };
 
   template <class U, class Op>

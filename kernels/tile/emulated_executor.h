@@ -104,7 +104,7 @@ class EmulatedCtx {
   // combined in order: the shape of a warp-reduction block reduce.
   template <class U, class Op>
   static U block_reduce(U* val, Op op) {
-    constexpr int kWarp = TH < 32 ? TH : 32;
+    constexpr int kWarp = TH < 32 ? TH : 32;  // NOLINT(bugprone-branch-clone): equal only when TH == 32
     for (int w0 = 0; w0 < TH; w0 += kWarp) {
       for (int off = kWarp / 2; off > 0; off /= 2)
         for (int l = 0; l < off; ++l) val[w0 + l] = op(val[w0 + l], val[w0 + l + off]);

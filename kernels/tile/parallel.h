@@ -20,8 +20,7 @@ void parallel_for(int64_t n, RangeFn fn, void* arg);
 template <class F>
 void parallel_for(int64_t n, F&& f) {
   parallel_for(
-      n, [](void* a, int64_t b, int64_t e) { (*static_cast<F*>(a))(b, e); },
-      static_cast<void*>(&f));
+      n, [](void* a, int64_t b, int64_t e) { (*static_cast<F*>(a))(b, e); }, static_cast<void*>(&f));
 }
 
 /// Number of CPU worker threads used by parallel_for (and by the CPU GEMM).

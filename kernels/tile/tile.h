@@ -26,7 +26,7 @@ struct Tile {
 template <int N, int L, class T>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> splat(T x) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = x;
   return r;
 }
@@ -36,7 +36,7 @@ template <class F, class T, int N, int L, class... Rest>
 BENCH_HD BENCH_FORCEINLINE auto map(F f, const Tile<T, N, L>& a, const Rest&... rest) {
   using R = decltype(f(a.v[0], rest.v[0]...));
   Tile<R, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = f(a.v[i], rest.v[i]...);
   return r;
 }
@@ -44,16 +44,16 @@ BENCH_IVDEP
 /// `cond ? a : b`, element by element.
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> where(const Tile<bool, N, L>& c, const Tile<T, N, L>& a,
-                                            const Tile<T, N, L>& b) {
+                                               const Tile<T, N, L>& b) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = c.v[i] ? a.v[i] : b.v[i];
   return r;
 }
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> where(const Tile<bool, N, L>& c, const Tile<T, N, L>& a, T b) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = c.v[i] ? a.v[i] : b;
   return r;
 }
@@ -62,29 +62,29 @@ BENCH_IVDEP
 template <class U, class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<U, N, L> cast(const Tile<T, N, L>& a) {
   Tile<U, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = static_cast<U>(a.v[i]);
   return r;
 }
 
-#define BENCH_TILE_BINARY(OP)                                                                  \
-  template <class T, int N, int L>                                                                  \
+#define BENCH_TILE_BINARY(OP)                                                                            \
+  template <class T, int N, int L>                                                                       \
   BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator OP(const Tile<T, N, L>& a, const Tile<T, N, L>& b) { \
-    Tile<T, N, L> r;                                                                              \
-    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b.v[i];                \
-    return r;                                                                                  \
-  }                                                                                            \
-  template <class T, int N, int L>                                                                  \
-  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator OP(const Tile<T, N, L>& a, T b) {                \
-    Tile<T, N, L> r;                                                                              \
-    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b;                     \
-    return r;                                                                                  \
-  }                                                                                            \
-  template <class T, int N, int L>                                                                  \
-  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator OP(T a, const Tile<T, N, L>& b) {                \
-    Tile<T, N, L> r;                                                                              \
-    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a OP b.v[i];                     \
-    return r;                                                                                  \
+    Tile<T, N, L> r;                                                                                     \
+    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b.v[i];                                   \
+    return r;                                                                                            \
+  }                                                                                                      \
+  template <class T, int N, int L>                                                                       \
+  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator OP(const Tile<T, N, L>& a, T b) {                    \
+    Tile<T, N, L> r;                                                                                     \
+    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b;                                        \
+    return r;                                                                                            \
+  }                                                                                                      \
+  template <class T, int N, int L>                                                                       \
+  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator OP(T a, const Tile<T, N, L>& b) {                    \
+    Tile<T, N, L> r;                                                                                     \
+    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = a OP b.v[i];                                        \
+    return r;                                                                                            \
   }
 BENCH_TILE_BINARY(+)
 BENCH_TILE_BINARY(-)
@@ -92,18 +92,18 @@ BENCH_TILE_BINARY(*)
 BENCH_TILE_BINARY(/)
 #undef BENCH_TILE_BINARY
 
-#define BENCH_TILE_COMPARE(OP)                                                                    \
-  template <class T, int N, int L>                                                                     \
+#define BENCH_TILE_COMPARE(OP)                                                                              \
+  template <class T, int N, int L>                                                                          \
   BENCH_HD BENCH_FORCEINLINE Tile<bool, N, L> operator OP(const Tile<T, N, L>& a, const Tile<T, N, L>& b) { \
-    Tile<bool, N, L> r;                                                                              \
-    for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b.v[i];                                        \
-    return r;                                                                                     \
-  }                                                                                               \
-  template <class T, int N, int L>                                                                     \
-  BENCH_HD BENCH_FORCEINLINE Tile<bool, N, L> operator OP(const Tile<T, N, L>& a, T b) {                \
-    Tile<bool, N, L> r;                                                                              \
-    for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b;                                             \
-    return r;                                                                                     \
+    Tile<bool, N, L> r;                                                                                     \
+    for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b.v[i];                                                  \
+    return r;                                                                                               \
+  }                                                                                                         \
+  template <class T, int N, int L>                                                                          \
+  BENCH_HD BENCH_FORCEINLINE Tile<bool, N, L> operator OP(const Tile<T, N, L>& a, T b) {                    \
+    Tile<bool, N, L> r;                                                                                     \
+    for (int i = 0; i < L; ++i) r.v[i] = a.v[i] OP b;                                                       \
+    return r;                                                                                               \
   }
 BENCH_TILE_COMPARE(<)
 BENCH_TILE_COMPARE(<=)
@@ -122,17 +122,17 @@ BENCH_HD BENCH_FORCEINLINE Tile<bool, N, L> operator&&(const Tile<bool, N, L>& a
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> operator-(const Tile<T, N, L>& a) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = -a.v[i];
   return r;
 }
 
-#define BENCH_TILE_UNARY(NAME)                                                 \
-  template <class T, int N, int L>                                                  \
-  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> NAME(const Tile<T, N, L>& a) {            \
-    Tile<T, N, L> r;                                                              \
-    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = math::NAME(a.v[i]); \
-    return r;                                                                  \
+#define BENCH_TILE_UNARY(NAME)                                            \
+  template <class T, int N, int L>                                        \
+  BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> NAME(const Tile<T, N, L>& a) { \
+    Tile<T, N, L> r;                                                      \
+    BENCH_IVDEP for (int i = 0; i < L; ++i) r.v[i] = math::NAME(a.v[i]);  \
+    return r;                                                             \
   }
 BENCH_TILE_UNARY(exp)
 BENCH_TILE_UNARY(log)
@@ -147,21 +147,21 @@ BENCH_TILE_UNARY(sigmoid)
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> maximum(const Tile<T, N, L>& a, const Tile<T, N, L>& b) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = a.v[i] > b.v[i] ? a.v[i] : b.v[i];
   return r;
 }
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> maximum(const Tile<T, N, L>& a, T b) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = a.v[i] > b ? a.v[i] : b;
   return r;
 }
 template <class T, int N, int L>
 BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> minimum(const Tile<T, N, L>& a, const Tile<T, N, L>& b) {
   Tile<T, N, L> r;
-BENCH_IVDEP
+  BENCH_IVDEP
   for (int i = 0; i < L; ++i) r.v[i] = a.v[i] < b.v[i] ? a.v[i] : b.v[i];
   return r;
 }

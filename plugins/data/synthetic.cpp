@@ -34,8 +34,9 @@ class SyntheticLanguage final : public Dataset {
   void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs, int32_t* targets) override {
     std::vector<int32_t> row;
     for (int64_t r = 0; r < batch; ++r) {
-      generate(hash_seed(seed_, static_cast<uint64_t>(split) + 1, static_cast<uint64_t>(index), static_cast<uint64_t>(r)),
-               seq + 1, row);
+      generate(
+          hash_seed(seed_, static_cast<uint64_t>(split) + 1, static_cast<uint64_t>(index), static_cast<uint64_t>(r)),
+          seq + 1, row);
       std::copy(row.begin(), row.begin() + seq, inputs + r * seq);
       std::copy(row.begin() + 1, row.begin() + seq + 1, targets + r * seq);
     }
@@ -59,7 +60,8 @@ class SyntheticLanguage final : public Dataset {
     const int64_t n = vocab_ - 1;  // ids 1..V-1
     std::vector<int32_t> ids(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i + 1);
-    for (int64_t i = n - 1; i > 0; --i) std::swap(ids[static_cast<size_t>(i)], ids[rng.below(static_cast<uint64_t>(i + 1))]);
+    for (int64_t i = n - 1; i > 0; --i)
+      std::swap(ids[static_cast<size_t>(i)], ids[rng.below(static_cast<uint64_t>(i + 1))]);
     unigram_ids_ = ids;
     unigram_cdf_.resize(static_cast<size_t>(n));
     double acc = 0;
@@ -84,8 +86,9 @@ class SyntheticLanguage final : public Dataset {
         int tries = 0;
         do {
           t = draw_unigram(rng);
-          fresh = std::find(&succ_[static_cast<size_t>(a * successors_)], &succ_[static_cast<size_t>(a * successors_ + k)],
-                            t) == &succ_[static_cast<size_t>(a * successors_ + k)];
+          fresh =
+              std::find(&succ_[static_cast<size_t>(a * successors_)], &succ_[static_cast<size_t>(a * successors_ + k)],
+                        t) == &succ_[static_cast<size_t>(a * successors_ + k)];
         } while (!fresh && ++tries < 100);
         succ_[static_cast<size_t>(a * successors_ + k)] = t;
       }
@@ -150,7 +153,9 @@ ComponentInfo synthetic_info() {
       {ParamSpec::integer("vocab_size", 256, "tokens, including the sentence separator 0").at_least(8),
        ParamSpec::integer("seed", 0, "seed of the grammar (independent of the run seed)").at_least(0),
        ParamSpec::integer("successors", 4, "possible successors of each token inside a sentence").at_least(1),
-       ParamSpec::number("mix", 0.1, "probability of a token drawn from the unigram law instead").at_least(0).at_most(1),
+       ParamSpec::number("mix", 0.1, "probability of a token drawn from the unigram law instead")
+           .at_least(0)
+           .at_most(1),
        ParamSpec::number("zipf", 1.1, "exponent of the Zipfian unigram law").at_least(0),
        ParamSpec::number("sentence_length", 12.0, "mean sentence length in tokens").at_least(1),
        ParamSpec::number("repeat", 0.25, "probability that a sentence repeats an earlier one").at_least(0).at_most(1),

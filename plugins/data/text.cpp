@@ -11,7 +11,9 @@ namespace bench::data {
 class TextBytes final : public Dataset {
  public:
   explicit TextBytes(const Params& p)
-      : path_(p.path("path")), path_loc_(p.where("path")), validation_(p.number("validation_fraction")),
+      : path_(p.path("path")),
+        path_loc_(p.where("path")),
+        validation_(p.number("validation_fraction")),
         seed_(static_cast<uint64_t>(p.integer("seed"))) {}
 
   int64_t vocab_size() const override { return 256; }
@@ -60,11 +62,12 @@ class TextBytes final : public Dataset {
 };
 
 ComponentInfo text_info() {
-  return make_info<TextBytes>(
-      Slot::kDataset, "text", "a plain text file read as bytes (vocabulary 256)",
-      {ParamSpec::string("path", "", "text file, relative to the experiment file"),
-       ParamSpec::number("validation_fraction", 0.1, "tail of the file held out for validation").at_least(0.001).at_most(0.5),
-       ParamSpec::integer("seed", 0, "seed of the window positions").at_least(0)});
+  return make_info<TextBytes>(Slot::kDataset, "text", "a plain text file read as bytes (vocabulary 256)",
+                              {ParamSpec::string("path", "", "text file, relative to the experiment file"),
+                               ParamSpec::number("validation_fraction", 0.1, "tail of the file held out for validation")
+                                   .at_least(0.001)
+                                   .at_most(0.5),
+                               ParamSpec::integer("seed", 0, "seed of the window positions").at_least(0)});
 }
 
 }  // namespace bench::data

@@ -12,8 +12,11 @@ namespace bench::data {
 class TokenFile final : public Dataset {
  public:
   explicit TokenFile(const Params& p)
-      : path_(p.path("path")), path_loc_(p.where("path")), format_(p.string("format")),
-        vocab_(p.integer("vocab_size")), validation_(p.number("validation_fraction")),
+      : path_(p.path("path")),
+        path_loc_(p.where("path")),
+        format_(p.string("format")),
+        vocab_(p.integer("vocab_size")),
+        validation_(p.number("validation_fraction")),
         seed_(static_cast<uint64_t>(p.integer("seed"))) {}
 
   int64_t vocab_size() const override { return vocab_; }
@@ -58,7 +61,8 @@ class TokenFile final : public Dataset {
         int32_t header[256];
         if (bytes.size() < sizeof header) throw Error(path_ + ": shorter than the llm.c header (1024 bytes)");
         std::memcpy(header, bytes.data(), sizeof header);
-        if (header[0] != 20240520) throw Error(path_ + ": bad llm.c magic " + std::to_string(header[0]) + " (want 20240520)");
+        if (header[0] != 20240520)
+          throw Error(path_ + ": bad llm.c magic " + std::to_string(header[0]) + " (want 20240520)");
         if (header[1] != 1) throw Error(path_ + ": unsupported llm.c version " + std::to_string(header[1]));
         offset = sizeof header;
         count = header[2];
@@ -94,7 +98,9 @@ ComponentInfo tokens_info() {
       {ParamSpec::string("path", "", "token file, relative to the experiment file"),
        ParamSpec::choice("format", "llmc", {"llmc", "uint16", "uint32"}, "file layout"),
        ParamSpec::integer("vocab_size", 50257, "tokenizer vocabulary (GPT-2: 50257)").at_least(2),
-       ParamSpec::number("validation_fraction", 0.1, "tail of the file held out for validation").at_least(0.001).at_most(0.5),
+       ParamSpec::number("validation_fraction", 0.1, "tail of the file held out for validation")
+           .at_least(0.001)
+           .at_most(0.5),
        ParamSpec::integer("seed", 0, "seed of the window positions").at_least(0)});
 }
 

@@ -19,7 +19,9 @@ int64_t hidden_width(int64_t d_ff, double ratio, int64_t multiple_of, int64_t d_
 class SwiGlu final : public Sublayer {
  public:
   explicit SwiGlu(const Params& p)
-      : d_ff_(p.integer("d_ff")), ratio_(p.number("ratio")), multiple_of_(p.integer("multiple_of")),
+      : d_ff_(p.integer("d_ff")),
+        ratio_(p.number("ratio")),
+        multiple_of_(p.integer("multiple_of")),
         out_scale_(p.boolean("scaled_output_init")) {}
 
   void setup(SetupContext& ctx) override {

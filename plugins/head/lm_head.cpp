@@ -17,8 +17,8 @@ class LmHead final : public Head {
     rows_ = ctx.rows();
     width_ = ctx.width();
     vocab_ = d.vocab_size;
-    weight_ = d.tie_embeddings ? ctx.embedding_weight()
-                               : ctx.add_param("weight", {vocab_, width_}, Init::normal(d.init_std));
+    weight_ =
+        d.tie_embeddings ? ctx.embedding_weight() : ctx.add_param("weight", {vocab_, width_}, Init::normal(d.init_std));
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     logits_ = ctx.buffer({rows_, vocab_});
     loss_ = ctx.buffer({rows_}, acc);

@@ -40,8 +40,9 @@ class TokenEmbedding final : public Embedding {
 };
 
 ComponentInfo token_embedding_info() {
-  return make_info<TokenEmbedding>(Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model]",
-                                   {ParamSpec::boolean("weight_decay", true, "put the table in the weight-decay group")});
+  return make_info<TokenEmbedding>(
+      Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model]",
+      {ParamSpec::boolean("weight_decay", true, "put the table in the weight-decay group")});
 }
 
 }  // namespace bench::head

@@ -55,8 +55,8 @@ Cost AffineNorm::cost() const {
   Cost c;
   c.flops_forward = n * (center_ ? 7.0 : 5.0);  // (center,) square, sum, scale, gain, bias
   c.flops_backward = n * (center_ ? 12.0 : 10.0);
-  c.bytes_forward = 2 * n * e;                  // read x, write y
-  c.bytes_backward = 3 * n * e;                 // read dy and x, write dx
+  c.bytes_forward = 2 * n * e;   // read x, write y
+  c.bytes_backward = 3 * n * e;  // read dy and x, write dx
   return c;
 }
 

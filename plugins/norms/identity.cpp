@@ -22,8 +22,6 @@ class Identity final : public Sublayer {
   size_t esize_ = 4;
 };
 
-ComponentInfo identity_info() {
-  return make_info<Identity>(Slot::kNorm, "none", "no normalization (identity)", {});
-}
+ComponentInfo identity_info() { return make_info<Identity>(Slot::kNorm, "none", "no normalization (identity)", {}); }
 
 }  // namespace bench::norms

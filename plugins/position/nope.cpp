@@ -8,8 +8,6 @@ class NoPosition final : public Position {
   explicit NoPosition(const Params&) {}
 };
 
-ComponentInfo nope_info() {
-  return make_info<NoPosition>(Slot::kPosition, "none", "no position encoding (NoPE)", {});
-}
+ComponentInfo nope_info() { return make_info<NoPosition>(Slot::kPosition, "none", "no position encoding (NoPE)", {}); }
 
 }  // namespace bench::position

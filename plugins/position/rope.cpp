@@ -1,9 +1,10 @@
 // Rotary position embedding (Su et al. 2021): each pair of q/k features is rotated by an angle
 // t * theta_i with theta_i = base^(-2i/d_head), so q.k depends on positions only through their
 // offset. Pairs are (2i, 2i+1) ("interleaved", the paper) or (i, i + d/2) ("half", Hugging Face).
+#include "kernels/rope.h"
+
 #include <cmath>
 
-#include "kernels/rope.h"
 #include "position.h"
 
 namespace bench::position {

@@ -92,8 +92,9 @@ TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {
 }
 
 TEST(Cli, SameSeedSameLosses) {
-  const std::string exp = test::write_temp("det.toml", std::string(kTiny).substr(0, std::string(kTiny).find("[throughput]")) +
-                                                           "[stability]\nsteps = 8\neval_batches = 1\n");
+  const std::string exp =
+      test::write_temp("det.toml", std::string(kTiny).substr(0, std::string(kTiny).find("[throughput]")) +
+                                       "[stability]\nsteps = 8\neval_batches = 1\n");
   const std::string db = fresh_db("det.db");
   ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);
   ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);

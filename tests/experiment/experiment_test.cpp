@@ -85,7 +85,8 @@ TEST(Experiment, ErrorsNameFileLineAndColumn) {
             "bad.toml:2:1: unknown key 'd_modle' in [model] (did ");
   EXPECT_EQ(error_of("[model]\nd_model = \"big\"\n[stability]\n"),
             "bad.toml:2:1: 'd_model' of [model] must be an integer, found string \"big\"");
-  EXPECT_EQ(error_of("[model]\nd_model = 0\n[stability]\n"), "bad.toml:2:1: 'd_model' of [model] must be >= 1, found 0");
+  EXPECT_EQ(error_of("[model]\nd_model = 0\n[stability]\n"),
+            "bad.toml:2:1: 'd_model' of [model] must be >= 1, found 0");
   EXPECT_EQ(error_of("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"), "bad.toml:4:1: empty sweep: []");
   EXPECT_EQ(error_of("[model\nd_model = 1\n").substr(0, 33), "bad.toml:1:7: TOML syntax error: ");
   EXPECT_EQ(error_of("[modle]\n[stability]\n").substr(0, 51), "bad.toml:1:2: unknown key 'modle' in the experiment");
@@ -93,7 +94,8 @@ TEST(Experiment, ErrorsNameFileLineAndColumn) {
             "bad.toml:2:26: unknown key 'd_f' for ffn 'swiglu' (model.ffn)");
   EXPECT_EQ(error_of("[model]\nposition = { type = \"rope\" }\nd_head = 7\nn_heads = 2\nd_model = 14\n[stability]\n"),
             "bad.toml:3:1: RoPE rotates pairs of features: d_head (7) must be even");
-  EXPECT_EQ(error_of("[model]\nd_model = 64\n"), "bad.toml: nothing to run: add a [throughput] or a [stability] section");
+  EXPECT_EQ(error_of("[model]\nd_model = 64\n"),
+            "bad.toml: nothing to run: add a [throughput] or a [stability] section");
   EXPECT_EQ(error_of("[stability]\nschedule = \"cosin\"\n"),
             "bad.toml:2:1: unknown value \"cosin\" for 'schedule' of [stability]; expected one of cosine, linear, "
             "constant (did you mean \"cosine\"?)");

@@ -122,8 +122,7 @@ std::vector<NormCase> cases() {
 INSTANTIATE_TEST_SUITE_P(All, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
   const NormCase& p = tp.param;
   return std::string(p.center ? "layernorm" : "rmsnorm") + (p.affine ? "_affine" : "_plain") + "_" +
-         std::to_string(p.rows) + "x" + std::to_string(p.cols) +
-         (p.backend == Backend::kCpu ? "_cpu" : "_emulated");
+         std::to_string(p.rows) + "x" + std::to_string(p.cols) + (p.backend == Backend::kCpu ? "_cpu" : "_emulated");
 });
 
 }  // namespace

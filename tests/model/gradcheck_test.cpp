@@ -20,8 +20,8 @@ struct GradCase {
 std::string experiment(const std::string& model_lines) {
   const std::string heads = model_lines.find("n_heads") == std::string::npos ? "n_heads = 2\n" : "";
   return "[model]\nd_model = 8\nn_layers = 2\nseq_len = 6\nbatch_size = 2\ndtype = \"float64\"\n" + heads +
-         "init_std = 0.3\nffn = { type = \"swiglu\", d_ff = 12 }\n" +
-         model_lines + "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
+         "init_std = 0.3\nffn = { type = \"swiglu\", d_ff = 12 }\n" + model_lines +
+         "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
 }
 
 class GradCheck : public ::testing::TestWithParam<GradCase> {};
@@ -69,22 +69,23 @@ std::vector<GradCase> cases() {
   std::vector<GradCase> out;
   for (const char* pos : {"post", "pre", "double", "output"})
     for (const char* norm : {"layernorm", "rmsnorm", "none"})
-      out.push_back({std::string(pos) + "_" + norm,
-                     std::string("norm_position = \"") + pos + "\"\nnorm = \"" + norm + "\"\n"});
-  out.push_back({"rmsnorm_bias_tied_zloss", "norm = { type = \"rmsnorm\", bias = true }\ntie_embeddings = true\n"
-                                            "head = { type = \"lm_head\", z_loss = 0.01 }\n"});
+      out.push_back(
+          {std::string(pos) + "_" + norm, std::string("norm_position = \"") + pos + "\"\nnorm = \"" + norm + "\"\n"});
+  out.push_back({"rmsnorm_bias_tied_zloss",
+                 "norm = { type = \"rmsnorm\", bias = true }\ntie_embeddings = true\n"
+                 "head = { type = \"lm_head\", z_loss = 0.01 }\n"});
   out.push_back({"layernorm_no_affine_final_off",
                  "norm = { type = \"layernorm\", weight = false, bias = false }\nfinal_norm = \"off\"\n"});
   out.push_back({"mqa_window_softcap_interleaved",
                  "n_kv_heads = 1\nattention = { type = \"causal\", window = 3, softcap = 2.0 }\n"
                  "position = { type = \"rope\", layout = \"interleaved\" }\n"});
-  out.push_back({"gqa_nope_post_final_on", "n_heads = 4\nn_kv_heads = 2\nd_head = 3\nposition = \"none\"\n"
-                                           "norm_position = \"post\"\nfinal_norm = \"on\"\n"});
+  out.push_back({"gqa_nope_post_final_on",
+                 "n_heads = 4\nn_kv_heads = 2\nd_head = 3\nposition = \"none\"\n"
+                 "norm_position = \"post\"\nfinal_norm = \"on\"\n"});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Model, GradCheck, ::testing::ValuesIn(cases()),
-                         [](const auto& tp) { return tp.param.name; });
+INSTANTIATE_TEST_SUITE_P(Model, GradCheck, ::testing::ValuesIn(cases()), [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
 }  // namespace bench

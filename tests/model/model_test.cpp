@@ -1,10 +1,11 @@
 // Model assembly: parameter counts in closed form, determinism, executor equivalence, training.
+#include "model/model.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "bench/interfaces.h"
-#include "model/model.h"
 #include "support/toml_case.h"
 
 namespace bench {

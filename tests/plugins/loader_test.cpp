@@ -50,8 +50,10 @@ TEST(Loader, AbiMismatchIsRefusedBeforeRegistration) {
 
 TEST(Loader, DuplicateNamesNameBothFiles) {
   const std::string e = load_error("duplicate");
-  EXPECT_TRUE(contains(e, "libbad_duplicate.so: register: duplicate component 'rmsnorm' in slot 'norm': already "
-                          "registered by ")) << e;
+  EXPECT_TRUE(contains(e,
+                       "libbad_duplicate.so: register: duplicate component 'rmsnorm' in slot 'norm': already "
+                       "registered by "))
+      << e;
   EXPECT_TRUE(contains(e, "libbench_norms.so")) << e;
 }
 
@@ -70,7 +72,8 @@ TEST(Loader, ThrowingFactoryNamesThePluginWhenUsed) {
     r.create(*info, Params());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_TRUE(contains(e.what(), "libbad_throwing_factory.so: norm 'explodes': factory threw: kaboom from the factory"))
+    EXPECT_TRUE(
+        contains(e.what(), "libbad_throwing_factory.so: norm 'explodes': factory threw: kaboom from the factory"))
         << e.what();
   }
 }

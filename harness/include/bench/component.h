@@ -116,8 +116,7 @@ class SetupContext {
 
   /// Build and set up the component configured for `slot`, as a child named `name`, on input
   /// rows x width (-1 keeps this context's). Throws when the slot holds the wrong interface.
-  virtual std::unique_ptr<Component> build(Slot slot, std::string_view name, int64_t rows = -1,
-                                           int64_t width = -1) = 0;
+  virtual std::unique_ptr<Component> build(Slot slot, std::string_view name, int64_t rows = -1, int64_t width = -1) = 0;
   template <class I>
   std::unique_ptr<I> build_as(Slot slot, std::string_view name, int64_t rows = -1, int64_t width = -1);
 
@@ -180,8 +179,9 @@ std::unique_ptr<I> SetupContext::build_as(Slot slot, std::string_view name, int6
   std::unique_ptr<Component> c = build(slot, name, rows, width);
   I* typed = dynamic_cast<I*>(c.get());
   if (typed == nullptr) throw Error("component in slot '" + std::string(slot_name(slot)) + "' has the wrong interface");
-  c.release();
-  return std::unique_ptr<I>(typed);
+  std::unique_ptr<I> out(typed);
+  (void)c.release();  // ownership moved to `out`
+  return out;
 }
 
 }  // namespace bench

@@ -16,10 +16,14 @@ enum class DType : uint8_t { kFloat32, kFloat64, kBFloat16, kInt32 };
 /// Bytes per element.
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kFloat32: return 4;
-    case DType::kFloat64: return 8;
-    case DType::kBFloat16: return 2;
-    case DType::kInt32: return 4;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat64:
+      return 8;
+    case DType::kBFloat16:
+      return 2;
+    case DType::kInt32:
+      return 4;
   }
   return 0;
 }
@@ -32,13 +36,21 @@ std::optional<DType> parse_dtype(std::string_view name);
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::kFloat32; }
+constexpr DType dtype_of<float>() {
+  return DType::kFloat32;
+}
 template <>
-constexpr DType dtype_of<double>() { return DType::kFloat64; }
+constexpr DType dtype_of<double>() {
+  return DType::kFloat64;
+}
 template <>
-constexpr DType dtype_of<tile::bf16>() { return DType::kBFloat16; }
+constexpr DType dtype_of<tile::bf16>() {
+  return DType::kBFloat16;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::kInt32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::kInt32;
+}
 
 /// Call `f.template operator()<T>()` with T = float or double for the model's compute dtype.
 /// Components are written once as templates over T and dispatched with this.

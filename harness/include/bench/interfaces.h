@@ -74,9 +74,9 @@ class Embedding : public Component {
 
 /// What a head reports for one batch.
 struct LossInfo {
-  double loss = 0;     ///< mean cross-entropy (nats/token)
-  double z_loss = 0;   ///< auxiliary z-loss term included in the objective (0 when off)
-  double z_mean = 0;   ///< mean log-normalizer log Z of the output softmax
+  double loss = 0;    ///< mean cross-entropy (nats/token)
+  double z_loss = 0;  ///< auxiliary z-loss term included in the objective (0 when off)
+  double z_mean = 0;  ///< mean log-normalizer log Z of the output softmax
   double objective() const { return loss + z_loss; }
 };
 
@@ -99,8 +99,7 @@ class Dataset : public Component {
   /// Tokens are in [0, vocab_size()).
   virtual int64_t vocab_size() const = 0;
   /// Fill inputs and targets (each batch x seq, row-major); targets are inputs shifted by one.
-  virtual void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs,
-                     int32_t* targets) = 0;
+  virtual void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs, int32_t* targets) = 0;
   /// Reference figures of the data, e.g. {"unigram_entropy", 4.9} in nats/token.
   virtual std::vector<std::pair<std::string, double>> reference() const { return {}; }
 };

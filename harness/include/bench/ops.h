@@ -13,8 +13,7 @@ namespace bench::ops {
 /// y[rows, out] = x[rows, in] * w[out, in]^T
 void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, Tensor& y);
 /// dx[rows, in] = dy * w (skipped when dx is null); dw[out, in] += dy^T * x (skipped when dw is null).
-void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
-                     Tensor* dw);
+void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw);
 /// out = a + b, element-wise (out may alias a or b).
 void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out);
 /// y += alpha * x

@@ -34,8 +34,8 @@ struct ParamSpec {
   static ParamSpec boolean(std::string name, bool def, std::string doc);
   static ParamSpec string(std::string name, std::string def, std::string doc);
   static ParamSpec choice(std::string name, std::string def, std::vector<std::string> choices, std::string doc);
-  static ParamSpec numbers(std::string name, std::vector<double> def, std::string doc);
-  static ParamSpec integers(std::string name, std::vector<int64_t> def, std::string doc);
+  static ParamSpec numbers(std::string name, const std::vector<double>& def, std::string doc);
+  static ParamSpec integers(std::string name, const std::vector<int64_t>& def, std::string doc);
   /// A list of strings; when `choices` is not empty every element must be one of them.
   static ParamSpec strings(std::string name, std::vector<std::string> def, std::vector<std::string> choices,
                            std::string doc);

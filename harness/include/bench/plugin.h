@@ -54,19 +54,19 @@ class Registrar {
 }  // namespace bench
 
 /// Define a plugin: BENCH_PLUGIN("norms", "1.0", "LayerNorm, RMSNorm ...") { registrar.add(...); }
-#define BENCH_PLUGIN(NAME, VERSION, DOC)                                                              \
-  static void bench_plugin_body(::bench::Registrar& registrar);                                       \
-  extern "C" BENCH_EXPORT const char* bench_plugin_abi() { return BENCH_ABI_TAG; }                    \
+#define BENCH_PLUGIN(NAME, VERSION, DOC)                                                               \
+  static void bench_plugin_body(::bench::Registrar& registrar);                                        \
+  extern "C" BENCH_EXPORT const char* bench_plugin_abi() { return BENCH_ABI_TAG; }                     \
   extern "C" BENCH_EXPORT int bench_plugin_register(::bench::Registrar* r, char* err, size_t errlen) { \
-    try {                                                                                               \
-      r->plugin(NAME, VERSION, DOC);                                                                    \
-      bench_plugin_body(*r);                                                                            \
-      return 0;                                                                                         \
-    } catch (const std::exception& e) {                                                                 \
-      std::snprintf(err, errlen, "%s", e.what());                                                       \
-    } catch (...) {                                                                                     \
-      std::snprintf(err, errlen, "unknown exception");                                                  \
-    }                                                                                                   \
-    return 1;                                                                                           \
-  }                                                                                                     \
+    try {                                                                                              \
+      r->plugin(NAME, VERSION, DOC);                                                                   \
+      bench_plugin_body(*r);                                                                           \
+      return 0;                                                                                        \
+    } catch (const std::exception& e) {                                                                \
+      std::snprintf(err, errlen, "%s", e.what());                                                      \
+    } catch (...) {                                                                                    \
+      std::snprintf(err, errlen, "unknown exception");                                                 \
+    }                                                                                                  \
+    return 1;                                                                                          \
+  }                                                                                                    \
   static void bench_plugin_body(::bench::Registrar& registrar)

@@ -25,8 +25,7 @@ int cmd_list(const GlobalOptions&, const std::string& what, const std::string& e
     return kOk;
   }
   if (what == "kernels") {
-    for (const auto& k : kernels::catalog())
-      std::printf("%-20s %-22s %s\n", k.name, k.file, k.doc);
+    for (const auto& k : kernels::catalog()) std::printf("%-20s %-22s %s\n", k.name, k.file, k.doc);
     return kOk;
   }
   for (Slot slot : all_slots()) {

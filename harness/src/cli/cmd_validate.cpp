@@ -14,7 +14,8 @@ int cmd_validate(const GlobalOptions& g, const std::string& file, const std::str
       std::printf("%s: ok: %zu cases (%lld throughput, %lld stability) on %s; largest model needs %.1f MiB\n",
                   file.c_str(), p.cases.size(), static_cast<long long>(tp), static_cast<long long>(st),
                   p.device.c_str(), static_cast<double>(p.max_model_bytes) / (1024.0 * 1024.0));
-      for (const auto& c : p.cases) std::printf("  %3lld  %-10s  %s\n", static_cast<long long>(c.ordinal), c.runner.c_str(), c.label.c_str());
+      for (const auto& c : p.cases)
+        std::printf("  %3lld  %-10s  %s\n", static_cast<long long>(c.ordinal), c.runner.c_str(), c.label.c_str());
     }
     return kOk;
   } catch (const std::exception& e) {

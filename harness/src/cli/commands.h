@@ -9,8 +9,8 @@ namespace bench::cli {
 /// Exit codes scripts can rely on.
 enum ExitCode : int {
   kOk = 0,
-  kFailed = 1,       ///< a case or the run failed at run time
-  kBadInput = 2,     ///< invalid experiment, arguments, plugin or database
+  kFailed = 1,    ///< a case or the run failed at run time
+  kBadInput = 2,  ///< invalid experiment, arguments, plugin or database
   kInterrupted = 130,
   kTerminated = 143,
 };

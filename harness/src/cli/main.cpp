@@ -10,8 +10,8 @@ int main(int argc, char** argv) {
   CLI::App app{"bench: ablation benchmarks of transformer architecture variants (throughput and stability)"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("--version", std::string("bench ") + bench::build_info().version + " (" +
-                                        bench::build_info().git_sha + ")");
+  app.set_version_flag("--version",
+                       std::string("bench ") + bench::build_info().version + " (" + bench::build_info().git_sha + ")");
   GlobalOptions g;
   app.add_option("--db", g.db, "results database (SQLite)")->capture_default_str();
   app.add_flag("-q,--quiet", g.quiet, "no progress or notes on stderr");
@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");
   validate_cmd->add_option("file", validate_file, "experiment file (TOML)")->required();
-  validate_cmd->add_option("--device", validate_device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  validate_cmd->add_option("--device", validate_device, "auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
 
   std::string list_what = "components", list_experiment;
   auto* list_cmd = app.add_subcommand("list", "list plugins, components (with their parameters) or kernels");

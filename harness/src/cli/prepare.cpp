@@ -19,8 +19,9 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
   // The GPU model path is not built yet: every component runs on the CPU only.
   if (wanted == "cuda") {
     const SourceLoc loc = device_flag.empty() ? p.file.root.find("device")->loc : SourceLoc{};
-    throw ConfigError(loc, "device \"cuda\": this build runs models on the CPU only (the CUDA executor compiles, "
-                           "but no component has a CUDA path yet); use \"auto\" or \"cpu\"");
+    throw ConfigError(loc,
+                      "device \"cuda\": this build runs models on the CPU only (the CUDA executor compiles, "
+                      "but no component has a CUDA path yet); use \"auto\" or \"cpu\"");
   }
   p.device = "cpu";
   p.device_note = wanted == "auto" ? "auto: cpu (no component has a CUDA path in this build)" : "cpu (requested)";

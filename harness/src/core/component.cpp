@@ -1,6 +1,7 @@
+#include "bench/component.h"
+
 #include <cmath>
 
-#include "bench/component.h"
 #include "bench/interfaces.h"
 #include "bench/plugin.h"
 
@@ -8,23 +9,32 @@ namespace bench {
 
 std::string_view slot_name(Slot s) {
   switch (s) {
-    case Slot::kEmbedding: return "embedding";
-    case Slot::kPosition: return "position";
-    case Slot::kBlock: return "block";
-    case Slot::kNormPosition: return "norm_position";
-    case Slot::kNorm: return "norm";
-    case Slot::kAttention: return "attention";
-    case Slot::kFfn: return "ffn";
-    case Slot::kHead: return "head";
-    case Slot::kDataset: return "dataset";
+    case Slot::kEmbedding:
+      return "embedding";
+    case Slot::kPosition:
+      return "position";
+    case Slot::kBlock:
+      return "block";
+    case Slot::kNormPosition:
+      return "norm_position";
+    case Slot::kNorm:
+      return "norm";
+    case Slot::kAttention:
+      return "attention";
+    case Slot::kFfn:
+      return "ffn";
+    case Slot::kHead:
+      return "head";
+    case Slot::kDataset:
+      return "dataset";
   }
   return "unknown";
 }
 
 const std::vector<Slot>& all_slots() {
-  static const std::vector<Slot> slots = {Slot::kEmbedding, Slot::kPosition, Slot::kBlock,
-                                          Slot::kNormPosition, Slot::kNorm, Slot::kAttention,
-                                          Slot::kFfn, Slot::kHead, Slot::kDataset};
+  static const std::vector<Slot> slots = {Slot::kEmbedding,    Slot::kPosition, Slot::kBlock,
+                                          Slot::kNormPosition, Slot::kNorm,     Slot::kAttention,
+                                          Slot::kFfn,          Slot::kHead,     Slot::kDataset};
   return slots;
 }
 

@@ -4,10 +4,14 @@ namespace bench {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kInt32: return "int32";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kInt32:
+      return "int32";
   }
   return "unknown";
 }

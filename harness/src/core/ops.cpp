@@ -41,9 +41,8 @@ void linear_backward(const RunContext&, const Tensor& dy, const Tensor& x, const
 void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out) {
   check_same(a, b, "add");
   check_same(a, out, "add");
-  dispatch_float(a.dtype(), [&]<class T>() {
-    kernels::add<T>(ctx.exec, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
-  });
+  dispatch_float(a.dtype(),
+                 [&]<class T>() { kernels::add<T>(ctx.exec, a.data<T>(), b.data<T>(), out.data<T>(), a.numel()); });
 }
 
 void axpy(const RunContext& ctx, double alpha, const Tensor& x, Tensor& y) {
@@ -59,7 +58,8 @@ void copy(const Tensor& src, Tensor& dst) {
 }
 
 double sum_squares(const RunContext& ctx, const Tensor& x) {
-  return dispatch_float(x.dtype(), [&]<class T>() { return kernels::sum_squares<T>(ctx.exec, x.data<T>(), x.numel()); });
+  return dispatch_float(x.dtype(),
+                        [&]<class T>() { return kernels::sum_squares<T>(ctx.exec, x.data<T>(), x.numel()); });
 }
 
 double max_abs(const Tensor& x) {

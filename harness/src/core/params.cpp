@@ -8,14 +8,22 @@ namespace bench {
 
 std::string_view param_type_name(ParamType t) {
   switch (t) {
-    case ParamType::kInt: return "int";
-    case ParamType::kFloat: return "float";
-    case ParamType::kBool: return "bool";
-    case ParamType::kString: return "string";
-    case ParamType::kEnum: return "enum";
-    case ParamType::kFloatList: return "float list";
-    case ParamType::kIntList: return "int list";
-    case ParamType::kStringList: return "string list";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kFloat:
+      return "float";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kString:
+      return "string";
+    case ParamType::kEnum:
+      return "enum";
+    case ParamType::kFloatList:
+      return "float list";
+    case ParamType::kIntList:
+      return "int list";
+    case ParamType::kStringList:
+      return "string list";
   }
   return "unknown";
 }
@@ -33,15 +41,15 @@ ParamSpec ParamSpec::string(std::string name, std::string def, std::string doc) 
   return ParamSpec{std::move(name), ParamType::kString, Value::string(std::move(def)), std::move(doc), {}, {}, {}};
 }
 ParamSpec ParamSpec::choice(std::string name, std::string def, std::vector<std::string> choices, std::string doc) {
-  return ParamSpec{std::move(name), ParamType::kEnum, Value::string(std::move(def)), std::move(doc),
-                   std::move(choices), {}, {}};
+  return ParamSpec{
+      std::move(name), ParamType::kEnum, Value::string(std::move(def)), std::move(doc), std::move(choices), {}, {}};
 }
-ParamSpec ParamSpec::numbers(std::string name, std::vector<double> def, std::string doc) {
+ParamSpec ParamSpec::numbers(std::string name, const std::vector<double>& def, std::string doc) {
   Value::Array a;
   for (double d : def) a.push_back(Value::number(d));
   return ParamSpec{std::move(name), ParamType::kFloatList, Value::array(std::move(a)), std::move(doc), {}, {}, {}};
 }
-ParamSpec ParamSpec::integers(std::string name, std::vector<int64_t> def, std::string doc) {
+ParamSpec ParamSpec::integers(std::string name, const std::vector<int64_t>& def, std::string doc) {
   Value::Array a;
   for (int64_t d : def) a.push_back(Value::integer(d));
   return ParamSpec{std::move(name), ParamType::kIntList, Value::array(std::move(a)), std::move(doc), {}, {}, {}};
@@ -50,8 +58,8 @@ ParamSpec ParamSpec::strings(std::string name, std::vector<std::string> def, std
                              std::string doc) {
   Value::Array a;
   for (auto& d : def) a.push_back(Value::string(std::move(d)));
-  return ParamSpec{std::move(name), ParamType::kStringList, Value::array(std::move(a)), std::move(doc),
-                   std::move(choices), {}, {}};
+  return ParamSpec{
+      std::move(name), ParamType::kStringList, Value::array(std::move(a)), std::move(doc), std::move(choices), {}, {}};
 }
 ParamSpec ParamSpec::at_least(double v) && {
   min = v;
@@ -89,8 +97,8 @@ std::string join(const std::vector<std::string>& v) {
 Value check_value(const ParamSpec& spec, const Value& v, std::string_view context) {
   const std::string where = "'" + spec.name + "' of " + std::string(context);
   auto bad_type = [&](std::string_view expected) {
-    return ConfigError(v.loc, where + " must be " + std::string(expected) + ", found " + std::string(v.kind_name()) +
-                                  " " + v.str());
+    return ConfigError(
+        v.loc, where + " must be " + std::string(expected) + ", found " + std::string(v.kind_name()) + " " + v.str());
   };
   auto bound = [&](double b) {
     return spec.type == ParamType::kInt || spec.type == ParamType::kIntList ? std::to_string(static_cast<int64_t>(b))
@@ -147,10 +155,12 @@ Value check_value(const ParamSpec& spec, const Value& v, std::string_view contex
       if (!v.is_array()) throw bad_type("an array of strings");
       for (const Value& e : v.as_array()) {
         if (!e.is_string())
-          throw ConfigError(e.loc, where + " must hold only strings, found " + std::string(e.kind_name()) + " " + e.str());
+          throw ConfigError(e.loc,
+                            where + " must hold only strings, found " + std::string(e.kind_name()) + " " + e.str());
         if (!spec.choices.empty() &&
             std::find(spec.choices.begin(), spec.choices.end(), e.as_string()) == spec.choices.end()) {
-          std::string msg = "unknown value \"" + e.as_string() + "\" in " + where + "; expected one of " + join(spec.choices);
+          std::string msg =
+              "unknown value \"" + e.as_string() + "\" in " + where + "; expected one of " + join(spec.choices);
           const std::string dym = did_you_mean(e.as_string(), spec.choices);
           if (!dym.empty()) msg += " (did you mean \"" + dym + "\"?)";
           throw ConfigError(e.loc, msg);

@@ -32,8 +32,7 @@ std::string Shape::str() const {
 }
 
 Tensor Tensor::view(Shape shape) const {
-  if (shape.numel() != numel())
-    throw Error("cannot view a tensor of shape " + shape_.str() + " as " + shape.str());
+  if (shape.numel() != numel()) throw Error("cannot view a tensor of shape " + shape_.str() + " as " + shape.str());
   return Tensor(data_, dtype_, shape);
 }
 

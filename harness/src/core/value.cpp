@@ -29,11 +29,21 @@ void json_escape(std::string& out, const std::string& s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -152,23 +162,34 @@ void Value::erase(std::string_view key) {
 
 std::string_view Value::kind_name() const {
   switch (kind()) {
-    case Kind::kNull: return "nothing";
-    case Kind::kBool: return "boolean";
-    case Kind::kInt: return "integer";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "string";
-    case Kind::kArray: return "array";
-    case Kind::kTable: return "table";
+    case Kind::kNull:
+      return "nothing";
+    case Kind::kBool:
+      return "boolean";
+    case Kind::kInt:
+      return "integer";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "string";
+    case Kind::kArray:
+      return "array";
+    case Kind::kTable:
+      return "table";
   }
   return "unknown";
 }
 
 std::string Value::str() const {
   switch (kind()) {
-    case Kind::kNull: return "null";
-    case Kind::kBool: return as_bool() ? "true" : "false";
-    case Kind::kInt: return std::to_string(as_int());
-    case Kind::kFloat: return format_double(std::get<double>(v_));
+    case Kind::kNull:
+      return "null";
+    case Kind::kBool:
+      return as_bool() ? "true" : "false";
+    case Kind::kInt:
+      return std::to_string(as_int());
+    case Kind::kFloat:
+      return format_double(std::get<double>(v_));
     case Kind::kString: {
       std::string s;
       json_escape(s, as_string());
@@ -200,10 +221,12 @@ std::string Value::str() const {
 
 std::string Value::json() const {
   switch (kind()) {
-    case Kind::kNull: return "null";
+    case Kind::kNull:
+      return "null";
     case Kind::kBool:
     case Kind::kInt:
-    case Kind::kString: return str();
+    case Kind::kString:
+      return str();
     case Kind::kFloat: {
       const double d = std::get<double>(v_);
       return std::isfinite(d) ? format_double(d) : "null";

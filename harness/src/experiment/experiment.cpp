@@ -183,7 +183,8 @@ ExperimentFile read_experiment(const std::string& path) {
   ExperimentFile f;
   f.path = path;
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
+  if (fs::is_directory(path, ec))
+    throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
   f.text = read_text_file(path);
   f.root = read_toml(f.text, path);
   check_keys(f.root, schema::top_level_keys(), "the experiment");
@@ -228,7 +229,8 @@ ExperimentFile read_experiment(const std::string& path) {
     }
   }
   for (const char* key : {"model", "data", "throughput", "stability", "cpu", "cuda"})
-    if (const Value* v = f.root.find(key); v && key != std::string("data")) expect_table(*v, std::string("[") + key + "]");
+    if (const Value* v = f.root.find(key); v && key != std::string("data"))
+      expect_table(*v, std::string("[") + key + "]");
   for (const char* key : {"cpu", "cuda"})
     if (const Value* v = f.root.find(key)) check_keys(*v, schema::override_keys(), std::string("[") + key + "]");
   if (const Value* v = f.root.find("variant")) {
@@ -296,7 +298,8 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
       if (!s.find("type")) s["type"] = Value::string(std::string(schema::default_component(slot)), s.loc);
     }
     Value& data = merged["data"];
-    if (!data.find("type")) data["type"] = Value::string(std::string(schema::default_component(Slot::kDataset)), data.loc);
+    if (!data.find("type"))
+      data["type"] = Value::string(std::string(schema::default_component(Slot::kDataset)), data.loc);
 
     for (const auto& runner : schema::runners()) {
       if (!merged.find(runner)) continue;

@@ -21,10 +21,10 @@ struct ExperimentFile {
   std::string path;
   std::string text;
   Value root;
-  std::string name;         ///< `name`, or the file's stem
+  std::string name;  ///< `name`, or the file's stem
   std::string description;
-  std::string device;       ///< "auto", "cpu" or "cuda"
-  int64_t threads = 0;      ///< CPU worker threads; 0 = all cores
+  std::string device;                     ///< "auto", "cpu" or "cuda"
+  int64_t threads = 0;                    ///< CPU worker threads; 0 = all cores
   std::vector<std::string> plugin_paths;  ///< resolved against the file's directory
 };
 

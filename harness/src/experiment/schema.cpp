@@ -3,9 +3,9 @@
 namespace bench::schema {
 
 const std::vector<std::string>& top_level_keys() {
-  static const std::vector<std::string> keys = {"name",  "description", "device",     "seed",      "threads",
-                                                "plugin_paths", "model", "variant", "data", "throughput",
-                                                "stability", "cpu", "cuda"};
+  static const std::vector<std::string> keys = {"name",         "description", "device",  "seed", "threads",
+                                                "plugin_paths", "model",       "variant", "data", "throughput",
+                                                "stability",    "cpu",         "cuda"};
   return keys;
 }
 
@@ -34,10 +34,14 @@ const std::vector<ParamSpec>& model_params() {
 }
 
 const std::vector<std::pair<std::string, Slot>>& model_slots() {
-  static const std::vector<std::pair<std::string, Slot>> slots = {
-      {"embedding", Slot::kEmbedding}, {"position", Slot::kPosition}, {"block", Slot::kBlock},
-      {"norm_position", Slot::kNormPosition}, {"norm", Slot::kNorm}, {"attention", Slot::kAttention},
-      {"ffn", Slot::kFfn}, {"head", Slot::kHead}};
+  static const std::vector<std::pair<std::string, Slot>> slots = {{"embedding", Slot::kEmbedding},
+                                                                  {"position", Slot::kPosition},
+                                                                  {"block", Slot::kBlock},
+                                                                  {"norm_position", Slot::kNormPosition},
+                                                                  {"norm", Slot::kNorm},
+                                                                  {"attention", Slot::kAttention},
+                                                                  {"ffn", Slot::kFfn},
+                                                                  {"head", Slot::kHead}};
   return slots;
 }
 
@@ -49,15 +53,24 @@ std::optional<Slot> model_slot(std::string_view key) {
 
 std::string_view default_component(Slot slot) {
   switch (slot) {
-    case Slot::kEmbedding: return "token";
-    case Slot::kPosition: return "rope";
-    case Slot::kBlock: return "serial";
-    case Slot::kNormPosition: return "pre";
-    case Slot::kNorm: return "rmsnorm";
-    case Slot::kAttention: return "causal";
-    case Slot::kFfn: return "swiglu";
-    case Slot::kHead: return "lm_head";
-    case Slot::kDataset: return "synthetic";
+    case Slot::kEmbedding:
+      return "token";
+    case Slot::kPosition:
+      return "rope";
+    case Slot::kBlock:
+      return "serial";
+    case Slot::kNormPosition:
+      return "pre";
+    case Slot::kNorm:
+      return "rmsnorm";
+    case Slot::kAttention:
+      return "causal";
+    case Slot::kFfn:
+      return "swiglu";
+    case Slot::kHead:
+      return "lm_head";
+    case Slot::kDataset:
+      return "synthetic";
   }
   return "";
 }

@@ -1,9 +1,10 @@
 #include "experiment/toml_reader.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace bench {
 
@@ -38,17 +39,23 @@ Value convert_table(const toml::table& t, SourceLoc loc, const std::string& file
 
 Value convert(const toml::node& n, SourceLoc loc, const std::string& file) {
   switch (n.type()) {
-    case toml::node_type::table: return convert_table(*n.as_table(), std::move(loc), file);
+    case toml::node_type::table:
+      return convert_table(*n.as_table(), std::move(loc), file);
     case toml::node_type::array: {
       Value::Array out;
       for (const auto& e : *n.as_array()) out.push_back(convert(e, loc_of(e.source(), file), file));
       return Value::array(std::move(out), std::move(loc));
     }
-    case toml::node_type::string: return Value::string(n.as_string()->get(), std::move(loc));
-    case toml::node_type::integer: return Value::integer(n.as_integer()->get(), std::move(loc));
-    case toml::node_type::floating_point: return Value::number(n.as_floating_point()->get(), std::move(loc));
-    case toml::node_type::boolean: return Value::boolean(n.as_boolean()->get(), std::move(loc));
-    default: throw ConfigError(loc, "dates and times are not valid values in an experiment file");
+    case toml::node_type::string:
+      return Value::string(n.as_string()->get(), std::move(loc));
+    case toml::node_type::integer:
+      return Value::integer(n.as_integer()->get(), std::move(loc));
+    case toml::node_type::floating_point:
+      return Value::number(n.as_floating_point()->get(), std::move(loc));
+    case toml::node_type::boolean:
+      return Value::boolean(n.as_boolean()->get(), std::move(loc));
+    default:
+      throw ConfigError(loc, "dates and times are not valid values in an experiment file");
   }
 }
 

@@ -1,10 +1,10 @@
 #include "model/arena.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
-
-#include <sys/mman.h>
 
 namespace bench {
 
@@ -21,7 +21,8 @@ Tensor Arena::allocate(Shape shape, DType dtype) {
   if (plan_only_) {
     const size_t len = rounded == 0 ? 64 : rounded;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw Error("cannot reserve " + std::to_string(bytes) + " bytes of address space for " + shape.str());
+    if (p == MAP_FAILED)
+      throw Error("cannot reserve " + std::to_string(bytes) + " bytes of address space for " + shape.str());
     mapped_.emplace_back(p, len);
     bytes_ += rounded;
     return Tensor(p, dtype, shape);

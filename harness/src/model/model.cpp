@@ -30,27 +30,39 @@ namespace {
 
 bool implements(Slot slot, Component* c) {
   switch (slot) {
-    case Slot::kEmbedding: return dynamic_cast<Embedding*>(c) != nullptr;
-    case Slot::kPosition: return dynamic_cast<Position*>(c) != nullptr;
-    case Slot::kNormPosition: return dynamic_cast<Residual*>(c) != nullptr;
-    case Slot::kHead: return dynamic_cast<Head*>(c) != nullptr;
-    case Slot::kDataset: return dynamic_cast<Dataset*>(c) != nullptr;
+    case Slot::kEmbedding:
+      return dynamic_cast<Embedding*>(c) != nullptr;
+    case Slot::kPosition:
+      return dynamic_cast<Position*>(c) != nullptr;
+    case Slot::kNormPosition:
+      return dynamic_cast<Residual*>(c) != nullptr;
+    case Slot::kHead:
+      return dynamic_cast<Head*>(c) != nullptr;
+    case Slot::kDataset:
+      return dynamic_cast<Dataset*>(c) != nullptr;
     case Slot::kBlock:
     case Slot::kNorm:
     case Slot::kAttention:
-    case Slot::kFfn: return dynamic_cast<Sublayer*>(c) != nullptr;
+    case Slot::kFfn:
+      return dynamic_cast<Sublayer*>(c) != nullptr;
   }
   return false;
 }
 
 const char* interface_name(Slot slot) {
   switch (slot) {
-    case Slot::kEmbedding: return "bench::Embedding";
-    case Slot::kPosition: return "bench::Position";
-    case Slot::kNormPosition: return "bench::Residual";
-    case Slot::kHead: return "bench::Head";
-    case Slot::kDataset: return "bench::Dataset";
-    default: return "bench::Sublayer";
+    case Slot::kEmbedding:
+      return "bench::Embedding";
+    case Slot::kPosition:
+      return "bench::Position";
+    case Slot::kNormPosition:
+      return "bench::Residual";
+    case Slot::kHead:
+      return "bench::Head";
+    case Slot::kDataset:
+      return "bench::Dataset";
+    default:
+      return "bench::Sublayer";
   }
 }
 
@@ -187,10 +199,18 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
       const int64_t n = p->value.numel();
       for (int64_t i = 0; i < n; ++i) {
         switch (p->init.kind) {
-          case Init::Kind::kNormal: v[i] = static_cast<T>(rng.normal() * p->init.value); break;
-          case Init::Kind::kZeros: v[i] = T(0); break;
-          case Init::Kind::kOnes: v[i] = T(1); break;
-          case Init::Kind::kConstant: v[i] = static_cast<T>(p->init.value); break;
+          case Init::Kind::kNormal:
+            v[i] = static_cast<T>(rng.normal() * p->init.value);
+            break;
+          case Init::Kind::kZeros:
+            v[i] = T(0);
+            break;
+          case Init::Kind::kOnes:
+            v[i] = T(1);
+            break;
+          case Init::Kind::kConstant:
+            v[i] = static_cast<T>(p->init.value);
+            break;
         }
       }
     });
@@ -277,7 +297,8 @@ size_t Model::estimate_bytes(const ModelSpec& spec, const Registry& registry) {
 std::string Model::describe() const {
   std::ostringstream os;
   for (const auto& n : nodes_) os << n.scope << ": " << slot_name(n.slot) << " '" << n.name << "'\n";
-  for (const auto& p : params_) os << "  " << p->name << " " << p->shape.str() << (p->decay ? "" : " (no decay)") << "\n";
+  for (const auto& p : params_)
+    os << "  " << p->name << " " << p->shape.str() << (p->decay ? "" : " (no decay)") << "\n";
   return os.str();
 }
 

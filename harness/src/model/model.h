@@ -90,10 +90,10 @@ class Model {
   std::unique_ptr<Sublayer> final_norm_;
   std::unique_ptr<Head> head_;
 
-  std::vector<Tensor> acts_;   // acts_[i]: input of block i; acts_[n_layers]: last block's output
-  Tensor normed_;              // final norm output (head input)
-  Tensor grad_a_, grad_b_;     // ping-pong gradients of the residual stream
-  Tensor values_, grads_;      // all parameters and gradients, decay group first
+  std::vector<Tensor> acts_;  // acts_[i]: input of block i; acts_[n_layers]: last block's output
+  Tensor normed_;             // final norm output (head input)
+  Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
+  Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
   int64_t decay_count_ = 0;
   int64_t adam_step_ = 0;

@@ -95,10 +95,12 @@ void Registry::load_file(const fs::path& file) {
   std::set<std::pair<int, std::string>> seen;
   for (const auto& info : reg.added) {
     const auto k = std::make_pair(static_cast<int>(info.slot), info.name);
-    if (info.name.empty()) fail(file, "register", "a component in slot '" + std::string(slot_name(info.slot)) + "' has no name");
+    if (info.name.empty())
+      fail(file, "register", "a component in slot '" + std::string(slot_name(info.slot)) + "' has no name");
     if (!info.factory) fail(file, "register", "component '" + info.name + "' has no factory");
     if (!seen.insert(k).second)
-      fail(file, "register", "duplicate component '" + info.name + "' in slot '" + std::string(slot_name(info.slot)) + "'");
+      fail(file, "register",
+           "duplicate component '" + info.name + "' in slot '" + std::string(slot_name(info.slot)) + "'");
     auto it = impl_->entries.find(k);
     if (it != impl_->entries.end())
       fail(file, "register",

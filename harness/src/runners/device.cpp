@@ -41,9 +41,15 @@ double median_seconds(int reps, F&& f) {
 }  // namespace
 
 std::string DeviceInfo::json() const {
-  nlohmann::json j = {{"kind", kind},       {"name", name},           {"cores", cores},
-                      {"threads", threads}, {"isa", isa},             {"peak_gflops_fp32_gemm", peak_gflops},
-                      {"copy_gbps", copy_gbps}, {"memory_gib", memory_gib}, {"gemm", gemm},
+  nlohmann::json j = {{"kind", kind},
+                      {"name", name},
+                      {"cores", cores},
+                      {"threads", threads},
+                      {"isa", isa},
+                      {"peak_gflops_fp32_gemm", peak_gflops},
+                      {"copy_gbps", copy_gbps},
+                      {"memory_gib", memory_gib},
+                      {"gemm", gemm},
                       {"note", note}};
   return j.dump();
 }
@@ -78,9 +84,8 @@ DeviceInfo describe_cpu(const std::string& note) {
   Rng rng(7);
   for (auto& x : a) x = static_cast<float>(rng.uniform() - 0.5);
   for (auto& x : b) x = static_cast<float>(rng.uniform() - 0.5);
-  const double t = median_seconds(5, [&] {
-    kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
-  });
+  const double t = median_seconds(
+      5, [&] { kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n); });
   d.peak_gflops = 2.0 * static_cast<double>(n * n * n) / t * 1e-9;
 
   // Copy bandwidth: 64 MiB memcpy, bytes read + written.

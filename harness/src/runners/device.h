@@ -7,16 +7,16 @@ namespace bench {
 
 /// What the measurements ran on, with measured ceilings used as denominators.
 struct DeviceInfo {
-  std::string kind;       ///< "cpu"
-  std::string name;       ///< CPU model name
-  int cores = 0;          ///< logical CPUs visible
-  int threads = 0;        ///< worker threads used
-  std::string isa;        ///< relevant ISA extensions (avx2, avx512f, amx ...)
-  double peak_gflops = 0; ///< measured fp32 GEMM rate at 1024^3 (MFU denominator)
-  double copy_gbps = 0;   ///< measured memcpy bandwidth, 64 MiB
-  double memory_gib = 0;  ///< physical memory
-  std::string gemm;       ///< GEMM library and version
-  std::string note;       ///< how the device was chosen
+  std::string kind;        ///< "cpu"
+  std::string name;        ///< CPU model name
+  int cores = 0;           ///< logical CPUs visible
+  int threads = 0;         ///< worker threads used
+  std::string isa;         ///< relevant ISA extensions (avx2, avx512f, amx ...)
+  double peak_gflops = 0;  ///< measured fp32 GEMM rate at 1024^3 (MFU denominator)
+  double copy_gbps = 0;    ///< measured memcpy bandwidth, 64 MiB
+  double memory_gib = 0;   ///< physical memory
+  std::string gemm;        ///< GEMM library and version
+  std::string note;        ///< how the device was chosen
   /// JSON object of all fields.
   std::string json() const;
 };

@@ -19,8 +19,8 @@ struct RunnerEnv {
   const Registry& registry;
   const DeviceInfo& device;
   Progress& progress;
-  std::string prefix;                          ///< progress prefix, e.g. "[3/16] pre-norm"
-  const std::atomic<bool>* stop = nullptr;     ///< set by SIGINT/SIGTERM: finish the case as interrupted
+  std::string prefix;                       ///< progress prefix, e.g. "[3/16] pre-norm"
+  const std::atomic<bool>* stop = nullptr;  ///< set by SIGINT/SIGTERM: finish the case as interrupted
 };
 
 /// Run `c` (already resolved as `rc`) with its runner. Never throws for a failure of the case

@@ -27,9 +27,10 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
 
   const int64_t steps = s.integer("steps");
   const double peak = s.number("lr");
-  const int64_t warmup = s.integer("warmup_steps") > 0
-                             ? s.integer("warmup_steps")
-                             : static_cast<int64_t>(std::round(s.number("warmup_fraction") * static_cast<double>(steps)));
+  const int64_t warmup =
+      s.integer("warmup_steps") > 0
+          ? s.integer("warmup_steps")
+          : static_cast<int64_t>(std::round(s.number("warmup_fraction") * static_cast<double>(steps)));
   const std::string schedule = s.string("schedule");
   const bool independent = s.string("weight_decay_mode") == "independent";
   OptimizerStep opt;

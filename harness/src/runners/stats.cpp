@@ -49,7 +49,8 @@ std::vector<int64_t> find_spikes(const std::vector<double>& v, int64_t window, d
     const double mean = sum / cnt;
     double ss = 0;
     for (int64_t i = b; i < t; ++i)
-      if (std::isfinite(v[static_cast<size_t>(i)])) ss += (v[static_cast<size_t>(i)] - mean) * (v[static_cast<size_t>(i)] - mean);
+      if (std::isfinite(v[static_cast<size_t>(i)]))
+        ss += (v[static_cast<size_t>(i)] - mean) * (v[static_cast<size_t>(i)] - mean);
     const double sd = std::sqrt(ss / (cnt - 1));
     if (v[static_cast<size_t>(t)] > mean + sigma * sd && sd > 0) out.push_back(t);
   }

@@ -99,9 +99,10 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     env.progress.update(env.prefix + " · timing " + mode, true);
     CollectingReporter reporter;
     benchmark::ClearRegisteredBenchmarks();
-    benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
-      for (auto _ : st) step();
-    })
+    benchmark::RegisterBenchmark(mode.c_str(),
+                                 [&](benchmark::State& st) {
+                                   for (auto _ : st) step();
+                                 })
         ->Repetitions(static_cast<int>(s.integer("repetitions")))
         ->MinTime(s.number("min_time"))
         ->MinWarmUpTime(s.number("warmup_time"))

@@ -109,10 +109,10 @@ JOIN metrics m ON m.case_id = c.id;
 }  // namespace
 
 const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> kMigrations = {
+  static const std::vector<Migration> all_migrations = {
       {1, kSchemaV1},
   };
-  return kMigrations;
+  return all_migrations;
 }
 
 }  // namespace bench::store

@@ -25,8 +25,8 @@ constexpr std::array<uint32_t, 64> kRoundConstants = {
 void compress(std::array<uint32_t, 8>& h, const unsigned char* block) {
   std::array<uint32_t, 64> w{};
   for (int i = 0; i < 16; ++i)
-    w[i] = uint32_t{block[4 * i]} << 24 | uint32_t{block[4 * i + 1]} << 16 | uint32_t{block[4 * i + 2]} << 8 |
-           uint32_t{block[4 * i + 3]};
+    w[i] = uint32_t{block[4 * static_cast<size_t>(i)]} << 24 | uint32_t{block[4 * static_cast<size_t>(i) + 1]} << 16 |
+           uint32_t{block[4 * static_cast<size_t>(i) + 2]} << 8 | uint32_t{block[4 * static_cast<size_t>(i) + 3]};
   for (int i = 16; i < 64; ++i) {
     const uint32_t s0 = std::rotr(w[i - 15], 7) ^ std::rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
     const uint32_t s1 = std::rotr(w[i - 2], 17) ^ std::rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
