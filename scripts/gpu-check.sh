@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The prepared device check (run on a lent GPU machine, see /work/.library/device): builds the
+# CUDA executor's kernels and tests/cuda/cuda_check.cu with nvcc alone (the GPU machine has CUDA
+# but not the project's Debian packages), checks every CUDA launcher against the CPU executor in
+# float and bf16, times the row kernels at hidden 4096, and writes the table to $OUT.
+# Finishes in about two minutes on an H200.
+#
+#   OUT=/tmp/out scripts/gpu-check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/gpu-check}
+mkdir -p "$out"
+log="$out/gpu-check.log"
+{
+  echo "== $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1
+  nvcc --version | tail -n 2
+} > "$log" 2>&1
+
+build="$out/build"
+mkdir -p "$build"
+sources=(kernels/norm.cpp kernels/softmax.cpp kernels/cross_entropy.cpp kernels/rope.cpp kernels/activation.cpp
+         kernels/adamw.cpp kernels/elementwise.cpp kernels/tile/parallel.cpp)
+cuda_sources=(kernels/cuda/*.cu tests/cuda/cuda_check.cu)
+pids=()
+objs=()
+for f in "${sources[@]}" "${cuda_sources[@]}"; do
+  o="$build/$(echo "$f" | tr '/' '_').o"
+  objs+=("$o")
+  if [[ $f == *.cu ]]; then
+    nvcc -std=c++20 -O3 -arch=sm_90 -Xcompiler=-fopenmp -c "$f" -o "$o" >> "$log" 2>&1 &
+  else
+    g++ -std=c++20 -O3 -march=native -fopenmp -Ikernels -I. -c "$f" -o "$o" >> "$log" 2>&1 &
+  fi
+  pids+=($!)
+done
+ok=1
+for p in "${pids[@]}"; do wait "$p" || ok=0; done
+if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lgomp >> "$log" 2>&1; then
+  echo "gpu-check: build failed, see $log" | tee -a "$log"
+  tail -n 40 "$log"
+  exit 1
+fi
+timeout 420 "$build/cuda_check" "$out/gpu-check.md" 2>&1 | tee -a "$log"
+status=${PIPESTATUS[0]}
+rm -rf "$build"
+echo "gpu-check: exit $status; table in $out/gpu-check.md" | tee -a "$log"
+exit "$status"

@@ -1,0 +1,436 @@
+// GPU check of the CUDA executor: each tile kernel's CUDA launcher against its CPU launcher on
+// the same random inputs (float and bf16 storage), then the bandwidth of the row kernels at
+// hidden 4096 against the device's measured copy bandwidth.
+//
+//   cuda_check [OUT.md]     exit 0: all match, 1: a mismatch or CUDA error, 77: no GPU
+//
+// Standalone on purpose (CUDA runtime, libgomp and the kernel sources only), so that
+// scripts/gpu-check.sh can build it with nvcc on a machine without the project's Debian packages.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../../kernels/cuda/launchers.cuh"
+
+namespace {
+
+using namespace bench;
+using kernels::acc_t;
+using tile::bf16;
+
+#define CUDA_OK(expr)                                                                               \
+  do {                                                                                              \
+    const cudaError_t err_ = (expr);                                                                \
+    if (err_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+template <class T>
+T from_float(float x) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return tile::float_to_bf16(x);
+  } else {
+    return static_cast<T>(x);
+  }
+}
+template <class T>
+float to_float(T x) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return tile::bf16_to_float(x);
+  } else {
+    return static_cast<float>(x);
+  }
+}
+
+template <class T>
+std::vector<T> random_vec(size_t n, unsigned seed, float scale = 1.0f, float shift = 0.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<T> v(n);
+  for (auto& x : v) x = from_float<T>(nd(gen) * scale + shift);
+  return v;
+}
+
+/// A device copy of a host vector, copied back with `host()`.
+template <class T>
+class Device {
+ public:
+  explicit Device(size_t n) : n_(n) { CUDA_OK(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T))); }
+  explicit Device(const std::vector<T>& v) : Device(v.size()) {
+    CUDA_OK(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~Device() { cudaFree(p_); }
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  T* get() const { return p_; }
+  std::vector<T> host() const {
+    std::vector<T> v(n_);
+    CUDA_OK(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
+    return v;
+  }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
+
+struct Row {
+  std::string kernel, dtype, what;
+  double max_err = 0;
+  double tol = 0;
+  bool pass = true;
+};
+std::vector<Row> g_rows;
+
+template <class A, class B>
+void compare(const std::string& kernel, const std::string& dtype, const std::string& what, const std::vector<A>& cpu,
+             const std::vector<B>& gpu, double atol, double rtol) {
+  Row r{kernel, dtype, what, 0, rtol, cpu.size() == gpu.size()};
+  for (size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+    const double c = to_float(cpu[i]), g = to_float(gpu[i]);
+    const double err = std::abs(c - g);
+    if (!(err <= atol + rtol * std::abs(c))) r.pass = false;
+    if (err > r.max_err || std::isnan(err)) r.max_err = std::isnan(err) ? INFINITY : err;
+  }
+  g_rows.push_back(r);
+}
+
+template <class T>
+const char* dtype_name() {
+  return std::is_same_v<T, bf16> ? "bf16" : "float";
+}
+
+// Tolerances: the executors sum in different orders; bf16 results round to 8 mantissa bits.
+template <class T>
+double rtol() {
+  return std::is_same_v<T, bf16> ? 1.6e-2 : 2e-5;
+}
+
+template <class T>
+void check_norm(bool center, int64_t rows, int64_t cols) {
+  using A = acc_t<T>;
+  const std::string name =
+      std::string(center ? "layernorm" : "rmsnorm") + " " + std::to_string(rows) + "x" + std::to_string(cols);
+  const auto x = random_vec<T>(rows * cols, 1, 2.0f, 0.5f);
+  const auto w = random_vec<T>(cols, 2), b = random_vec<T>(cols, 3), dy = random_vec<T>(rows * cols, 4);
+  std::vector<T> y(x.size()), dx(x.size()), dw(cols, from_float<T>(0)), db(cols, from_float<T>(0));
+  std::vector<A> mean(rows), rstd(rows), ws(kernels::norm_backward_workspace(rows, cols));
+  const tile::Exec cpu{};
+  kernels::norm_forward<T>(cpu, center, x.data(), w.data(), b.data(), y.data(), mean.data(), rstd.data(), rows, cols,
+                           1e-5);
+  kernels::norm_backward<T>(cpu, center, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
+                            db.data(), rows, cols, ws.data());
+  Device<T> gx(x), gw(w), gb(b), gdy(dy), gy(x.size()), gdx(x.size()), gdw(std::vector<T>(cols, from_float<T>(0))),
+      gdb(std::vector<T>(cols, from_float<T>(0)));
+  Device<A> gmean(rows), grstd(rows), gws(ws.size());
+  CUDA_OK(kernels::cuda::norm_forward<T>(nullptr, center, gx.get(), gw.get(), gb.get(), gy.get(), gmean.get(),
+                                         grstd.get(), rows, cols, 1e-5));
+  CUDA_OK(kernels::cuda::norm_backward<T>(nullptr, center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(),
+                                          gdx.get(), gdw.get(), gdb.get(), rows, cols, gws.get()));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare(name, dtype_name<T>(), "y", y, gy.host(), 1e-5, rtol<T>());
+  compare(name, dtype_name<T>(), "rstd", rstd, grstd.host(), 1e-6, 2e-5);
+  compare(name, dtype_name<T>(), "dx", dx, gdx.host(), 1e-4, rtol<T>() * 4);
+  compare(name, dtype_name<T>(), "dweight", dw, gdw.host(), 1e-3, rtol<T>() * 4);
+  compare(name, dtype_name<T>(), "dbias", db, gdb.host(), 1e-3, rtol<T>() * 4);
+}
+
+template <class T>
+void check_softmax(int64_t rows, int64_t cols, kernels::SoftmaxMask mask, double softcap) {
+  using A = acc_t<T>;
+  const std::string name = "softmax " + std::to_string(rows) + "x" + std::to_string(cols) +
+                           (mask.causal ? " causal" : "") + (mask.window ? " window" : "") +
+                           (softcap > 0 ? " softcap" : "");
+  const auto s = random_vec<T>(rows * cols, 5, 3.0f), dp = random_vec<T>(rows * cols, 6);
+  std::vector<T> p(s.size()), ds(s.size());
+  std::vector<A> rmax(rows);
+  const tile::Exec cpu{};
+  kernels::softmax_forward<T>(cpu, s.data(), p.data(), rows, cols, cols, 0.125, softcap, mask, rmax.data());
+  kernels::softmax_backward<T>(cpu, p.data(), dp.data(), s.data(), ds.data(), rows, cols, cols, 0.125, softcap, mask);
+  Device<T> gs(s), gdp(dp), gp(s.size()), gds(s.size());
+  Device<A> grmax(rows);
+  CUDA_OK(kernels::cuda::softmax_forward<T>(nullptr, gs.get(), gp.get(), rows, cols, cols, 0.125, softcap, mask,
+                                            grmax.get()));
+  CUDA_OK(kernels::cuda::softmax_backward<T>(nullptr, gp.get(), gdp.get(), gs.get(), gds.get(), rows, cols, cols, 0.125,
+                                             softcap, mask));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare(name, dtype_name<T>(), "p", p, gp.host(), 1e-6, rtol<T>());
+  compare(name, dtype_name<T>(), "row max", rmax, grmax.host(), 1e-6, 1e-6);
+  compare(name, dtype_name<T>(), "ds", ds, gds.host(), 1e-6, rtol<T>() * 4);
+}
+
+template <class T>
+void check_cross_entropy(int64_t rows, int64_t vocab) {
+  using A = acc_t<T>;
+  const std::string name = "cross_entropy " + std::to_string(rows) + "x" + std::to_string(vocab);
+  const auto logits = random_vec<T>(rows * vocab, 7, 2.0f, 5.0f);
+  std::vector<int32_t> targets(rows);
+  for (int64_t i = 0; i < rows; ++i) targets[i] = static_cast<int32_t>((i * 7919) % vocab);
+  targets[0] = -1;  // ignored
+  std::vector<A> loss(rows), z(rows);
+  std::vector<T> dl(logits.size());
+  kernels::cross_entropy<T>(tile::Exec{}, logits.data(), targets.data(), rows, vocab, loss.data(), z.data(), dl.data(),
+                            1e-4, 1.0 / rows);
+  Device<T> gl(logits), gdl(logits.size());
+  Device<int32_t> gt(targets);
+  Device<A> gloss(rows), gz(rows);
+  CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, gl.get(), gt.get(), rows, vocab, gloss.get(), gz.get(), gdl.get(),
+                                          1e-4, 1.0 / rows));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare(name, dtype_name<T>(), "loss", loss, gloss.host(), 1e-4, 2e-5);
+  compare(name, dtype_name<T>(), "z", z, gz.host(), 1e-4, 2e-5);
+  compare(name, dtype_name<T>(), "dlogits", dl, gdl.host(), 1e-7, rtol<T>() * 4);
+}
+
+template <class T>
+void check_rope(kernels::RopeLayout layout) {
+  using A = acc_t<T>;
+  const int64_t batch = 3, seq = 37, heads = 5, dh = 64, stride = heads * dh + 8;
+  const std::string name = std::string("rope ") + (layout == kernels::RopeLayout::kHalf ? "half" : "interleaved");
+  std::vector<A> cos(seq * dh / 2), sin(cos.size());
+  for (int64_t t = 0; t < seq; ++t)
+    for (int64_t i = 0; i < dh / 2; ++i) {
+      const double a = t * std::pow(10000.0, -2.0 * i / dh);
+      cos[t * dh / 2 + i] = static_cast<A>(std::cos(a));
+      sin[t * dh / 2 + i] = static_cast<A>(std::sin(a));
+    }
+  auto x = random_vec<T>(batch * seq * stride, 8);
+  Device<T> gx(x);
+  Device<A> gc(cos), gs(sin);
+  for (bool inverse : {false, true}) {
+    kernels::rope_apply<T>(tile::Exec{}, x.data(), batch * seq, seq, heads, dh, stride, cos.data(), sin.data(), layout,
+                           inverse);
+    CUDA_OK(kernels::cuda::rope_apply<T>(nullptr, gx.get(), batch * seq, seq, heads, dh, stride, gc.get(), gs.get(),
+                                         layout, inverse));
+    CUDA_OK(cudaDeviceSynchronize());
+    compare(name, dtype_name<T>(), inverse ? "x rotated back" : "x rotated", x, gx.host(), 1e-6, rtol<T>());
+  }
+}
+
+template <class T>
+void check_glu(kernels::Activation act, const char* act_name) {
+  const int64_t rows = 129, d_ff = 1000;
+  const std::string name = std::string("glu ") + act_name;
+  const auto gu = random_vec<T>(rows * 2 * d_ff, 9), dh = random_vec<T>(rows * d_ff, 10);
+  std::vector<T> h(rows * d_ff), dgu(gu.size());
+  kernels::glu_forward<T>(tile::Exec{}, act, gu.data(), h.data(), rows, d_ff);
+  kernels::glu_backward<T>(tile::Exec{}, act, gu.data(), dh.data(), dgu.data(), rows, d_ff);
+  Device<T> ggu(gu), gdh(dh), gh(h.size()), gdgu(gu.size());
+  CUDA_OK(kernels::cuda::glu_forward<T>(nullptr, act, ggu.get(), gh.get(), rows, d_ff));
+  CUDA_OK(kernels::cuda::glu_backward<T>(nullptr, act, ggu.get(), gdh.get(), gdgu.get(), rows, d_ff));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare(name, dtype_name<T>(), "h", h, gh.host(), 1e-6, rtol<T>());
+  compare(name, dtype_name<T>(), "dgu", dgu, gdgu.host(), 1e-6, rtol<T>());
+}
+
+template <class T>
+void check_adamw_and_elementwise() {
+  using A = acc_t<T>;
+  const int64_t n = 1'000'003;
+  auto p = random_vec<T>(n, 11), g = random_vec<T>(n, 12);
+  std::vector<A> m(n, 0.01f), v(n, 0.02f);
+  Device<T> gp(p), gg(g);
+  Device<A> gm(m), gv(v);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const kernels::AdamWStep s{1e-3, 0.9, 0.95, 1e-8, 1e-4, step, 0.5};
+    kernels::adamw_update<T>(tile::Exec{}, p.data(), g.data(), m.data(), v.data(), n, s);
+    CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, gp.get(), gg.get(), gm.get(), gv.get(), n, s));
+  }
+  CUDA_OK(cudaDeviceSynchronize());
+  compare("adamw 3 steps", dtype_name<T>(), "p", p, gp.host(), 1e-6, rtol<T>());
+  compare("adamw 3 steps", dtype_name<T>(), "v", v, gv.host(), 1e-9, 1e-5);
+
+  std::vector<T> sum(n);
+  kernels::add<T>(tile::Exec{}, p.data(), g.data(), sum.data(), n);
+  Device<T> gsum(n);
+  CUDA_OK(kernels::cuda::add<T>(nullptr, gp.get(), gg.get(), gsum.get(), n));
+  const double ss = kernels::sum_squares<T>(tile::Exec{}, g.data(), n);
+  Device<double> part(kernels::sum_squares_partials(n)), result(1);
+  CUDA_OK(kernels::cuda::sum_squares<T>(nullptr, gg.get(), n, part.get(), result.get()));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare("add", dtype_name<T>(), "out", sum, gsum.host(), 1e-6, rtol<T>());
+  compare("sum_squares", dtype_name<T>(), "sum", std::vector<double>{ss}, result.host(), 0, 1e-6);
+}
+
+// --- bandwidth -------------------------------------------------------------------------------
+
+struct Timing {
+  std::string kernel, dtype, shape;
+  double ms = 0, gbps = 0;
+};
+std::vector<Timing> g_timings;
+
+/// Median of `reps` timed launches, each after an L2 flush (a 256 MiB memset).
+double time_ms(const std::function<void()>& launch, int reps = 20) {
+  static char* flush = nullptr;
+  const size_t flush_bytes = 256u << 20;
+  if (flush == nullptr) CUDA_OK(cudaMalloc(&flush, flush_bytes));
+  cudaEvent_t a, b;
+  CUDA_OK(cudaEventCreate(&a));
+  CUDA_OK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) launch();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    CUDA_OK(cudaMemsetAsync(flush, i & 0xff, flush_bytes));
+    CUDA_OK(cudaEventRecord(a));
+    launch();
+    CUDA_OK(cudaEventRecord(b));
+    CUDA_OK(cudaEventSynchronize(b));
+    float ms = 0;
+    CUDA_OK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CUDA_OK(cudaGetLastError());
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class T>
+void bandwidth() {
+  using A = acc_t<T>;
+  const int64_t rows = 16384, cols = 4096, n = rows * cols;
+  const double e = sizeof(T);
+  Device<T> x(random_vec<T>(n, 21)), y(n), dy(random_vec<T>(n, 22)), w(random_vec<T>(cols, 23));
+  Device<A> mean(rows), rstd(rows), ws(kernels::norm_backward_workspace(rows, cols));
+  const std::string shape = "16384x4096";
+  auto add_row = [&](const std::string& k, double ms, double bytes) {
+    g_timings.push_back({k, dtype_name<T>(), shape, ms, bytes / (ms * 1e-3) * 1e-9});
+  };
+  add_row("rmsnorm forward", time_ms([&] {
+            CUDA_OK(kernels::cuda::norm_forward<T>(nullptr, false, x.get(), w.get(), nullptr, y.get(), nullptr,
+                                                   rstd.get(), rows, cols, 1e-6));
+          }),
+          2 * n * e);
+  add_row("rmsnorm backward", time_ms([&] {
+            CUDA_OK(kernels::cuda::norm_backward<T>(nullptr, false, dy.get(), x.get(), w.get(), mean.get(), rstd.get(),
+                                                    y.get(), nullptr, nullptr, rows, cols, ws.get()));
+          }),
+          3 * n * e);
+  add_row("layernorm forward", time_ms([&] {
+            CUDA_OK(kernels::cuda::norm_forward<T>(nullptr, true, x.get(), w.get(), w.get(), y.get(), mean.get(),
+                                                   rstd.get(), rows, cols, 1e-5));
+          }),
+          2 * n * e);
+  add_row("softmax forward", time_ms([&] {
+            CUDA_OK(kernels::cuda::softmax_forward<T>(nullptr, x.get(), y.get(), rows, cols, cols, 1.0, 0.0,
+                                                      kernels::SoftmaxMask{false, 0, 0}, nullptr));
+          }),
+          2 * n * e);
+  add_row(
+      "swiglu forward", time_ms([&] {
+        CUDA_OK(kernels::cuda::glu_forward<T>(nullptr, kernels::Activation::kSilu, x.get(), y.get(), rows, cols / 2));
+      }),
+      1.5 * n * e);
+  add_row("add", time_ms([&] { CUDA_OK(kernels::cuda::add<T>(nullptr, x.get(), dy.get(), y.get(), n)); }), 3 * n * e);
+  std::vector<int32_t> targets(rows / 4);
+  for (size_t i = 0; i < targets.size(); ++i) targets[i] = static_cast<int32_t>(i % 32768);
+  Device<int32_t> gt(targets);
+  Device<A> loss(rows / 4), z(rows / 4);
+  g_timings.push_back({"cross_entropy fwd+bwd", dtype_name<T>(), "4096x16384", 0, 0});
+  {
+    const double ms = time_ms([&] {
+      CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, x.get(), gt.get(), rows / 4, cols * 4, loss.get(), z.get(),
+                                              y.get(), 1e-4, 1.0));
+    });
+    g_timings.back().ms = ms;
+    g_timings.back().gbps = 2 * n * e / (ms * 1e-3) * 1e-9;
+  }
+}
+
+double copy_bandwidth() {
+  const size_t bytes = 1u << 30;
+  char *a, *b;
+  CUDA_OK(cudaMalloc(&a, bytes));
+  CUDA_OK(cudaMalloc(&b, bytes));
+  CUDA_OK(cudaMemset(a, 1, bytes));
+  const double ms = time_ms([&] { CUDA_OK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); }, 10);
+  cudaFree(a);
+  cudaFree(b);
+  return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::printf("cuda_check: no CUDA device; skipped\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  int runtime = 0, driver = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cudaDriverGetVersion(&driver);
+
+  for (bool center : {false, true}) {
+    check_norm<float>(center, 257, 4096);
+    check_norm<float>(center, 65, 96);
+    check_norm<bf16>(center, 257, 4096);
+  }
+  for (double cap : {0.0, 30.0}) {
+    check_softmax<float>(300, 1000, kernels::SoftmaxMask{true, 700, 0}, cap);
+    check_softmax<float>(64, 333, kernels::SoftmaxMask{true, 0, 17}, cap);
+    check_softmax<bf16>(300, 1000, kernels::SoftmaxMask{false, 0, 0}, cap);
+  }
+  check_cross_entropy<float>(64, 50257);
+  check_cross_entropy<bf16>(33, 1000);
+  check_rope<float>(kernels::RopeLayout::kHalf);
+  check_rope<float>(kernels::RopeLayout::kInterleaved);
+  check_rope<bf16>(kernels::RopeLayout::kHalf);
+  check_glu<float>(kernels::Activation::kSilu, "silu");
+  check_glu<float>(kernels::Activation::kGelu, "gelu");
+  check_glu<bf16>(kernels::Activation::kSilu, "silu");
+  check_adamw_and_elementwise<float>();
+  check_adamw_and_elementwise<bf16>();
+
+  const double copy = copy_bandwidth();
+  bandwidth<float>();
+  bandwidth<bf16>();
+
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "# cuda_check on %s (%d SMs, %.0f GiB), CUDA runtime %d, driver %d\n\n", prop.name,
+                prop.multiProcessorCount, static_cast<double>(prop.totalGlobalMem) / (1u << 30), runtime, driver);
+  out += line;
+  out +=
+      "## CUDA executor vs CPU executor\n\n| kernel | dtype | output | max abs err | pass |\n|---|---|---|---|---|\n";
+  int failures = 0;
+  for (const auto& r : g_rows) {
+    std::snprintf(line, sizeof line, "| %s | %s | %s | %.3g | %s |\n", r.kernel.c_str(), r.dtype.c_str(),
+                  r.what.c_str(), r.max_err, r.pass ? "yes" : "NO");
+    out += line;
+    failures += r.pass ? 0 : 1;
+  }
+  std::snprintf(line, sizeof line,
+                "\n## Bandwidth (median of 20, L2 flushed; copy = cudaMemcpy D2D 1 GiB, read + write: %.0f GB/s)\n\n"
+                "| kernel | dtype | shape | median ms | GB/s | %% of copy |\n|---|---|---|---|---|---|\n",
+                copy);
+  out += line;
+  for (const auto& t : g_timings) {
+    std::snprintf(line, sizeof line, "| %s | %s | %s | %.4f | %.0f | %.0f%% |\n", t.kernel.c_str(), t.dtype.c_str(),
+                  t.shape.c_str(), t.ms, t.gbps, 100 * t.gbps / copy);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "\n%d of %zu comparisons failed\n", failures, g_rows.size());
+  out += line;
+  std::fputs(out.c_str(), stdout);
+  if (argc > 1) {
+    if (FILE* f = std::fopen(argv[1], "w")) {
+      std::fputs(out.c_str(), f);
+      std::fclose(f);
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
