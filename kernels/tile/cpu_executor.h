@@ -10,16 +10,9 @@
 
 namespace bench::tile {
 
-class CpuCtx {
+class CpuCtx : public GridPosition {
  public:
-  CpuCtx(const Grid& grid, int64_t linear) : grid_(grid) {
-    pid_[0] = linear % grid.x;
-    pid_[1] = (linear / grid.x) % grid.y;
-    pid_[2] = linear / (grid.x * grid.y);
-  }
-
-  int64_t program_id(int axis) const { return pid_[axis]; }
-  int64_t num_programs(int axis) const { return axis == 0 ? grid_.x : (axis == 1 ? grid_.y : grid_.z); }
+  using GridPosition::GridPosition;
 
   template <int N>
   Tile<int, N, N> arange() const {
@@ -96,10 +89,6 @@ class CpuCtx {
   void store_scalar(T* p, U v) const {
     *p = from_acc<T>(static_cast<acc_t<T>>(v));
   }
-
- private:
-  Grid grid_;
-  int64_t pid_[3];
 };
 
 /// Run every program of `grid` on the CPU worker threads.

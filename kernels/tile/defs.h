@@ -122,4 +122,21 @@ struct Grid {
   int64_t size() const { return x * y * z; }
 };
 
+/// A program's coordinates in its grid, from its linear index (x fastest). The host executors'
+/// contexts derive from it; the CUDA executor reads blockIdx instead.
+class GridPosition {
+ public:
+  GridPosition(const Grid& grid, int64_t linear) : grid_(grid) {
+    pid_[0] = linear % grid.x;
+    pid_[1] = (linear / grid.x) % grid.y;
+    pid_[2] = linear / (grid.x * grid.y);
+  }
+  int64_t program_id(int axis) const { return pid_[axis]; }
+  int64_t num_programs(int axis) const { return axis == 0 ? grid_.x : (axis == 1 ? grid_.y : grid_.z); }
+
+ private:
+  Grid grid_;
+  int64_t pid_[3];
+};
+
 }  // namespace bench::tile

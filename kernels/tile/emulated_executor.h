@@ -14,16 +14,9 @@
 namespace bench::tile {
 
 template <int TH>
-class EmulatedCtx {
+class EmulatedCtx : public GridPosition {
  public:
-  EmulatedCtx(const Grid& grid, int64_t linear) : grid_(grid) {
-    pid_[0] = linear % grid.x;
-    pid_[1] = (linear / grid.x) % grid.y;
-    pid_[2] = linear / (grid.x * grid.y);
-  }
-
-  int64_t program_id(int axis) const { return pid_[axis]; }
-  int64_t num_programs(int axis) const { return axis == 0 ? grid_.x : (axis == 1 ? grid_.y : grid_.z); }
+  using GridPosition::GridPosition;
 
   template <int N>
   Tile<int, N, N> arange() const {
@@ -113,9 +106,6 @@ class EmulatedCtx {
     for (int w0 = kWarp; w0 < TH; w0 += kWarp) r = op(r, val[w0]);
     return r;
   }
-
-  Grid grid_;
-  int64_t pid_[3];
 };
 
 /// Run every program of `grid` with the CUDA executor's mapping for Program::kBlock.

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <fstream>
 #include <map>
 
 #include "bench/random.h"
@@ -26,6 +27,18 @@ std::pair<double, double> entropies(const std::vector<int32_t>& tokens, int64_t 
   double h2 = 0;  // H(x_t | x_{t-1}) = -sum p(a,b) log p(b|a)
   for (const auto& [k, c] : bi) h2 -= c / m * std::log(c / prev[static_cast<size_t>(k.first)]);
   return {h1, h2};
+}
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::pair<std::string, double>> TokenStream::reference(int64_t vocab) const {
+  const std::vector<int32_t> train(tokens_.begin(), tokens_.begin() + train_end_);
+  const auto [h1, h2] = entropies(train, vocab);
+  return {{"unigram_entropy", h1}, {"bigram_entropy", h2}};
 }
 
 void TokenStream::assign(std::vector<int32_t> tokens, double validation_fraction) {

@@ -18,6 +18,9 @@ ComponentInfo tokens_info();
 /// (ids below `vocab`).
 std::pair<double, double> entropies(const std::vector<int32_t>& tokens, int64_t vocab);
 
+/// The whole file as bytes; throws bench::Error when it cannot be read.
+std::vector<char> read_file(const std::string& path);
+
 /// A token file held in memory, split into a training and a validation range; batches are
 /// windows at positions drawn deterministically from (split, index, row).
 class TokenStream {
@@ -26,6 +29,8 @@ class TokenStream {
   void batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,
              int32_t* targets) const;
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  /// Unigram and bigram entropies of the training range (Dataset::reference).
+  std::vector<std::pair<std::string, double>> reference(int64_t vocab) const;
   int64_t train_end() const { return train_end_; }
 
  private:

@@ -36,17 +36,13 @@ class TextBytes final : public Dataset {
 
   std::vector<std::pair<std::string, double>> reference() const override {
     load();
-    std::vector<int32_t> train(stream_.tokens().begin(), stream_.tokens().begin() + stream_.train_end());
-    const auto [h1, h2] = entropies(train, 256);
-    return {{"unigram_entropy", h1}, {"bigram_entropy", h2}};
+    return stream_.reference(256);
   }
 
  private:
   void load() const {
     std::call_once(loaded_, [&] {
-      std::ifstream in(path_, std::ios::binary);
-      if (!in) throw Error("cannot read " + path_);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::vector<char> bytes = read_file(path_);
       std::vector<int32_t> tokens(bytes.size());
       for (size_t i = 0; i < bytes.size(); ++i) tokens[i] = static_cast<unsigned char>(bytes[i]);
       stream_.assign(std::move(tokens), validation_);

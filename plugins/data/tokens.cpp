@@ -43,17 +43,13 @@ class TokenFile final : public Dataset {
 
   std::vector<std::pair<std::string, double>> reference() const override {
     load();
-    std::vector<int32_t> train(stream_.tokens().begin(), stream_.tokens().begin() + stream_.train_end());
-    const auto [h1, h2] = entropies(train, vocab_);
-    return {{"unigram_entropy", h1}, {"bigram_entropy", h2}};
+    return stream_.reference(vocab_);
   }
 
  private:
   void load() const {
     std::call_once(loaded_, [&] {
-      std::ifstream in(path_, std::ios::binary);
-      if (!in) throw Error("cannot read " + path_);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::vector<char> bytes = read_file(path_);
       size_t offset = 0;
       size_t width = format_ == "uint32" ? 4 : 2;
       int64_t count = static_cast<int64_t>(bytes.size() / width);

@@ -78,22 +78,15 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
         ctx.training = false;
         benchmark::DoNotOptimize(model.forward(inputs.data(), targets.data(), ctx));
       };
-    } else if (mode == "forward_backward") {
-      flops += cost.flops_backward;
-      step = [&] {
-        ctx.training = true;
-        model.zero_grad();
-        model.forward(inputs.data(), targets.data(), ctx);
-        model.backward(ctx);
-      };
     } else {
       flops += cost.flops_backward;
-      step = [&] {
+      const bool update = mode == "train_step";
+      step = [&, update] {
         ctx.training = true;
         model.zero_grad();
         model.forward(inputs.data(), targets.data(), ctx);
         model.backward(ctx);
-        model.optimizer_step(opt, ctx);
+        if (update) model.optimizer_step(opt, ctx);
       };
     }
     env.progress.update(env.prefix + " · timing " + mode, true);

@@ -1,0 +1,53 @@
+// Schedules, spread statistics and the spike detector against closed forms.
+#include "runners/stats.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace bench {
+namespace {
+
+TEST(Schedule, WarmupThenCosineToTheFloor) {
+  const double peak = 1e-2;
+  EXPECT_DOUBLE_EQ(lr_at(0, 100, peak, 10, "cosine", 0.1), peak / 10);
+  EXPECT_DOUBLE_EQ(lr_at(9, 100, peak, 10, "cosine", 0.1), peak);
+  EXPECT_DOUBLE_EQ(lr_at(10, 100, peak, 10, "cosine", 0.1), peak);  // start of the decay
+  // halfway through the decay: lo + (peak - lo) / 2
+  const int64_t mid = 10 + (100 - 1 - 10) / 2;
+  const double progress = static_cast<double>(mid - 10) / (100 - 1 - 10);
+  EXPECT_NEAR(lr_at(mid, 100, peak, 10, "cosine", 0.1), 1e-3 + (peak - 1e-3) * 0.5 * (1 + std::cos(M_PI * progress)),
+              1e-15);
+  EXPECT_NEAR(lr_at(99, 100, peak, 10, "cosine", 0.1), 1e-3, 1e-15);
+  EXPECT_NEAR(lr_at(99, 100, peak, 10, "linear", 0.0), 0.0, 1e-15);
+  EXPECT_NEAR(lr_at(54, 100, peak, 10, "linear", 0.0), peak * (1 - 44.0 / 89.0), 1e-15);
+  EXPECT_DOUBLE_EQ(lr_at(77, 100, peak, 10, "constant", 0.1), peak);
+  EXPECT_DOUBLE_EQ(lr_at(0, 1, peak, 0, "cosine", 0.1), peak);
+}
+
+TEST(Summary, MedianSpreadAndMad) {
+  const Summary s = summarize({5, 1, 4, 2, 3});
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.mean, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.stddev, std::sqrt(2.5));
+  EXPECT_DOUBLE_EQ(s.mad, 1);
+  EXPECT_DOUBLE_EQ(summarize({1, 2, 3, 10}).median, 2.5);
+}
+
+TEST(Spikes, OnlyOutliersOfTheTrailingWindowCount) {
+  std::vector<double> v;
+  for (int i = 0; i < 100; ++i) v.push_back(3.0 - 0.01 * i + 0.001 * ((i * 7919) % 13));  // falling, noisy
+  EXPECT_TRUE(find_spikes(v, 50, 7).empty());  // the ordinary decrease is no spike
+  v[60] += 3.0;                                // ~19 sd of the window (a falling window has sd ~0.14)
+  v[80] = NAN;                                 // divergence, not a spike
+  const auto s = find_spikes(v, 50, 7);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0], 60);
+  v[5] += 10;  // fewer than 10 earlier values: not judged
+  EXPECT_EQ(find_spikes(v, 50, 7).front(), 60);
+}
+
+}  // namespace
+}  // namespace bench
