@@ -237,34 +237,35 @@ TEST_F(ResultsView, TablePicksTheLatestRunAndShowsBothTables) {
   Store db(path_, Store::Mode::kReadOnly);
   const std::string out = render_results(db, 0, Format::kTable);
   const auto lines = lines_of(out);
-  ASSERT_GE(lines.size(), 14u) << out;
+  ASSERT_GE(lines.size(), 17u) << out;
   EXPECT_EQ(lines[0], "run 2: norms (completed), started " +
                           db.query("SELECT started_at FROM runs WHERE id = 2").rows[0][0].as_string() +
                           " on cpu (test), git abc1234");
+  EXPECT_EQ(lines[1].rfind("bench ", 0), 0u) << lines[1];  // no device facts in this test database
   EXPECT_EQ(out.find("old-case"), std::string::npos) << out;
 
-  EXPECT_EQ(lines[2], "throughput");
-  EXPECT_EQ(lines[3],
+  EXPECT_EQ(lines[3], "throughput");
+  EXPECT_EQ(lines[4],
             "case              mode              median ms  ± MAD ms  tokens/s  GFLOP/s  MFU %  peak MB  status");
-  EXPECT_EQ(lines[5],
-            "pre/rmsnorm       forward                   2   0.01235   2048000      500   25.0      3.0  completed");
   EXPECT_EQ(lines[6],
-            "pre/rmsnorm       forward_backward          6   0.01235    682667    166.7   30.0      3.0  completed");
+            "pre/rmsnorm       forward                   2   0.01235   2048000      500   25.0      3.0  completed");
   EXPECT_EQ(lines[7],
-            "pre/rmsnorm       train_step                8   0.01235    512000      125      -      3.0  completed");
+            "pre/rmsnorm       forward_backward          6   0.01235    682667    166.7   30.0      3.0  completed");
   EXPECT_EQ(lines[8],
+            "pre/rmsnorm       train_step                8   0.01235    512000      125      -      3.0  completed");
+  EXPECT_EQ(lines[9],
             "double/layernorm  -                         -         -         -        -      -        -  failed");
-  EXPECT_EQ(lines[9], "case 2 failed: out of memory");
+  EXPECT_EQ(lines[10], "case 2 failed: out of memory");
 
-  EXPECT_EQ(lines[11], "stability");
-  EXPECT_NE(lines[12].find("case"), std::string::npos);
+  EXPECT_EQ(lines[12], "stability");
+  EXPECT_NE(lines[13].find("case"), std::string::npos);
   for (const char* header : {"lr", "final loss (nats)", "best loss (nats)", "unigram H (nats)", "spikes",
                              "diverged at step", "max logit", "grad norm", "status"})
-    EXPECT_NE(lines[12].find(header), std::string::npos) << header;
-  EXPECT_EQ(lines[14],
+    EXPECT_NE(lines[13].find(header), std::string::npos) << header;
+  EXPECT_EQ(lines[15],
             "post/layernorm lr=3e-4  0.0003             3.2100            3.0000            4.5000       2  "
             "               -       12.5       0.75  completed");
-  EXPECT_EQ(lines[15],
+  EXPECT_EQ(lines[16],
             "post/layernorm lr=1e-2    0.01                  -            3.0000            4.5000       2  "
             "             417       12.5       0.75  diverged");
 }

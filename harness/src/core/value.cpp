@@ -10,6 +10,11 @@ namespace {
 std::string format_double(double d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  if (d == std::floor(d) && std::abs(d) < 1e15) {  // integral: 10000.0, not 1e+04
+    char ibuf[32];
+    std::snprintf(ibuf, sizeof ibuf, "%.1f", d);
+    return ibuf;
+  }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.17g", d);
   // Shortest text that reads back to the same double.

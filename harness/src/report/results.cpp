@@ -153,6 +153,20 @@ Sheet visible_part(const Sheet& full) {
   return s;
 }
 
+// "device: <name>, N threads (isa); fp32 GEMM peak X GFLOP/s (library), copy Y GB/s; bench V (compiler)":
+// every number in the tables is relative to this line (MFU uses the measured GEMM peak).
+std::string device_line(const std::string& device_json, const std::string& version, const std::string& compiler) {
+  const auto d = nlohmann::json::parse(device_json, nullptr, false);
+  if (d.is_discarded() || !d.is_object() || !d.contains("name"))
+    return fmt::format("bench {} ({})\n", version, compiler);
+  auto str = [&](const char* k) { return d.contains(k) && d[k].is_string() ? d[k].get<std::string>() : std::string(); };
+  auto num = [&](const char* k) { return d.contains(k) && d[k].is_number() ? d[k].get<double>() : 0.0; };
+  return fmt::format(
+      "device: {}, {} threads ({}); fp32 GEMM peak {:.0f} GFLOP/s ({}), copy {:.1f} GB/s; bench {} ({})\n", str("name"),
+      static_cast<int>(num("threads")), str("isa"), num("peak_gflops_fp32_gemm"), str("gemm"), num("copy_gbps"),
+      version, compiler);
+}
+
 }  // namespace
 
 std::string render_results(const store::Store& db, int64_t run_id, Format f) {
@@ -162,8 +176,8 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
     run_id = *latest;
   }
   const auto run = db.query(
-      "SELECT id, experiment_name, status, started_at, finished_at, device, git_sha, error, n_cases "
-      "FROM runs WHERE id = ?1",
+      "SELECT id, experiment_name, status, started_at, finished_at, device, git_sha, error, n_cases, device_json, "
+      "harness_version, compiler FROM runs WHERE id = ?1",
       {Value::integer(run_id)});
   if (run.rows.empty()) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
   const auto& info = run.rows.front();
@@ -178,6 +192,7 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
     case Format::kTable: {
       out = fmt::format("run {}: {} ({}), started {} on {}, git {}\n", info[0].as_int(), info[1].as_string(),
                         info[2].as_string(), info[3].as_string(), info[5].as_string(), info[6].as_string());
+      out += device_line(info[9].as_string(), info[10].as_string(), info[11].as_string());
       if (!info[7].is_null()) out += fmt::format("run error: {}\n", info[7].as_string());
       if (sections.empty()) out += "no throughput or stability cases in this run\n";
       for (const Section& s : sections) {
