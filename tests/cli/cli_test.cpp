@@ -24,9 +24,9 @@ struct Result {
   std::string err;
 };
 
-Result run(const std::string& args) {
+Result run(const std::string& args, const std::string& env = "") {
   const std::string err_file = test::write_temp("stderr.txt", "");
-  const std::string cmd = kBench + " " + args + " 2>" + err_file;
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + kBench + " " + args + " 2>" + err_file;
   Result r{0, "", ""};
   FILE* p = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};
@@ -127,6 +127,18 @@ TEST(Cli, ListShowsComponentsWithParameters) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s;
   EXPECT_NE(run("list plugins").out.find("libbench_norms.so"), std::string::npos);
   EXPECT_NE(run("list kernels").out.find("norm_forward"), std::string::npos);
+}
+
+TEST(Cli, PluginPathEnvironmentAddsDirectories) {
+  const std::string dir = std::string(BENCH_BINARY_DIR) + "/test_plugins/throwing_factory";
+  const Result r = run("list components");
+  EXPECT_EQ(r.out.find("explodes"), std::string::npos);
+  const Result with = run("list components", "BENCH_PLUGIN_PATH=" + dir);
+  EXPECT_EQ(with.code, 0) << with.err;
+  EXPECT_NE(with.out.find("explodes"), std::string::npos) << with.out;
+  const Result missing = run("list components", "BENCH_PLUGIN_PATH=/nonexistent/plugins");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(missing.err, "plugin directory /nonexistent/plugins does not exist\n");
 }
 
 TEST(Cli, InterruptMarksTheRunAndExits130) {
