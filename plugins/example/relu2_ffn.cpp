@@ -7,7 +7,8 @@
 // and used from an experiment with `plugin_paths = ["build-example"]` and `ffn = "relu2"`.
 // It shows the three things a variant provides: a component class (setup, forward, backward,
 // cost), its element-wise kernel as a tile program, and the registration. docs/plugins.md walks
-// through it.
+// through it. (The harness's kernels::activation_forward has ReLU^2 too; the programs are written
+// out here because writing one is what this example teaches.)
 #include <cmath>
 
 #include "bench/bench.h"
