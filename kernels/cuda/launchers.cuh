@@ -10,6 +10,7 @@
 #include "../activation.h"
 #include "../adamw.h"
 #include "../cross_entropy.h"
+#include "../dropout.h"
 #include "../elementwise.h"
 #include "../norm.h"
 #include "../rope.h"
@@ -63,5 +64,8 @@ cudaError_t embedding_forward(cudaStream_t stream, const int32_t* tokens, const 
 template <class T>
 cudaError_t embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
                                int64_t dim);
+
+template <class T>
+cudaError_t dropout_apply(cudaStream_t stream, const T* x, T* y, int64_t n, double p, uint64_t seed);
 
 }  // namespace bench::kernels::cuda

@@ -6,12 +6,12 @@ namespace bench::head {
 
 class TokenEmbedding final : public Embedding {
  public:
-  explicit TokenEmbedding(const Params& p) : decay_(p.boolean("weight_decay")) {}
+  explicit TokenEmbedding(const Params&) {}
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
     rows_ = ctx.rows();
     dim_ = d.d_model;
-    weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), decay_);
+    weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), ParamGroup::kEmbedding);
     esize_ = dtype_size(ctx.dtype());
   }
   void forward(const int32_t* tokens, Tensor& h, RunContext& ctx) override {
@@ -32,7 +32,6 @@ class TokenEmbedding final : public Embedding {
   }
 
  private:
-  bool decay_;
   int64_t rows_ = 0, dim_ = 0;
   size_t esize_ = 4;
   Param* weight_ = nullptr;
@@ -40,9 +39,7 @@ class TokenEmbedding final : public Embedding {
 };
 
 ComponentInfo token_embedding_info() {
-  return make_info<TokenEmbedding>(
-      Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model]",
-      {ParamSpec::boolean("weight_decay", true, "put the table in the weight-decay group")});
+  return make_info<TokenEmbedding>(Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model]", {});
 }
 
 }  // namespace bench::head

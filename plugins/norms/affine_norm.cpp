@@ -1,3 +1,5 @@
+#include "bench/random.h"
+#include "kernels/dropout.h"
 #include "kernels/norm.h"
 #include "norms.h"
 
@@ -11,6 +13,29 @@ std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias)
   };
 }
 
+void ResidualDropout::setup(SetupContext& ctx) {
+  p_ = ctx.dims().dropout_residual;
+  site_ = static_cast<int64_t>(hash_seed(0, ctx.scope()) >> 1);
+  if (p_ > 0) grad_ = ctx.buffer({ctx.rows(), ctx.width()});
+}
+
+void ResidualDropout::forward(Tensor& t, const RunContext& ctx) const {
+  if (p_ <= 0 || !ctx.training) return;
+  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+  dispatch_float(t.dtype(), [&]<class T>() {
+    kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p_, seed);
+  });
+}
+
+const Tensor& ResidualDropout::backward(const Tensor& dy, const RunContext& ctx) {
+  if (p_ <= 0 || !ctx.training) return dy;
+  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+  dispatch_float(dy.dtype(), [&]<class T>() {
+    kernels::dropout_apply<T>(ctx.exec, dy.data<T>(), grad_.data<T>(), dy.numel(), p_, seed);
+  });
+  return grad_;
+}
+
 AffineNorm::AffineNorm(const Params& p, bool center)
     : center_(center), eps_(p.number("eps")), use_weight_(p.boolean("weight")), use_bias_(p.boolean("bias")) {}
 
@@ -18,9 +43,8 @@ void AffineNorm::setup(SetupContext& ctx) {
   rows_ = ctx.rows();
   width_ = ctx.width();
   esize_ = dtype_size(ctx.dtype());
-  // Gains and biases are not decayed (decaying a gain pulls it towards 0, not towards identity).
-  if (use_weight_) weight_ = ctx.add_param("weight", {width_}, Init::ones(), false);
-  if (use_bias_) bias_ = ctx.add_param("bias", {width_}, Init::zeros(), false);
+  if (use_weight_) weight_ = ctx.add_param("weight", {width_}, Init::ones(), ParamGroup::kGain);
+  if (use_bias_) bias_ = ctx.add_param("bias", {width_}, Init::zeros(), ParamGroup::kBias);
   const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   mean_ = ctx.buffer({rows_}, acc);
   rstd_ = ctx.buffer({rows_}, acc);

@@ -15,15 +15,17 @@ class DoubleNorm final : public Residual {
     fn_ = ctx.buffer({ctx.rows(), ctx.width()});
     dfo_ = ctx.buffer({ctx.rows(), ctx.width()});
     dxn_ = ctx.buffer({ctx.rows(), ctx.width()});
+    dropout_.setup(ctx);
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     norm_in_->forward(x, xn_, ctx);
     f.forward(xn_, fo_, ctx);
     norm_out_->forward(fo_, fn_, ctx);
+    dropout_.forward(fn_, ctx);
     ops::add(ctx, x, fn_, y);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
-    norm_out_->backward(dy, dfo_, ctx);
+    norm_out_->backward(dropout_.backward(dy, ctx), dfo_, ctx);
     f.backward(dfo_, dxn_, ctx);
     norm_in_->backward(dxn_, dx, ctx);
     ops::add(ctx, dx, dy, dx);
@@ -32,6 +34,7 @@ class DoubleNorm final : public Residual {
  private:
   std::unique_ptr<Sublayer> norm_in_, norm_out_;
   Tensor xn_, fo_, fn_, dfo_, dxn_;
+  ResidualDropout dropout_;
 };
 
 ComponentInfo double_info() {

@@ -36,6 +36,22 @@ class AffineNorm : public Sublayer {
   Tensor mean_, rstd_, workspace_;
 };
 
+/// Dropout on a sublayer's output before the residual add (rate ModelDims::dropout_residual),
+/// shared by the norm positions. The mask is recomputed from (seed, step, site) in backward.
+class ResidualDropout {
+ public:
+  void setup(SetupContext& ctx);
+  /// Drop elements of `t` in place (training only).
+  void forward(Tensor& t, const RunContext& ctx) const;
+  /// The gradient reaching the sublayer: `dy` itself when nothing was dropped, else its masked copy.
+  const Tensor& backward(const Tensor& dy, const RunContext& ctx);
+
+ private:
+  double p_ = 0;
+  int64_t site_ = 0;
+  Tensor grad_;
+};
+
 /// Common parameters of LayerNorm and RMSNorm.
 std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias);
 

@@ -12,14 +12,16 @@ class OutputNorm final : public Residual {
     fo_ = ctx.buffer({ctx.rows(), ctx.width()});
     fn_ = ctx.buffer({ctx.rows(), ctx.width()});
     dfo_ = ctx.buffer({ctx.rows(), ctx.width()});
+    dropout_.setup(ctx);
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     f.forward(x, fo_, ctx);
     norm_->forward(fo_, fn_, ctx);
+    dropout_.forward(fn_, ctx);
     ops::add(ctx, x, fn_, y);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
-    norm_->backward(dy, dfo_, ctx);
+    norm_->backward(dropout_.backward(dy, ctx), dfo_, ctx);
     f.backward(dfo_, dx, ctx);
     ops::add(ctx, dx, dy, dx);
   }
@@ -27,6 +29,7 @@ class OutputNorm final : public Residual {
  private:
   std::unique_ptr<Sublayer> norm_;
   Tensor fo_, fn_, dfo_;
+  ResidualDropout dropout_;
 };
 
 ComponentInfo output_info() {

@@ -12,15 +12,17 @@ class PostNorm final : public Residual {
     fo_ = ctx.buffer({ctx.rows(), ctx.width()});
     s_ = ctx.buffer({ctx.rows(), ctx.width()});
     ds_ = ctx.buffer({ctx.rows(), ctx.width()});
+    dropout_.setup(ctx);
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     f.forward(x, fo_, ctx);
+    dropout_.forward(fo_, ctx);
     ops::add(ctx, x, fo_, s_);
     norm_->forward(s_, y, ctx);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
     norm_->backward(dy, ds_, ctx);
-    f.backward(ds_, dx, ctx);
+    f.backward(dropout_.backward(ds_, ctx), dx, ctx);
     ops::add(ctx, dx, ds_, dx);
   }
   bool wants_final_norm() const override { return false; }
@@ -28,6 +30,7 @@ class PostNorm final : public Residual {
  private:
   std::unique_ptr<Sublayer> norm_;
   Tensor fo_, s_, ds_;
+  ResidualDropout dropout_;
 };
 
 ComponentInfo post_info() {

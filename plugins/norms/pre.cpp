@@ -12,14 +12,16 @@ class PreNorm final : public Residual {
     xn_ = ctx.buffer({ctx.rows(), ctx.width()});
     fo_ = ctx.buffer({ctx.rows(), ctx.width()});
     dxn_ = ctx.buffer({ctx.rows(), ctx.width()});
+    dropout_.setup(ctx);
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     norm_->forward(x, xn_, ctx);
     f.forward(xn_, fo_, ctx);
+    dropout_.forward(fo_, ctx);
     ops::add(ctx, x, fo_, y);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
-    f.backward(dy, dxn_, ctx);
+    f.backward(dropout_.backward(dy, ctx), dxn_, ctx);
     norm_->backward(dxn_, dx, ctx);
     ops::add(ctx, dx, dy, dx);
   }
@@ -27,6 +29,7 @@ class PreNorm final : public Residual {
  private:
   std::unique_ptr<Sublayer> norm_;
   Tensor xn_, fo_, dxn_;
+  ResidualDropout dropout_;
 };
 
 ComponentInfo pre_info() {

@@ -36,13 +36,17 @@ TEST_P(GradCheck, EveryParameterMatchesFiniteDifferences) {
 
   RunContext ctx;
   ctx.probes = false;
+  ctx.seed = 5;
+  ctx.step = 3;
   model.zero_grad();
   ctx.training = true;
   const double base = model.forward(in.data(), tg.data(), ctx).objective();
   ASSERT_TRUE(std::isfinite(base));
   model.backward(ctx);
 
-  ctx.training = false;
+  // With dropout the perturbed objectives must see the same masks: evaluate them in training mode
+  // at the same step and seed (the masks depend on nothing else).
+  ctx.training = GetParam().model.find("dropout") != std::string::npos;
   auto objective = [&] { return model.forward(in.data(), tg.data(), ctx).objective(); };
   const double h = 1e-5;
   int checked = 0;
@@ -82,6 +86,8 @@ std::vector<GradCase> cases() {
   out.push_back({"gqa_nope_post_final_on",
                  "n_heads = 4\nn_kv_heads = 2\nd_head = 3\nposition = \"none\"\n"
                  "norm_position = \"post\"\nfinal_norm = \"on\"\n"});
+  out.push_back(
+      {"dropout_everywhere", "dropout_embedding = 0.2\ndropout_residual = 0.3\nnorm_position = \"double\"\n"});
   return out;
 }
 

@@ -38,6 +38,18 @@ std::string_view slot_name(Slot s);
 /// All slots in declaration order.
 const std::vector<Slot>& all_slots();
 
+/// Which optimizer group a parameter belongs to; the stability runner's `weight_decay_groups`
+/// chooses which groups are decayed (default: matrices and embeddings).
+enum class ParamGroup : uint8_t {
+  kMatrix,     ///< weight matrices of linear maps
+  kEmbedding,  ///< token and learned position tables
+  kGain,       ///< norm gains (initialized to 1)
+  kBias,       ///< biases
+  kOther,      ///< anything else
+};
+/// "matrix", "embedding", "gain", "bias", "other".
+std::string_view param_group_name(ParamGroup g);
+
 /// Model-wide sizes, fixed for one case. `where` records where each key was set, for messages.
 struct ModelDims {
   int64_t vocab_size = 256;
@@ -50,6 +62,12 @@ struct ModelDims {
   int64_t batch_size = 16;
   double init_std = 0.02;
   bool tie_embeddings = false;
+  /// Sequence length the model is trained at; differs from seq_len when a trained model is
+  /// evaluated at a longer context (position scalings extrapolate from it).
+  int64_t train_seq_len = 128;
+  double dropout_embedding = 0;  ///< dropout rate on the embeddings (training only)
+  double dropout_attention = 0;  ///< dropout rate on the attention probabilities
+  double dropout_residual = 0;   ///< dropout rate on each sublayer's output before the residual add
   std::map<std::string, SourceLoc, std::less<>> where;
 
   /// Tokens per step: batch_size * seq_len.
@@ -85,7 +103,8 @@ struct Param {
   std::string name;  ///< dotted, e.g. "blocks.3.attn.wqkv"
   Shape shape;
   Init init;
-  bool decay = true;  ///< in the weight-decay group
+  ParamGroup group = ParamGroup::kMatrix;
+  bool decay = true;  ///< decayed by AdamW (decided by the model from the decay groups)
   Tensor value;
   Tensor grad;
 };
@@ -108,8 +127,8 @@ class SetupContext {
   /// Dotted name prefix of this component ("blocks.3.attn").
   virtual const std::string& scope() const = 0;
 
-  /// Declare a parameter named scope() + "." + name.
-  virtual Param* add_param(std::string_view name, Shape shape, Init init, bool decay = true) = 0;
+  /// Declare a parameter named scope() + "." + name, in optimizer group `group`.
+  virtual Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group = ParamGroup::kMatrix) = 0;
   /// Allocate an activation or scratch buffer that lives as long as the model.
   virtual Tensor buffer(Shape shape, DType dtype) = 0;
   Tensor buffer(Shape shape) { return buffer(shape, dtype()); }
@@ -135,6 +154,9 @@ class RunContext {
   /// Whether components should spend work on probes (stability runs) or skip them (timing).
   bool probes = true;
   int64_t step = 0;
+  /// Seed of this case; dropout masks are drawn from (seed, step, site), so they are
+  /// reproducible and backward can recompute them.
+  uint64_t seed = 0;
 
   /// Record `v` under `name`, keeping the maximum over the step.
   void probe_max(std::string_view name, double v);

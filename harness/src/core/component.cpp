@@ -38,6 +38,22 @@ const std::vector<Slot>& all_slots() {
   return slots;
 }
 
+std::string_view param_group_name(ParamGroup g) {
+  switch (g) {
+    case ParamGroup::kMatrix:
+      return "matrix";
+    case ParamGroup::kEmbedding:
+      return "embedding";
+    case ParamGroup::kGain:
+      return "gain";
+    case ParamGroup::kBias:
+      return "bias";
+    case ParamGroup::kOther:
+      return "other";
+  }
+  return "other";
+}
+
 SourceLoc ModelDims::loc(std::string_view key) const {
   auto it = where.find(key);
   return it == where.end() ? SourceLoc{} : it->second;

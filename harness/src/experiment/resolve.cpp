@@ -73,6 +73,10 @@ ResolvedCase resolve_case(const Case& c, const Registry& registry) {
   d.seq_len = mp.integer("seq_len");
   d.batch_size = mp.integer("batch_size");
   d.init_std = mp.number("init_std");
+  d.train_seq_len = d.seq_len;
+  d.dropout_embedding = mp.number("dropout_embedding");
+  d.dropout_attention = mp.number("dropout_attention");
+  d.dropout_residual = mp.number("dropout_residual");
   d.tie_embeddings = mp.boolean("tie_embeddings");
   spec.dtype = *parse_dtype(mp.string("dtype"));
   spec.final_norm = mp.string("final_norm");
@@ -105,6 +109,11 @@ ResolvedCase resolve_case(const Case& c, const Registry& registry) {
 
   const Value* runner = cfg.find(c.runner);
   rc.runner = Params::resolve(schema::runner_params(c.runner), *runner, "[" + c.runner + "]", runner->loc);
+  if (c.runner == "stability") {
+    spec.decay_groups = rc.runner.strings("weight_decay_groups");
+    for (int64_t len : rc.runner.integers("eval_lengths"))
+      if (len < 1) throw ConfigError(rc.runner.where("eval_lengths"), "eval_lengths must be positive context lengths");
+  }
   return rc;
 }
 

@@ -30,6 +30,8 @@ struct ModelSpec {
   DType dtype = DType::kFloat32;
   std::string final_norm = "auto";  ///< "auto", "on" or "off"
   std::array<SlotChoice, kSlotCount> slots;
+  /// Parameter groups AdamW decays (ParamGroup names).
+  std::vector<std::string> decay_groups = {"matrix", "embedding"};
   const SlotChoice& slot(Slot s) const { return slots[static_cast<size_t>(s)]; }
 };
 

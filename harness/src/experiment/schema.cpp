@@ -29,6 +29,15 @@ const std::vector<ParamSpec>& model_params() {
       ParamSpec::boolean("tie_embeddings", false, "share the token embedding with the LM head"),
       ParamSpec::choice("final_norm", "auto", {"auto", "on", "off"},
                         "norm before the LM head; auto = as the norm position prefers (off for post-norm)"),
+      ParamSpec::number("dropout_embedding", 0.0, "dropout rate on the embeddings while training")
+          .at_least(0)
+          .at_most(0.99),
+      ParamSpec::number("dropout_attention", 0.0, "dropout rate on the attention probabilities")
+          .at_least(0)
+          .at_most(0.99),
+      ParamSpec::number("dropout_residual", 0.0, "dropout rate on each sublayer output before the residual add")
+          .at_least(0)
+          .at_most(0.99),
   };
   return specs;
 }
@@ -103,6 +112,11 @@ const std::vector<ParamSpec>& runner_params(std::string_view runner) {
       ParamSpec::number("beta2", 0.95, "AdamW beta2").at_least(0).at_most(1),
       ParamSpec::number("eps", 1e-8, "AdamW epsilon").at_least(0),
       ParamSpec::number("grad_clip", 1.0, "clip the global grad norm to this; 0 = off").at_least(0),
+      ParamSpec::strings("weight_decay_groups", {"matrix", "embedding"},
+                         {"matrix", "embedding", "gain", "bias", "other"},
+                         "parameter groups that weight decay applies to"),
+      ParamSpec::integers("eval_lengths", {},
+                          "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
       ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
       ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
       ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),

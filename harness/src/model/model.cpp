@@ -8,6 +8,7 @@
 #include "bench/ops.h"
 #include "bench/random.h"
 #include "kernels/adamw.h"
+#include "kernels/dropout.h"
 #include "plugins/registry.h"
 
 namespace bench {
@@ -80,7 +81,7 @@ class ModelSetupContext final : public SetupContext {
   int layer() const override { return layer_; }
   const std::string& scope() const override { return scope_; }
 
-  Param* add_param(std::string_view name, Shape shape, Init init, bool decay) override {
+  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
     const std::string full = join(scope_, name);
     for (const auto& p : m_.params_)
       if (p->name == full) throw Error("parameter '" + full + "' declared twice");
@@ -89,7 +90,9 @@ class ModelSetupContext final : public SetupContext {
     p->name = full;
     p->shape = shape;
     p->init = init;
-    p->decay = decay;
+    p->group = group;
+    const auto& groups = m_.spec_.decay_groups;
+    p->decay = std::find(groups.begin(), groups.end(), param_group_name(group)) != groups.end();
     m_.params_.push_back(std::move(p));
     return m_.params_.back().get();
   }
@@ -230,6 +233,7 @@ Model::~Model() {
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
   embedding_->forward(inputs, acts_[0], ctx);
   position_->embed_forward(acts_[0], ctx);
+  embedding_dropout(acts_[0], ctx);
   for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
   return head_->forward(normed_, targets, ctx);
@@ -248,6 +252,7 @@ void Model::backward(RunContext& ctx) {
     blocks_[i]->backward(*d, *other, ctx);
     std::swap(d, other);
   }
+  embedding_dropout(*d, ctx);  // the same mask on the gradient
   position_->embed_backward(*d, ctx);
   embedding_->backward(*d, ctx);
 }
@@ -275,6 +280,29 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
                              total - decay_count_, step);
   });
   return norm;
+}
+
+void Model::embedding_dropout(Tensor& t, const RunContext& ctx) const {
+  const double p = spec_.dims.dropout_embedding;
+  if (!ctx.training || p <= 0) return;
+  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, -1);
+  dispatch_float(t.dtype(),
+                 [&]<class T>() { kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p, seed); });
+}
+
+std::vector<std::string> Model::copy_parameters_from(const Model& src) {
+  std::vector<std::string> problems;
+  for (const auto& p : params_) {
+    const Param* s = src.find_param(p->name);
+    if (s == nullptr || !(s->shape == p->shape) || s->value.dtype() != p->value.dtype()) {
+      problems.push_back(p->name);
+      continue;
+    }
+    ops::copy(s->value, p->value);
+  }
+  for (const auto& s : src.params_)
+    if (find_param(s->name) == nullptr) problems.push_back(s->name);
+  return problems;
 }
 
 Param* Model::find_param(std::string_view name) const {

@@ -63,11 +63,16 @@ class Model {
   size_t bytes() const { return arena_.bytes(); }
   /// One line per component: name, slot, parameters.
   std::string describe() const;
+  /// Copy every parameter of `src` with the same name and shape; returns the names that could
+  /// not be copied (missing here or in `src`, or of another shape). Used to evaluate a trained
+  /// model at another context length.
+  std::vector<std::string> copy_parameters_from(const Model& src);
   /// Bytes the model would need, measured by setting it up without committing memory.
   static size_t estimate_bytes(const ModelSpec& spec, const Registry& registry);
 
  private:
   friend class ModelSetupContext;
+  void embedding_dropout(Tensor& t, const RunContext& ctx) const;
   struct Node {
     std::string scope;
     Slot slot;

@@ -43,6 +43,7 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
 
   std::vector<int32_t> inputs(static_cast<size_t>(d.tokens())), targets(inputs.size());
   RunContext ctx;
+  ctx.seed = static_cast<uint64_t>(rc.seed);
   std::vector<double> losses, norms;
   double initial_loss = NAN, best = INFINITY, max_logit = -INFINITY, last_norm = NAN, last_z = NAN;
   int64_t diverged_step = -1;
@@ -110,6 +111,29 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     }
     val = sum / static_cast<double>(eval_batches);
   }
+  // Held-out loss at other context lengths: the trained weights in a model built for length L
+  // (same tokens per batch). Learned position tables cannot be moved to another length: NaN.
+  std::vector<std::pair<int64_t, double>> long_context;
+  if (!non_finite && row.status != "interrupted" && eval_batches > 0) {
+    for (int64_t len : s.integers("eval_lengths")) {
+      ModelSpec spec = rc.model;
+      spec.dims.seq_len = len;
+      spec.dims.batch_size = std::max<int64_t>(1, d.tokens() / len);
+      Model longer(spec, env.registry, static_cast<uint64_t>(rc.seed));
+      double loss = NAN;
+      if (longer.copy_parameters_from(model).empty()) {
+        std::vector<int32_t> in(static_cast<size_t>(spec.dims.tokens())), tg(in.size());
+        double sum = 0;
+        for (int64_t b = 0; b < eval_batches; ++b) {
+          dataset->batch(Split::kValidation, b, spec.dims.batch_size, len, in.data(), tg.data());
+          sum += longer.forward(in.data(), tg.data(), ctx).loss;
+        }
+        loss = sum / static_cast<double>(eval_batches);
+      }
+      long_context.emplace_back(len, loss);
+      env.progress.update(env.prefix + " · eval at length " + std::to_string(len));
+    }
+  }
   const int64_t tail = std::min<int64_t>(10, static_cast<int64_t>(losses.size()));
   double tail_mean = 0;
   for (int64_t i = static_cast<int64_t>(losses.size()) - tail; i < static_cast<int64_t>(losses.size()); ++i)
@@ -140,6 +164,7 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   m.push_back({"final_z_mean", last_z, "nats"});
   m.push_back({"train_tokens_per_s", static_cast<double>(done * d.tokens()) / train_s, "tokens/s"});
   for (const auto& [k, v] : dataset->reference()) m.push_back({k, v, "nats"});
+  for (const auto& [len, loss] : long_context) m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
   if (non_finite) {
     row.status = "diverged";
     row.error = "non-finite loss or gradient at step " + std::to_string(diverged_step);

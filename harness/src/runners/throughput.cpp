@@ -50,6 +50,7 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
 
   RunContext ctx;
   ctx.probes = false;
+  ctx.seed = static_cast<uint64_t>(rc.seed);
   OptimizerStep opt;
   opt.lr = s.number("lr");
   opt.decay_lr = opt.lr;
