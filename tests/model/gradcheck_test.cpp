@@ -1,13 +1,7 @@
 // Whole-model gradient checks in float64: every parameter's analytic gradient (explicit
 // backward through embedding, blocks, norm positions, attention with RoPE, SwiGLU, final norm,
-// head with z-loss) against central finite differences of the objective.
-#include <gtest/gtest.h>
-
-#include <cmath>
-
-#include "bench/interfaces.h"
-#include "model/model.h"
-#include "support/toml_case.h"
+// head with z-loss, dropout) against central finite differences of the objective.
+#include "support/gradcheck.h"
 
 namespace bench {
 namespace {
@@ -17,56 +11,10 @@ struct GradCase {
   std::string model;  // extra [model] lines
 };
 
-std::string experiment(const std::string& model_lines) {
-  const std::string heads = model_lines.find("n_heads") == std::string::npos ? "n_heads = 2\n" : "";
-  return "[model]\nd_model = 8\nn_layers = 2\nseq_len = 6\nbatch_size = 2\ndtype = \"float64\"\n" + heads +
-         "init_std = 0.3\nffn = { type = \"swiglu\", d_ff = 12 }\n" + model_lines +
-         "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
-}
-
 class GradCheck : public ::testing::TestWithParam<GradCase> {};
 
 TEST_P(GradCheck, EveryParameterMatchesFiniteDifferences) {
-  const ResolvedCase rc = test::resolve_first(experiment(GetParam().model));
-  Model model(rc.model, test::builtin_registry(), 7);
-  const ModelDims& d = rc.model.dims;
-  std::unique_ptr<Component> ds = test::builtin_registry().create(*rc.data.info, rc.data.params);
-  std::vector<int32_t> in(static_cast<size_t>(d.tokens())), tg(in.size());
-  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, 3, d.batch_size, d.seq_len, in.data(), tg.data());
-
-  RunContext ctx;
-  ctx.probes = false;
-  ctx.seed = 5;
-  ctx.step = 3;
-  model.zero_grad();
-  ctx.training = true;
-  const double base = model.forward(in.data(), tg.data(), ctx).objective();
-  ASSERT_TRUE(std::isfinite(base));
-  model.backward(ctx);
-
-  // With dropout the perturbed objectives must see the same masks: evaluate them in training mode
-  // at the same step and seed (the masks depend on nothing else).
-  ctx.training = GetParam().model.find("dropout") != std::string::npos;
-  auto objective = [&] { return model.forward(in.data(), tg.data(), ctx).objective(); };
-  const double h = 1e-5;
-  int checked = 0;
-  for (Param* p : model.params()) {
-    double* v = p->value.data<double>();
-    const double* g = p->grad.data<double>();
-    const int64_t n = p->value.numel();
-    for (int64_t i = 0; i < n; i += std::max<int64_t>(1, n / 5)) {
-      const double keep = v[i];
-      v[i] = keep + h;
-      const double lp = objective();
-      v[i] = keep - h;
-      const double lm = objective();
-      v[i] = keep;
-      const double fd = (lp - lm) / (2 * h);
-      EXPECT_NEAR(g[i], fd, 1e-7 + 1e-5 * std::abs(fd)) << p->name << "[" << i << "]";
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 20);
+  test::expect_gradients_match(GetParam().model, GetParam().model.find("dropout") != std::string::npos);
 }
 
 std::vector<GradCase> cases() {
