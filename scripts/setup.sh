@@ -13,6 +13,7 @@ packages=(
   libbenchmark-dev                                  # Google Benchmark: the timing engine
   libgtest-dev libgmock-dev                         # GoogleTest
   clang-format clang-tidy                           # house style, checked by the tests
+  chromium                                          # headless check of `bench report`'s HTML
 )
 
 missing=()

@@ -246,15 +246,15 @@ TEST_F(ResultsView, TablePicksTheLatestRunAndShowsBothTables) {
 
   EXPECT_EQ(lines[3], "throughput");
   EXPECT_EQ(lines[4],
-            "case              mode              median ms  ± MAD ms  tokens/s  GFLOP/s  MFU %  peak MB  status");
+            "#  case              mode              median ms  ± MAD ms  tokens/s  GFLOP/s  MFU %  peak MB  status");
   EXPECT_EQ(lines[6],
-            "pre/rmsnorm       forward                   2   0.01235   2048000      500   25.0      3.0  completed");
+            "0  pre/rmsnorm       forward                   2   0.01235   2048000      500   25.0      3.0  completed");
   EXPECT_EQ(lines[7],
-            "pre/rmsnorm       forward_backward          6   0.01235    682667    166.7   30.0      3.0  completed");
+            "0  pre/rmsnorm       forward_backward          6   0.01235    682667    166.7   30.0      3.0  completed");
   EXPECT_EQ(lines[8],
-            "pre/rmsnorm       train_step                8   0.01235    512000      125      -      3.0  completed");
+            "0  pre/rmsnorm       train_step                8   0.01235    512000      125      -      3.0  completed");
   EXPECT_EQ(lines[9],
-            "double/layernorm  -                         -         -         -        -      -        -  failed");
+            "2  double/layernorm  -                         -         -         -        -      -        -  failed");
   EXPECT_EQ(lines[10], "case 2 failed: out of memory");
 
   EXPECT_EQ(lines[12], "stability");
@@ -263,10 +263,10 @@ TEST_F(ResultsView, TablePicksTheLatestRunAndShowsBothTables) {
                              "diverged at step", "max logit", "grad norm", "status"})
     EXPECT_NE(lines[13].find(header), std::string::npos) << header;
   EXPECT_EQ(lines[15],
-            "post/layernorm lr=3e-4  0.0003             3.2100            3.0000            4.5000       2  "
+            "1  post/layernorm lr=3e-4  0.0003             3.2100            3.0000            4.5000       2  "
             "               -       12.5       0.75  completed");
   EXPECT_EQ(lines[16],
-            "post/layernorm lr=1e-2    0.01                  -            3.0000            4.5000       2  "
+            "3  post/layernorm lr=1e-2    0.01                  -            3.0000            4.5000       2  "
             "             417       12.5       0.75  diverged");
 }
 
@@ -319,10 +319,20 @@ TEST_F(ResultsView, CsvAndMarkdown) {
   EXPECT_NE(csv.find("3,post/layernorm lr=1e-2,0.01,,3,4.5,2,417,12.5,0.75,diverged,\r\n"), std::string::npos) << csv;
 
   const std::string md = render_results(db, 0, Format::kMarkdown);
-  EXPECT_EQ(md.rfind("### throughput\n\n| case ", 0), 0u) << md;
+  EXPECT_EQ(md.rfind("### throughput\n\n|   # | case ", 0), 0u) << md;
   EXPECT_NE(md.find("\n- case 2 failed: out of memory\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("\n### stability\n\n| case "), std::string::npos) << md;
+  EXPECT_NE(md.find("\n### stability\n\n|   # | case "), std::string::npos) << md;
   EXPECT_EQ(md.find("run 2"), std::string::npos) << "no header line outside the table format";
+}
+
+TEST_F(ResultsView, SelectRunByIdExperimentOrLatest) {
+  Store db(path_, Store::Mode::kReadOnly);
+  EXPECT_EQ(select_run(db, 0, ""), 2);
+  EXPECT_EQ(select_run(db, 1, ""), 1);
+  EXPECT_EQ(select_run(db, 0, "old"), 1);
+  EXPECT_EQ(select_run(db, 0, "norms"), 2);
+  EXPECT_EQ(error_of([&] { select_run(db, 0, "nope"); }), "no run of experiment \"nope\" in " + path_);
+  EXPECT_EQ(error_of([&] { select_run(db, 9, ""); }), "no run 9 in " + path_);
 }
 
 TEST(ResultsViewEmpty, NoRunsIsAnError) {

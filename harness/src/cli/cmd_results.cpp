@@ -8,10 +8,11 @@
 
 namespace bench::cli {
 
-int cmd_results(const GlobalOptions& g, int64_t run, const std::string& format) {
+int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string& format) {
   try {
     const store::Store db(g.db, store::Store::Mode::kReadOnly);
-    std::fputs(report::render_results(db, run, *report::parse_format(format)).c_str(), stdout);
+    const int64_t id = report::select_run(db, run.run, run.experiment);
+    std::fputs(report::render_results(db, id, *report::parse_format(format)).c_str(), stdout);
     return kOk;
   } catch (const std::exception& e) {
     print_error(e);

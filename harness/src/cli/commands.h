@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bench::cli {
 
@@ -27,10 +28,56 @@ struct RunOptions {
   std::string format = "table";
 };
 
+/// Which run a reading command shows: `run` when non-zero, else the latest of `experiment` when
+/// given, else the latest run.
+struct RunChoice {
+  int64_t run = 0;
+  std::string experiment;
+};
+
+struct CompareArgs {
+  std::string a, b;  ///< run ids, or case selectors with `run`
+  int64_t run = 0;   ///< compare cases of this run
+  std::vector<std::string> metrics;
+  std::string format = "table";
+  bool fail_if_regression = false;
+  double alpha = 0.05;
+  double min_effect = 0.02;
+};
+
+struct ReportArgs {
+  RunChoice run;
+  std::string output;  ///< empty: report-<run>.html next to the database; "-": stdout
+};
+
+struct CalcArgs {
+  std::string file;   ///< an experiment file
+  std::string model;  ///< a built-in real model
+  bool all = false;   ///< every built-in model
+  int64_t context = 0;
+  int64_t batch = 0;
+  std::string dtype = "bf16";
+  std::string device = "auto";
+  std::string format = "table";
+};
+
+struct ExportArgs {
+  RunChoice run;
+  std::string format = "csv";
+  std::string output;  ///< empty or "-": stdout
+};
+
 int cmd_run(const GlobalOptions& g, const RunOptions& o);
 int cmd_validate(const GlobalOptions& g, const std::string& file, const std::string& device);
 int cmd_list(const GlobalOptions& g, const std::string& what, const std::string& experiment);
-int cmd_results(const GlobalOptions& g, int64_t run, const std::string& format);
+int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string& format);
 int cmd_query(const GlobalOptions& g, const std::string& sql, const std::string& format);
+int cmd_compare(const GlobalOptions& g, const CompareArgs& o);
+int cmd_report(const GlobalOptions& g, const ReportArgs& o);
+int cmd_calc(const GlobalOptions& g, const CalcArgs& o);
+int cmd_export(const GlobalOptions& g, const ExportArgs& o);
+
+/// Write `text` to `path` ("" or "-": stdout). Throws bench::Error when the file cannot be written.
+void write_output(const std::string& path, const std::string& text);
 
 }  // namespace bench::cli

@@ -1,4 +1,4 @@
-// The `bench` command line: run, validate, list, results, query.
+// The `bench` command line: run, validate, list, results, query, compare, report, calc, export.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -40,10 +40,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   list_cmd->add_option("--experiment", list_experiment, "also load the plugin_paths of this experiment");
 
-  int64_t results_run = 0;
+  RunChoice results_run;
   std::string results_format = "table";
   auto* results_cmd = app.add_subcommand("results", "print the results of a run (default: the latest)");
-  results_cmd->add_option("--run", results_run, "run id");
+  auto* results_run_opt = results_cmd->add_option("--run", results_run.run, "run id");
+  results_cmd->add_option("--experiment", results_run.experiment, "the latest run of this experiment")
+      ->excludes(results_run_opt);
   results_cmd->add_option("--format", results_format, "table, csv, json or markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
@@ -54,6 +56,73 @@ int main(int argc, char** argv) {
   query_cmd->add_option("--format", query_format, "table, csv, json or markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
+
+  CompareArgs cmp;
+  auto* compare_cmd = app.add_subcommand(
+      "compare",
+      "compare B against the baseline A: two runs (ids), or with --run two sets of cases of one run, selected by "
+      "label words (\"norm=rmsnorm\") or ordinal (#3)");
+  compare_cmd->add_option("a", cmp.a, "baseline: a run id, or with --run a case selector")->required();
+  compare_cmd->add_option("b", cmp.b, "compared: a run id, or with --run a case selector")->required();
+  compare_cmd->add_option("--run", cmp.run, "compare cases of this run");
+  compare_cmd
+      ->add_option("--metric", cmp.metrics,
+                   "metrics to compare (repeat or comma-separate): median_ms, tokens_per_s, gflops_per_s, "
+                   "mfu_percent, peak_mb, or a stability metric name (final_loss ...); default: median_ms, "
+                   "tokens_per_s, final_loss, best_loss, spike_count, max_attn_logit")
+      ->delimiter(',');
+  compare_cmd->add_option("--format", cmp.format, "table, csv, json or markdown")
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
+      ->capture_default_str();
+  compare_cmd->add_flag("--fail-if-regression", cmp.fail_if_regression,
+                        "exit with status 1 when any compared metric is a clear regression (slower or worse)");
+  compare_cmd->add_option("--alpha", cmp.alpha, "significance level of the test")
+      ->check(CLI::Range(1e-6, 0.5))
+      ->capture_default_str();
+  compare_cmd->add_option("--min-effect", cmp.min_effect, "smallest relative change that counts (0.02 = 2 %)")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+
+  ReportArgs rep;
+  auto* report_cmd = app.add_subcommand("report", "write a run as one self-contained HTML file with plots");
+  auto* report_run_opt = report_cmd->add_option("run", rep.run.run, "run id (default: the latest)");
+  report_cmd->add_option("--experiment", rep.run.experiment, "the latest run of this experiment")
+      ->excludes(report_run_opt);
+  report_cmd->add_option("-o,--output", rep.output,
+                         "HTML file to write (default: report-<run>.html next to the database; - for stdout)");
+
+  CalcArgs calc;
+  auto* calc_cmd = app.add_subcommand(
+      "calc",
+      "parameters, FLOPs per token, KV-cache bytes and shape ratios of an experiment's models or of real "
+      "models, without running anything");
+  auto* calc_file = calc_cmd->add_option("file", calc.file, "experiment file (TOML)");
+  auto* calc_model = calc_cmd->add_option("--model", calc.model, "a built-in real model, e.g. \"Llama 2 70B\"");
+  auto* calc_all = calc_cmd->add_flag("--all", calc.all, "every built-in real model");
+  calc_file->excludes(calc_model, calc_all);
+  calc_model->excludes(calc_all);
+  calc_cmd->add_option("--context", calc.context, "context length (default: the model's)")->check(CLI::PositiveNumber);
+  calc_cmd->add_option("--batch", calc.batch, "sequences in the KV cache (default: 1; experiments: batch_size)")
+      ->check(CLI::PositiveNumber);
+  calc_cmd->add_option("--kv-dtype", calc.dtype, "KV-cache element type: bf16, fp16, fp32, fp8 or int8")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8", "int8"}))
+      ->capture_default_str();
+  calc_cmd->add_option("--device", calc.device, "which overrides of an experiment apply: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  calc_cmd->add_option("--format", calc.format, "table, csv, json or markdown")
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
+      ->capture_default_str();
+
+  ExportArgs exp;
+  auto* export_cmd = app.add_subcommand("export", "a run as long (tidy) tables for pandas or a spreadsheet");
+  auto* export_run_opt = export_cmd->add_option("run", exp.run.run, "run id (default: the latest)");
+  export_cmd->add_option("--experiment", exp.run.experiment, "the latest run of this experiment")
+      ->excludes(export_run_opt);
+  export_cmd->add_option("--format", exp.format, "csv or json")
+      ->check(CLI::IsMember({"csv", "json"}))
+      ->capture_default_str();
+  export_cmd->add_option("-o,--output", exp.output, "file to write (default: stdout)");
 
   try {
     app.parse(argc, argv);
@@ -66,5 +135,9 @@ int main(int argc, char** argv) {
   if (list_cmd->parsed()) return cmd_list(g, list_what, list_experiment);
   if (results_cmd->parsed()) return cmd_results(g, results_run, results_format);
   if (query_cmd->parsed()) return cmd_query(g, sql, query_format);
+  if (compare_cmd->parsed()) return cmd_compare(g, cmp);
+  if (report_cmd->parsed()) return cmd_report(g, rep);
+  if (calc_cmd->parsed()) return cmd_calc(g, calc);
+  if (export_cmd->parsed()) return cmd_export(g, exp);
   return kBadInput;
 }

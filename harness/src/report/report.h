@@ -30,7 +30,13 @@ std::string render(const store::QueryResult& r, Format f);
 /// their table. CSV and Markdown give the same tables without the header line (CSV: one block
 /// per table, separated by an empty line); CSV and JSON rows carry the case ordinal and error as
 /// extra fields. JSON: {"run": {...}, "throughput": [...], "stability": [...]}.
-/// Throws bench::Error when the database has no runs or no run `run_id`.
+/// Throws bench::Error when the database has no runs or no run `run_id`. The text table and
+/// Markdown show the case ordinal as their first column, `#` (what `bench compare --run` takes as `#N`).
 std::string render_results(const store::Store& db, int64_t run_id, Format f);
+
+/// The run a command reads: `run_id` when non-zero, else the latest run of experiment
+/// `experiment` when it is not empty, else the latest run. Throws bench::Error naming the database
+/// when there is no such run.
+int64_t select_run(const store::Store& db, int64_t run_id, const std::string& experiment);
 
 }  // namespace bench::report

@@ -8,6 +8,7 @@
 
 #include "bench/error.h"
 #include "report/report.h"
+#include "report/results_view.h"
 #include "report/sheet.h"
 
 namespace bench::report {
@@ -78,19 +79,11 @@ std::string single_line(std::string s) {
   return s;
 }
 
-/// One table of the view. The sheet's first column is the case ordinal and its last the case
-/// error: CSV and JSON keep them, the text table and Markdown drop them and list the errors.
-struct Section {
-  std::string title;
-  Sheet sheet;
-  std::vector<std::string> errors;  ///< "case 3 failed: message", one per case
-};
-
 /// Fills a section from a query whose columns are ordinal, the visible columns, status, error.
-Section make_section(std::string title, std::vector<SheetColumn> visible, const std::vector<Style>& styles,
-                     const store::QueryResult& r) {
-  Section s{std::move(title), {}, {}};
-  s.sheet.columns.push_back({"ordinal", "ordinal", true});
+ResultsSection make_section(std::string title, std::vector<SheetColumn> visible, const std::vector<Style>& styles,
+                            const store::QueryResult& r) {
+  ResultsSection s{std::move(title), {}, {}};
+  s.sheet.columns.push_back({"ordinal", "#", true});
   for (auto& c : visible) s.sheet.columns.push_back(std::move(c));
   s.sheet.columns.push_back({"status", "status", false});
   s.sheet.columns.push_back({"error", "error", false});
@@ -111,7 +104,7 @@ Section make_section(std::string title, std::vector<SheetColumn> visible, const 
   return s;
 }
 
-Section throughput_section(const store::Store& db, int64_t run_id) {
+ResultsSection throughput_section(const store::Store& db, int64_t run_id) {
   std::string sql = "SELECT c.ordinal, c.label, t.mode";
   std::vector<SheetColumn> visible = {{"case", "case", false}, {"mode", "mode", false}};
   std::vector<Style> styles = {Style::kSig4, Style::kSig4};  // text columns: the style is unused
@@ -129,7 +122,7 @@ Section throughput_section(const store::Store& db, int64_t run_id) {
   return make_section("throughput", std::move(visible), styles, db.query(sql, params));
 }
 
-Section stability_section(const store::Store& db, int64_t run_id) {
+ResultsSection stability_section(const store::Store& db, int64_t run_id) {
   std::string sql = "SELECT c.ordinal, c.label";
   std::vector<SheetColumn> visible = {{"case", "case", false}};
   std::vector<Style> styles = {Style::kSig4};
@@ -143,14 +136,6 @@ Section stability_section(const store::Store& db, int64_t run_id) {
   }
   sql += ", c.status, c.error FROM cases c WHERE c.run_id = ?1 AND c.runner = ?2 ORDER BY c.ordinal";
   return make_section("stability", std::move(visible), styles, db.query(sql, params));
-}
-
-/// The sheet as people read it: without the ordinal and error columns.
-Sheet visible_part(const Sheet& full) {
-  Sheet s;
-  s.columns.assign(full.columns.begin() + 1, full.columns.end() - 1);
-  for (const auto& row : full.rows) s.rows.emplace_back(row.begin() + 1, row.end() - 1);
-  return s;
 }
 
 // "device: <name>, N threads (isa); fp32 GEMM peak X GFLOP/s (library), copy Y GB/s; bench V (compiler)":
@@ -169,12 +154,40 @@ std::string device_line(const std::string& device_json, const std::string& versi
 
 }  // namespace
 
-std::string render_results(const store::Store& db, int64_t run_id, Format f) {
-  if (run_id == 0) {
-    const auto latest = db.latest_run();
-    if (!latest) throw Error(fmt::format("no runs in {} (run `bench run` first)", db.path()));
-    run_id = *latest;
+Sheet visible_part(const Sheet& full) {
+  Sheet s;
+  s.columns.assign(full.columns.begin(), full.columns.end() - 1);
+  for (const auto& row : full.rows) s.rows.emplace_back(row.begin(), row.end() - 1);
+  return s;
+}
+
+std::vector<ResultsSection> results_sections(const store::Store& db, int64_t run_id) {
+  std::vector<ResultsSection> sections;
+  sections.push_back(throughput_section(db, run_id));
+  sections.push_back(stability_section(db, run_id));
+  std::erase_if(sections, [](const ResultsSection& s) { return s.sheet.rows.empty(); });
+  return sections;
+}
+
+int64_t select_run(const store::Store& db, int64_t run_id, const std::string& experiment) {
+  if (run_id != 0) {
+    if (db.query("SELECT 1 FROM runs WHERE id = ?1", {Value::integer(run_id)}).rows.empty())
+      throw Error(fmt::format("no run {} in {}", run_id, db.path()));
+    return run_id;
   }
+  if (!experiment.empty()) {
+    const auto r = db.query("SELECT max(id) FROM runs WHERE experiment_name = ?1", {Value::string(experiment)});
+    if (r.rows.empty() || r.rows[0][0].is_null())
+      throw Error(fmt::format("no run of experiment \"{}\" in {}", experiment, db.path()));
+    return r.rows[0][0].as_int();
+  }
+  const auto latest = db.latest_run();
+  if (!latest) throw Error(fmt::format("no runs in {} (run `bench run` first)", db.path()));
+  return *latest;
+}
+
+std::string render_results(const store::Store& db, int64_t run_id, Format f) {
+  run_id = select_run(db, run_id, "");
   const auto run = db.query(
       "SELECT id, experiment_name, status, started_at, finished_at, device, git_sha, error, n_cases, device_json, "
       "harness_version, compiler FROM runs WHERE id = ?1",
@@ -182,10 +195,7 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
   if (run.rows.empty()) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
   const auto& info = run.rows.front();
 
-  std::vector<Section> sections;
-  sections.push_back(throughput_section(db, run_id));
-  sections.push_back(stability_section(db, run_id));
-  std::erase_if(sections, [](const Section& s) { return s.sheet.rows.empty(); });
+  const std::vector<ResultsSection> sections = results_sections(db, run_id);
 
   std::string out;
   switch (f) {
@@ -195,14 +205,14 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
       out += device_line(info[9].as_string(), info[10].as_string(), info[11].as_string());
       if (!info[7].is_null()) out += fmt::format("run error: {}\n", info[7].as_string());
       if (sections.empty()) out += "no throughput or stability cases in this run\n";
-      for (const Section& s : sections) {
+      for (const ResultsSection& s : sections) {
         out += "\n" + s.title + "\n" + sheet_text(visible_part(s.sheet));
         for (const auto& e : s.errors) out += e + "\n";
       }
       return out;
     }
     case Format::kMarkdown: {
-      for (const Section& s : sections) {
+      for (const ResultsSection& s : sections) {
         out += (out.empty() ? "" : "\n") + fmt::format("### {}\n\n", s.title) + sheet_markdown(visible_part(s.sheet));
         if (!s.errors.empty()) out += "\n";
         for (const auto& e : s.errors) out += "- " + e + "\n";
@@ -210,7 +220,7 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
       return out;
     }
     case Format::kCsv: {
-      for (const Section& s : sections) out += (out.empty() ? "" : "\r\n") + sheet_csv(s.sheet);
+      for (const ResultsSection& s : sections) out += (out.empty() ? "" : "\r\n") + sheet_csv(s.sheet);
       return out;
     }
     case Format::kJson: {
@@ -219,7 +229,7 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
       for (size_t c = 0; c < run.columns.size(); ++c) r[run.columns[c]] = json_of(info[c]);
       j["throughput"] = nlohmann::ordered_json::array();
       j["stability"] = nlohmann::ordered_json::array();
-      for (const Section& s : sections) j[s.title] = sheet_json(s.sheet);
+      for (const ResultsSection& s : sections) j[s.title] = sheet_json(s.sheet);
       return dump_json(j);
     }
   }

@@ -1,0 +1,381 @@
+// compare(): pair the cases of A and B, turn each metric into per-repetition (or per-seed) samples
+// and judge B against A with the exact Mann-Whitney test and its interval (significance.h).
+#include "report/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "bench/error.h"
+#include "report/run_data.h"
+#include "report/sheet.h"
+
+namespace bench::report {
+
+namespace {
+
+/// A metric compare knows: how to read it, which way is better, and whether it is a time or rate.
+struct MetricDef {
+  std::string_view key, header;
+  Direction direction;
+  bool timing;
+};
+
+constexpr MetricDef kThroughputMetrics[] = {
+    {"median_ms", "median ms", Direction::kLowerIsBetter, true},
+    {"tokens_per_s", "tokens/s", Direction::kHigherIsBetter, true},
+    {"gflops_per_s", "GFLOP/s", Direction::kHigherIsBetter, true},
+    {"mfu_percent", "MFU %", Direction::kHigherIsBetter, true},
+    {"peak_mb", "peak MB", Direction::kLowerIsBetter, false},
+};
+constexpr std::string_view kDefaultThroughput[] = {"median_ms", "tokens_per_s"};
+
+/// Stability metrics with a direction; any other stored metric compares as neutral.
+constexpr MetricDef kStabilityMetrics[] = {
+    {"final_loss", "final loss", Direction::kLowerIsBetter, false},
+    {"best_loss", "best loss", Direction::kLowerIsBetter, false},
+    {"final_val_loss", "final val loss", Direction::kLowerIsBetter, false},
+    {"final_train_loss", "final train loss", Direction::kLowerIsBetter, false},
+    {"spike_count", "spikes", Direction::kLowerIsBetter, false},
+    {"loss_spike_count", "loss spikes", Direction::kLowerIsBetter, false},
+    {"grad_spike_count", "grad spikes", Direction::kLowerIsBetter, false},
+    {"spike_fraction", "spike fraction", Direction::kLowerIsBetter, false},
+    {"max_attn_logit", "max logit", Direction::kNeutral, false},
+    {"final_grad_norm", "grad norm", Direction::kNeutral, false},
+    {"train_tokens_per_s", "train tokens/s", Direction::kHigherIsBetter, true},
+};
+constexpr std::string_view kDefaultStability[] = {"final_loss", "best_loss", "spike_count", "max_attn_logit"};
+
+const MetricDef* find_def(std::string_view key, const auto& table) {
+  for (const MetricDef& d : table)
+    if (d.key == key) return &d;
+  return nullptr;
+}
+
+bool is_seed_token(const std::string& t) { return t.rfind("seed=", 0) == 0; }
+
+std::string join(const std::vector<std::string>& words) {
+  std::string s;
+  for (const auto& w : words) s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+/// Cases sharing a runner and a key: replicates (seeds) of one configuration.
+struct Group {
+  std::string runner, key;
+  std::vector<const CaseData*> cases;
+};
+using Groups = std::map<std::pair<std::string, std::string>, Group>;
+
+/// Run mode: every case, keyed by its label without seed words.
+Groups group_all(const RunData& run) {
+  Groups g;
+  for (const CaseData& c : run.cases) {
+    std::vector<std::string> words;
+    for (auto& t : label_tokens(c))
+      if (!is_seed_token(t)) words.push_back(t);
+    std::string key = words.empty() ? "base" : join(words);
+    auto& grp = g[{c.runner, key}];
+    grp.runner = c.runner;
+    grp.key = key;
+    grp.cases.push_back(&c);
+  }
+  return g;
+}
+
+/// Case mode: the cases a selector picks, keyed by the rest of their labels.
+Groups group_selected(const RunData& run, const std::string& selector, const std::string& side) {
+  Groups g;
+  std::vector<std::string> words;
+  for (size_t pos = 0; pos < selector.size();) {
+    const size_t space = selector.find(' ', pos);
+    const std::string w = selector.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
+    if (!w.empty()) words.push_back(w);
+    if (space == std::string::npos) break;
+    pos = space + 1;
+  }
+  if (words.empty()) throw Error(fmt::format("{}: empty case selector", side));
+  if (words.size() == 1 && words[0].size() > 1 && words[0][0] == '#') {
+    int64_t ordinal = -1;
+    try {
+      size_t used = 0;
+      ordinal = std::stoll(words[0].substr(1), &used);
+      if (used != words[0].size() - 1) ordinal = -1;
+    } catch (const std::exception&) {
+      ordinal = -1;
+    }
+    if (ordinal < 0) throw Error(fmt::format("{}: \"{}\" is not a case ordinal (#0, #1 ...)", side, words[0]));
+    for (const CaseData& c : run.cases)
+      if (c.ordinal == ordinal) {
+        auto& grp = g[{c.runner, ""}];
+        grp.runner = c.runner;
+        grp.cases.push_back(&c);
+      }
+    if (g.empty()) throw Error(fmt::format("{}: run {} has no case #{}", side, run.id, ordinal));
+    return g;
+  }
+  for (const CaseData& c : run.cases) {
+    const auto tokens = label_tokens(c);
+    const bool all = std::all_of(words.begin(), words.end(), [&](const std::string& w) {
+      return std::find(tokens.begin(), tokens.end(), w) != tokens.end();
+    });
+    if (!all) continue;
+    std::vector<std::string> rest;
+    for (const auto& t : tokens)
+      if (!is_seed_token(t) && std::find(words.begin(), words.end(), t) == words.end()) rest.push_back(t);
+    const std::string key = join(rest);
+    auto& grp = g[{c.runner, key}];
+    grp.runner = c.runner;
+    grp.key = key;
+    grp.cases.push_back(&c);
+  }
+  if (g.empty()) {
+    const std::string example = run.cases.empty() ? std::string("(no cases)") : run.cases.front().label;
+    throw Error(fmt::format("{}: \"{}\" matches no case of run {} (labels look like \"{}\"; or use #N)", side, selector,
+                            run.id, example));
+  }
+  return g;
+}
+
+/// Per-repetition values of a throughput metric over a group's cases, for one mode.
+std::vector<double> throughput_samples(const Group& g, const std::string& mode, std::string_view metric) {
+  std::vector<double> v;
+  for (const CaseData* c : g.cases)
+    for (const ModeData& m : c->modes) {
+      if (m.mode != mode) continue;
+      if (metric == "peak_mb") {
+        if (m.peak_bytes) v.push_back(static_cast<double>(*m.peak_bytes) / 1048576.0);
+        continue;
+      }
+      std::vector<double> ms = m.samples_ms.empty() ? std::vector<double>{m.median_ms} : m.samples_ms;
+      const double tokens_per_iter = m.tokens_per_s * m.median_ms / 1000.0;
+      for (double t : ms) {
+        if (!(t > 0)) continue;
+        if (metric == "median_ms") {
+          v.push_back(t);
+        } else if (metric == "tokens_per_s") {
+          v.push_back(tokens_per_iter * 1000.0 / t);
+        } else if (metric == "gflops_per_s") {
+          v.push_back(m.flops_per_iter / (t * 1e6));
+        } else if (metric == "mfu_percent" && m.mfu && *m.mfu > 0) {
+          v.push_back(m.flops_per_iter / (t * 1e6) / (m.gflops_per_s / *m.mfu) * 100.0);
+        }
+      }
+    }
+  return v;
+}
+
+std::vector<std::string> modes_of(const Group& g) {
+  std::vector<std::string> modes;
+  for (const CaseData* c : g.cases)
+    for (const ModeData& m : c->modes)
+      if (std::find(modes.begin(), modes.end(), m.mode) == modes.end()) modes.push_back(m.mode);
+  return modes;
+}
+
+/// 0 completed, 1 diverged, 2 failed; interrupted (and anything else) -1: not comparable.
+int severity(const std::string& status) {
+  if (status == "completed") return 0;
+  if (status == "diverged") return 1;
+  if (status == "failed") return 2;
+  return -1;
+}
+
+std::string worst_status(const Group& g) {
+  std::string worst = "completed";
+  for (const CaseData* c : g.cases) {
+    if (severity(c->status) < 0) return c->status;
+    if (severity(c->status) > severity(worst)) worst = c->status;
+  }
+  return worst;
+}
+
+std::string labels_of(const Group& g) {
+  std::set<std::string> seen;
+  std::string s;
+  for (const CaseData* c : g.cases)
+    if (seen.insert(c->label).second) s += (s.empty() ? "" : "; ") + c->label;
+  return s;
+}
+
+std::string run_title(const RunData& r) {
+  return fmt::format("run {} ({}, {}, git {})", r.id, r.experiment_name, r.started_at, r.git_sha.substr(0, 12));
+}
+
+}  // namespace
+
+CompareReport compare(const store::Store& db, const CompareOptions& o) {
+  // The runs, and the groups of cases on each side.
+  int64_t run_a = o.run, run_b = o.run;
+  if (o.run == 0) {
+    const auto parse_run = [&](const std::string& s, const char* side) {
+      try {
+        size_t used = 0;
+        const int64_t id = std::stoll(s, &used);
+        if (used == s.size() && id > 0) return id;
+      } catch (const std::exception&) {
+      }
+      throw Error(fmt::format("{}: \"{}\" is not a run id; to compare cases of one run, give --run ID", side, s));
+    };
+    run_a = parse_run(o.a, "A");
+    run_b = parse_run(o.b, "B");
+  }
+  const RunData a = load_run(db, run_a);
+  const RunData b = run_b == run_a ? a : load_run(db, run_b);
+  const Groups ga = o.run == 0 ? group_all(a) : group_selected(a, o.a, "A");
+  const Groups gb = o.run == 0 ? group_all(b) : group_selected(b, o.b, "B");
+
+  // The metrics: the defaults, or the ones asked for (each must exist somewhere).
+  std::vector<std::string> tp_metrics, st_metrics;
+  if (o.metrics.empty()) {
+    tp_metrics.assign(std::begin(kDefaultThroughput), std::end(kDefaultThroughput));
+    st_metrics.assign(std::begin(kDefaultStability), std::end(kDefaultStability));
+  }
+  for (const std::string& m : o.metrics) {
+    if (find_def(m, kThroughputMetrics) != nullptr) {
+      tp_metrics.push_back(m);
+      continue;
+    }
+    const auto stored = [&](const RunData& r) {
+      return std::any_of(r.cases.begin(), r.cases.end(), [&](const CaseData& c) { return c.metrics.count(m) > 0; });
+    };
+    if (find_def(m, kStabilityMetrics) == nullptr && !stored(a) && !stored(b))
+      throw Error(fmt::format(
+          "unknown metric \"{}\": throughput metrics are median_ms, tokens_per_s, gflops_per_s, mfu_percent, "
+          "peak_mb; stability metrics are the names in the metrics table (final_loss, best_loss, spike_count ...)",
+          m));
+    st_metrics.push_back(m);
+  }
+
+  CompareReport r;
+  if (o.run == 0) {
+    r.a_title = run_title(a);
+    r.b_title = run_title(b);
+  } else {
+    r.a_title = fmt::format("\"{}\" in {}", o.a, run_title(a));
+    r.b_title = fmt::format("\"{}\" in run {}", o.b, b.id);
+  }
+  r.rule = fmt::format(
+      "exact Mann-Whitney test on the repetitions (stability: on the seeds), alpha {:g}, minimum effect {:g} %: "
+      "faster/slower (better/worse) when p < {:g} and B/A is beyond 1 ± {:g} %; same when the interval of B/A lies "
+      "within [{:.4g}, {:.4g}]; otherwise unclear; one value per side: single run",
+      o.alpha, o.min_effect * 100, o.alpha, o.min_effect * 100, 1 / (1 + o.min_effect), 1 + o.min_effect);
+
+  // In the order of the baseline's cases.
+  std::vector<const Groups::value_type*> order;
+  for (const auto& entry : ga) order.push_back(&entry);
+  std::stable_sort(order.begin(), order.end(), [](const auto* x, const auto* y) {
+    return x->second.cases.front()->ordinal < y->second.cases.front()->ordinal;
+  });
+  for (const auto* entry : order) {
+    const auto& k = entry->first;
+    const Group& group_a = entry->second;
+    const auto it = gb.find(k);
+    if (it == gb.end()) {
+      r.only_a.push_back(labels_of(group_a));
+      continue;
+    }
+    const Group& group_b = it->second;
+    const auto base_row = [&] {
+      CompareRow row;
+      row.runner = group_a.runner;
+      row.key = group_a.key;
+      row.a_label = labels_of(group_a);
+      row.b_label = labels_of(group_b);
+      return row;
+    };
+
+    const std::string sa = worst_status(group_a), sb = worst_status(group_b);
+    if (sa != sb) {
+      CompareRow row = base_row();
+      row.metric = "status";
+      row.header = "status";
+      row.a_value = Value::string(sa);
+      row.b_value = Value::string(sb);
+      row.n_a = group_a.cases.size();
+      row.n_b = group_b.cases.size();
+      if (severity(sa) < 0 || severity(sb) < 0) {
+        row.result.verdict = Verdict::kUnclear;
+      } else {
+        row.result.verdict = severity(sb) > severity(sa) ? Verdict::kWorse : Verdict::kBetter;
+      }
+      row.regression = row.result.verdict == Verdict::kWorse;
+      r.rows.push_back(std::move(row));
+    }
+
+    if (group_a.runner == "throughput") {
+      for (const std::string& mode : modes_of(group_a)) {
+        const auto modes_b = modes_of(group_b);
+        if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;
+        for (const std::string& m : tp_metrics) {
+          const MetricDef& def = *find_def(m, kThroughputMetrics);
+          const auto va = throughput_samples(group_a, mode, m);
+          const auto vb = throughput_samples(group_b, mode, m);
+          if (va.empty() || vb.empty()) continue;
+          CompareRow row = base_row();
+          row.mode = mode;
+          row.metric = m;
+          row.header = std::string(def.header);
+          row.timing = def.timing;
+          row.n_a = va.size();
+          row.n_b = vb.size();
+          if (m == "peak_mb") {
+            // Memory is computed from the allocations, not sampled: the minimum effect alone decides.
+            row.result = compare_samples(va, vb, def.direction, o.alpha, o.min_effect);
+            const double ratio = row.result.ratio.value_or(1.0);
+            const bool up = ratio >= 1 + o.min_effect, down = ratio <= 1 / (1 + o.min_effect);
+            row.result.p.reset();
+            row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
+          } else {
+            row.result = compare_samples(va, vb, def.direction, o.alpha, o.min_effect);
+          }
+          row.a_value = Value::number(row.result.median_a);
+          row.b_value = Value::number(row.result.median_b);
+          row.regression = row.result.verdict == Verdict::kWorse;
+          r.rows.push_back(std::move(row));
+        }
+      }
+    } else {
+      for (const std::string& m : st_metrics) {
+        const MetricDef* def = find_def(m, kStabilityMetrics);
+        std::vector<double> va, vb;
+        std::string unit;
+        for (const CaseData* c : group_a.cases)
+          if (const auto v = c->metric(m)) va.push_back(*v), unit = c->metrics.at(m).unit;
+        for (const CaseData* c : group_b.cases)
+          if (const auto v = c->metric(m)) vb.push_back(*v), unit = c->metrics.at(m).unit;
+        if (va.empty() && vb.empty()) continue;
+        CompareRow row = base_row();
+        row.metric = m;
+        row.header = std::string(def != nullptr ? def->header : std::string_view(m));
+        if (!unit.empty() && unit != "steps") row.header += " (" + unit + ")";
+        row.timing = def != nullptr && def->timing;
+        row.n_a = va.size();
+        row.n_b = vb.size();
+        if (!va.empty() && !vb.empty())
+          row.result =
+              compare_samples(va, vb, def != nullptr ? def->direction : Direction::kNeutral, o.alpha, o.min_effect);
+        row.a_value = va.empty() ? Value() : Value::number(row.result.median_a);
+        row.b_value = vb.empty() ? Value() : Value::number(row.result.median_b);
+        if (va.empty() != vb.empty()) row.result.verdict = Verdict::kUnclear;
+        row.regression = row.result.verdict == Verdict::kWorse;
+        r.rows.push_back(std::move(row));
+      }
+    }
+  }
+  for (const auto& [k, group_b] : gb)
+    if (ga.find(k) == ga.end()) r.only_b.push_back(labels_of(group_b));
+  if (r.rows.empty() && (!r.only_a.empty() || !r.only_b.empty()))
+    throw Error(
+        fmt::format("no case of A ({}) matches a case of B ({}): they must share the runner and the rest of "
+                    "their labels",
+                    r.only_a.empty() ? "-" : r.only_a.front(), r.only_b.empty() ? "-" : r.only_b.front()));
+  r.regressions =
+      static_cast<int>(std::count_if(r.rows.begin(), r.rows.end(), [](const CompareRow& x) { return x.regression; }));
+  return r;
+}
+
+}  // namespace bench::report

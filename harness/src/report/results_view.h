@@ -1,0 +1,28 @@
+// defines: bench::report::ResultsSection, results_sections, visible_part — the tables of the
+// `bench results` view, shared with the HTML report. Private to report/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "report/sheet.h"
+#include "store/store.h"
+
+namespace bench::report {
+
+/// One table of the view. The sheet's first column is the case ordinal and its last the case
+/// error: CSV and JSON keep both, the text table and Markdown drop the error and list the errors.
+struct ResultsSection {
+  std::string title;
+  Sheet sheet;
+  std::vector<std::string> errors;  ///< "case 3 failed: message", one per case
+};
+
+/// The throughput and stability tables of run `run_id`, each only when the run has such cases.
+std::vector<ResultsSection> results_sections(const store::Store& db, int64_t run_id);
+
+/// The sheet as people read it: without the error column.
+Sheet visible_part(const Sheet& full);
+
+}  // namespace bench::report

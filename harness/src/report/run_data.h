@@ -1,0 +1,61 @@
+// defines: bench::report::RunData, CaseData, ModeData, Steps, load_run, load_steps, label_tokens —
+// one run read back from the database into plain structs, for compare and the HTML report.
+// Private to report/.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+
+namespace bench::report {
+
+/// One mode of a throughput case: the stored summary and the per-repetition samples.
+struct ModeData {
+  std::string mode;
+  std::vector<double> samples_ms;
+  double median_ms = 0, mad_ms = 0, min_ms = 0, max_ms = 0, tokens_per_s = 0, flops_per_iter = 0, gflops_per_s = 0;
+  std::optional<double> mfu;
+  std::optional<int64_t> peak_bytes;
+};
+
+/// A named summary number of a case; NaN when stored as NULL.
+struct MetricData {
+  double value = 0;
+  std::string unit;
+};
+
+struct CaseData {
+  int64_t id = 0, ordinal = 0, seed = 0;
+  std::string runner, label, variant, status, error;
+  std::vector<ModeData> modes;  ///< forward, forward_backward, train_step, then others
+  std::map<std::string, MetricData, std::less<>> metrics;
+  /// The metric's value when present and finite.
+  std::optional<double> metric(const std::string& name) const;
+};
+
+struct RunData {
+  int64_t id = 0, seed = 0, n_cases = 0;
+  std::string experiment_name, experiment_path, experiment_text, status, error, started_at, finished_at, git_sha,
+      harness_version, plugins_json, device, device_json, compiler, build_flags, command_line, hostname;
+  std::vector<CaseData> cases;  ///< in ordinal order
+};
+
+/// A run with its cases, throughput (with samples) and metrics. Throws bench::Error when there
+/// is no run `run_id`.
+RunData load_run(const store::Store& db, int64_t run_id);
+
+/// The per-step series of a stability case; NaN where the store has NULL.
+struct Steps {
+  std::vector<double> step, lr, loss, grad_norm, max_attn_logit, z_mean;
+};
+Steps load_steps(const store::Store& db, int64_t case_id);
+
+/// The words of a case's label: the variant name (as one word, even with spaces) and each
+/// "key=value" of its swept axes. "base" has none.
+std::vector<std::string> label_tokens(const CaseData& c);
+
+}  // namespace bench::report

@@ -1,0 +1,83 @@
+// defines: bench::report::svg — line charts (linear or log axes, gaps, legend, reference lines)
+// and horizontal bar charts with error bars, written as inline SVG text. Private to report/.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bench::report::svg {
+
+/// A point; a non-finite y (or a non-positive one on a log axis) breaks the line there.
+struct Point {
+  double x = 0, y = 0;
+};
+
+struct Series {
+  std::string name;               ///< legend text (and tooltip)
+  std::string color = "#1f77b4";  ///< CSS colour
+  std::string dash;               ///< SVG stroke-dasharray; empty = solid
+  std::vector<Point> points;
+  bool markers = false;           ///< a dot on every point
+  std::vector<double> flagged_x;  ///< x of outcomes without a value (diverged): a cross on the top edge
+};
+
+struct Axis {
+  std::string label;
+  bool log = false;
+};
+
+/// A dashed horizontal line across the plot with a label at its right end.
+struct Reference {
+  double y = 0;
+  std::string label;
+};
+
+struct LineChart {
+  std::string id;     ///< element id, unique in the page
+  std::string title;  ///< drawn above the plot
+  Axis x, y;
+  std::vector<Series> series;
+  std::vector<Reference> references;
+  std::string legend_title;  ///< drawn above the legend entries, e.g. the swept keys
+  std::string flag_label = "diverged";
+};
+
+/// One bar: a value with an inner error bar (err_lo..err_hi), an outer whisker (min..max) and
+/// the individual samples as dots.
+struct Bar {
+  std::string label;
+  double value = 0, err_lo = 0, err_hi = 0, min = 0, max = 0;
+  std::vector<double> samples;
+  std::string value_text;  ///< printed right of the bar
+};
+
+struct BarChart {
+  std::string id, title, x_label;
+  std::vector<Bar> bars;
+  std::string color = "#4e79a7";
+};
+
+/// The chart as an <svg class="chart"> element: each series a <path class="series"> (and
+/// <circle class="marker"> dots), a legend, ticks and grid lines, axis labels.
+std::string line_chart(const LineChart& c);
+/// The chart as an <svg class="chart">: each bar a <rect class="bar">, error bars as lines.
+std::string bar_chart(const BarChart& c);
+
+/// Text escaped for XML and HTML (& < > " ').
+std::string escape(std::string_view s);
+
+/// Round tick positions ("nice numbers": 1, 2, 5 x 10^k steps) covering [lo, hi], about `target` of them.
+std::vector<double> linear_ticks(double lo, double hi, int target);
+/// Tick positions for a log axis over [lo, hi] (lo > 0): powers of ten, with 2 and 5 between
+/// them when the range spans few decades, or linear ticks when it spans less than one.
+std::vector<double> log_ticks(double lo, double hi);
+/// A tick label: 4 significant digits at most, exponents for very large or small values (1e-05).
+std::string tick_text(double v);
+
+/// Colours for series, distinguishable on white (matplotlib's tab10, darker yellow and grey).
+const std::vector<std::string>& palette();
+/// Dash patterns for a second distinguishing dimension: solid, dashed, dotted, dash-dot.
+const std::vector<std::string>& dashes();
+
+}  // namespace bench::report::svg

@@ -1,0 +1,154 @@
+// Accounting against published numbers: parameter counts of real models, the lecture's KV-cache
+// example and ratios, and the analytic count against the model's own components.
+#include "accounting/accounting.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bench/error.h"
+#include "support/toml_case.h"
+
+namespace bench::accounting {
+namespace {
+
+const Architecture& model(const char* name) {
+  const Architecture* a = find_model(name);
+  EXPECT_NE(a, nullptr) << name;
+  return *a;
+}
+
+// Exact counts from the checkpoints (Hugging Face num_parameters() / safetensors totals).
+TEST(RealModels, ParameterCountsMatchTheCheckpoints) {
+  const std::pair<const char*, int64_t> exact[] = {
+      {"GPT-2 XL", 1557611200},     {"T5 11B", 11307321344},    {"Llama 2 7B", 6738415616},
+      {"Llama 2 70B", 68976648192}, {"Mistral 7B", 7241732096}, {"Llama 3 8B", 8030261248},
+      {"Qwen2.5 7B", 7615616512},   {"Gemma 2 9B", 9241705984}, {"OLMo 2 7B", 7298617344},
+  };
+  for (const auto& [name, published] : exact) {
+    EXPECT_EQ(count_params(model(name)), published) << name;
+    EXPECT_EQ(model(name).published_params, published) << name;
+  }
+}
+
+TEST(RealModels, Gpt3IsWithinTheRoundingOfItsPaper) {
+  // The paper gives 175.0B; the architecture it describes counts 174.6B.
+  const double n = static_cast<double>(count_params(model("GPT-3 175B")));
+  EXPECT_NEAR(n / 175e9, 1.0, 0.005);
+  EXPECT_LT(n, 175e9);
+}
+
+TEST(RealModels, TableHasTheLecturesModelsInOrder) {
+  const char* names[] = {"GPT-2 XL",   "GPT-3 175B", "T5 11B",     "Llama 2 7B", "Llama 2 70B",
+                         "Mistral 7B", "Llama 3 8B", "Qwen2.5 7B", "Gemma 2 9B", "OLMo 2 7B"};
+  ASSERT_EQ(real_models().size(), std::size(names));
+  for (size_t i = 0; i < std::size(names); ++i) EXPECT_EQ(real_models()[i].name, names[i]);
+}
+
+TEST(RealModels, NamesMatchLoosely) {
+  EXPECT_EQ(find_model("llama-2-70b"), find_model("Llama 2 70B"));
+  EXPECT_EQ(find_model("gpt2-xl")->name, "GPT-2 XL");
+  EXPECT_EQ(find_model("qwen2.5-7b")->name, "Qwen2.5 7B");
+  EXPECT_EQ(find_model("llama 4"), nullptr);
+}
+
+TEST(KvCache, LecturesLlama2_70bExample) {
+  // bf16: 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680 bytes (0.33 MB) per token; with
+  // MHA (64 KV heads) 2,621,440 bytes (2.6 MB).
+  const Accounts a = account(model("Llama 2 70B"), 4096, 1, 2.0);
+  EXPECT_DOUBLE_EQ(a.kv_bytes_per_token, 327680.0);
+  EXPECT_DOUBLE_EQ(a.kv_bytes_per_token_mha, 2621440.0);
+  EXPECT_NEAR(a.kv_bytes_per_token / 1e6, 0.33, 0.005);
+  EXPECT_NEAR(a.kv_bytes_per_token_mha / 1e6, 2.6, 0.05);
+  EXPECT_DOUBLE_EQ(a.kv_bytes_total, 327680.0 * 4096);
+  // Batch and element size scale it linearly.
+  EXPECT_DOUBLE_EQ(account(model("Llama 2 70B"), 4096, 8, 1.0).kv_bytes_total, 327680.0 * 4096 * 8 / 2);
+}
+
+TEST(KvCache, SlidingWindowLayersHoldOnlyTheWindow) {
+  // Gemma 2 9B: 21 of 42 layers attend within 4096 tokens; at 8192 tokens they hold 4096.
+  const Architecture& g = model("Gemma 2 9B");
+  const Accounts a = account(g, 8192, 1, 2.0);
+  const double per_layer = 2.0 * 8 * 256 * 2;
+  EXPECT_DOUBLE_EQ(a.kv_bytes_per_token, 42 * per_layer);
+  EXPECT_DOUBLE_EQ(a.kv_bytes_total, per_layer * (21 * 8192 + 21 * 4096));
+  EXPECT_DOUBLE_EQ(account(g, 4096, 1, 2.0).kv_bytes_total, 42 * per_layer * 4096);
+}
+
+TEST(Ratios, LecturesTable) {
+  EXPECT_NEAR(account(model("Llama 2 7B"), 0, 1, 2).ffn_ratio, 2.69, 0.005);
+  EXPECT_NEAR(account(model("GPT-3 175B"), 0, 1, 2).ffn_ratio, 4.0, 1e-12);
+  EXPECT_NEAR(account(model("T5 11B"), 0, 1, 2).ffn_ratio, 64.0, 1e-12);
+  EXPECT_NEAR(account(model("GPT-2 XL"), 0, 1, 2).aspect_ratio, 33.3, 0.05);
+  EXPECT_NEAR(account(model("T5 11B"), 0, 1, 2).aspect_ratio, 42.7, 0.05);
+  EXPECT_NEAR(account(model("Llama 2 70B"), 0, 1, 2).aspect_ratio, 102.4, 1e-9);
+  EXPECT_NEAR(account(model("T5 11B"), 0, 1, 2).head_ratio, 16.0, 1e-12);
+  EXPECT_NEAR(account(model("Gemma 2 9B"), 0, 1, 2).head_ratio, 1.14, 0.005);
+  EXPECT_NEAR(account(model("Llama 2 7B"), 0, 1, 2).head_ratio, 1.0, 1e-12);
+  EXPECT_NEAR(account(model("Qwen2.5 7B"), 0, 1, 2).query_per_kv_head, 7.0, 1e-12);
+}
+
+TEST(Flops, SixNPlusTheAttentionTerm) {
+  // Llama 2 7B at 4096 tokens: N = non-embedding parameters (the untied head is among them).
+  const Architecture& l = model("Llama 2 7B");
+  const Accounts a = account(l, 4096, 1, 2);
+  const double n = 6738415616.0 - 32000.0 * 4096;
+  EXPECT_DOUBLE_EQ(a.n_matmul, n);
+  EXPECT_DOUBLE_EQ(a.flops_train_per_token, 6 * n + 6.0 * 32 * 4096 * 4096);
+  EXPECT_DOUBLE_EQ(a.flops_forward_per_token * 3, a.flops_train_per_token);
+  // Tied embeddings: the output projection still costs 2 V d per token forward.
+  const Architecture& g = model("GPT-2 XL");
+  const Accounts b = account(g, 1024, 1, 2);
+  EXPECT_DOUBLE_EQ(b.n_matmul, static_cast<double>(b.params_non_embedding) + 50257.0 * 1600);
+  EXPECT_EQ(b.params_embedding, (50257 + 1024) * 1600);
+}
+
+const char* kLlamaLike =
+    "name = \"llama_like\"\n"
+    "[model]\nd_model = 64\nn_layers = 3\nn_heads = 4\nn_kv_heads = 2\nseq_len = 32\nbatch_size = 2\n"
+    "norm_position = \"pre\"\nnorm = \"rmsnorm\"\nposition = \"rope\"\nattention = \"causal\"\nffn = \"swiglu\"\n"
+    "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
+    "[throughput]\nmodes = [\"forward\"]\n"
+    "[stability]\nsteps = 10\nlr = [1e-3, 1e-2]\n";
+
+TEST(ConfigAccounts, CountsFromTheComponentsAgreeWithTheFormula) {
+  const std::string path = test::write_temp("llama_like.toml", kLlamaLike);
+  const auto models = config_accounts(path, "cpu", 0, 0, 2.0);
+  // One model: the throughput case and both learning rates build the same one.
+  ASSERT_EQ(models.size(), 1u);
+  const ConfigAccounts& m = models[0];
+  EXPECT_EQ(m.ordinals, (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(m.shape.d_ff, 192);  // 8/3 x 64 = 170.7, rounded up to a multiple of 32
+  // The same architecture counted by the formula: Llama layout (RMSNorm, SwiGLU, no biases, untied).
+  Architecture a = m.shape;
+  a.gated_ffn = true;
+  a.norm = NormKind::kRmsNorm;
+  EXPECT_EQ(m.accounts.params, count_params(a));
+  EXPECT_EQ(m.accounts.params_embedding, 256 * 64);
+  EXPECT_DOUBLE_EQ(m.accounts.kv_bytes_per_token, 2.0 * 3 * 2 * 16 * 2);
+  EXPECT_DOUBLE_EQ(m.accounts.kv_bytes_total, m.accounts.kv_bytes_per_token * 32 * 2);
+  // The components' declared FLOPs are close to 6N + 6 L T d_attn (they add element-wise work
+  // and count (T+1)/2 keys per query).
+  EXPECT_NEAR(m.flops_declared_train_per_token / m.accounts.flops_train_per_token, 1.0, 0.1);
+  EXPECT_NEAR(m.flops_declared_forward_per_token * 3 / m.flops_declared_train_per_token, 1.0, 0.05);
+}
+
+TEST(ConfigAccounts, ErrorsPointAtTheFile) {
+  const std::string path = test::write_temp("bad_calc.toml", "name = \"x\"\n[model]\nd_model = \"wide\"\n");
+  try {
+    config_accounts(path, "cpu", 0, 0, 2.0);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad_calc.toml"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DtypeBytes, Names) {
+  EXPECT_EQ(dtype_bytes("bf16"), 2.0);
+  EXPECT_EQ(dtype_bytes("fp32"), 4.0);
+  EXPECT_EQ(dtype_bytes("fp8"), 1.0);
+  EXPECT_FALSE(dtype_bytes("int3").has_value());
+}
+
+}  // namespace
+}  // namespace bench::accounting

@@ -1,0 +1,308 @@
+// End to end: bench results --experiment, compare, report (rendered by headless Chromium when it is
+// installed), export and calc, on a small experiment with a learning-rate grid.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "store/store.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+
+struct Output {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+/// Runs a shell command, capturing stdout and stderr.
+Output shell(const std::string& cmd) {
+  const std::string err_file = test::write_temp("report_cli_stderr.txt", "");
+  Output r{0, "", ""};
+  FILE* p = popen((cmd + " 2>" + err_file).c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
+  return r;
+}
+
+Output bench(const std::string& args) { return shell(kBench + " " + args); }
+
+std::string read(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + 1)) ++n;
+  return n;
+}
+
+bool one_line(const std::string& s) { return !s.empty() && s.find('\n') == s.size() - 1; }
+
+const char* kGrid =
+    "name = \"grid\"\nseed = 5\n"
+    "[model]\nd_model = 32\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 4\n"
+    "norm_position = [\"pre\", \"post\"]\n"
+    "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
+    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 4\nmin_time = 0.01\nwarmup_time = 0.0\n"
+    "[stability]\nsteps = 40\nlr = [1e-2, 5e-2]\neval_batches = 2\n";
+
+/// One run of kGrid shared by the tests of this file.
+class ReportCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    experiment_ = test::write_temp("grid.toml", kGrid);
+    db_ = test::write_temp("grid.db", "");
+    fs::remove(db_);
+    const Output r = bench("-q --db " + db_ + " run " + experiment_);
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  static std::string experiment_, db_;
+};
+std::string ReportCli::experiment_, ReportCli::db_;
+
+TEST_F(ReportCli, ResultsOfTheLatestRunOfAnExperiment) {
+  const Output r = bench("--db " + db_ + " results --experiment grid");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("run 1: grid (completed)", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("#  case"), std::string::npos) << r.out;
+  const Output bad = bench("--db " + db_ + " results --experiment nope");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_TRUE(one_line(bad.err)) << bad.err;
+  EXPECT_EQ(bench("--db " + db_ + " results --run 1 --experiment grid").code, 2) << "--run excludes --experiment";
+}
+
+TEST_F(ReportCli, CompareCasesOfOneRunAndTwoRuns) {
+  const Output r = bench("--db " + db_ + " compare --run 1 norm_position=pre norm_position=post");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final loss (nats)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lr=0.05"), std::string::npos) << r.out;
+  // A run against itself: p = 1 everywhere, so nothing is faster or slower ("same" when the
+  // repetitions are tight enough to rule out a 2 % change, "unclear" when they are not).
+  const Output self = bench("--db " + db_ + " compare 1 1 --fail-if-regression --format json");
+  ASSERT_EQ(self.code, 0) << self.err;
+  const auto j = nlohmann::json::parse(self.out);
+  EXPECT_EQ(j["regressions"], 0);
+  ASSERT_EQ(j["throughput"].size(), 8u);  // 2 cases x 2 modes x (median ms, tokens/s)
+  for (const auto& row : j["throughput"]) {
+    EXPECT_DOUBLE_EQ(row["ratio"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(row["p"].get<double>(), 1.0);
+    EXPECT_TRUE(row["verdict"] == "same" || row["verdict"] == "unclear") << row.dump();
+  }
+  // Bad input: one line on stderr, exit 2.
+  for (const char* args :
+       {" compare 1 x", " compare 1 9", " compare --run 1 '#0' '#99'", " compare 1 1 --metric nope"}) {
+    const Output bad = bench("--db " + db_ + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_TRUE(one_line(bad.err)) << args << ": " << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << args;
+  }
+}
+
+TEST(CompareCli, FailIfRegressionExitsOne) {
+  const std::string db = test::write_temp("regress.db", "");
+  fs::remove(db);
+  {
+    store::Store s(db);
+    for (double factor : {1.0, 1.25}) {
+      store::RunInfo info;
+      info.experiment_name = "speed";
+      const int64_t run = s.begin_run(info);
+      store::CaseRow c;
+      c.runner = "throughput";
+      c.label = "base";
+      store::ThroughputRow t;
+      t.mode = "train_step";
+      t.samples_ms = {10 * factor, 10.1 * factor, 9.9 * factor, 10.05 * factor, 9.95 * factor};
+      t.repetitions = 5;
+      t.median_ms = 10 * factor;
+      t.tokens_per_s = 1000 / factor;
+      c.throughput = {t};
+      s.add_case(run, c);
+      s.finish_run(run, "completed");
+    }
+  }
+  const Output slower = bench("--db " + db + " compare 1 2 --fail-if-regression");
+  EXPECT_EQ(slower.code, 1) << slower.out << slower.err;
+  EXPECT_NE(slower.out.find("slower !"), std::string::npos) << slower.out;
+  EXPECT_EQ(bench("--db " + db + " compare 1 2").code, 0);
+  EXPECT_EQ(bench("--db " + db + " compare 2 1 --fail-if-regression").code, 0);
+}
+
+/// The first command of `names` that exists on PATH, or "".
+std::string find_program(std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    const Output r = shell(std::string("command -v ") + n);
+    if (r.code == 0 && !r.out.empty()) return r.out.substr(0, r.out.find('\n'));
+  }
+  return "";
+}
+
+// Measures every plot as the browser lays it out: the <svg> box and, inside it, the drawn marks
+// (series paths, bars, markers) with a non-empty bounding box.
+const char* kCheckScript = R"js(<script>
+(function () {
+  var out = [];
+  document.querySelectorAll('figure.plot').forEach(function (fig) {
+    var svg = fig.querySelector('svg.chart');
+    var box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    var marks = 0;
+    if (svg) svg.querySelectorAll('path.series, rect.bar, circle.marker').forEach(function (el) {
+      var b = el.getBBox();
+      if (b.width > 0 || b.height > 0) marks++;
+    });
+    out.push({id: svg ? svg.id : '', w: box.width, h: box.height, marks: marks});
+  });
+  var pre = document.createElement('pre');
+  pre.id = 'bench-check';
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>)js";
+
+TEST_F(ReportCli, ReportRendersEveryPlotInChromium) {
+  const std::string html = test::write_temp("grid_report.html", "");
+  const Output r = bench("--db " + db_ + " report 1 -o " + html);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string page = read(html);
+  // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates.
+  const size_t plots = count(page, "<figure class=\"plot\"");
+  EXPECT_EQ(plots, 11u);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
+  EXPECT_EQ(page.find("http"), std::string::npos);
+  EXPECT_EQ(bench("--db " + db_ + " report 7").code, 2);
+
+  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const std::string profile = test::write_temp("chromium-profile/.keep", "");
+  const std::string flags = " --headless --disable-gpu --no-sandbox --hide-scrollbars --user-data-dir=" +
+                            fs::path(profile).parent_path().string() + " ";
+
+  // The report with the measuring script appended, dumped after layout.
+  std::string checked = page;
+  checked.insert(checked.rfind("</body>"), kCheckScript);
+  const std::string check_file = test::write_temp("grid_report_check.html", checked);
+  const Output dom = shell("timeout 120 " + chromium + flags + "--dump-dom file://" + check_file);
+  ASSERT_EQ(dom.code, 0) << dom.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom.out, m, std::regex("<pre id=\"bench-check\">([^<]*)</pre>")))
+      << dom.out.substr(0, 500);
+  const auto figures = nlohmann::json::parse(m[1].str());
+  ASSERT_EQ(figures.size(), plots);
+  for (const auto& f : figures) {
+    EXPECT_GT(f["w"].get<double>(), 100) << f.dump();
+    EXPECT_GT(f["h"].get<double>(), 100) << f.dump();
+    EXPECT_GT(f["marks"].get<int>(), 0) << f.dump();
+  }
+
+  // A screenshot, as a person would see the page.
+  const std::string png = fs::path(html).replace_extension(".png").string();
+  fs::remove(png);
+  const Output shot =
+      shell("timeout 120 " + chromium + flags + "--screenshot=" + png + " --window-size=1400,3000 file://" + html);
+  ASSERT_EQ(shot.code, 0) << shot.err;
+  const std::string image = read(png);
+  ASSERT_GT(image.size(), 20000u);
+  EXPECT_EQ(image.substr(1, 3), "PNG");
+}
+
+TEST_F(ReportCli, ExportHasEveryStoredNumber) {
+  const std::string csv_file = test::write_temp("grid_export.csv", "");
+  ASSERT_EQ(bench("-q --db " + db_ + " export 1 --format csv -o " + csv_file).code, 0);
+  const std::string csv = read(csv_file);
+  EXPECT_EQ(csv.rfind("run_id,case_id,ordinal,runner,variant,label,case_status,case_seed,model.norm_position.type,"
+                      "stability.lr,kind,mode,step,repetition,name,value,unit\r\n",
+                      0),
+            0u)
+      << csv.substr(0, 300);
+  store::Store s(db_, store::Store::Mode::kReadOnly);
+  const auto n = [&](const std::string& sql) { return s.query(sql).rows.at(0).at(0).as_int(); };
+  const int64_t expected =
+      n("SELECT count(*) FROM throughput") * 13 + n("SELECT count(*) FROM samples") +
+      n("SELECT count(*) FROM steps") * 7 + n("SELECT count(*) FROM metrics") +
+      n("SELECT count(n_params) + count(n_params_embedding) + count(flops_per_token) + count(wall_s) FROM cases");
+  EXPECT_EQ(static_cast<int64_t>(count(csv, "\r\n")) - 1, expected);
+  const Output json = bench("--db " + db_ + " export --experiment grid --format json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(static_cast<int64_t>(j["measurements"].size()), expected);
+  EXPECT_EQ(j["run"]["experiment_name"], "grid");
+  EXPECT_EQ(bench("--db " + db_ + " export 1 --format markdown").code, 2);
+}
+
+TEST_F(ReportCli, TheExampleQueriesOfTheDocsStillRun) {
+  const std::string doc = read(std::string(BENCH_SOURCE_DIR) + "/docs/results.md");
+  const std::regex block("```sql\n([^`]*)```");
+  int queries = 0;
+  for (auto it = std::sregex_iterator(doc.begin(), doc.end(), block); it != std::sregex_iterator(); ++it) {
+    std::string sql = (*it)[1];
+    for (char& c : sql)
+      if (c == '\n') c = ' ';
+    std::string quoted;  // for the shell: 'sql' with every ' as '\''
+    for (char c : sql) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    const Output r = bench("--db " + db_ + " query '" + quoted + "'");
+    EXPECT_EQ(r.code, 0) << sql << "\n" << r.err;
+    ++queries;
+  }
+  EXPECT_GE(queries, 3);
+}
+
+TEST_F(ReportCli, CalcCountsWhatTheRunBuilt) {
+  const Output r = bench("calc " + experiment_ + " --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto models = nlohmann::json::parse(r.out);
+  ASSERT_EQ(models.size(), 2u);  // pre and post; the learning rates build the same models
+  store::Store s(db_, store::Store::Mode::kReadOnly);
+  for (const auto& m : models) {
+    const auto stored = s.query("SELECT DISTINCT n_params FROM cases WHERE label LIKE ?1",
+                                {Value::string(m["model"].get<std::string>() + "%")});
+    ASSERT_EQ(stored.rows.size(), 1u) << m.dump();
+    EXPECT_EQ(m["params"].get<int64_t>(), stored.rows[0][0].as_int()) << m.dump();
+  }
+}
+
+TEST(CalcCli, RealModelsAndErrors) {
+  const Output r = bench("calc --model 'Llama 2 70B' --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["params"], 68976648192);
+  EXPECT_EQ(j[0]["kv_bytes_per_token"], 327680.0);
+  EXPECT_EQ(j[0]["kv_bytes_per_token_mha"], 2621440.0);
+  const Output all = bench("calc --all --format csv");
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(count(all.out, "\r\n"), 11u);
+  const Output table = bench("calc --all --context 8192 --batch 4");
+  ASSERT_EQ(table.code, 0);
+  EXPECT_NE(table.out.find("Gemma 2 9B"), std::string::npos);
+  for (const char* args : {"calc", "calc --model 'Llama 9'", "calc --all --model 'Llama 2 7B'",
+                           "calc /nonexistent.toml", "calc --all --kv-dtype fp4"}) {
+    const Output bad = bench(args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_FALSE(bad.err.empty()) << args;
+  }
+  EXPECT_TRUE(one_line(bench("calc --model 'Llama 9'").err));
+}
+
+}  // namespace
+}  // namespace bench
