@@ -29,6 +29,8 @@ Dims dims_of(const AttentionArgs& a) {
     throw std::invalid_argument("attention: need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
                                 std::to_string(a.n_heads) + ") a multiple of n_kv_heads (" +
                                 std::to_string(a.n_kv_heads) + ")");
+  if (!(a.dropout >= 0 && a.dropout < 1))
+    throw std::invalid_argument("attention: the dropout rate must be in [0, 1), got " + std::to_string(a.dropout));
   Dims d{};
   d.batch = a.batch;
   d.seq = a.seq;
@@ -62,6 +64,50 @@ void zero_outside(T* x, int64_t rows, int64_t cols, int64_t ld, int64_t lo, int6
   }
 }
 
+/// y = x * M / (1 - p) on the rows x cols block of probabilities (b, h, q0.., lo..), rows ld
+/// apart in x and y (y may alias x): the mask of each element from its index in [B, H, T, T].
+template <class T>
+void dropout_block(const Exec& exec, const AttentionArgs& a, const T* x, T* y, int64_t rows, int64_t cols, int64_t ld,
+                   int64_t b, int64_t h, int64_t q0, int64_t lo) {
+  if (rows <= 0 || cols <= 0) return;
+  using A = acc_t<T>;
+  const int64_t base = attention_prob_index(a, b, h, q0, lo);
+  tile::dispatch_block(cols, [&]<int B>() {
+    tile::launch(exec, tile::Grid{rows},
+                 programs::DropoutRows<T, B>{x, y, cols, ld, base, a.seq, a.dropout_seed, static_cast<float>(a.dropout),
+                                             static_cast<A>(1.0 / (1.0 - a.dropout))});
+  });
+}
+
+/// Forward of one (batch, head, query block): S, masked softmax into probs (and scores), then
+/// O = P V, or (P * M / (1 - p)) V through `scratch` (a qblock x T block) with dropout.
+template <class T>
+void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, const T* qkv, T* out, T* probs, T* scores,
+                   acc_t<T>* row_max, int64_t b, int64_t h, int64_t qb, T* scratch) {
+  const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh, bh = b * d.heads + h, g = h / d.group;
+  const int64_t q0 = qb * d.qblock, q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
+  int64_t lo = 0, hi = 0;
+  key_range(a, q0, q1, lo, hi);
+  const int64_t cols = hi - lo;
+  const T* q = qkv + (b * seq + q0) * d.width + h * dh;
+  const T* k = qkv + (b * seq + lo) * d.width + (d.heads + g) * dh;
+  const T* v = qkv + (b * seq + lo) * d.width + (d.heads + d.kv_heads + g) * dh;
+  T* p = probs + (bh * seq + q0) * seq;
+  T* s = scores + (bh * seq + q0) * seq;
+  gemm<T>(false, true, rows, cols, dh, static_cast<T>(a.scale), q, d.width, k, d.width, T(0), s + lo, seq);
+  softmax_forward<T>(exec, s + lo, p + lo, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo),
+                     row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
+  zero_outside(p, rows, seq, seq, lo, hi);
+  if (s != p) zero_outside(s, rows, seq, seq, lo, hi);
+  const T* pv = p + lo;
+  if (a.dropout > 0) {
+    dropout_block(exec, a, p + lo, scratch, rows, cols, seq, b, h, q0, lo);
+    pv = scratch;
+  }
+  gemm<T>(false, false, rows, dh, cols, T(1), pv, seq, v, d.width, T(0), out + (b * seq + q0) * ld_out + h * dh,
+          ld_out);
+}
+
 }  // namespace
 
 int64_t attention_probs_size(const AttentionArgs& a) {
@@ -75,32 +121,32 @@ int64_t attention_workspace_size(const AttentionArgs& a) {
 }
 
 template <class T>
-void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max) {
+void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
+                       T* workspace) {
   const Dims d = dims_of(a);
-  const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
-  T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : probs;
+  T* scores = a.softcap > 0 ? probs + d.batch * d.heads * d.seq * d.seq : probs;
   // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
   // Inside the parallel region, gemm and the softmax launcher run on the calling thread.
-  tile::parallel_for(d.batch * d.heads * d.qblocks, [&](int64_t t0, int64_t t1) {
+  if (a.dropout <= 0) {
+    tile::parallel_for(d.batch * d.heads * d.qblocks, [&](int64_t t0, int64_t t1) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
+        forward_block(exec, a, d, qkv, out, probs, scores, row_max, bh / d.heads, bh % d.heads, qb,
+                      static_cast<T*>(nullptr));
+      }
+    });
+    return;
+  }
+  if (workspace == nullptr) throw std::invalid_argument("attention: dropout needs the workspace");
+  // With dropout, a task also owns one block of the workspace for the dropped probabilities:
+  // tasks are (batch, kv head), as in backward, so the workspace has the same size.
+  tile::parallel_for(d.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {
     for (int64_t task = t0; task < t1; ++task) {
-      const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
-      const int64_t h = bh % d.heads, b = bh / d.heads, g = h / d.group;
-      const int64_t q0 = qb * d.qblock, q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
-      int64_t lo = 0, hi = 0;
-      key_range(a, q0, q1, lo, hi);
-      const int64_t cols = hi - lo;
-      const T* q = qkv + (b * seq + q0) * d.width + h * dh;
-      const T* k = qkv + (b * seq + lo) * d.width + (d.heads + g) * dh;
-      const T* v = qkv + (b * seq + lo) * d.width + (d.heads + d.kv_heads + g) * dh;
-      T* p = probs + (bh * seq + q0) * seq;
-      T* s = scores + (bh * seq + q0) * seq;
-      gemm<T>(false, true, rows, cols, dh, static_cast<T>(a.scale), q, d.width, k, d.width, T(0), s + lo, seq);
-      softmax_forward<T>(exec, s + lo, p + lo, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo),
-                         row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
-      zero_outside(p, rows, seq, seq, lo, hi);
-      if (s != p) zero_outside(s, rows, seq, seq, lo, hi);
-      gemm<T>(false, false, rows, dh, cols, T(1), p + lo, seq, v, d.width, T(0), out + (b * seq + q0) * ld_out + h * dh,
-              ld_out);
+      const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
+      T* scratch = workspace + task * d.qblock * d.seq;
+      for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h)
+        for (int64_t qb = 0; qb < d.qblocks; ++qb)
+          forward_block(exec, a, d, qkv, out, probs, scores, row_max, b, h, qb, scratch);
     }
   });
 }
@@ -138,10 +184,16 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
           const T* s = scores != nullptr ? scores + (bh * seq + q0) * seq + lo : nullptr;
           const T* d_o = dout + (b * seq + q0) * ld_out + h * dh;
           const T* q = qkv + (b * seq + q0) * d.width + h * dh;
-          // dV[lo:hi] += P^T dO
-          gemm<T>(true, false, cols, dh, rows, T(1), p, seq, d_o, ld_out, T(1), dv + lo * d.width, d.width);
-          // dP = dO V^T, then dS = softmax_backward(P, dP) in place
+          // dV[lo:hi] += P~^T dO, with P~ = P * M / (1 - p) recomputed into ws under dropout
+          const T* pd = p;
+          if (a.dropout > 0) {
+            dropout_block(exec, a, p, ws, rows, cols, seq, b, h, q0, lo);
+            pd = ws;
+          }
+          gemm<T>(true, false, cols, dh, rows, T(1), pd, seq, d_o, ld_out, T(1), dv + lo * d.width, d.width);
+          // dP = dO V^T (times the same M / (1 - p)), then dS = softmax_backward(P, dP) in place
           gemm<T>(false, true, rows, cols, dh, T(1), d_o, ld_out, v + lo * d.width, d.width, T(0), ws, seq);
+          if (a.dropout > 0) dropout_block(exec, a, ws, ws, rows, cols, seq, b, h, q0, lo);
           softmax_backward<T>(exec, p, ws, s, ws, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo));
           // dQ = scale dS K,  dK[lo:hi] += scale dS^T Q
           gemm<T>(false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, T(0),
@@ -153,8 +205,8 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                          \
-  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*); \
+#define BENCH_INSTANTIATE(T)                                                                              \
+  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*); \
   template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, T*, T*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)

@@ -2,15 +2,18 @@
 //          attention_backward (CPU: GEMM + the masked softmax kernels), and the float64
 //          reference attention_forward_reference
 //
-// Sections, in order: 1. float64 reference  2. (no tile programs: built from gemm and the
-// softmax kernels; the CUDA path is a flash-attention kernel of its own)  3. launchers.
+// Sections, in order: 1. float64 reference  2. tile programs (only the dropout of probability
+// blocks: the rest is built from gemm and the softmax kernels; the CUDA path is a
+// flash-attention kernel of its own)  3. launchers.
 //
 // Per batch b and query head h (kv head g = h / (H / Hkv)), with Q, K, V the [T, dh] slices of
 // the fused qkv rows:
 //   S = scale * Q K^T,  P = masked softmax(S) (softcap and window as in kernels/softmax.h),
-//   O = P V.
-// Backward: dV = P^T dO, dP = dO V^T, dS = softmax_backward(P, dP), dQ = scale dS K,
-//   dK = scale dS^T Q, dK and dV summed over the query heads of a kv head.
+//   O = (P * M / (1 - p)) V  with the dropout mask M (all ones when p = 0, i.e. O = P V).
+// Backward: dV = (P * M / (1 - p))^T dO, dP = (dO V^T) * M / (1 - p), dS = softmax_backward(P, dP),
+//   dQ = scale dS K, dK = scale dS^T Q, dK and dV summed over the query heads of a kv head.
+// The mask is recomputed, never stored: M[b, h, i, j] = dropout_keep(seed, ((b H + h) T + i) T + j, p)
+// (kernels/dropout.h), a function of the global index in [B, H, T, T].
 #pragma once
 
 #include <algorithm>
@@ -18,8 +21,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "dropout.h"
 #include "softmax.h"
 #include "tile/exec.h"
+#include "tile/program.h"
 
 namespace bench::kernels {
 
@@ -28,16 +33,23 @@ using tile::Exec;
 
 /// Shape and variant of a causal multi-head attention with grouped K/V heads.
 struct AttentionArgs {
-  int64_t batch;       ///< sequences B
-  int64_t seq;         ///< tokens per sequence T
-  int64_t n_heads;     ///< query heads H
-  int64_t n_kv_heads;  ///< K/V heads Hkv, dividing H (H: MHA, 1: MQA, otherwise GQA)
-  int64_t d_head;      ///< elements per head dh
-  double scale;        ///< multiplies Q K^T (usually 1 / sqrt(d_head))
-  double softcap = 0;  ///< > 0: logits capped to softcap * tanh(s / softcap)
-  int64_t window = 0;  ///< > 0: each query sees only the last `window` keys it may see
-  bool causal = true;  ///< queries see keys up to their own position only
+  int64_t batch;              ///< sequences B
+  int64_t seq;                ///< tokens per sequence T
+  int64_t n_heads;            ///< query heads H
+  int64_t n_kv_heads;         ///< K/V heads Hkv, dividing H (H: MHA, 1: MQA, otherwise GQA)
+  int64_t d_head;             ///< elements per head dh
+  double scale;               ///< multiplies Q K^T (usually 1 / sqrt(d_head))
+  double softcap = 0;         ///< > 0: logits capped to softcap * tanh(s / softcap)
+  int64_t window = 0;         ///< > 0: each query sees only the last `window` keys it may see
+  bool causal = true;         ///< queries see keys up to their own position only
+  double dropout = 0;         ///< dropout rate on the probabilities, in [0, 1) (0 outside training)
+  uint64_t dropout_seed = 0;  ///< seed of the dropout mask (kernels::dropout_seed(case seed, step, site))
 };
+
+/// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.
+inline int64_t attention_prob_index(const AttentionArgs& a, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return ((b * a.n_heads + h) * a.seq + i) * a.seq + j;
+}
 
 // ---------------------------------------------------------------------------------------------
 // 1. float64 reference
@@ -73,7 +85,11 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
         for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
         double* o = &out[(b * n_t + t) * n_h * dh + h * dh];
         for (int64_t j = lo; j < hi; ++j) {
-          const double pj = std::exp(l[j] - m) / z;
+          double pj = std::exp(l[j] - m) / z;
+          if (a.dropout > 0)
+            pj *= dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
+                      ? 1 / (1 - a.dropout)
+                      : 0.0;
           const double* v = &qkv[(b * n_t + j) * width + (n_h + n_kv + g) * dh];
           for (int64_t d = 0; d < dh; ++d) o[d] += pj * v[d];
         }
@@ -83,6 +99,43 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
 }
 
 // ---------------------------------------------------------------------------------------------
+// 2. tile programs
+// ---------------------------------------------------------------------------------------------
+
+namespace programs {
+namespace tl = tile::tl;
+
+/// Dropout of a block of probabilities, one row per program: y[r, c] = x[r, c] * M / (1 - p) for
+/// columns c in [0, cols), with M the mask of element base + r * row_step + c (rows of x and y
+/// ld apart; y may alias x).
+template <class T, int B>
+struct DropoutRows {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const T* x;
+  T* y;
+  int64_t cols;
+  int64_t ld;
+  int64_t base;
+  int64_t row_step;
+  uint64_t seed;
+  float p;
+  A scale;  // 1 / (1 - p)
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      const DropoutMask<A> mask{seed, base + r * row_step + c0, p, scale};
+      tl::store(c, y + r * ld + c0, tl::map(mask, tl::arange<B>(c), tl::load<B>(c, x + r * ld + c0, cols - c0)),
+                cols - c0);
+    }
+  }
+};
+
+}  // namespace programs
+
+// ---------------------------------------------------------------------------------------------
 // 3. launchers (float and double are instantiated in attention.cpp)
 // ---------------------------------------------------------------------------------------------
 
@@ -90,20 +143,24 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
 /// B*H*T*T probabilities, followed by as many capped-logit inputs when softcap > 0.
 int64_t attention_probs_size(const AttentionArgs& args);
 
-/// Elements of scratch that attention_backward needs.
+/// Elements of scratch that attention_backward (and attention_forward with dropout) needs.
 int64_t attention_workspace_size(const AttentionArgs& args);
 
 /// Forward attention of the fused projection qkv ([B*T, (H + 2 Hkv) dh]: q heads, k heads,
-/// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities (and raw
-/// scores) into probs, zero where masked, and per query row the largest valid logit into
-/// row_max ([B, H, T], may be null). Parallel over (batch, head, query block), each task
-/// calling the single-threaded GEMM; fully masked key blocks are skipped.
-/// Throws std::invalid_argument on an inconsistent shape.
+/// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities P, undropped
+/// (and raw scores), into probs, zero where masked, and per query row the largest valid logit
+/// into row_max ([B, H, T], may be null). Parallel over (batch, head, query block), each task
+/// calling the single-threaded GEMM; fully masked key blocks are skipped. With dropout > 0 the
+/// dropped block of P goes through `workspace` (attention_workspace_size elements; may be null
+/// without dropout), and tasks are (batch, kv head), each with its own block of it.
+/// Throws std::invalid_argument on an inconsistent shape or rate.
 template <class T>
-void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max);
+void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
+                       T* workspace);
 
 /// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's probs, writes all of
-/// dqkv (dq, dk, dv in the qkv layout). Parallel over (batch, kv head), so the dK/dV sums over
+/// dqkv (dq, dk, dv in the qkv layout); `args` (dropout rate and seed included) must be the
+/// forward's. Parallel over (batch, kv head), so the dK/dV sums over
 /// the query heads of a group have one writer and a fixed order. workspace holds
 /// attention_workspace_size(args) elements.
 template <class T>

@@ -10,6 +10,8 @@ const std::vector<KernelInfo>& catalog() {
       {"softmax_forward", "kernels/softmax.h",
        "masked (causal, window) softmax of scale * s, optional soft-cap, row max"},
       {"softmax_backward", "kernels/softmax.h", "ds = scale * p (dp - sum p dp) (* soft-cap derivative)"},
+      {"softcap_forward", "kernels/softcap.h", "logit soft-cap y = c tanh(x / c) (Gemma 2 output logits)"},
+      {"softcap_backward", "kernels/softcap.h", "dx = dy (1 - (y / c)^2), from the capped output"},
       {"cross_entropy", "kernels/cross_entropy.h", "loss = logsumexp - logit[target]; z; fused gradient with z-loss"},
       {"rope_apply", "kernels/rope.h",
        "rotate (interleaved or half) feature pairs of q/k by t * theta_i; inverse for backward"},

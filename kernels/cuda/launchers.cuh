@@ -14,6 +14,7 @@
 #include "../elementwise.h"
 #include "../norm.h"
 #include "../rope.h"
+#include "../softcap.h"
 #include "../softmax.h"
 
 namespace bench::kernels::cuda {
@@ -67,5 +68,11 @@ cudaError_t embedding_backward(cudaStream_t stream, const int32_t* tokens, const
 
 template <class T>
 cudaError_t dropout_apply(cudaStream_t stream, const T* x, T* y, int64_t n, double p, uint64_t seed);
+
+/// cudaErrorInvalidValue unless cap > 0.
+template <class T>
+cudaError_t softcap_forward(cudaStream_t stream, const T* x, T* y, int64_t n, double cap);
+template <class T>
+cudaError_t softcap_backward(cudaStream_t stream, const T* y, const T* dy, T* dx, int64_t n, double cap);
 
 }  // namespace bench::kernels::cuda

@@ -1,18 +1,57 @@
 // Causal self-attention with n_kv_heads query-head groups (MHA when n_kv_heads = n_heads, GQA
-// between, MQA at 1), optional sliding window and attention-logit soft-capping:
-//   [q k v] = x Wqkv^T;  q, k rotated by the position component;
-//   o_h = softmax(scale * q_h k_g^T + causal mask) v_g  (g = h / (n_heads / n_kv_heads));  y = o Wo^T
+// between, MQA at 1), sliding window with local/global interleaving over the layers, QK-norm,
+// attention-logit soft-capping and attention-probability dropout:
+//   [q k v] = x Wqkv^T;  q_h, k_g <- norm(q_h) * g_q, norm(k_g) * g_k over d_head (QK-norm);
+//   q, k rotated by the position component;
+//   o_h = dropout((softmax(cap(scale * q_h k_g^T) + mask))) v_g  (g = h / (n_heads / n_kv_heads));
+//   y = o Wo^T,
+// where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
+// letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
 #include <cmath>
+#include <string>
 
 #include "bench/bench.h"
+#include "bench/random.h"
 #include "kernels/attention.h"
+#include "kernels/dropout.h"
+#include "qk_norm.h"
 
 namespace bench::attention {
+
+namespace {
+
+/// The window of layer `layer` under `pattern` (cycled): `window` on L layers, 0 (global) on G
+/// layers; an empty pattern applies `window` to every layer.
+int64_t layer_window(const std::string& pattern, int64_t window, int layer) {
+  if (pattern.empty()) return window;
+  const auto i = static_cast<size_t>(layer < 0 ? 0 : layer) % pattern.size();
+  return pattern[i] == 'L' ? window : 0;
+}
+
+}  // namespace
 
 class CausalAttention final : public Sublayer {
  public:
   explicit CausalAttention(const Params& p)
-      : window_(p.integer("window")), softcap_(p.number("softcap")), out_scale_(p.boolean("scaled_output_init")) {}
+      : window_(p.integer("window")),
+        pattern_(p.string("pattern")),
+        softcap_(p.number("softcap")),
+        out_scale_(p.boolean("scaled_output_init")),
+        qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias")) {
+    // Checked here, from the parameters alone, so that both `bench validate` and a model build
+    // point at the key.
+    if (p.given("pattern") && pattern_.empty())
+      throw ConfigError(p.where("pattern"),
+                        "pattern must not be empty: L (local, sliding window) and G (global) "
+                        "letters, cycled over the layers, e.g. \"LLLLLG\"");
+    for (char c : pattern_)
+      if (c != 'L' && c != 'G')
+        throw ConfigError(p.where("pattern"), "pattern may contain only L (local) and G (global), found '" +
+                                                  std::string(1, c) + "' in \"" + pattern_ + "\"");
+    if (pattern_.find('L') != std::string::npos && window_ <= 0)
+      throw ConfigError(p.given("window") ? p.where("window") : p.where("pattern"),
+                        "pattern \"" + pattern_ + "\" has local (L) layers: set window > 0 tokens");
+  }
 
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
@@ -26,12 +65,18 @@ class CausalAttention final : public Sublayer {
     layer_ = ctx.layer();
     qkv_width_ = (heads_ + 2 * kv_heads_) * d_head_;
     position_ = ctx.position();
+    dropout_ = d.dropout_attention;
+    // One mask stream per attention (its scope names the layer), distinct from the residual
+    // dropout sites of the norm positions.
+    site_ = static_cast<int64_t>(hash_seed(0, ctx.scope() + "/probs") >> 1);
     const double std = d.init_std;
     wqkv_ = ctx.add_param("wqkv", {qkv_width_, d_model_}, Init::normal(std));
     // GPT-2: residual-branch output projections scaled by 1/sqrt(2 * n_layers).
     const double out_std = out_scale_ ? std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : std;
     wo_ = ctx.add_param("wo", {d_model_, heads_ * d_head_}, Init::normal(out_std));
-    args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window_, true};
+    qk_norm_.setup(ctx, rows_, heads_, kv_heads_, d_head_);
+    const int64_t window = layer_window(pattern_, window_, layer_);
+    args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
     args_.scale = position_->attention_scale() / std::sqrt(static_cast<double>(d_head_));
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
@@ -47,12 +92,18 @@ class CausalAttention final : public Sublayer {
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     x_ = x;
     ops::linear_forward(ctx, x, wqkv_->value, qkv_);
+    qk_norm_.forward(qkv_, ctx);  // after the projection, before the rotation (OLMo 2, Gemma 3)
     position_->rotate_forward(view(qkv_), ctx);
+    // Backward reads the rate and seed of this forward from args_.
+    args_.dropout = ctx.training ? dropout_ : 0.0;
+    args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
     dispatch_float(x.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       A* rm = ctx.probes ? static_cast<A*>(row_max_.raw()) : nullptr;
-      kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm);
+      kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm,
+                                    work_.data<T>());
       if (rm != nullptr) {
+        // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
         double m = -INFINITY;
         for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(rm[i]) || rm[i] > m ? rm[i] : m;
         ctx.probe_max("max_attn_logit", m);
@@ -68,6 +119,7 @@ class CausalAttention final : public Sublayer {
                                      dqkv_.data<T>(), work_.data<T>());
     });
     position_->rotate_backward(view(dqkv_), ctx);
+    qk_norm_.backward(dqkv_, ctx);
     ops::linear_backward(ctx, dqkv_, x_, wqkv_->value, &dx, &wqkv_->grad);
   }
 
@@ -75,12 +127,14 @@ class CausalAttention final : public Sublayer {
     const double rows = static_cast<double>(rows_);
     const double proj = 2 * rows * static_cast<double>(d_model_ * qkv_width_) +
                         2 * rows * static_cast<double>(heads_ * d_head_ * d_model_);
-    // Score/value products over the (query, key) pairs the mask keeps.
+    // Score/value products over the (query, key) pairs the mask keeps (this layer's window).
     double pairs = 0;
-    for (int64_t t = 0; t < seq_; ++t) pairs += static_cast<double>(window_ > 0 ? std::min(t + 1, window_) : t + 1);
+    for (int64_t t = 0; t < seq_; ++t)
+      pairs += static_cast<double>(args_.window > 0 ? std::min(t + 1, args_.window) : t + 1);
     const double bh = static_cast<double>(batch_ * heads_);
     const double attn = 4 * static_cast<double>(d_head_) * pairs * bh;
-    const double soft = 5 * pairs * bh;
+    // Softmax (and cap) per kept pair; dropout adds a mask and a multiply in forward, two in backward.
+    const double soft = (5 + (dropout_ > 0 ? 2 : 0)) * pairs * bh;
     Cost c;
     c.flops_forward = proj + attn + soft;
     c.flops_backward = 2 * proj + 2 * attn + 2 * soft;
@@ -90,6 +144,7 @@ class CausalAttention final : public Sublayer {
     const double probs = static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
+    c += qk_norm_.cost(esize_);
     return c;
   }
 
@@ -99,10 +154,14 @@ class CausalAttention final : public Sublayer {
   }
 
   int64_t window_;
+  std::string pattern_;
   double softcap_;
   bool out_scale_;
+  QkNorm qk_norm_;
   int64_t batch_ = 0, seq_ = 0, heads_ = 0, kv_heads_ = 0, d_head_ = 0, d_model_ = 0, rows_ = 0, qkv_width_ = 0;
   int layer_ = -1;
+  double dropout_ = 0;
+  int64_t site_ = 0;
   size_t esize_ = 4;
   Position* position_ = nullptr;
   Param* wqkv_ = nullptr;
@@ -113,15 +172,26 @@ class CausalAttention final : public Sublayer {
 
 ComponentInfo causal_info() {
   return make_info<CausalAttention>(
-      Slot::kAttention, "causal", "causal multi-head attention; n_kv_heads gives MHA, GQA or MQA",
+      Slot::kAttention, "causal",
+      "causal multi-head attention; n_kv_heads gives MHA, GQA or MQA; sliding window, local/global pattern, "
+      "QK-norm, soft-capping, dropout_attention",
       {ParamSpec::integer("window", 0, "sliding window: attend to the last `window` tokens; 0 = all").at_least(0),
+       ParamSpec::string("pattern", "",
+                         "local/global layers, cycled: L = sliding `window`, G = global (\"LLLLLG\": Gemma 3); "
+                         "\"\" = `window` on every layer"),
        ParamSpec::number("softcap", 0.0, "attention logit soft-cap c: logits -> c * tanh(logits / c); 0 = off")
            .at_least(0),
+       ParamSpec::choice("qk_norm", "none", {"none", "rmsnorm", "layernorm"},
+                         "normalize each q and k head over d_head before RoPE (gains of size d_head)"),
+       ParamSpec::number("qk_norm_eps", 1e-6, "epsilon of the QK-norm").at_least(0),
+       ParamSpec::boolean("qk_norm_bias", false, "learnable QK-norm biases of size d_head (default: gains only)"),
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)")});
 }
 
 }  // namespace bench::attention
 
-BENCH_PLUGIN("attention", "1.0", "attention: causal MHA/GQA/MQA with sliding window and soft-capping") {
+BENCH_PLUGIN("attention", "1.0",
+             "attention: causal MHA/GQA/MQA with sliding window, local/global layers, QK-norm, soft-capping and "
+             "dropout") {
   registrar.add(bench::attention::causal_info());
 }

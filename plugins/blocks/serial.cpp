@@ -1,6 +1,6 @@
 // Serial block (GPT-2, Llama): attention then FFN, each wrapped by the configured norm position:
 //   h = residual(x, attention);  y = residual(h, ffn)
-#include "bench/bench.h"
+#include "blocks.h"
 
 namespace bench::blocks {
 
@@ -36,5 +36,3 @@ ComponentInfo serial_info() {
 }
 
 }  // namespace bench::blocks
-
-BENCH_PLUGIN("blocks", "1.0", "transformer blocks: serial") { registrar.add(bench::blocks::serial_info()); }

@@ -1,16 +1,18 @@
 // LM head and loss: logits = h W^T (W [vocab, d_model], or the token embedding when tied),
-// mean softmax cross-entropy, and optionally PaLM's z-loss coef * mean(log Z ^ 2), which pulls
-// the softmax normalizer log Z towards 0 (softmax itself is invariant to a shift of the logits).
+// optionally soft-capped to c * tanh(logits / c) (Gemma 2: c = 30), mean softmax cross-entropy,
+// and optionally PaLM's z-loss coef * mean(log Z ^ 2), which pulls the softmax normalizer log Z
+// towards 0 (softmax itself is invariant to a shift of the logits).
 #include <cmath>
 
 #include "head.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/softcap.h"
 
 namespace bench::head {
 
 class LmHead final : public Head {
  public:
-  explicit LmHead(const Params& p) : z_coef_(p.number("z_loss")) {}
+  explicit LmHead(const Params& p) : z_coef_(p.number("z_loss")), softcap_(p.number("softcap")) {}
 
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
@@ -21,6 +23,9 @@ class LmHead final : public Head {
         d.tie_embeddings ? ctx.embedding_weight() : ctx.add_param("weight", {vocab_, width_}, Init::normal(d.init_std));
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     logits_ = ctx.buffer({rows_, vocab_});
+    // With the cap, the cross-entropy gradient goes to its own buffer so that the capped logits
+    // survive for the cap's backward (computed from its output).
+    dlogits_ = softcap_ > 0 ? ctx.buffer({rows_, vocab_}) : logits_;
     loss_ = ctx.buffer({rows_}, acc);
     z_ = ctx.buffer({rows_}, acc);
     esize_ = dtype_size(ctx.dtype());
@@ -29,6 +34,10 @@ class LmHead final : public Head {
   LossInfo forward(const Tensor& h, const int32_t* targets, RunContext& ctx) override {
     h_ = h;
     ops::linear_forward(ctx, h, weight_->value, logits_);
+    if (softcap_ > 0)
+      dispatch_float(h.dtype(), [&]<class T>() {
+        kernels::softcap_forward<T>(ctx.exec, logits_.data<T>(), logits_.data<T>(), logits_.numel(), softcap_);
+      });
     int64_t valid = 0;
     for (int64_t i = 0; i < rows_; ++i) valid += targets[i] >= 0 ? 1 : 0;
     const double scale = valid > 0 ? 1.0 / static_cast<double>(valid) : 0.0;
@@ -37,9 +46,9 @@ class LmHead final : public Head {
       using A = tile::acc_t<T>;
       A* loss = static_cast<A*>(loss_.raw());
       A* z = static_cast<A*>(z_.raw());
-      // The gradient overwrites the logits in place: they are not needed after this.
+      // Without the cap the gradient overwrites the logits in place: they are not needed after this.
       kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, loss, z,
-                                ctx.training ? logits_.data<T>() : nullptr, z_coef_, scale);
+                                ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
       double sum_loss = 0, sum_z = 0, sum_z2 = 0;
       for (int64_t i = 0; i < rows_; ++i) {
         if (targets[i] < 0) continue;
@@ -56,32 +65,42 @@ class LmHead final : public Head {
   }
 
   void backward(Tensor& dh, RunContext& ctx) override {
-    ops::linear_backward(ctx, logits_, h_, weight_->value, &dh, &weight_->grad);
+    if (softcap_ > 0)
+      dispatch_float(dh.dtype(), [&]<class T>() {
+        kernels::softcap_backward<T>(ctx.exec, logits_.data<T>(), dlogits_.data<T>(), dlogits_.data<T>(),
+                                     dlogits_.numel(), softcap_);
+      });
+    ops::linear_backward(ctx, dlogits_, h_, weight_->value, &dh, &weight_->grad);
   }
 
   Cost cost() const override {
     const double r = static_cast<double>(rows_), v = static_cast<double>(vocab_), w = static_cast<double>(width_);
     const double e = static_cast<double>(esize_);
     Cost c;
-    c.flops_forward = 2 * r * v * w + 6 * r * v;
-    c.flops_backward = 4 * r * v * w;
-    c.bytes_forward = (r * w + v * w + 3 * r * v) * e;
-    c.bytes_backward = (2 * r * w + 2 * v * w + r * v) * e;
+    const bool cap = softcap_ > 0;
+    c.flops_forward = 2 * r * v * w + 6 * r * v + (cap ? 4 * r * v : 0);  // tanh counted as a few FLOPs
+    c.flops_backward = 4 * r * v * w + (cap ? 3 * r * v : 0);
+    c.bytes_forward = (r * w + v * w + (cap ? 5 : 3) * r * v) * e;
+    c.bytes_backward = (2 * r * w + 2 * v * w + (cap ? 4 : 1) * r * v) * e;
     return c;
   }
 
  private:
   double z_coef_;
+  double softcap_;
   int64_t rows_ = 0, width_ = 0, vocab_ = 0;
   size_t esize_ = 4;
   Param* weight_ = nullptr;
-  Tensor h_, logits_, loss_, z_;
+  Tensor h_, logits_, dlogits_, loss_, z_;
 };
 
 ComponentInfo lm_head_info() {
   return make_info<LmHead>(
       Slot::kHead, "lm_head", "linear LM head with softmax cross-entropy (tied to the embedding with tie_embeddings)",
-      {ParamSpec::number("z_loss", 0.0, "z-loss coefficient: adds coef * mean(log Z^2) (PaLM: 1e-4)").at_least(0)});
+      {ParamSpec::number("z_loss", 0.0, "z-loss coefficient: adds coef * mean(log Z^2) (PaLM: 1e-4)").at_least(0),
+       ParamSpec::number("softcap", 0.0,
+                         "output logit soft-cap c: logits -> c * tanh(logits / c) (Gemma 2: 30); 0 = off")
+           .at_least(0)});
 }
 
 }  // namespace bench::head

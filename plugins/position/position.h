@@ -7,5 +7,7 @@ namespace bench::position {
 
 ComponentInfo rope_info();
 ComponentInfo nope_info();
+ComponentInfo sinusoidal_info();
+ComponentInfo learned_info();
 
 }  // namespace bench::position

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -118,6 +119,35 @@ TEST(Cli, BadInputExitsTwoWithOneLineAndTouchesNoDatabase) {
   EXPECT_EQ(run("validate " + test::write_temp("ok.toml", kTiny)).code, 0);
   EXPECT_EQ(run("frobnicate").code, 2);
   EXPECT_EQ(run("--db /nonexistent/dir/x.db results").code, 2);
+}
+
+// Errors raised inside a plugin's code (its component's validation) reach the command line after
+// the registry that loaded the plugin is gone: still one line at the key, exit 2, no database.
+TEST(Cli, ErrorsRaisedByPluginsAreOneLineToo) {
+  const std::string base = "[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\nseq_len = 32\nbatch_size = 2\n";
+  const struct {
+    const char* name;
+    const char* lines;
+    const char* expected;  // after "file:"
+  } cases[] = {
+      {"pattern", "attention = { type = \"causal\", window = 8, pattern = \"LLX\" }\n",
+       ":7:44: pattern may contain only L (local) and G (global), found 'X' in \"LLX\""},
+      {"odd_head", "d_head = 15\n", ":7:1: RoPE rotates pairs of features: d_head (15) must be even"},
+      {"longrope", "position = { type = \"rope\", scaling = \"longrope\", factor = 4, long_factors = [1.0, 2.0] }\n",
+       ":7:63: long_factors has 2 values; d_head / 2 = 8 are needed"},
+  };
+  for (const auto& c : cases) {
+    const std::string exp =
+        test::write_temp(std::string("plugin_error_") + c.name + ".toml", base + c.lines + "[stability]\nsteps = 2\n");
+    const std::string db = fresh_db(std::string("plugin_error_") + c.name + ".db");
+    for (const std::string& cmd : {"validate " + exp, "--db " + db + " run " + exp}) {
+      const Result r = run(cmd);
+      EXPECT_EQ(r.code, 2) << c.name << ": " << cmd << "\n" << r.err;
+      EXPECT_EQ(r.err.rfind(exp + c.expected, 0), 0u) << c.name << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    EXPECT_FALSE(std::filesystem::exists(db));
+  }
 }
 
 TEST(Cli, ListShowsComponentsWithParameters) {

@@ -1,7 +1,9 @@
 // Tests of kernels/attention.h: forward against the float64 per-head reference (MHA, GQA, MQA,
-// sliding window, soft-cap, several query blocks), backward against central differences in
-// double, float against double, GQA against MHA with repeated kv heads, and bitwise equality
-// of results across thread counts (the GEMM runs single-threaded inside the parallel tasks).
+// sliding window, soft-cap, probability dropout, several query blocks), backward against
+// central differences in double, float against double, GQA against MHA with repeated kv heads,
+// dropout's closed forms (P stored undropped, the mask of the global index, the expectation),
+// and bitwise equality of results across thread counts (the GEMM runs single-threaded inside
+// the parallel tasks).
 // DISABLED_Timing measures the CPU speed reported in docs/kernels.md.
 #include "attention.h"
 
@@ -35,11 +37,13 @@ struct AttentionCase {
 void PrintTo(const AttentionCase& c, std::ostream* os) { *os << c.name; }
 
 AttentionArgs make_args(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t dh, double softcap = 0,
-                        int64_t window = 0, bool causal = true) {
+                        int64_t window = 0, bool causal = true, double dropout = 0) {
   AttentionArgs a{b, t, h, hkv, dh, 1.0 / std::sqrt(static_cast<double>(dh))};
   a.softcap = softcap;
   a.window = window;
   a.causal = causal;
+  a.dropout = dropout;
+  a.dropout_seed = 0x5eed;
   return a;
 }
 
@@ -59,10 +63,10 @@ AttentionRun<T> run(const Exec& exec, const AttentionArgs& a, const std::vector<
   r.out.assign(static_cast<size_t>(out_size(a)), T(-1));
   r.probs.assign(static_cast<size_t>(attention_probs_size(a)), T(-1));
   r.row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), acc_t<T>(0));
-  attention_forward<T>(exec, a, qkv.data(), r.out.data(), r.probs.data(), r.row_max.data());
+  std::vector<T> ws(static_cast<size_t>(attention_workspace_size(a)), T(-1));
+  attention_forward<T>(exec, a, qkv.data(), r.out.data(), r.probs.data(), r.row_max.data(), ws.data());
   if (dout != nullptr) {
     r.dqkv.assign(qkv.size(), T(-1));
-    std::vector<T> ws(static_cast<size_t>(attention_workspace_size(a)));
     attention_backward<T>(exec, a, qkv.data(), r.probs.data(), dout->data(), r.dqkv.data(), ws.data());
   }
   return r;
@@ -183,6 +187,9 @@ std::vector<AttentionCase> cases() {
     out.push_back({"mqa_t130_window20" + suffix, make_args(1, 130, 4, 1, 4, 0, 20), be});
     out.push_back({"gqa_t100_window70_softcap" + suffix, make_args(1, 100, 4, 2, 4, 2.0, 70), be});
     out.push_back({"mha_t70_noncausal" + suffix, make_args(1, 70, 2, 2, 4, 0, 0, false), be});
+    out.push_back({"mha_t5_dropout" + suffix, make_args(2, 5, 4, 4, 8, 0, 0, true, 0.3), be});
+    out.push_back({"gqa_t70_dropout" + suffix, make_args(2, 70, 4, 2, 4, 0, 0, true, 0.1), be});
+    out.push_back({"mqa_t130_window20_softcap_dropout" + suffix, make_args(1, 130, 4, 1, 4, 1.5, 20, true, 0.5), be});
   }
   return out;
 }
@@ -224,29 +231,102 @@ TEST(AttentionThreads, GemmInsideParallelTaskEqualsSerialGemm) {
   for (const auto& c : in_task) EXPECT_EQ(c, serial);
 }
 
+TEST(AttentionDropout, ProbabilitiesStayUndroppedAndEvalEqualsNoDropout) {
+  // probs holds P itself (the backward's softmax needs it); only O sees the mask. Rate 0 is
+  // the plain attention whatever the seed.
+  const AttentionArgs a0 = make_args(2, 100, 4, 2, 8, 2.0, 0, true, 0.0);
+  AttentionArgs a = a0;
+  a.dropout = 0.25;
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 20));
+  const auto r0 = run<float>(Exec{}, a0, qkv, nullptr);
+  const auto r = run<float>(Exec{}, a, qkv, nullptr);
+  EXPECT_EQ(r.probs, r0.probs);
+  EXPECT_EQ(r.row_max, r0.row_max);
+  EXPECT_NE(r.out, r0.out);
+  AttentionArgs other_seed = a0;
+  other_seed.dropout_seed = 99;
+  EXPECT_EQ(run<float>(Exec{}, other_seed, qkv, nullptr).out, r0.out);
+  AttentionArgs next_step = a;
+  next_step.dropout_seed = a.dropout_seed + 1;
+  EXPECT_NE(run<float>(Exec{}, next_step, qkv, nullptr).out, r.out);
+}
+
+TEST(AttentionDropout, MaskIsTheDropoutKeepOfTheGlobalIndexAndKeepsTheExpectation) {
+  // With V = one-hot columns, O[t, j] = P[t, j] M / (1 - p) for the first dh keys: read the
+  // mask off the output and compare it with dropout_keep element by element; the kept fraction
+  // is 1 - p and the mean of O over many seeds tends to P V.
+  const int64_t n_t = 16, n_h = 2, dh = 16;
+  const AttentionArgs a0 = make_args(2, n_t, n_h, 1, dh);
+  AttentionArgs a = a0;
+  a.dropout = 0.4;
+  const int64_t w = (n_h + 2) * dh;
+  auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 21);
+  for (int64_t r = 0; r < 2 * n_t; ++r)
+    for (int64_t d = 0; d < dh; ++d) qkv[r * w + (n_h + 1) * dh + d] = (r % n_t) == d ? 1.0 : 0.0;  // v_j = e_j
+  const auto plain = run<double>(Exec{}, a0, qkv, nullptr);
+  const auto dropped = run<double>(Exec{}, a, qkv, nullptr);
+  int64_t kept = 0, total = 0;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < n_h; ++h)
+      for (int64_t t = 0; t < n_t; ++t)
+        for (int64_t j = 0; j <= t; ++j) {
+          const size_t i = static_cast<size_t>((b * n_t + t) * n_h * dh + h * dh + j);
+          const bool keep = dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), 0.4f);
+          ASSERT_NEAR(dropped.out[i], keep ? plain.out[i] / 0.6 : 0.0, 1e-14) << b << " " << h << " " << t << " " << j;
+          kept += keep ? 1 : 0;
+          ++total;
+        }
+  // `total` (544) draws of a Bernoulli(0.6): within 5 sigma of the rate.
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(total), 0.6,
+              5 * std::sqrt(0.24 / static_cast<double>(total)));
+  std::vector<double> mean(plain.out.size(), 0.0);
+  const int n_seeds = 400;
+  for (int s = 0; s < n_seeds; ++s) {
+    a.dropout_seed = static_cast<uint64_t>(1000 + s);
+    const auto r = run<double>(Exec{}, a, qkv, nullptr);
+    for (size_t i = 0; i < mean.size(); ++i) mean[i] += r.out[i] / n_seeds;
+  }
+  // Each O element is P (M / 0.6) with std P sqrt(0.4 / 0.6) / sqrt(n): within 5 sigma.
+  for (size_t i = 0; i < mean.size(); ++i)
+    ASSERT_NEAR(mean[i], plain.out[i], 5 * std::abs(plain.out[i]) * std::sqrt(0.4 / 0.6 / n_seeds) + 1e-12) << i;
+}
+
+TEST(AttentionDropout, RejectsARateOutsideZeroOne) {
+  for (double p : {-0.1, 1.0}) {
+    const AttentionArgs a = make_args(1, 4, 2, 2, 8, 0, 0, true, p);
+    std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a)));
+    std::vector<float> pr(static_cast<size_t>(attention_probs_size(a))), ws(64 * 4 * 2);
+    EXPECT_THROW(attention_forward<float>(Exec{}, a, x.data(), o.data(), pr.data(), nullptr, ws.data()),
+                 std::invalid_argument);
+  }
+}
+
 TEST(AttentionThreads, ResultsIndependentOfThreadCount) {
-  const AttentionArgs a = make_args(3, 150, 4, 2, 16, 3.0);
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 10));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 11));
-  AttentionRun<float> one, two;
-  {
-    ThreadCountGuard guard(1);
-    one = run<float>(Exec{}, a, qkv, &dout);
+  for (double dropout : {0.0, 0.2}) {
+    const AttentionArgs a = make_args(3, 150, 4, 2, 16, 3.0, 0, true, dropout);
+    const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 10));
+    const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 11));
+    AttentionRun<float> one, two;
+    {
+      ThreadCountGuard guard(1);
+      one = run<float>(Exec{}, a, qkv, &dout);
+    }
+    {
+      ThreadCountGuard guard(2);
+      two = run<float>(Exec{}, a, qkv, &dout);
+    }
+    EXPECT_EQ(one.out, two.out) << dropout;
+    EXPECT_EQ(one.probs, two.probs) << dropout;
+    EXPECT_EQ(one.row_max, two.row_max) << dropout;
+    EXPECT_EQ(one.dqkv, two.dqkv) << dropout;
   }
-  {
-    ThreadCountGuard guard(2);
-    two = run<float>(Exec{}, a, qkv, &dout);
-  }
-  EXPECT_EQ(one.out, two.out);
-  EXPECT_EQ(one.probs, two.probs);
-  EXPECT_EQ(one.row_max, two.row_max);
-  EXPECT_EQ(one.dqkv, two.dqkv);
 }
 
 TEST(AttentionArgsCheck, RejectsHeadsNotDivisibleByKvHeads) {
   const AttentionArgs a = make_args(1, 4, 4, 3, 8);
   std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a))), p(64 * 4);
-  EXPECT_THROW(attention_forward<float>(Exec{}, a, x.data(), o.data(), p.data(), nullptr), std::invalid_argument);
+  EXPECT_THROW(attention_forward<float>(Exec{}, a, x.data(), o.data(), p.data(), nullptr, nullptr),
+               std::invalid_argument);
 }
 
 /// Median and best wall time in ms of `reps` calls of f after one warm-up call.
@@ -273,8 +353,9 @@ TEST(AttentionTiming, DISABLED_Timing) {
     std::vector<float> out(static_cast<size_t>(out_size(a))), probs(static_cast<size_t>(attention_probs_size(a)));
     std::vector<float> row_max(static_cast<size_t>(b * h * t)), dqkv(qkv.size());
     std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
-    const auto fwd = time_ms(
-        101, [&] { attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data()); });
+    const auto fwd = time_ms(101, [&] {
+      attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
+    });
     const auto bwd = time_ms(101, [&] {
       attention_backward<float>(Exec{}, a, qkv.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
     });

@@ -5,6 +5,7 @@
 #include <boost/dll/shared_library.hpp>
 #include <cstdlib>
 #include <map>
+#include <mutex>
 #include <set>
 
 namespace bench {
@@ -49,9 +50,16 @@ struct Registry::Impl {
 
 Registry::Registry() : impl_(std::make_unique<Impl>()) {}
 
-// Entries (and their factories' code) go before the libraries that hold that code.
+// Entries (and their factories' code) go first. The libraries are never unloaded: an exception
+// thrown by a plugin's code is caught above the registry, after it is gone, and the exception's
+// vtable and what() live in the plugin (hidden visibility), so unloading here would turn a
+// one-line configuration error into a crash. They are kept until the process exits.
 Registry::~Registry() {
   impl_->entries.clear();
+  static std::mutex mutex;
+  static auto* kept = new std::vector<boost::dll::shared_library>();  // never freed, never unloaded
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (auto& lib : impl_->libraries) kept->push_back(std::move(lib));
   impl_->libraries.clear();
 }
 

@@ -1,0 +1,129 @@
+#include "qk_norm.h"
+
+#include <algorithm>
+
+#include "kernels/norm.h"
+#include "kernels/tile/parallel.h"
+
+namespace bench::attention {
+
+namespace {
+
+/// Below this many elements a copy runs on the calling thread: a parallel region costs more
+/// than copying a few hundred kilobytes, and the CPU steps run many small kernels already.
+constexpr int64_t kParallelCopy = int64_t{1} << 20;
+
+/// Copy the q heads (columns [0, H dh)) and k heads ([H dh, (H + Hkv) dh)) of each fused row
+/// into q [rows, H dh] followed by k [rows, Hkv dh], or back with `to_rows`: two contiguous
+/// runs per row.
+template <class T>
+void move_heads(T* fused, T* packed, int64_t rows, int64_t width, int64_t q_cols, int64_t k_cols, bool to_rows) {
+  T* packed_k = packed + rows * q_cols;
+  auto run = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      T* row = fused + r * width;
+      T* q = packed + r * q_cols;
+      T* k = packed_k + r * k_cols;
+      if (to_rows) {
+        std::copy_n(q, q_cols, row);
+        std::copy_n(k, k_cols, row + q_cols);
+      } else {
+        std::copy_n(row, q_cols, q);
+        std::copy_n(row + q_cols, k_cols, k);
+      }
+    }
+  };
+  if (rows * (q_cols + k_cols) < kParallelCopy) {
+    run(0, rows);
+  } else {
+    tile::parallel_for(rows, [&](int64_t r0, int64_t r1) { run(r0, r1); });
+  }
+}
+
+}  // namespace
+
+QkNorm::Kind QkNorm::parse(const std::string& name) {
+  if (name == "rmsnorm") return Kind::kRms;
+  if (name == "layernorm") return Kind::kLayer;
+  return Kind::kNone;
+}
+
+void QkNorm::setup(SetupContext& ctx, int64_t rows, int64_t heads, int64_t kv_heads, int64_t d_head) {
+  if (!enabled()) return;
+  rows_ = rows;
+  heads_ = heads;
+  kv_heads_ = kv_heads;
+  d_head_ = d_head;
+  q_gain_ = ctx.add_param("q_norm.weight", {d_head}, Init::ones(), ParamGroup::kGain);
+  k_gain_ = ctx.add_param("k_norm.weight", {d_head}, Init::ones(), ParamGroup::kGain);
+  if (bias_) {
+    q_bias_ = ctx.add_param("q_norm.bias", {d_head}, Init::zeros(), ParamGroup::kBias);
+    k_bias_ = ctx.add_param("k_norm.bias", {d_head}, Init::zeros(), ParamGroup::kBias);
+  }
+  const int64_t n_rows = rows * (heads + kv_heads);
+  in_ = ctx.buffer({n_rows, d_head});
+  tmp_a_ = ctx.buffer({n_rows, d_head});
+  tmp_b_ = ctx.buffer({n_rows, d_head});
+  const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  mean_ = ctx.buffer({n_rows}, acc);
+  rstd_ = ctx.buffer({n_rows}, acc);
+  workspace_ = ctx.buffer({kernels::norm_backward_workspace(rows * std::max(heads, kv_heads), d_head)}, acc);
+}
+
+void QkNorm::forward(Tensor& qkv, const RunContext& ctx) {
+  if (!enabled()) return;
+  const bool center = kind_ == Kind::kLayer;
+  const int64_t width = qkv.size(1), q_rows = rows_ * heads_, k_rows = rows_ * kv_heads_, dh = d_head_;
+  dispatch_float(qkv.dtype(), [&]<class T>() {
+    using A = tile::acc_t<T>;
+    T* x = in_.data<T>();
+    T* y = tmp_a_.data<T>();
+    A* mean = static_cast<A*>(mean_.raw());
+    A* rstd = static_cast<A*>(rstd_.raw());
+    move_heads(qkv.data<T>(), x, rows_, width, heads_ * dh, kv_heads_ * dh, false);
+    kernels::norm_forward<T>(ctx.exec, center, x, q_gain_->value.data<T>(),
+                             q_bias_ != nullptr ? q_bias_->value.data<T>() : nullptr, y, mean, rstd, q_rows, dh, eps_);
+    kernels::norm_forward<T>(ctx.exec, center, x + q_rows * dh, k_gain_->value.data<T>(),
+                             k_bias_ != nullptr ? k_bias_->value.data<T>() : nullptr, y + q_rows * dh, mean + q_rows,
+                             rstd + q_rows, k_rows, dh, eps_);
+    move_heads(qkv.data<T>(), y, rows_, width, heads_ * dh, kv_heads_ * dh, true);
+  });
+}
+
+void QkNorm::backward(Tensor& dqkv, const RunContext& ctx) {
+  if (!enabled()) return;
+  const bool center = kind_ == Kind::kLayer;
+  const int64_t width = dqkv.size(1), q_rows = rows_ * heads_, k_rows = rows_ * kv_heads_, dh = d_head_;
+  dispatch_float(dqkv.dtype(), [&]<class T>() {
+    using A = tile::acc_t<T>;
+    const T* x = in_.data<T>();
+    T* dy = tmp_a_.data<T>();
+    T* dx = tmp_b_.data<T>();
+    const A* mean = static_cast<const A*>(mean_.raw());
+    const A* rstd = static_cast<const A*>(rstd_.raw());
+    A* ws = static_cast<A*>(workspace_.raw());
+    move_heads(dqkv.data<T>(), dy, rows_, width, heads_ * dh, kv_heads_ * dh, false);
+    kernels::norm_backward<T>(ctx.exec, center, dy, x, q_gain_->value.data<T>(), mean, rstd, dx,
+                              q_gain_->grad.data<T>(), q_bias_ != nullptr ? q_bias_->grad.data<T>() : nullptr, q_rows,
+                              dh, ws);
+    kernels::norm_backward<T>(ctx.exec, center, dy + q_rows * dh, x + q_rows * dh, k_gain_->value.data<T>(),
+                              mean + q_rows, rstd + q_rows, dx + q_rows * dh, k_gain_->grad.data<T>(),
+                              k_bias_ != nullptr ? k_bias_->grad.data<T>() : nullptr, k_rows, dh, ws);
+    move_heads(dqkv.data<T>(), dx, rows_, width, heads_ * dh, kv_heads_ * dh, true);
+  });
+}
+
+Cost QkNorm::cost(size_t esize) const {
+  if (!enabled()) return {};
+  const double n = static_cast<double>(rows_ * (heads_ + kv_heads_) * d_head_);
+  const double e = static_cast<double>(esize);
+  const bool center = kind_ == Kind::kLayer;
+  Cost c;
+  c.flops_forward = n * (center ? 7.0 : 5.0);  // as the norms plugin counts a norm
+  c.flops_backward = n * (center ? 12.0 : 10.0);
+  c.bytes_forward = 6 * n * e;   // copy in (read, write), norm (read, write), copy back (read, write)
+  c.bytes_backward = 7 * n * e;  // the same with x read by the norm backward
+  return c;
+}
+
+}  // namespace bench::attention

@@ -1,0 +1,8 @@
+// The blocks plugin: serial and parallel transformer blocks.
+#include "blocks.h"
+
+BENCH_PLUGIN("blocks", "1.0", "transformer blocks: serial, parallel (GPT-J / PaLM)") {
+  using namespace bench::blocks;
+  registrar.add(serial_info());
+  registrar.add(parallel_info());
+}

@@ -1,0 +1,76 @@
+// Plain MLP (Vaswani et al. 2017; GPT-2 and BERT with GeLU; Primer with ReLU^2):
+//   y = act(x W_in^T) W_out^T,  W_in [d_ff, d_model], W_out [d_model, d_ff],
+// d_ff = 4 d_model by default, rounded up to `multiple_of`. No biases.
+#include <cmath>
+
+#include "ffn.h"
+
+namespace bench::ffn {
+
+class Mlp final : public Sublayer {
+ public:
+  explicit Mlp(const Params& p)
+      : act_(activation_named(p.string("activation"))),
+        d_ff_(p.integer("d_ff")),
+        ratio_(p.number("ratio")),
+        multiple_of_(p.integer("multiple_of")),
+        out_scale_(p.boolean("scaled_output_init")) {}
+
+  void setup(SetupContext& ctx) override {
+    const ModelDims& d = ctx.dims();
+    rows_ = ctx.rows();
+    width_ = ctx.width();
+    hidden_ = hidden_width(d_ff_, ratio_, multiple_of_, width_);
+    w_in_ = ctx.add_param("w_in", {hidden_, width_}, Init::normal(d.init_std));
+    const double out_std = out_scale_ ? d.init_std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : d.init_std;
+    w_out_ = ctx.add_param("w_out", {width_, hidden_}, Init::normal(out_std));
+    pre_ = ctx.buffer({rows_, hidden_});
+    act_out_ = ctx.buffer({rows_, hidden_});
+    dact_ = ctx.buffer({rows_, hidden_});
+    esize_ = dtype_size(ctx.dtype());
+  }
+
+  void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
+    x_ = x;
+    ops::linear_forward(ctx, x, w_in_->value, pre_);
+    dispatch_float(x.dtype(), [&]<class T>() {
+      kernels::activation_forward<T>(ctx.exec, act_, pre_.data<T>(), act_out_.data<T>(), pre_.numel());
+    });
+    ops::linear_forward(ctx, act_out_, w_out_->value, y);
+  }
+
+  void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
+    ops::linear_backward(ctx, dy, act_out_, w_out_->value, &dact_, &w_out_->grad);
+    dispatch_float(dy.dtype(), [&]<class T>() {  // in place: dact <- dact * act'(pre)
+      kernels::activation_backward<T>(ctx.exec, act_, pre_.data<T>(), dact_.data<T>(), dact_.data<T>(), pre_.numel());
+    });
+    ops::linear_backward(ctx, dact_, x_, w_in_->value, &dx, &w_in_->grad);
+  }
+
+  Cost cost() const override {
+    const double a = activation_flops(act_);
+    return ffn_cost(rows_, width_, hidden_, 1, a, a + 1, esize_);
+  }
+
+ private:
+  kernels::Activation act_;
+  int64_t d_ff_;
+  double ratio_;
+  int64_t multiple_of_;
+  bool out_scale_;
+  int64_t rows_ = 0, width_ = 0, hidden_ = 0;
+  size_t esize_ = 4;
+  Param* w_in_ = nullptr;
+  Param* w_out_ = nullptr;
+  Tensor x_, pre_, act_out_, dact_;
+};
+
+ComponentInfo mlp_info() {
+  std::vector<ParamSpec> params{ParamSpec::choice("activation", "gelu", activation_names(),
+                                                  "non-linearity: relu, gelu (erf), gelu_tanh, silu, relu2 (Primer)")};
+  for (ParamSpec& s : size_params(4.0)) params.push_back(std::move(s));
+  return make_info<Mlp>(Slot::kFfn, "mlp", "plain MLP: act(x W_in) W_out, d_ff = 4 d_model (Transformer, GPT-2, BERT)",
+                        std::move(params));
+}
+
+}  // namespace bench::ffn

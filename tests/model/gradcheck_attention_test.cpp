@@ -1,0 +1,54 @@
+// Whole-model float64 gradient checks of the attention options: local/global pattern, QK-norm
+// (RMSNorm, LayerNorm with and without bias) with and without RoPE, attention-probability
+// dropout (training-mode differences, so the masks match), MQA and GQA, combined with the
+// window and soft-cap. Every parameter (the QK-norm gains and biases included) against central
+// differences of the objective.
+#include <ostream>
+
+#include "support/gradcheck.h"
+
+namespace bench {
+namespace {
+
+struct GradCase {
+  std::string name;
+  friend void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
+  std::string model;  // extra [model] lines
+};
+
+class AttentionGradCheck : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(AttentionGradCheck, EveryParameterMatchesFiniteDifferences) {
+  test::expect_gradients_match(GetParam().model, GetParam().model.find("dropout") != std::string::npos);
+}
+
+std::vector<GradCase> cases() {
+  return {
+      {"pattern_local_global", "attention = { type = \"causal\", window = 2, pattern = \"LG\" }\n"},
+      {"pattern_global_local_softcap",
+       "attention = { type = \"causal\", window = 3, pattern = \"GL\", softcap = 1.5 }\n"},
+      {"qk_rmsnorm", "attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"},
+      {"qk_layernorm", "attention = { type = \"causal\", qk_norm = \"layernorm\" }\n"},
+      {"qk_layernorm_bias_interleaved",
+       "attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true }\n"
+       "position = { type = \"rope\", layout = \"interleaved\" }\n"},
+      {"qk_rmsnorm_bias_nope_softcap",
+       "attention = { type = \"causal\", qk_norm = \"rmsnorm\", qk_norm_bias = true, softcap = 2.0 }\n"
+       "position = \"none\"\n"},
+      {"mqa_qk_rmsnorm_window",
+       "n_kv_heads = 1\nattention = { type = \"causal\", qk_norm = \"rmsnorm\", window = 2 }\n"},
+      {"gqa_qk_layernorm",
+       "n_heads = 4\nn_kv_heads = 2\nd_head = 4\nattention = { type = \"causal\", qk_norm = \"layernorm\" }\n"},
+      {"mqa", "n_heads = 4\nn_kv_heads = 1\nd_head = 4\n"},
+      {"attention_dropout", "dropout_attention = 0.3\n"},
+      {"attention_dropout_gqa_pattern_qk_norm",
+       "n_heads = 4\nn_kv_heads = 2\nd_head = 4\ndropout_attention = 0.5\n"
+       "attention = { type = \"causal\", window = 2, pattern = \"GL\", qk_norm = \"rmsnorm\", softcap = 3.0 }\n"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, AttentionGradCheck, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return tp.param.name; });
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,357 @@
+// The `causal` attention component on its own (float64, set up through a minimal SetupContext),
+// against closed forms: n_kv_heads = n_heads is MHA; GQA equals MHA with each kv head's weights
+// repeated over its group (outputs and summed gradients); MQA gives equal heads when the query
+// projections are equal; a window covering the sequence is full causal attention; the
+// local/global pattern gives each layer its window; QK-norm makes every q and k head unit-RMS
+// (the max attention logit of a head whose k equals its q is exactly sqrt(d_head) at any input
+// scale, with RoPE too); the soft-cap bounds the logits; dropout acts only while training, with
+// masks that follow (seed, step, layer); and bad patterns are errors at their key.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/interfaces.h"
+#include "bench/random.h"
+#include "experiment/resolve.h"
+#include "model/arena.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+/// Just enough of a SetupContext to set up one attention (and its position component) alone.
+class StandaloneSetup final : public SetupContext {
+ public:
+  StandaloneSetup(const ModelSpec& spec, Arena& arena, std::vector<std::unique_ptr<Param>>& params, int layer,
+                  Position* position)
+      : spec_(spec),
+        arena_(arena),
+        params_(params),
+        layer_(layer),
+        position_(position),
+        scope_("blocks." + std::to_string(layer) + ".attn") {}
+
+  const ModelDims& dims() const override { return spec_.dims; }
+  DType dtype() const override { return spec_.dtype; }
+  int64_t rows() const override { return spec_.dims.tokens(); }
+  int64_t width() const override { return spec_.dims.d_model; }
+  int layer() const override { return layer_; }
+  const std::string& scope() const override { return scope_; }
+  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
+    auto p = std::make_unique<Param>();
+    p->name = std::string(name);
+    p->shape = shape;
+    p->init = init;
+    p->group = group;
+    p->value = arena_.allocate(shape, spec_.dtype);
+    p->grad = arena_.allocate(shape, spec_.dtype);
+    Rng rng(hash_seed(11, p->name));
+    double* v = p->value.data<double>();
+    for (int64_t i = 0; i < shape.numel(); ++i)
+      v[i] = init.kind == Init::Kind::kOnes ? 1.0 : (init.kind == Init::Kind::kZeros ? 0.0 : rng.normal() * 0.5);
+    params_.push_back(std::move(p));
+    return params_.back().get();
+  }
+  Tensor buffer(Shape shape, DType dtype) override { return arena_.allocate(shape, dtype); }
+  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
+    throw Error("not in this test");
+  }
+  Position* position() override { return position_; }
+  Param* embedding_weight() override { throw Error("not in this test"); }
+
+ private:
+  const ModelSpec& spec_;
+  Arena& arena_;
+  std::vector<std::unique_ptr<Param>>& params_;
+  int layer_;
+  Position* position_;
+  std::string scope_;
+};
+
+/// A float64 experiment: d_model 16, 4 heads of 4, seq 12, batch 2, plus extra [model] lines.
+std::string experiment(const std::string& model_lines) {
+  std::string s = "[model]\ndtype = \"float64\"\nseq_len = 12\nbatch_size = 2\nn_layers = 6\n";
+  if (model_lines.find("d_model") == std::string::npos) s += "d_model = 16\n";
+  if (model_lines.find("n_heads") == std::string::npos) s += "n_heads = 4\n";
+  if (model_lines.find("position") == std::string::npos) s += "position = \"none\"\n";
+  return s + model_lines + "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
+}
+
+/// One attention component at `layer`, its parameters, input and output.
+class Attention {
+ public:
+  explicit Attention(const std::string& model_lines, int layer = 0)
+      : spec_(test::resolve_first(experiment(model_lines)).model) {
+    Registry& reg = test::builtin_registry();
+    const SlotChoice& pos = spec_.slot(Slot::kPosition);
+    position_ = reg.create(*pos.info, pos.params);
+    StandaloneSetup pos_setup(spec_, arena_, params_, -1, nullptr);
+    position_->setup(pos_setup);
+    const SlotChoice& att = spec_.slot(Slot::kAttention);
+    component_ = reg.create(*att.info, att.params);
+    StandaloneSetup setup(spec_, arena_, params_, layer, dynamic_cast<Position*>(position_.get()));
+    component_->setup(setup);
+    x_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+    y_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+    dx_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+    Rng rng(3);
+    for (int64_t i = 0; i < x_.numel(); ++i) x_.data<double>()[i] = rng.normal();
+  }
+
+  int64_t rows() const { return spec_.dims.tokens(); }
+  const ModelDims& dims() const { return spec_.dims; }
+  Sublayer& sublayer() { return *dynamic_cast<Sublayer*>(component_.get()); }
+  Param& param(const std::string& name) {
+    for (auto& p : params_)
+      if (p->name == name) return *p;
+    throw Error("no parameter " + name);
+  }
+  double* w(const std::string& name) { return param(name).value.data<double>(); }
+  void scale_input(double s) {
+    for (int64_t i = 0; i < x_.numel(); ++i) x_.data<double>()[i] *= s;
+  }
+  /// Output rows [B*T, d_model]; ctx.probes are on.
+  std::vector<double> forward(RunContext& ctx) {
+    ctx.clear_probes();
+    sublayer().forward(x_, y_, ctx);
+    return {y_.data<double>(), y_.data<double>() + y_.numel()};
+  }
+  std::vector<double> forward() {
+    RunContext ctx;
+    ctx.training = false;
+    return forward(ctx);
+  }
+  double max_logit() {
+    RunContext ctx;
+    ctx.training = false;
+    forward(ctx);
+    return ctx.probe_values().at("max_attn_logit");
+  }
+  /// Gradient of sum(y * dy) with respect to x; parameter gradients are zeroed first.
+  std::vector<double> backward(const std::vector<double>& dy) {
+    for (auto& p : params_) p->grad.zero();
+    RunContext ctx;
+    ctx.training = false;
+    forward(ctx);
+    Tensor g = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+    std::copy(dy.begin(), dy.end(), g.data<double>());
+    sublayer().backward(g, dx_, ctx);
+    return {dx_.data<double>(), dx_.data<double>() + dx_.numel()};
+  }
+  /// Make the output projection the identity (d_model = H * d_head): y is the heads' outputs.
+  void identity_output() {
+    const int64_t n = spec_.dims.d_model;
+    double* wo = w("wo");
+    for (int64_t i = 0; i < n * n; ++i) wo[i] = i / n == i % n ? 1.0 : 0.0;
+  }
+
+ private:
+  ModelSpec spec_;
+  Arena arena_;
+  std::vector<std::unique_ptr<Param>> params_;
+  std::unique_ptr<Component> position_, component_;
+  Tensor x_, y_, dx_;
+};
+
+std::vector<double> random_like(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<double> v(n);
+  for (auto& x : v) x = rng.normal();
+  return v;
+}
+
+void expect_near(const std::vector<double>& a, const std::vector<double>& b, double tol, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << what << " at " << i;
+}
+
+TEST(AttentionHeads, KvHeadsEqualToHeadsIsMha) {
+  Attention def(""), explicit_mha("n_kv_heads = 4\n");
+  EXPECT_EQ(def.dims().n_kv_heads, 4);
+  EXPECT_EQ(def.param("wqkv").shape, explicit_mha.param("wqkv").shape);
+  EXPECT_EQ(def.forward(), explicit_mha.forward());
+}
+
+TEST(AttentionHeads, GqaEqualsMhaWithRepeatedKvWeights) {
+  // GQA (4 query heads, 2 kv heads) against MHA whose kv heads 2g and 2g + 1 both carry the
+  // weights of GQA's kv head g: the same function, so the same outputs and input gradients,
+  // and GQA's kv weight gradients are the sums over each group.
+  for (const char* extra : {"", "attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"}) {
+    SCOPED_TRACE(extra);
+    Attention gqa(std::string("n_kv_heads = 2\nposition = \"rope\"\n") + extra);
+    Attention mha(std::string("position = \"rope\"\n") + extra);
+    const int64_t dm = 16, dh = 4, heads = 4;
+    const double* wg = gqa.w("wqkv");  // rows: q heads (16), k heads (8), v heads (8)
+    double* wm = mha.w("wqkv");        // rows: q heads (16), k heads (16), v heads (16)
+    for (int64_t r = 0; r < heads * dh; ++r) std::copy_n(wg + r * dm, dm, wm + r * dm);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t d = 0; d < dh; ++d) {
+        const int64_t g = h / 2;
+        std::copy_n(wg + ((heads + g) * dh + d) * dm, dm, wm + ((heads + h) * dh + d) * dm);
+        std::copy_n(wg + ((heads + 2 + g) * dh + d) * dm, dm, wm + ((2 * heads + h) * dh + d) * dm);
+      }
+    std::copy_n(gqa.w("wo"), dm * dm, mha.w("wo"));
+    expect_near(gqa.forward(), mha.forward(), 1e-13, "output");
+    const auto dy = random_like(static_cast<size_t>(gqa.rows() * dm), 4);
+    expect_near(gqa.backward(dy), mha.backward(dy), 1e-12, "dx");
+    const double* gg = gqa.param("wqkv").grad.data<double>();
+    const double* gm = mha.param("wqkv").grad.data<double>();
+    for (int64_t i = 0; i < heads * dh * dm; ++i) ASSERT_NEAR(gg[i], gm[i], 1e-12) << "dWq " << i;
+    for (int64_t g = 0; g < 2; ++g)
+      for (int64_t i = 0; i < dh * dm; ++i)
+        for (int64_t part : {heads, heads + 2}) {  // k rows, then v rows of kv head g
+          const int64_t mha_part = part == heads ? heads : 2 * heads;
+          const double sum = gm[((mha_part + 2 * g) * dh) * dm + i] + gm[((mha_part + 2 * g + 1) * dh) * dm + i];
+          ASSERT_NEAR(gg[((part + g) * dh) * dm + i], sum, 1e-12) << "kv head " << g << " part " << part;
+        }
+  }
+}
+
+TEST(AttentionHeads, MqaSharesOneKeyAndValueHead) {
+  // With one kv head, every query head sees the same keys and values: equal query
+  // projections give equal head outputs. Under MHA the same queries meet different keys.
+  for (int64_t kv : {1, 4}) {
+    Attention a("n_kv_heads = " + std::to_string(kv) + "\n");
+    a.identity_output();
+    double* wqkv = a.w("wqkv");
+    for (int64_t h = 1; h < 4; ++h) std::copy_n(wqkv, 4 * 16, wqkv + h * 4 * 16);  // q rows of head 0
+    const auto y = a.forward();
+    double max_diff = 0;
+    for (int64_t r = 0; r < a.rows(); ++r)
+      for (int64_t h = 1; h < 4; ++h)
+        for (int64_t d = 0; d < 4; ++d) max_diff = std::max(max_diff, std::abs(y[r * 16 + h * 4 + d] - y[r * 16 + d]));
+    if (kv == 1) {
+      EXPECT_EQ(max_diff, 0.0);
+    } else {
+      EXPECT_GT(max_diff, 1e-3) << "MHA heads have their own keys";
+    }
+  }
+}
+
+TEST(AttentionWindow, WindowCoveringTheSequenceIsFullCausal) {
+  Attention full("");
+  const auto y0 = full.forward();
+  for (int64_t window : {12, 13, 1000}) {
+    Attention a("attention = { type = \"causal\", window = " + std::to_string(window) + " }\n");
+    EXPECT_EQ(a.forward(), y0) << window;
+  }
+  Attention narrow("attention = { type = \"causal\", window = 3 }\n");
+  EXPECT_NE(narrow.forward(), y0);
+}
+
+TEST(AttentionWindow, PatternGivesEachLayerItsWindow) {
+  // "LLG" cycled over six layers: layers 0, 1, 3, 4 use the window of 3 tokens, 2 and 5 are global.
+  const std::string pattern = "attention = { type = \"causal\", window = 3, pattern = \"LLG\" }\n";
+  for (int layer = 0; layer < 6; ++layer) {
+    SCOPED_TRACE(layer);
+    const bool local = layer % 3 != 2;
+    Attention p(pattern, layer);
+    Attention local_ref("attention = { type = \"causal\", window = 3 }\n", layer);
+    Attention global_ref("", layer);
+    const auto y = p.forward();
+    EXPECT_EQ(y == local_ref.forward(), local);
+    EXPECT_EQ(y == global_ref.forward(), !local);
+    // Declared work follows the window: fewer kept pairs on local layers.
+    EXPECT_EQ(p.sublayer().cost().flops_forward, (local ? local_ref : global_ref).sublayer().cost().flops_forward);
+  }
+}
+
+TEST(AttentionQkNorm, HeadsAreUnitRmsSoTheSelfLogitIsSqrtDHead) {
+  // With k weights equal to q weights, head h's logit of token t with itself is
+  // scale * |norm(q)|^2 = |norm(q)|^2 / sqrt(d_head) = sqrt(d_head) when norm(q) has unit RMS,
+  // and by Cauchy-Schwarz no logit exceeds it: the max attention logit is exactly sqrt(d_head)
+  // (up to eps), whatever the scale of the input. RoPE rotates q_t and k_t alike, keeping it.
+  for (const char* norm : {"rmsnorm", "layernorm"})
+    for (const char* pos : {"none", "rope"}) {
+      SCOPED_TRACE(std::string(norm) + " " + pos);
+      Attention a(std::string("position = \"") + pos + "\"\nattention = { type = \"causal\", qk_norm = \"" + norm +
+                  "\" }\n");
+      std::copy_n(a.w("wqkv"), 16 * 16, a.w("wqkv") + int64_t{16 * 16});  // k rows = q rows
+      EXPECT_NEAR(a.max_logit(), 2.0, 1e-6);
+      a.scale_input(1e3);
+      EXPECT_NEAR(a.max_logit(), 2.0, 1e-6);
+      a.w("q_norm.weight")[0] = a.w("q_norm.weight")[1] = a.w("q_norm.weight")[2] = a.w("q_norm.weight")[3] = 2.0;
+      EXPECT_NEAR(a.max_logit(), 4.0, 1e-6) << "the gain multiplies the unit-RMS head";
+    }
+  Attention plain("attention = { type = \"causal\" }\n");
+  std::copy_n(plain.w("wqkv"), 16 * 16, plain.w("wqkv") + int64_t{16 * 16});
+  const double m = plain.max_logit();
+  plain.scale_input(10);
+  EXPECT_NEAR(plain.max_logit(), 100 * m, 1e-9 * m) << "without QK-norm the logits grow with the input squared";
+}
+
+TEST(AttentionQkNorm, DeclaresGainsAndOptionalBiases) {
+  Attention rms("attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n");
+  EXPECT_EQ(rms.param("q_norm.weight").shape, (Shape{4}));
+  EXPECT_EQ(rms.param("k_norm.weight").group, ParamGroup::kGain);
+  EXPECT_THROW(rms.param("q_norm.bias"), Error);
+  Attention ln("attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true }\n");
+  EXPECT_EQ(ln.param("k_norm.bias").group, ParamGroup::kBias);
+  Attention none("");
+  EXPECT_THROW(none.param("q_norm.weight"), Error);
+}
+
+TEST(AttentionSoftcap, BoundsTheLogits) {
+  Attention a("attention = { type = \"causal\", softcap = 5.0 }\n");
+  a.scale_input(100);
+  const double m = a.max_logit();
+  EXPECT_LE(m, 5.0);
+  EXPECT_GT(m, 4.9) << "large logits saturate at the cap";
+}
+
+TEST(AttentionDropout, OnlyWhileTrainingWithMasksFromSeedAndStep) {
+  Attention plain(""), drop("dropout_attention = 0.5\n");
+  const auto y0 = plain.forward();
+  EXPECT_EQ(drop.forward(), y0) << "evaluation: no dropout";
+  RunContext ctx;
+  ctx.training = true;
+  ctx.seed = 1;
+  ctx.step = 7;
+  const auto a = drop.forward(ctx);
+  EXPECT_NE(a, y0);
+  EXPECT_EQ(drop.forward(ctx), a) << "the same (seed, step): the same mask";
+  ctx.step = 8;
+  EXPECT_NE(drop.forward(ctx), a);
+  RunContext train_plain;
+  train_plain.training = true;
+  EXPECT_EQ(plain.forward(train_plain), y0) << "rate 0 trains without a mask";
+  // Another layer with the same weights (they are drawn by parameter name here) draws its own mask.
+  Attention layer1("dropout_attention = 0.5\n", 1);
+  EXPECT_EQ(layer1.forward(), y0);
+  ctx.step = 7;
+  EXPECT_NE(layer1.forward(ctx), a) << "one mask site per layer";
+}
+
+TEST(AttentionPattern, BadPatternsAreErrorsAtTheirKey) {
+  struct Bad {
+    std::string lines;
+    int line;  // of the offending key in the experiment text
+    std::string says;
+  };
+  // experiment() puts 8 lines before these (position included, since the lines do not set it).
+  const std::vector<Bad> bad = {
+      {"attention = { type = \"causal\", window = 4, pattern = \"LLX\" }\n", 9, "only L (local) and G"},
+      {"attention = { type = \"causal\", window = 4, pattern = \"\" }\n", 9, "must not be empty"},
+      {"attention = { type = \"causal\", pattern = \"LG\" }\n", 9, "set window > 0"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.lines);
+    try {
+      const ResolvedCase rc = test::resolve_first(experiment(b.lines));
+      validate_case(rc, test::builtin_registry());
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.loc().line, b.line) << e.what();
+      EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+    }
+  }
+  // Global-only patterns need no window.
+  const ResolvedCase ok = test::resolve_first(experiment("attention = { type = \"causal\", pattern = \"G\" }\n"));
+  EXPECT_NO_THROW(validate_case(ok, test::builtin_registry()));
+}
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,216 @@
+// The ffn plugin, component by component in float64: forward against a closed-form reference,
+// parameter counts (3 d_model d_ff gated, 2 d_model d_ff plain; the 8/3 rule keeps the 4x
+// MLP's count), the d_ff rounding of real models, and declared FLOPs against the weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <list>
+
+#include "bench/interfaces.h"
+#include "bench/random.h"
+#include "experiment/resolve.h"
+#include "kernels/activation.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+// A stand-alone SetupContext for one FFN: owns its parameters and buffers. Without `allocate`
+// it records shapes only, so real-model sizes cost no memory.
+class FfnRig final : public SetupContext {
+ public:
+  FfnRig(const std::string& model_lines, bool allocate = true)
+      : rc_(test::resolve_first("[model]\nseq_len = 3\nbatch_size = 2\ndtype = \"float64\"\n" + model_lines +
+                                "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n")),
+        allocate_(allocate) {
+    const SlotChoice& c = rc_.model.slot(Slot::kFfn);
+    owner_ = test::builtin_registry().create(*c.info, c.params);
+    ffn = dynamic_cast<Sublayer*>(owner_.get());
+    ffn->setup(*this);
+  }
+
+  const ModelDims& dims() const override { return rc_.model.dims; }
+  DType dtype() const override { return DType::kFloat64; }
+  int64_t rows() const override { return rc_.model.dims.tokens(); }
+  int64_t width() const override { return rc_.model.dims.d_model; }
+  int layer() const override { return 0; }
+  const std::string& scope() const override { return scope_; }
+  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
+    auto& p = params.emplace_back();
+    p.name = scope_ + "." + std::string(name);
+    p.shape = shape;
+    p.init = init;
+    p.group = group;
+    p.value = buffer(shape);
+    p.grad = buffer(shape);
+    if (allocate_) {
+      Rng rng(hash_seed(11, p.name));
+      for (int64_t i = 0; i < shape.numel(); ++i) p.value.data<double>()[i] = rng.normal() * init.value;
+    }
+    return &p;
+  }
+  using SetupContext::buffer;
+  Tensor buffer(Shape shape, DType dtype) override {
+    if (!allocate_) return Tensor(nullptr, dtype, shape);
+    return Tensor(storage_.emplace_back(static_cast<size_t>(shape.numel()), 0.0).data(), dtype, shape);
+  }
+  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
+    throw Error("an FFN builds no children");
+  }
+  Position* position() override { throw Error("no position"); }
+  Param* embedding_weight() override { throw Error("no embedding"); }
+
+  const Param& param(const std::string& name) const {
+    for (const Param& p : params)
+      if (p.name == scope_ + "." + name) return p;
+    throw Error("no parameter " + name);
+  }
+  int64_t n_params() const {
+    int64_t n = 0;
+    for (const Param& p : params) n += p.shape.numel();
+    return n;
+  }
+  /// Hidden width: the down projection's input features.
+  int64_t hidden() const { return param("w_out").shape[1]; }
+
+  std::list<Param> params;
+  Sublayer* ffn = nullptr;
+
+ private:
+  ResolvedCase rc_;
+  bool allocate_;
+  std::string scope_ = "ffn";
+  std::list<std::vector<double>> storage_;
+  std::unique_ptr<Component> owner_;
+};
+
+std::string ffn_line(const std::string& table) { return "ffn = { " + table + " }\n"; }
+
+struct FfnKind {
+  std::string table;  // the ffn's TOML table body
+  kernels::Activation act;
+  bool gated;
+};
+
+std::vector<FfnKind> all_kinds() {
+  using kernels::Activation;
+  return {{"type = \"mlp\", activation = \"relu\"", Activation::kRelu, false},
+          {"type = \"mlp\", activation = \"gelu\"", Activation::kGelu, false},
+          {"type = \"mlp\", activation = \"gelu_tanh\"", Activation::kGeluTanh, false},
+          {"type = \"mlp\", activation = \"silu\"", Activation::kSilu, false},
+          {"type = \"mlp\", activation = \"relu2\"", Activation::kRelu2, false},
+          {"type = \"swiglu\"", Activation::kSilu, true},
+          {"type = \"geglu\"", Activation::kGelu, true},
+          {"type = \"reglu\"", Activation::kRelu, true}};
+}
+
+// y = act(x W_in^T) W_out^T, or (act(x Wg^T) * x Wu^T) W_out^T with W_in rows [gate | up].
+std::vector<double> reference_forward(const FfnKind& k, const std::vector<double>& x, const FfnRig& rig) {
+  const int64_t rows = rig.rows(), d = rig.width(), h = rig.hidden();
+  const double* w_in = rig.param("w_in").value.data<double>();
+  const double* w_out = rig.param("w_out").value.data<double>();
+  std::vector<double> y(static_cast<size_t>(rows * d), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<double> hid(static_cast<size_t>(h));
+    for (int64_t j = 0; j < h; ++j) {
+      double g = 0, u = 0;
+      for (int64_t i = 0; i < d; ++i) {
+        g += x[r * d + i] * w_in[j * d + i];
+        if (k.gated) u += x[r * d + i] * w_in[(h + j) * d + i];
+      }
+      hid[j] = kernels::activation_reference(k.act, g) * (k.gated ? u : 1.0);
+    }
+    for (int64_t o = 0; o < d; ++o)
+      for (int64_t j = 0; j < h; ++j) y[r * d + o] += hid[j] * w_out[o * h + j];
+  }
+  return y;
+}
+
+TEST(FfnPlugin, ForwardMatchesTheClosedForm) {
+  for (const FfnKind& k : all_kinds()) {
+    FfnRig rig("d_model = 8\ninit_std = 0.5\n" + ffn_line(k.table + ", d_ff = 12"));
+    std::vector<double> x(static_cast<size_t>(rig.rows() * rig.width()));
+    Rng rng(3);
+    for (double& v : x) v = rng.normal();
+    std::vector<double> y(x.size());
+    Tensor xt(x.data(), DType::kFloat64, {rig.rows(), rig.width()});
+    Tensor yt(y.data(), DType::kFloat64, {rig.rows(), rig.width()});
+    RunContext ctx;
+    rig.ffn->forward(xt, yt, ctx);
+    const std::vector<double> want = reference_forward(k, x, rig);
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-12 + 1e-10 * std::abs(want[i])) << k.table;
+  }
+}
+
+TEST(FfnPlugin, ParameterCountsAndNames) {
+  for (const FfnKind& k : all_kinds()) {
+    FfnRig rig("d_model = 16\n" + ffn_line(k.table + ", d_ff = 40"));
+    ASSERT_EQ(rig.params.size(), 2u) << k.table;
+    EXPECT_EQ(rig.param("w_in").shape, (Shape{k.gated ? 80 : 40, 16})) << k.table;  // gated: [gate | up] fused
+    EXPECT_EQ(rig.param("w_out").shape, (Shape{16, 40})) << k.table;
+    EXPECT_EQ(rig.n_params(), (k.gated ? 3 : 2) * 16 * 40) << k.table;
+  }
+}
+
+TEST(FfnPlugin, DefaultRatiosRoundUpToMultipleOf) {
+  // plain: 4 * 40 = 160 (a multiple of 32); gated: 8/3 * 40 = 106.7 -> 107 -> 128
+  EXPECT_EQ(FfnRig("d_model = 40\nffn = \"mlp\"\n").hidden(), 160);
+  for (const char* gated : {"swiglu", "geglu", "reglu"})
+    EXPECT_EQ(FfnRig(std::string("d_model = 40\nffn = \"") + gated + "\"\n").hidden(), 128) << gated;
+  EXPECT_EQ(FfnRig("d_model = 40\n" + ffn_line("type = \"geglu\", multiple_of = 1")).hidden(), 107);
+  EXPECT_EQ(FfnRig("d_model = 40\n" + ffn_line("type = \"mlp\", ratio = 3.5, multiple_of = 64")).hidden(), 192);
+  EXPECT_EQ(FfnRig("d_model = 40\n" + ffn_line("type = \"swiglu\", d_ff = 50, multiple_of = 64")).hidden(), 50);
+}
+
+TEST(FfnPlugin, EightThirdsRuleMatchesTheFourTimesMlp) {
+  // 8/3 * 96 = 256 exactly: 3 * 96 * 256 == 2 * 96 * 384.
+  const FfnRig plain("d_model = 96\n" + ffn_line("type = \"mlp\", multiple_of = 1"), false);
+  EXPECT_EQ(plain.hidden(), 384);
+  for (const char* gated : {"swiglu", "geglu", "reglu"}) {
+    const FfnRig g("d_model = 96\n" + ffn_line(std::string("type = \"") + gated + "\", multiple_of = 1"), false);
+    EXPECT_EQ(g.hidden(), 256) << gated;
+    EXPECT_EQ(g.n_params(), 3 * 96 * 256) << gated;
+    EXPECT_EQ(g.n_params(), plain.n_params()) << gated;
+  }
+}
+
+TEST(FfnPlugin, LlamaHiddenWidths) {
+  // Llama 2 7B: 8/3 * 4096 = 10922.7 -> 11008 (multiple of 256); 13B: 8/3 * 5120 -> 13824.
+  const FfnRig l7("d_model = 4096\nn_heads = 32\n" + ffn_line("type = \"swiglu\", multiple_of = 256"), false);
+  EXPECT_EQ(l7.param("w_in").shape, (Shape{2 * 11008, 4096}));
+  EXPECT_EQ(l7.param("w_out").shape, (Shape{4096, 11008}));
+  const FfnRig l13("d_model = 5120\nn_heads = 40\n" + ffn_line("type = \"swiglu\", multiple_of = 256"), false);
+  EXPECT_EQ(l13.hidden(), 13824);
+  // Llama 3 8B: ffn_dim_multiplier 1.3 on top of 8/3, multiple_of 1024 -> 14336.
+  const FfnRig l3(
+      "d_model = 4096\nn_heads = 32\n" + ffn_line("type = \"swiglu\", ratio = 3.4666666666666667, multiple_of = 1024"),
+      false);
+  EXPECT_EQ(l3.hidden(), 14336);
+}
+
+TEST(FfnPlugin, DeclaredFlopsAreTwicePerWeightPerRow) {
+  for (const FfnKind& k : all_kinds()) {
+    const FfnRig rig("d_model = 64\n" + ffn_line(k.table), false);
+    const double rows = static_cast<double>(rig.rows()), h = static_cast<double>(rig.hidden());
+    const double matrices = 2.0 * static_cast<double>(rig.n_params()) * rows;
+    const Cost c = rig.ffn->cost();
+    // The GEMMs exactly, plus a few FLOPs per hidden element for the non-linearity.
+    EXPECT_GE(c.flops_forward - matrices, rows * h) << k.table;
+    EXPECT_LE(c.flops_forward - matrices, 12 * rows * h) << k.table;
+    EXPECT_GE(c.flops_backward - 2 * matrices, rows * h) << k.table;
+    EXPECT_LE(c.flops_backward - 2 * matrices, 24 * rows * h) << k.table;
+    // Bytes: at least the weights once and the input and output rows.
+    const double weights = 8.0 * static_cast<double>(rig.n_params());
+    EXPECT_GE(c.bytes_forward, weights + 2 * 8.0 * rows * 64) << k.table;
+    EXPECT_GT(c.bytes_backward, c.bytes_forward) << k.table;
+  }
+}
+
+TEST(FfnPlugin, UnknownActivationIsAConfigError) {
+  EXPECT_THROW(FfnRig("d_model = 8\n" + ffn_line("type = \"mlp\", activation = \"swish\"")), ConfigError);
+  EXPECT_THROW(FfnRig("d_model = 8\n" + ffn_line("type = \"swiglu\", activation = \"relu\"")), ConfigError);
+  EXPECT_THROW(FfnRig("d_model = 8\n" + ffn_line("type = \"geglu\", multiple_of = 0")), ConfigError);
+}
+
+}  // namespace
+}  // namespace bench

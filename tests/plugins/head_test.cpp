@@ -1,0 +1,195 @@
+// The `lm_head` component on its own (float64, set up through a minimal SetupContext): loss,
+// z-loss and z against a float64 reference of the formula, with and without the output soft-cap
+// (ignored targets included); the cap bounds the loss (<= 2c + ln V) and z (<= c + ln V) however
+// large the logits, and is nearly the identity for logits much smaller than c; a tied head
+// declares no matrix and reads the embedding's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/interfaces.h"
+#include "bench/random.h"
+#include "experiment/resolve.h"
+#include "model/arena.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+constexpr int64_t kRows = 12, kWidth = 8, kVocab = 16;
+
+/// Just enough of a SetupContext to set up one head alone; `embedding` stands in for the
+/// token embedding's table.
+class HeadSetup final : public SetupContext {
+ public:
+  HeadSetup(const ModelSpec& spec, Arena& arena, std::vector<std::unique_ptr<Param>>& params, Param* embedding)
+      : spec_(spec), arena_(arena), params_(params), embedding_(embedding) {}
+  const ModelDims& dims() const override { return spec_.dims; }
+  DType dtype() const override { return spec_.dtype; }
+  int64_t rows() const override { return kRows; }
+  int64_t width() const override { return kWidth; }
+  int layer() const override { return -1; }
+  const std::string& scope() const override { return scope_; }
+  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
+    auto p = std::make_unique<Param>();
+    p->name = "head." + std::string(name);
+    p->shape = shape;
+    p->init = init;
+    p->group = group;
+    p->value = arena_.allocate(shape, spec_.dtype);
+    p->grad = arena_.allocate(shape, spec_.dtype);
+    params_.push_back(std::move(p));
+    return params_.back().get();
+  }
+  Tensor buffer(Shape shape, DType dtype) override { return arena_.allocate(shape, dtype); }
+  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
+    throw Error("not in this test");
+  }
+  Position* position() override { throw Error("not in this test"); }
+  Param* embedding_weight() override { return embedding_; }
+
+ private:
+  const ModelSpec& spec_;
+  Arena& arena_;
+  std::vector<std::unique_ptr<Param>>& params_;
+  Param* embedding_;
+  std::string scope_ = "head";
+};
+
+/// One head, its weight (declared or the stand-in embedding), input h and targets.
+class HeadUnderTest {
+ public:
+  explicit HeadUnderTest(const std::string& model_lines) {
+    const std::string toml = "[model]\ndtype = \"float64\"\nd_model = 8\nn_heads = 2\n" + model_lines +
+                             "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
+    spec_ = test::resolve_first(toml).model;
+    embedding_.name = "embed.weight";
+    embedding_.shape = Shape{kVocab, kWidth};
+    embedding_.value = arena_.allocate(embedding_.shape, DType::kFloat64);
+    embedding_.grad = arena_.allocate(embedding_.shape, DType::kFloat64);
+    const SlotChoice& choice = spec_.slot(Slot::kHead);
+    component_ = test::builtin_registry().create(*choice.info, choice.params);
+    HeadSetup setup(spec_, arena_, params_, &embedding_);
+    component_->setup(setup);
+    weight_ = params_.empty() ? &embedding_ : params_.front().get();
+    h_ = arena_.allocate({kRows, kWidth}, DType::kFloat64);
+    Rng rng(5);
+    for (int64_t i = 0; i < h_.numel(); ++i) h_.data<double>()[i] = rng.normal();
+    for (int64_t i = 0; i < weight_->value.numel(); ++i) weight_->value.data<double>()[i] = rng.normal() * 0.5;
+    for (int64_t i = 0; i < kRows; ++i) targets_.push_back(i == 3 ? -1 : static_cast<int32_t>((i * 7) % kVocab));
+  }
+
+  Head& head() { return *dynamic_cast<Head*>(component_.get()); }
+  const std::vector<std::unique_ptr<Param>>& declared() const { return params_; }
+  void scale_weight(double s) {
+    for (int64_t i = 0; i < weight_->value.numel(); ++i) weight_->value.data<double>()[i] *= s;
+  }
+  LossInfo forward() {
+    RunContext ctx;
+    ctx.training = false;
+    return head().forward(h_, targets_.data(), ctx);
+  }
+
+  /// Largest |h W^T| over the rows with a target.
+  double max_abs_logit() const {
+    double m = 0;
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t v = 0; v < kVocab; ++v) {
+        double s = 0;
+        for (int64_t k = 0; k < kWidth; ++k)
+          s += h_.data<double>()[i * kWidth + k] * weight_->value.data<double>()[v * kWidth + k];
+        m = std::max(m, std::abs(s));
+      }
+    return m;
+  }
+
+  /// The formula in float64: logits h W^T, capped when cap > 0, cross-entropy over the valid
+  /// targets, z = logsumexp, z-loss coef * mean z^2.
+  LossInfo reference(double cap, double z_coef) const {
+    LossInfo r;
+    int valid = 0;
+    for (int64_t i = 0; i < kRows; ++i) {
+      if (targets_[static_cast<size_t>(i)] < 0) continue;
+      std::vector<double> l(kVocab);
+      double m = -HUGE_VAL;
+      for (int64_t v = 0; v < kVocab; ++v) {
+        double s = 0;
+        for (int64_t k = 0; k < kWidth; ++k)
+          s += h_.data<double>()[i * kWidth + k] * weight_->value.data<double>()[v * kWidth + k];
+        l[static_cast<size_t>(v)] = cap > 0 ? cap * std::tanh(s / cap) : s;
+        m = std::max(m, l[static_cast<size_t>(v)]);
+      }
+      double sum = 0;
+      for (double x : l) sum += std::exp(x - m);
+      const double z = m + std::log(sum);
+      r.loss += z - l[static_cast<size_t>(targets_[static_cast<size_t>(i)])];
+      r.z_mean += z;
+      r.z_loss += z_coef * z * z;
+      ++valid;
+    }
+    r.loss /= valid;
+    r.z_mean /= valid;
+    r.z_loss /= valid;
+    return r;
+  }
+
+ private:
+  ModelSpec spec_;
+  Arena arena_;
+  std::vector<std::unique_ptr<Param>> params_;
+  Param embedding_;
+  Param* weight_ = nullptr;
+  std::unique_ptr<Component> component_;
+  Tensor h_;
+  std::vector<int32_t> targets_;
+};
+
+TEST(LmHead, LossZAndZLossMatchTheFormula) {
+  for (double cap : {0.0, 30.0, 1.5})
+    for (double z_coef : {0.0, 1e-2}) {
+      SCOPED_TRACE(::testing::Message() << "cap " << cap << " z_loss " << z_coef);
+      HeadUnderTest t("head = { type = \"lm_head\", softcap = " + std::to_string(cap) +
+                      ", z_loss = " + std::to_string(z_coef) + " }\n");
+      const LossInfo got = t.forward(), ref = t.reference(cap, z_coef);
+      EXPECT_NEAR(got.loss, ref.loss, 1e-12);
+      EXPECT_NEAR(got.z_mean, ref.z_mean, 1e-12);
+      EXPECT_NEAR(got.z_loss, ref.z_loss, 1e-12);
+      EXPECT_NEAR(got.objective(), ref.loss + ref.z_loss, 1e-12);
+    }
+}
+
+TEST(LmHead, SoftcapBoundsLossAndZ) {
+  // Capped logits lie in [-c, c]: z = logsumexp <= c + ln V and loss = z - l_t <= 2c + ln V.
+  const double cap = 2.0;
+  HeadUnderTest capped("head = { type = \"lm_head\", softcap = 2.0 }\n"), plain("");
+  capped.scale_weight(100);
+  plain.scale_weight(100);
+  const LossInfo c = capped.forward(), p = plain.forward();
+  EXPECT_LE(c.z_mean, cap + std::log(16.0));
+  EXPECT_LE(c.loss, 2 * cap + std::log(16.0));
+  EXPECT_GT(p.loss, 10 * (2 * cap + std::log(16.0))) << "uncapped logits of this size give a far larger loss";
+}
+
+TEST(LmHead, SoftcapIsNearlyTheIdentityForSmallLogits) {
+  // |c tanh(x/c) - x| <= |x|^3 / (3 c^2) per logit; the loss moves by at most twice that.
+  HeadUnderTest capped("head = { type = \"lm_head\", softcap = 30.0 }\n"), plain("");
+  const LossInfo c = capped.forward(), p = plain.forward();
+  const double max_logit = plain.max_abs_logit();
+  ASSERT_LT(max_logit, 10.0);
+  EXPECT_NEAR(c.loss, p.loss, 2 * std::pow(max_logit, 3) / (3 * 30.0 * 30.0));
+  EXPECT_NE(c.loss, p.loss);
+}
+
+TEST(LmHead, TiedHeadReadsTheEmbedding) {
+  HeadUnderTest tied("tie_embeddings = true\n"), untied("");
+  EXPECT_TRUE(tied.declared().empty());
+  ASSERT_EQ(untied.declared().size(), 1u);
+  EXPECT_EQ(untied.declared()[0]->shape, (Shape{kVocab, kWidth}));
+  EXPECT_NEAR(tied.forward().loss, tied.reference(0, 0).loss, 1e-12);
+}
+
+}  // namespace
+}  // namespace bench
