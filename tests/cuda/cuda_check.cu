@@ -15,6 +15,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../kernels/cuda/launchers.cuh"
@@ -233,6 +234,39 @@ void check_glu(kernels::Activation act, const char* act_name) {
 }
 
 template <class T>
+void check_activation(kernels::Activation act, const char* act_name) {
+  const int64_t n = 129 * 1000 + 3;  // not a multiple of the vector width
+  const std::string name = std::string("activation ") + act_name;
+  const auto x = random_vec<T>(n, 11), dy = random_vec<T>(n, 12);
+  std::vector<T> y(n), dx(n);
+  kernels::activation_forward<T>(tile::Exec{}, act, x.data(), y.data(), n);
+  kernels::activation_backward<T>(tile::Exec{}, act, x.data(), dy.data(), dx.data(), n);
+  Device<T> gx(x), gdy(dy), gy(n), gdx(n);
+  CUDA_OK(kernels::cuda::activation_forward<T>(nullptr, act, gx.get(), gy.get(), n));
+  CUDA_OK(kernels::cuda::activation_backward<T>(nullptr, act, gx.get(), gdy.get(), gdx.get(), n));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare(name, dtype_name<T>(), "y", y, gy.host(), 1e-6, rtol<T>());
+  compare(name, dtype_name<T>(), "dx", dx, gdx.host(), 1e-6, rtol<T>());
+}
+
+template <class T>
+void check_softcap() {
+  const int64_t n = 4 * 50257;  // a few rows of GPT-2 logits
+  const double cap = 30.0;
+  const auto x = random_vec<T>(n, 13, 60.0f);  // many beyond the cap
+  const auto dy = random_vec<T>(n, 14);
+  std::vector<T> y(n), dx(n);
+  kernels::softcap_forward<T>(tile::Exec{}, x.data(), y.data(), n, cap);
+  kernels::softcap_backward<T>(tile::Exec{}, y.data(), dy.data(), dx.data(), n, cap);
+  Device<T> gx(x), gdy(dy), gy(n), gdx(n);
+  CUDA_OK(kernels::cuda::softcap_forward<T>(nullptr, gx.get(), gy.get(), n, cap));
+  CUDA_OK(kernels::cuda::softcap_backward<T>(nullptr, gy.get(), gdy.get(), gdx.get(), n, cap));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare("softcap", dtype_name<T>(), "y", y, gy.host(), 1e-5, rtol<T>());
+  compare("softcap", dtype_name<T>(), "dx", dx, gdx.host(), 1e-6, rtol<T>());
+}
+
+template <class T>
 void check_adamw_and_elementwise() {
   using A = acc_t<T>;
   const int64_t n = 1'000'003;
@@ -390,6 +424,15 @@ int main(int argc, char** argv) {
   check_rope<float>(kernels::RopeLayout::kInterleaved);
   check_rope<bf16>(kernels::RopeLayout::kHalf);
   check_glu<float>(kernels::Activation::kSilu, "silu");
+  for (const auto& [act, act_name] :
+       {std::pair{kernels::Activation::kRelu, "relu"}, std::pair{kernels::Activation::kGelu, "gelu"},
+        std::pair{kernels::Activation::kGeluTanh, "gelu_tanh"}, std::pair{kernels::Activation::kSilu, "silu"},
+        std::pair{kernels::Activation::kRelu2, "relu2"}}) {
+    check_activation<float>(act, act_name);
+    check_activation<bf16>(act, act_name);
+  }
+  check_softcap<float>();
+  check_softcap<bf16>();
   check_glu<float>(kernels::Activation::kGelu, "gelu");
   check_glu<bf16>(kernels::Activation::kSilu, "silu");
   check_adamw_and_elementwise<float>();
