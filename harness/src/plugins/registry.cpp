@@ -57,7 +57,9 @@ Registry::Registry() : impl_(std::make_unique<Impl>()) {}
 Registry::~Registry() {
   impl_->entries.clear();
   static std::mutex mutex;
-  static auto* kept = new std::vector<boost::dll::shared_library>();  // never freed, never unloaded
+  // Never freed, so never unloaded, not even by static destructors at exit. (Out of memory here,
+  // in a destructor, ends the process, as it would anywhere else in it.)
+  static auto* kept = new std::vector<boost::dll::shared_library>();  // NOLINT(bugprone-unhandled-exception-at-new)
   const std::lock_guard<std::mutex> lock(mutex);
   for (auto& lib : impl_->libraries) kept->push_back(std::move(lib));
   impl_->libraries.clear();
