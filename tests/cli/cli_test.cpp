@@ -12,33 +12,17 @@
 #include <fstream>
 
 #include "store/store.h"
+#include "support/shell.h"
 #include "support/toml_case.h"
 
 namespace bench {
 namespace {
 
-const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+const std::string kBench = test::bench_program();
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Result = test::Output;
 
-Result run(const std::string& args, const std::string& env = "") {
-  const std::string err_file = test::write_temp("stderr.txt", "");
-  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + kBench + " " + args + " 2>" + err_file;
-  Result r{0, "", ""};
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
-}
+Result run(const std::string& args, const std::string& env = "") { return test::bench_cli(args, env); }
 
 const char* kTiny =
     "name = \"tiny\"\nseed = 11\n"

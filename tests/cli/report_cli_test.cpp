@@ -13,6 +13,7 @@
 #include <regex>
 
 #include "store/store.h"
+#include "support/shell.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -20,35 +21,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+using test::Output;
+using test::shell;
 
-struct Output {
-  int code;
-  std::string out;
-  std::string err;
-};
+Output bench(const std::string& args) { return test::bench_cli(args); }
 
-/// Runs a shell command, capturing stdout and stderr.
-Output shell(const std::string& cmd) {
-  const std::string err_file = test::write_temp("report_cli_stderr.txt", "");
-  Output r{0, "", ""};
-  FILE* p = popen((cmd + " 2>" + err_file).c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), std::istreambuf_iterator<char>());
-  return r;
-}
-
-Output bench(const std::string& args) { return shell(kBench + " " + args); }
-
-std::string read(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+std::string read(const std::string& path) { return test::read_file(path); }
 
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;

@@ -31,22 +31,6 @@ extern "C" void on_signal(int sig) {
   g_signal = sig;
 }
 
-size_t available_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  size_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
-}
-
-std::string mib(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  return buf;
-}
-
 std::string hostname() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
@@ -73,9 +57,10 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
                 " throughput, " + std::to_string(n_st) + " stability) on " + p.device + " with " +
                 std::to_string(tile::num_threads()) + " threads; largest model needs " +
                 mib(static_cast<double>(p.max_model_bytes)) + " (" + mib(static_cast<double>(avail)) + " available)");
-  if (p.max_model_bytes > avail) {
-    std::fprintf(stderr, "%s: the largest case needs %s but only %s of memory is available\n", o.file.c_str(),
-                 mib(static_cast<double>(p.max_model_bytes)).c_str(), mib(static_cast<double>(avail)).c_str());
+  try {
+    check_memory(p, avail);
+  } catch (const std::exception& e) {
+    print_error(e);
     return kBadInput;
   }
 

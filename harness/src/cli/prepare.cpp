@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 
 #include "model/model.h"
 
@@ -32,9 +33,40 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
     validate_case(rc, *p.registry);
     p.resolved.push_back(std::move(rc));
   }
-  for (const auto& rc : p.resolved)
-    p.max_model_bytes = std::max(p.max_model_bytes, Model::estimate_bytes(rc.model, *p.registry));
+  for (size_t i = 0; i < p.resolved.size(); ++i) {
+    const size_t bytes = Model::estimate_bytes(p.resolved[i].model, *p.registry);
+    if (bytes > p.max_model_bytes) {
+      p.max_model_bytes = bytes;
+      p.max_model_case = i;
+    }
+  }
   return p;
+}
+
+size_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+std::string mib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  return buf;
+}
+
+void check_memory(const Prepared& p, size_t available) {
+  if (p.max_model_bytes <= available || p.cases.empty()) return;
+  const Case& c = p.cases[p.max_model_case];
+  throw ConfigError(SourceLoc{p.file.path, 0, 0, ""},
+                    "case " + std::to_string(c.ordinal) + " (" + c.runner + " " + c.label + ") needs " +
+                        mib(static_cast<double>(p.max_model_bytes)) + " but only " +
+                        mib(static_cast<double>(available)) +
+                        " of memory is available; make the model or the batch smaller");
 }
 
 void print_error(const std::exception& e) { std::fprintf(stderr, "%s\n", e.what()); }

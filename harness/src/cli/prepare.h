@@ -21,10 +21,21 @@ struct Prepared {
   std::vector<Case> cases;
   std::vector<ResolvedCase> resolved;
   size_t max_model_bytes = 0;  ///< largest case, measured by a dry set-up
+  size_t max_model_case = 0;   ///< index in `cases` of that case
 };
 
 /// Everything before the first case runs. Throws ConfigError / Error.
 Prepared prepare(const std::string& path, const std::string& device_flag);
+
+/// Memory the host can give this process now (MemAvailable), in bytes.
+size_t available_memory();
+
+/// "123.4 MiB".
+std::string mib(double bytes);
+
+/// Throws ConfigError naming the file and the largest case when it needs more than `available`
+/// bytes: checked before anything runs or is stored.
+void check_memory(const Prepared& p, size_t available);
 
 /// Print an error as one line "bench: <what>" (or "file:line:col: message") to stderr.
 void print_error(const std::exception& e);
