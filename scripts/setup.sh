@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev                         # GoogleTest
   clang-format clang-tidy                           # house style, checked by the tests
   chromium                                          # headless check of `bench report`'s HTML
+  clang libclang-rt-14-dev libomp-14-dev            # libFuzzer build (scripts/fuzz.sh)
 )
 
 missing=()
