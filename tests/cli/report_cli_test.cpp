@@ -185,9 +185,12 @@ TEST_F(ReportCli, ReportRendersEveryPlotInChromium) {
   const Output r = bench("--db " + db_ + " report 1 -o " + html);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string page = read(html);
-  // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates.
+  // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates, and the named series
+  // param_norm, attn_entropy and logit_mean x 2 learning rates (no val_every: no val_loss).
   const size_t plots = count(page, "<figure class=\"plot\"");
-  EXPECT_EQ(plots, 11u);
+  EXPECT_EQ(plots, 17u);
+  EXPECT_EQ(count(page, "data-kind=\"attn_entropy\""), 2u);
+  EXPECT_EQ(count(page, "data-kind=\"val_loss\""), 0u);
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_EQ(page.find("http"), std::string::npos);
   EXPECT_EQ(bench("--db " + db_ + " report 7").code, 2);
