@@ -159,6 +159,18 @@ TEST(Cli, StabilityStoresSeriesInitProbeAndLrSensitivity) {
   EXPECT_EQ(count("name = 'max_attn_logit' AND layer = 0"), 4);
 }
 
+TEST(Cli, DemoPrintsTheLectureTables) {
+  const Result r = run("demo softcap");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("   200.0    30.00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("    10.0     9.65"), std::string::npos) << r.out;  // 30 tanh(1/3) = 9.6532
+  const Result all = run("demo");
+  EXPECT_EQ(all.code, 0);
+  EXPECT_NE(all.out.find("z-loss"), std::string::npos);
+  EXPECT_NE(all.out.find("QK-norm"), std::string::npos);
+  EXPECT_EQ(run("demo bogus").code, 2);
+}
+
 TEST(Cli, BadInputExitsTwoWithOneLineAndTouchesNoDatabase) {
   const std::string exp = test::write_temp("bad.toml", "[model]\nd_model = 30\nn_heads = 4\n[stability]\n");
   const std::string db = fresh_db("untouched.db");
