@@ -397,7 +397,7 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
       const auto layers = load_layers(db, c->id, name, -1);
       if (layers.empty()) continue;
       const SeriesStyle& st = l.style.at(c->id);
-      svg::Series sr{c->label, st.color, st.dash, {}, true, {}};
+      svg::Series sr{st.name, st.color, st.dash, {}, true, {}};
       for (const auto& [layer, v] : layers) sr.points.push_back({layer + 1, v});
       chart.series.push_back(std::move(sr));
     }
