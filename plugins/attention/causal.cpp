@@ -107,6 +107,12 @@ class CausalAttention final : public Sublayer {
         double m = -INFINITY;
         for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(rm[i]) || rm[i] > m ? rm[i] : m;
         ctx.probe_max("max_attn_logit", m);
+        if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
+      }
+      if (ctx.probes && ctx.layer_probes && layer_ >= 0) {
+        const double h = mean_entropy(probs_.data<T>());
+        ctx.probe_mean("attn_entropy", h);
+        ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
       }
     });
     ops::linear_forward(ctx, att_, wo_->value, y);
@@ -149,6 +155,25 @@ class CausalAttention final : public Sublayer {
   }
 
  private:
+  /// Mean over (batch, head, query) rows of the attention distribution's entropy
+  /// -sum_j p_j ln p_j in nats (masked keys have p = 0 and add nothing): ln(t + 1) for uniform
+  /// causal attention at query t, 0 when every query attends to one key.
+  template <class T>
+  double mean_entropy(const T* p) const {
+    const int64_t rows = batch_ * heads_ * seq_;
+    double sum = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = p + r * seq_;
+      double h = 0;
+      for (int64_t j = 0; j < seq_; ++j) {
+        const auto v = static_cast<double>(row[j]);
+        if (v > 0) h -= v * std::log(v);
+      }
+      sum += h;
+    }
+    return sum / static_cast<double>(rows);
+  }
+
   QkView view(const Tensor& buffer) const {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }

@@ -38,6 +38,15 @@ class LmHead final : public Head {
       dispatch_float(h.dtype(), [&]<class T>() {
         kernels::softcap_forward<T>(ctx.exec, logits_.data<T>(), logits_.data<T>(), logits_.numel(), softcap_);
       });
+    // Mean output logit (after the cap), before the cross-entropy overwrites the logits with
+    // their gradient: with log Z it shows whether the logits drift as a whole.
+    if (ctx.probes)
+      dispatch_float(h.dtype(), [&]<class T>() {
+        const T* l = logits_.data<T>();
+        double sum = 0;
+        for (int64_t i = 0; i < logits_.numel(); ++i) sum += static_cast<double>(l[i]);
+        ctx.probe_mean("logit_mean", sum / static_cast<double>(logits_.numel()));
+      });
     int64_t valid = 0;
     for (int64_t i = 0; i < rows_; ++i) valid += targets[i] >= 0 ? 1 : 0;
     const double scale = valid > 0 ? 1.0 / static_cast<double>(valid) : 0.0;

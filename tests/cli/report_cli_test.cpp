@@ -163,9 +163,12 @@ TEST_F(ReportCli, ReportRendersEveryPlotInChromium) {
   const Output r = bench("--db " + db_ + " report 1 -o " + html);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string page = read(html);
-  // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates.
+  // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates, and the named series
+  // param_norm, attn_entropy and logit_mean x 2 learning rates (no val_every: no val_loss).
   const size_t plots = count(page, "<figure class=\"plot\"");
-  EXPECT_EQ(plots, 11u);
+  EXPECT_EQ(plots, 17u);
+  EXPECT_EQ(count(page, "data-kind=\"attn_entropy\""), 2u);
+  EXPECT_EQ(count(page, "data-kind=\"val_loss\""), 0u);
   EXPECT_EQ(page.find("<script"), std::string::npos);
   EXPECT_EQ(page.find("http"), std::string::npos);
   EXPECT_EQ(bench("--db " + db_ + " report 7").code, 2);
@@ -217,11 +220,13 @@ TEST_F(ReportCli, ExportHasEveryStoredNumber) {
   const auto n = [&](const std::string& sql) { return s.query(sql).rows.at(0).at(0).as_int(); };
   const int64_t expected =
       n("SELECT count(*) FROM throughput") * 13 + n("SELECT count(*) FROM samples") +
-      n("SELECT count(*) FROM steps") * 7 + n("SELECT count(*) FROM metrics") +
+      n("SELECT count(*) FROM steps") * 7 + n("SELECT count(*) FROM series") + n("SELECT count(*) FROM metrics") +
       n("SELECT count(n_params) + count(n_params_embedding) + count(flops_per_token) + count(wall_s) FROM cases");
   EXPECT_EQ(static_cast<int64_t>(count(csv, "\r\n")) - 1, expected);
   const Output json = bench("--db " + db_ + " export --experiment grid --format json");
   ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_GT(n("SELECT count(*) FROM series"), 0);
+  EXPECT_NE(csv.find(",series,,0,,grad_rms/1,"), std::string::npos);
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(static_cast<int64_t>(j["measurements"].size()), expected);
   EXPECT_EQ(j["run"]["experiment_name"], "grid");

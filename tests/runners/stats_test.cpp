@@ -49,5 +49,19 @@ TEST(Spikes, OnlyOutliersOfTheTrailingWindowCount) {
   EXPECT_EQ(find_spikes(v, 50, 7).front(), 60);
 }
 
+TEST(LrSensitivity, HandComputedGrid) {
+  // Grid of 5 learning rates, L0 = ln 256 = 5.545177444479562. Final val losses:
+  //   2.0, 1.5 (best), 3.0, 6.0 (worse than init: counted as L0), NaN (diverged: L0).
+  // mean of min(f, L0) = (2.0 + 1.5 + 3.0 + L0 + L0) / 5 = (6.5 + 11.090354888959124) / 5
+  //                    = 3.5180709777918248; minus min f = 1.5 -> 2.0180709777918248.
+  const double l0 = std::log(256.0);
+  EXPECT_NEAR(lr_sensitivity({2.0, 1.5, 3.0, 6.0, NAN}, l0), 2.0180709777918248, 1e-12);
+  // Every learning rate equally good: no sensitivity.
+  EXPECT_DOUBLE_EQ(lr_sensitivity({2.5, 2.5, 2.5}, l0), 0.0);
+  // Only one good learning rate out of four, the rest diverged: (1 + 3 L0) / 4 - 1.
+  EXPECT_NEAR(lr_sensitivity({1.0, INFINITY, NAN, -INFINITY}, l0), (1.0 + 3 * l0) / 4 - 1.0, 1e-12);
+  EXPECT_TRUE(std::isnan(lr_sensitivity({}, l0)));
+}
+
 }  // namespace
 }  // namespace bench

@@ -240,9 +240,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 1);
+  EXPECT_EQ(db.schema_version(), 2);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 1);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 2);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -317,10 +317,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 2;");
+  raw_exec(db_path(), "PRAGMA user_version = 3;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 2, newer than this build knows (1)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 3, newer than this build knows (2)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -334,7 +334,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 1);
+  EXPECT_EQ(ro.schema_version(), 2);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
   EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 7"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
@@ -342,7 +342,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 1);
+  EXPECT_EQ(ro.schema_version(), 2);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -404,6 +404,57 @@ TEST_F(StoreTest, RejectsBadInput) {
   auto r = db.query("SELECT status, error FROM runs");
   EXPECT_EQ(r.rows[0][0].as_string(), "failed");
   EXPECT_EQ(r.rows[0][1].as_string(), "out of memory");
+}
+
+TEST_F(StoreTest, SeriesRowsKeepLayerStepAndNull) {
+  Store db(db_path());
+  const int64_t run = db.begin_run(sample_run());
+  CaseRow c = stability_case(0);
+  c.series = {{"grad_rms", 0, 0, 0.25},
+              {"grad_rms", 1, 0, 0.5},
+              {"param_norm", -1, 0, 12.0},
+              {"init_grad_norm", 1, -1, 3.0},
+              {"val_loss", -1, 1, kNaN}};
+  const int64_t id = db.add_case(run, c);
+  auto r = db.query("SELECT name, layer, step, value FROM series WHERE case_id = ?1 ORDER BY name, layer, step",
+                    {Value::integer(id)});
+  ASSERT_EQ(r.rows.size(), 5u);
+  EXPECT_EQ(r.rows[0][0].as_string(), "grad_rms");
+  EXPECT_EQ(r.rows[0][1].as_int(), 0);
+  EXPECT_DOUBLE_EQ(r.rows[1][3].as_double(), 0.5);
+  EXPECT_EQ(r.rows[2][0].as_string(), "init_grad_norm");
+  EXPECT_EQ(r.rows[2][2].as_int(), -1);
+  EXPECT_TRUE(r.rows[3][1].is_null()) << "a whole-model value has no layer";
+  EXPECT_TRUE(r.rows[4][3].is_null()) << "NaN is stored as NULL";
+  // (case, name, layer, step) is unique, a NULL layer included.
+  CaseRow dup = stability_case(1);
+  dup.series = {{"param_norm", -1, 0, 1.0}, {"param_norm", -1, 0, 2.0}};
+  EXPECT_NE(error_of([&] { db.add_case(run, dup); }).find("UNIQUE"), std::string::npos);
+}
+
+TEST_F(StoreTest, AddMetricsAddsAndReplaces) {
+  Store db(db_path());
+  const int64_t run = db.begin_run(sample_run());
+  const int64_t id = db.add_case(run, stability_case(0));
+  db.add_metrics(id, {{"lr_sensitivity", 0.75, "nats"}, {"best_loss", 4.0, "nats"}});
+  auto r = db.query("SELECT name, value FROM metrics WHERE case_id = ?1 ORDER BY name", {Value::integer(id)});
+  ASSERT_EQ(r.rows.size(), 4u);
+  EXPECT_EQ(r.rows[0][0].as_string(), "best_loss");
+  EXPECT_DOUBLE_EQ(r.rows[0][1].as_double(), 4.0);
+  EXPECT_EQ(r.rows[3][0].as_string(), "lr_sensitivity");
+  EXPECT_DOUBLE_EQ(r.rows[3][1].as_double(), 0.75);
+}
+
+TEST_F(StoreTest, MigratesAVersionOneDatabase) {
+  {
+    Store db(db_path());
+    db.begin_run(sample_run());
+  }
+  raw_exec(db_path(), "DROP INDEX series_key; DROP TABLE series; PRAGMA user_version = 1;");
+  Store db(db_path());
+  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
+  EXPECT_EQ(db.query("SELECT count(*) FROM series").rows[0][0].as_int(), 0);
 }
 
 TEST_F(StoreTest, MigrationsEndAtTheSchemaVersion) {

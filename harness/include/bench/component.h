@@ -153,6 +153,9 @@ class RunContext {
   bool training = true;
   /// Whether components should spend work on probes (stability runs) or skip them (timing).
   bool probes = true;
+  /// Whether components should also record the costlier per-layer probes (attention entropy,
+  /// block output RMS), named "NAME/LAYER"; the stability runner sets it on logging steps only.
+  bool layer_probes = false;
   int64_t step = 0;
   /// Seed of this case; dropout masks are drawn from (seed, step, site), so they are
   /// reproducible and backward can recompute them.

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -99,6 +100,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   int failed = 0;
+  std::vector<GridCase> grid;
   for (size_t i = 0; i < p.cases.size(); ++i) {
     if (g_stop) break;
     const Case& c = p.cases[i];
@@ -108,7 +110,16 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     progress.update(env.prefix, true);
     store::CaseRow row = run_case(c, p.resolved[i], env);
     try {
-      db->add_case(run_id, row);
+      const int64_t case_id = db->add_case(run_id, row);
+      if (c.runner == "stability" && (row.status == "completed" || row.status == "diverged")) {
+        GridCase gc{lr_group_key(p.resolved[i]), case_id, NAN, NAN, NAN};
+        for (const auto& m : row.metrics) {
+          if (m.name == "lr") gc.lr = m.value;
+          if (m.name == "initial_loss") gc.initial_loss = m.value;
+          if (m.name == "final_val_loss") gc.final_val_loss = m.value;
+        }
+        grid.push_back(gc);
+      }
     } catch (const std::exception& e) {
       progress.clear();
       print_error(e);
@@ -130,6 +141,14 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   }
   progress.clear();
   const bool interrupted = g_stop.load();
+  // Learning-rate sensitivity needs the whole grid: only for a run that was not interrupted.
+  if (!interrupted) {
+    try {
+      for (const auto& [case_id, metrics] : lr_grid_metrics(grid)) db->add_metrics(case_id, metrics);
+    } catch (const std::exception& e) {
+      print_error(e);
+    }
+  }
   db->finish_run(run_id, interrupted ? "interrupted" : (failed ? "failed" : "completed"),
                  interrupted ? "interrupted by signal" : (failed ? std::to_string(failed) + " case(s) failed" : ""));
   std::signal(SIGINT, SIG_DFL);

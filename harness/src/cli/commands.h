@@ -76,6 +76,8 @@ int cmd_compare(const GlobalOptions& g, const CompareArgs& o);
 int cmd_report(const GlobalOptions& g, const ReportArgs& o);
 int cmd_calc(const GlobalOptions& g, const CalcArgs& o);
 int cmd_export(const GlobalOptions& g, const ExportArgs& o);
+/// `bench demo NAME`: the lecture's numeric stability demos (zloss, qk_norm, softcap, all).
+int cmd_demo(const GlobalOptions& g, const std::string& name);
 
 /// Write `text` to `path` ("" or "-": stdout). Throws bench::Error when the file cannot be written.
 void write_output(const std::string& path, const std::string& text);

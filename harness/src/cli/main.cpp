@@ -1,4 +1,4 @@
-// The `bench` command line: run, validate, list, results, query, compare, report, calc, export.
+// The `bench` command line: run, validate, list, results, query, compare, report, calc, export, demo.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -124,6 +124,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   export_cmd->add_option("-o,--output", exp.output, "file to write (default: stdout)");
 
+  std::string demo_name = "all";
+  auto* demo_cmd = app.add_subcommand(
+      "demo",
+      "the lecture's stability demos with our kernels: bf16 cross-entropy under logit drift (z-loss), "
+      "attention entropy as q/k grow (QK-norm), soft-capping");
+  demo_cmd->add_option("name", demo_name, "zloss, qk_norm, softcap or all")
+      ->check(CLI::IsMember({"zloss", "qk_norm", "softcap", "all"}))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -139,5 +148,6 @@ int main(int argc, char** argv) {
   if (report_cmd->parsed()) return cmd_report(g, rep);
   if (calc_cmd->parsed()) return cmd_calc(g, calc);
   if (export_cmd->parsed()) return cmd_export(g, exp);
+  if (demo_cmd->parsed()) return cmd_demo(g, demo_name);
   return kBadInput;
 }

@@ -132,7 +132,9 @@ void validate_case(const ResolvedCase& rc, const Registry& registry) {
   }
 }
 
-std::string resolved_json(const ResolvedCase& rc) {
+namespace {
+
+Value resolved_value(const ResolvedCase& rc) {
   Value root = Value::table();
   const ModelDims& d = rc.model.dims;
   Value& m = root["model"];
@@ -162,6 +164,16 @@ std::string resolved_json(const ResolvedCase& rc) {
   root["data"] = std::move(data);
   root["runner"] = rc.runner.values();
   root["seed"] = Value::integer(rc.seed);
+  return root;
+}
+
+}  // namespace
+
+std::string resolved_json(const ResolvedCase& rc) { return resolved_value(rc).json(); }
+
+std::string lr_group_key(const ResolvedCase& rc) {
+  Value root = resolved_value(rc);
+  root["runner"].erase("lr");
   return root.json();
 }
 

@@ -52,5 +52,8 @@ void validate_case(const ResolvedCase& rc, const Registry& registry);
 
 /// The resolved configuration as JSON text, for storage with the case.
 std::string resolved_json(const ResolvedCase& rc);
+/// resolved_json without the runner's peak learning rate: cases with equal keys differ only in
+/// `lr` and form one variant's learning-rate grid (for `lr_sensitivity`).
+std::string lr_group_key(const ResolvedCase& rc);
 
 }  // namespace bench

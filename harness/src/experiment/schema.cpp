@@ -119,6 +119,16 @@ const std::vector<ParamSpec>& runner_params(std::string_view runner) {
                           "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
       ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
       ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
+      ParamSpec::integer("val_every", 0,
+                         "also record the held-out loss (val_batches batches) every this many steps; 0 = off")
+          .at_least(0),
+      ParamSpec::integer("val_batches", 2, "held-out batches of each val_every evaluation").at_least(1),
+      ParamSpec::integer("init_probe_batches", 0,
+                         "before training, average per-layer gradient norms and activation RMS at initialization "
+                         "over this many batches (x init_probe_seeds); 0 = off")
+          .at_least(0),
+      ParamSpec::integer("init_probe_seeds", 1, "initializations (seed, seed+1, ...) the init probe averages over")
+          .at_least(1),
       ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),
       ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
           .at_least(0),

@@ -235,6 +235,14 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
   position_->embed_forward(acts_[0], ctx);
   embedding_dropout(acts_[0], ctx);
   for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
+  if (ctx.probes && ctx.layer_probes) {
+    // RMS of the residual stream: h_0 (embedding output) and each block's output h_i.
+    const auto rms = [&](const Tensor& t) {
+      return std::sqrt(ops::sum_squares(ctx, t) / static_cast<double>(t.numel()));
+    };
+    ctx.probe_mean("embed_rms", rms(acts_[0]));
+    for (size_t i = 0; i < blocks_.size(); ++i) ctx.probe_mean("block_rms/" + std::to_string(i), rms(acts_[i + 1]));
+  }
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
   return head_->forward(normed_, targets, ctx);
 }
@@ -281,6 +289,50 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
   });
   return norm;
 }
+
+int Model::layer_of(std::string_view name) {
+  constexpr std::string_view kPrefix = "blocks.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  int layer = 0;
+  size_t i = kPrefix.size();
+  if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
+  for (; i < name.size() && name[i] >= '0' && name[i] <= '9'; ++i) layer = layer * 10 + (name[i] - '0');
+  return layer;
+}
+
+std::vector<double> Model::parameter_values() const {
+  std::vector<double> out(static_cast<size_t>(values_.numel()));
+  dispatch_float(spec_.dtype, [&]<class T>() {
+    const T* v = values_.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
+  });
+  return out;
+}
+
+std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) const {
+  std::vector<LayerSquares> out(static_cast<size_t>(spec_.dims.n_layers));
+  dispatch_float(spec_.dtype, [&]<class T>() {
+    const T* base = values_.data<T>();
+    for (const auto& p : params_) {
+      const int layer = layer_of(p->name);
+      if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
+      const T* x = (what == LayerQuantity::kGradient ? p->grad : p->value).template data<T>();
+      const auto offset = static_cast<size_t>(p->value.data<T>() - base);
+      const int64_t n = p->value.numel();
+      double ss = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        double v = static_cast<double>(x[i]);
+        if (what == LayerQuantity::kUpdate) v -= (*before)[offset + static_cast<size_t>(i)];
+        ss += v * v;
+      }
+      out[static_cast<size_t>(layer)].sum_squares += ss;
+      out[static_cast<size_t>(layer)].count += n;
+    }
+  });
+  return out;
+}
+
+double Model::parameter_norm(RunContext& ctx) const { return std::sqrt(ops::sum_squares(ctx, values_)); }
 
 void Model::embedding_dropout(Tensor& t, const RunContext& ctx) const {
   const double p = spec_.dims.dropout_embedding;

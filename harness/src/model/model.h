@@ -30,6 +30,16 @@ struct OptimizerStep {
   double grad_clip = 0.0;  ///< 0 = no clipping
 };
 
+/// Sum of squares of a block's parameter entries (values, gradients or last update) and their
+/// count: sqrt(sum_squares) is the block's L2 norm, sqrt(sum_squares / count) its RMS.
+struct LayerSquares {
+  double sum_squares = 0;
+  int64_t count = 0;
+};
+
+/// What squares_by_layer sums.
+enum class LayerQuantity : uint8_t { kValue, kGradient, kUpdate };
+
 class Model {
  public:
   /// Build, set up and initialize every component (deterministic in `seed`). With `plan_only`
@@ -49,6 +59,17 @@ class Model {
   double grad_norm(RunContext& ctx) const;
   /// Clip (when set) and apply one AdamW step; returns the grad norm before clipping.
   double optimizer_step(const OptimizerStep& s, RunContext& ctx);
+
+  /// L2 norm of all parameters (a tied matrix once).
+  double parameter_norm(RunContext& ctx) const;
+  /// Every parameter value as double, in storage order: the `before` of an update measurement.
+  std::vector<double> parameter_values() const;
+  /// Per block (index = layer): the squares of the parameter values, of the gradients, or of the
+  /// update value - before[i] since `before` was taken with parameter_values(). Parameters
+  /// outside the blocks (embedding, final norm, head) are not counted.
+  std::vector<LayerSquares> squares_by_layer(LayerQuantity what, const std::vector<double>* before = nullptr) const;
+  /// The block index of a parameter name ("blocks.3.attn.wqkv" -> 3), -1 outside the blocks.
+  static int layer_of(std::string_view name);
 
   const ModelSpec& spec() const { return spec_; }
   const std::vector<Param*>& params() const { return param_ptrs_; }

@@ -124,6 +124,14 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
                              .rows)
     for (size_t i = 0; i < std::size(kStepColumns); ++i)
       add(row[0].as_int(), "step", {}, row[1], {}, kStepColumns[i].name, row[i + 2], kStepColumns[i].unit);
+  // Named series: per-layer values as "name/layer" (grad_rms/0); step -1 is "at initialization".
+  for (const auto& row :
+       db.query("SELECT s.case_id, s.step, s.name || ifnull('/' || s.layer, ''), s.value FROM series s "
+                "JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
+                "ORDER BY c.ordinal, s.name, s.layer, s.step",
+                {id})
+           .rows)
+    add(row[0].as_int(), "series", {}, row[1], {}, row[2].as_string(), row[3], "");
   for (const auto& row : db.query("SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON "
                                   "c.id = m.case_id WHERE c.run_id = ?1 ORDER BY c.ordinal, m.name",
                                   {id})

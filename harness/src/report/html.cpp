@@ -336,6 +336,80 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     }
     o += "</div>\n";
   }
+  // Named series (docs/stability.md), drawn when some case recorded them.
+  struct NamedCurve {
+    const char* name;
+    const char* heading;
+    const char* y_label;
+    bool log_y;
+    const char* caption;
+  };
+  const NamedCurve named_curves[] = {
+      {"val_loss", "Held-out loss", "held-out loss (nats)", false,
+       "Mean loss over held-out batches, every val_every steps and at the last step."},
+      {"param_norm", "Parameter norm", "L2 norm of all parameters", false, "Global L2 norm of the parameters."},
+      {"attn_entropy", "Attention entropy", "mean attention entropy (nats)", false,
+       "Entropy of the attention distributions, averaged over layers, heads and queries; collapse goes to 0."},
+      {"logit_mean", "Mean output logit", "mean logit", false,
+       "Mean of the output logits over tokens and vocabulary: with z, a drift of all logits together."},
+  };
+  for (const NamedCurve& nc : named_curves) {
+    if (std::none_of(cases.begin(), cases.end(),
+                     [&](const CaseData* c) { return steps.at(c->id).named.count(nc.name); }))
+      continue;
+    o += fmt::format("<h3>{}</h3>\n<div class=\"plots\">\n", nc.heading);
+    for (double lr : l.lrs) {
+      svg::LineChart chart;
+      chart.id = fmt::format("{}-lr-{}", nc.name, lr_text(lr));
+      chart.title = std::isfinite(lr) ? fmt::format("{}, lr = {}", nc.heading, lr_text(lr)) : nc.heading;
+      chart.x = {"step + 1", true};
+      chart.y = {nc.y_label, nc.log_y};
+      chart.legend_title = l.legend_title;
+      for (const CaseData* c : cases) {
+        const double clr = l.lr_of.at(c->id);
+        if (!(clr == lr || (!std::isfinite(clr) && !std::isfinite(lr)))) continue;
+        const auto it = steps.at(c->id).named.find(nc.name);
+        if (it == steps.at(c->id).named.end()) continue;
+        const SeriesStyle& st = l.style.at(c->id);
+        svg::Series sr{st.name, st.color, st.dash, {}, false, {}};
+        for (size_t i = 0; i < it->second.first.size(); ++i)
+          sr.points.push_back({it->second.first[i] + 1, it->second.second[i]});
+        chart.series.push_back(std::move(sr));
+      }
+      o += figure(nc.name, svg::line_chart(chart), nc.caption);
+    }
+    o += "</div>\n";
+  }
+
+  // Per-layer statistics at initialization (init_probe_batches).
+  const std::pair<const char*, const char*> init_curves[] = {
+      {"init_grad_norm", "gradient norm of the block's parameters"},
+      {"init_block_rms", "RMS of the block's output"},
+  };
+  bool init_heading = false;
+  for (const auto& [name, y_label] : init_curves) {
+    svg::LineChart chart;
+    chart.id = name;
+    chart.title = std::string(y_label) + " at initialization";
+    chart.x = {"layer + 1", false};
+    chart.y = {y_label, true};
+    for (const CaseData* c : cases) {
+      const auto layers = load_layers(db, c->id, name, -1);
+      if (layers.empty()) continue;
+      const SeriesStyle& st = l.style.at(c->id);
+      svg::Series sr{st.name, st.color, st.dash, {}, true, {}};
+      for (const auto& [layer, v] : layers) sr.points.push_back({layer + 1, v});
+      chart.series.push_back(std::move(sr));
+    }
+    if (chart.series.empty()) continue;
+    if (!init_heading) o += "<h3>At initialization</h3>\n<div class=\"plots\">\n";
+    init_heading = true;
+    o += figure(name, svg::line_chart(chart),
+                "Per block, averaged over init_probe_batches batches and init_probe_seeds initializations, before any "
+                "update (Xiong et al. 2020: Post-LN gradients grow toward the output, Pre-LN's stay flat).");
+  }
+  if (init_heading) o += "</div>\n";
+
   for (const auto& t : tables)
     if (t.title == "stability") {
       o += "<h3>Summary</h3>\n" + sheet_html(visible_part(t.sheet));

@@ -119,7 +119,26 @@ Steps load_steps(const store::Store& db, int64_t case_id) {
     s.max_attn_logit.push_back(number(row[4]));
     s.z_mean.push_back(number(row[5]));
   }
+  const auto named = db.query(
+      "SELECT name, step, value FROM series WHERE case_id = ?1 AND layer IS NULL AND step >= 0 ORDER BY name, step",
+      {Value::integer(case_id)});
+  for (const auto& row : named.rows) {
+    auto& [steps, values] = s.named[row[0].as_string()];
+    steps.push_back(number(row[1]));
+    values.push_back(number(row[2]));
+  }
   return s;
+}
+
+std::vector<std::pair<double, double>> load_layers(const store::Store& db, int64_t case_id, const std::string& name,
+                                                   int64_t step) {
+  const auto q = db.query(
+      "SELECT layer, value FROM series WHERE case_id = ?1 AND name = ?2 AND step = ?3 AND layer IS NOT NULL "
+      "ORDER BY layer",
+      {Value::integer(case_id), Value::string(name), Value::integer(step)});
+  std::vector<std::pair<double, double>> out;
+  for (const auto& row : q.rows) out.emplace_back(number(row[0]), number(row[1]));
+  return out;
 }
 
 std::vector<std::string> label_tokens(const CaseData& c) {

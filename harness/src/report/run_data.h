@@ -51,8 +51,15 @@ RunData load_run(const store::Store& db, int64_t run_id);
 /// The per-step series of a stability case; NaN where the store has NULL.
 struct Steps {
   std::vector<double> step, lr, loss, grad_norm, max_attn_logit, z_mean;
+  /// Whole-model named series of the `series` table (val_loss, param_norm ...): steps, values.
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> named;
 };
 Steps load_steps(const store::Store& db, int64_t case_id);
+
+/// One per-layer series of a case at one step (-1: at initialization): (layer, value) pairs in
+/// layer order; NaN where the store has NULL.
+std::vector<std::pair<double, double>> load_layers(const store::Store& db, int64_t case_id, const std::string& name,
+                                                   int64_t step);
 
 /// The words of a case's label: the variant name (as one word, even with spaces) and each
 /// "key=value" of its swept axes. "base" has none.

@@ -1,16 +1,42 @@
 // Stability runner: trains for the configured steps with AdamW, warm-up and decay, and records
 // per step the loss, the global grad norm (before clipping), the max attention logit and the
-// mean output log-normalizer z; then summarizes (docs/stability.md defines every figure).
+// mean output log-normalizer z, and on logging steps named series (per-layer gradient and
+// update RMS, attention statistics, block output RMS, parameter norm, held-out loss); optionally
+// probes the model at initialization first; then summarizes (docs/stability.md defines every
+// figure).
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include "bench/interfaces.h"
 #include "model/model.h"
 #include "plugins/registry.h"
+#include "runners/init_probe.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
 
 namespace bench {
+
+namespace {
+
+/// Splits a probe name "NAME/LAYER" into NAME and LAYER; a name without a layer gets -1.
+std::pair<std::string, int64_t> split_layer(const std::string& key) {
+  const size_t slash = key.rfind('/');
+  if (slash == std::string::npos) return {key, -1};
+  return {key.substr(0, slash), std::stoll(key.substr(slash + 1))};
+}
+
+/// Metric name of a series' summary: "final_grad_rms_L3", "final_param_norm".
+std::string metric_name(const std::string& prefix, const std::string& name, int64_t layer) {
+  return prefix + name + (layer >= 0 ? "_L" + std::to_string(layer) : "");
+}
+
+/// Unit of a series.
+std::string series_unit(const std::string& name) {
+  return name == "val_loss" || name == "attn_entropy" || name == "logit_mean" ? "nats" : "";
+}
+
+}  // namespace
 
 store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
   (void)c;
@@ -45,9 +71,28 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   RunContext ctx;
   ctx.seed = static_cast<uint64_t>(rc.seed);
   std::vector<double> losses, norms;
-  double initial_loss = NAN, best = INFINITY, max_logit = -INFINITY, last_norm = NAN, last_z = NAN;
+  double initial_loss = NAN, best = INFINITY, max_logit = -INFINITY, last_norm = NAN, last_z = NAN, last_z_loss = NAN;
   int64_t diverged_step = -1;
   bool non_finite = false;
+  std::map<std::pair<std::string, int64_t>, double> last_logged;  // (series, layer) -> last value
+  std::map<int64_t, double> layer_max_logit;                      // layer -> max over all steps
+  const int64_t val_every = s.integer("val_every");
+
+  // At initialization, before any update: per-layer gradient norms and activation growth.
+  if (const int64_t batches = s.integer("init_probe_batches"); batches > 0) {
+    const InitProbe ip = probe_initialization(rc, env, *dataset, batches, s.integer("init_probe_seeds"));
+    for (size_t i = 0; i < ip.grad_norm.size(); ++i) {
+      const auto layer = static_cast<int64_t>(i);
+      row.series.push_back({"init_grad_norm", layer, -1, ip.grad_norm[i]});
+      row.series.push_back({"init_block_rms", layer, -1, ip.block_rms[i]});
+    }
+    row.metrics.push_back({"init_growth_exponent", ip.growth_exponent, "1/layer"});
+    row.metrics.push_back({"init_embed_rms", ip.embed_rms, ""});
+    row.metrics.push_back({"init_grad_norm_first", ip.grad_norm.front(), ""});
+    row.metrics.push_back({"init_grad_norm_last", ip.grad_norm.back(), ""});
+    row.metrics.push_back({"init_grad_norm_ratio", ip.grad_norm.back() / ip.grad_norm.front(), ""});
+    row.metrics.push_back({"init_loss", ip.loss, "nats"});
+  }
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   for (int64_t step = 0; step < steps; ++step) {
@@ -57,8 +102,10 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     }
     const auto ts = std::chrono::steady_clock::now();
     dataset->batch(Split::kTrain, step, d.batch_size, d.seq_len, inputs.data(), targets.data());
+    const bool logging = step % log_every == 0 || step == steps - 1;
     ctx.training = true;
     ctx.probes = true;
+    ctx.layer_probes = logging;
     ctx.step = step;
     ctx.clear_probes();
     model.zero_grad();
@@ -66,8 +113,18 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     model.backward(ctx);
     opt.lr = lr_at(step, steps, peak, warmup, schedule, s.number("min_lr_ratio"));
     opt.decay_lr = independent ? opt.lr / peak : opt.lr;
+    std::vector<LayerSquares> grad_sq;
+    std::vector<double> before;
+    double snapshot_ms = 0;  // measurement work, not part of the step's time
+    if (logging) {
+      const auto t_snap = std::chrono::steady_clock::now();
+      grad_sq = model.squares_by_layer(LayerQuantity::kGradient);
+      before = model.parameter_values();
+      snapshot_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_snap).count();
+    }
     const double norm = model.optimizer_step(opt, ctx);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ts).count() - snapshot_ms;
     ++done;
 
     const auto probes = ctx.probe_values();
@@ -76,6 +133,42 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
       return it == probes.end() ? NAN : it->second;
     };
     const double logit = probe("max_attn_logit");
+    for (const auto& [key, v] : probes) {
+      const auto [name, layer] = split_layer(key);
+      if (name == "max_attn_logit" && layer >= 0 && std::isfinite(v)) {
+        auto [it, fresh] = layer_max_logit.emplace(layer, v);
+        if (!fresh) it->second = std::max(it->second, v);
+      }
+    }
+    if (logging) {
+      std::vector<store::SeriesRow> logged;
+      for (const auto& [key, v] : probes) {
+        const auto [name, layer] = split_layer(key);
+        // The whole-model max logit and z are columns of `steps` already.
+        if (layer < 0 && (name == "max_attn_logit" || name == "z_mean")) continue;
+        logged.push_back({name, layer, step, v});
+      }
+      const auto update_sq = model.squares_by_layer(LayerQuantity::kUpdate, &before);
+      for (size_t i = 0; i < grad_sq.size(); ++i) {
+        const auto count = static_cast<double>(std::max<int64_t>(1, grad_sq[i].count));
+        logged.push_back({"grad_rms", static_cast<int64_t>(i), step, std::sqrt(grad_sq[i].sum_squares / count)});
+        logged.push_back({"update_rms", static_cast<int64_t>(i), step, std::sqrt(update_sq[i].sum_squares / count)});
+      }
+      logged.push_back({"param_norm", -1, step, model.parameter_norm(ctx)});
+      if (val_every > 0 && (step % val_every == 0 || step == steps - 1) && std::isfinite(info.loss)) {
+        ctx.training = false;
+        ctx.probes = false;
+        double sum = 0;
+        const int64_t n = s.integer("val_batches");
+        for (int64_t b = 0; b < n; ++b) {
+          dataset->batch(Split::kValidation, b, d.batch_size, d.seq_len, inputs.data(), targets.data());
+          sum += model.forward(inputs.data(), targets.data(), ctx).loss;
+        }
+        logged.push_back({"val_loss", -1, step, sum / static_cast<double>(n)});
+      }
+      for (const auto& r : logged) last_logged[{r.name, r.layer}] = r.value;
+      row.series.insert(row.series.end(), logged.begin(), logged.end());
+    }
     losses.push_back(info.loss);
     norms.push_back(norm);
     if (step == 0) initial_loss = info.loss;
@@ -83,7 +176,8 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     if (std::isfinite(logit)) max_logit = std::max(max_logit, logit);
     last_norm = norm;
     last_z = info.z_mean;
-    if (step % log_every == 0 || step == steps - 1 || !std::isfinite(info.loss)) {
+    last_z_loss = info.z_loss;
+    if (logging || !std::isfinite(info.loss)) {
       row.steps.push_back(store::StepRow{step, opt.lr, info.loss, norm, logit, info.z_mean, info.z_loss, ms});
     }
     const bool bad = !std::isfinite(info.loss) || !std::isfinite(norm);
@@ -162,7 +256,12 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   m.push_back({"max_attn_logit", std::isfinite(max_logit) ? max_logit : NAN, ""});
   m.push_back({"final_grad_norm", last_norm, ""});
   m.push_back({"final_z_mean", last_z, "nats"});
+  m.push_back({"final_z_loss", last_z_loss, "nats"});
   m.push_back({"train_tokens_per_s", static_cast<double>(done * d.tokens()) / train_s, "tokens/s"});
+  for (const auto& [layer, v] : layer_max_logit) m.push_back({metric_name("", "max_attn_logit", layer), v, ""});
+  for (const auto& [key, v] : last_logged)
+    if (key.first != "val_loss")  // final_val_loss is the full evaluation above
+      m.push_back({metric_name("final_", key.first, key.second), v, series_unit(key.first)});
   for (const auto& [k, v] : dataset->reference()) m.push_back({k, v, "nats"});
   for (const auto& [len, loss] : long_context) m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
   if (non_finite) {

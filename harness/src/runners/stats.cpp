@@ -67,4 +67,15 @@ double lr_at(int64_t step, int64_t total, double peak, int64_t warmup, const std
   return lo + (peak - lo) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress));
 }
 
+double lr_sensitivity(const std::vector<double>& final_losses, double initial_loss) {
+  if (final_losses.empty()) return NAN;
+  double sum = 0, best = INFINITY;
+  for (double f : final_losses) {
+    const double v = std::isfinite(f) ? f : initial_loss;
+    sum += std::min(v, initial_loss);
+    best = std::min(best, v);
+  }
+  return sum / static_cast<double>(final_losses.size()) - best;
+}
+
 }  // namespace bench

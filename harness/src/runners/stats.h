@@ -1,4 +1,4 @@
-// defines: bench::Summary, summarize, count_spikes, lr_at — the arithmetic behind the runners
+// defines: bench::Summary, summarize, find_spikes, lr_at, lr_sensitivity — the arithmetic behind the runners
 #pragma once
 
 #include <cstdint>
@@ -26,5 +26,12 @@ std::vector<int64_t> find_spikes(const std::vector<double>& v, int64_t window, d
 /// Learning rate at 0-based `step` of `total`: linear warm-up to `peak` over `warmup` steps,
 /// then "cosine", "linear" or "constant" decay to peak * min_ratio at the last step.
 double lr_at(int64_t step, int64_t total, double peak, int64_t warmup, const std::string& schedule, double min_ratio);
+
+/// Learning-rate sensitivity of one variant over a learning-rate grid (Wortsman et al. 2023,
+/// sec. 2.2): mean over the grid of min(final_i, initial_loss) minus the min over the grid of
+/// final_i, where a non-finite final loss counts as `initial_loss` (the loss at
+/// initialization). 0 when one learning rate is as good as all; larger is more sensitive.
+/// NaN for an empty grid.
+double lr_sensitivity(const std::vector<double>& final_losses, double initial_loss);
 
 }  // namespace bench

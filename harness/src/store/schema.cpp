@@ -106,11 +106,25 @@ JOIN runs r ON r.id = c.run_id
 JOIN metrics m ON m.case_id = c.id;
 )sql";
 
+// Version 2: named per-step series beside the fixed `steps` columns (validation loss, parameter
+// norm, per-layer statistics ...), one row per (case, name, layer, step). `layer` is NULL for a
+// whole-model value; step -1 holds values measured at initialization, before any update.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE series(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  name TEXT NOT NULL,
+  layer INTEGER,
+  step INTEGER NOT NULL,
+  value REAL);
+CREATE UNIQUE INDEX series_key ON series(case_id, name, ifnull(layer, -1), step);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
       {1, kSchemaV1},
+      {2, kSchemaV2},
   };
   return all_migrations;
 }

@@ -353,12 +353,34 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
             .run();
     }
 
+    if (!c.series.empty()) {
+      sqlite::Statement ins_series(db_.get(),
+                                   "INSERT INTO series(case_id, name, layer, step, value) VALUES(?1, ?2, ?3, ?4, ?5)");
+      for (const SeriesRow& s : c.series)
+        ins_series.bind(1, case_id)
+            .bind(2, s.name)
+            .bind(3, s.layer >= 0 ? std::optional<int64_t>(s.layer) : std::nullopt)
+            .bind(4, s.step)
+            .bind(5, finite_or_null(s.value))
+            .run();
+    }
+
     if (!c.metrics.empty()) {
       sqlite::Statement ins_metric(db_.get(), "INSERT INTO metrics(case_id, name, value, unit) VALUES(?1, ?2, ?3, ?4)");
       for (const MetricRow& m : c.metrics)
         ins_metric.bind(1, case_id).bind(2, m.name).bind(3, nan_to_null(m.value)).bind(4, m.unit).run();
     }
     return case_id;
+  });
+}
+
+void Store::add_metrics(int64_t case_id, const std::vector<MetricRow>& metrics) {
+  write_transaction(fmt::format("adding metrics to case {}", case_id), [&] {
+    sqlite::Statement ins(db_.get(),
+                          "INSERT OR REPLACE INTO metrics(case_id, name, value, unit) VALUES(?1, ?2, ?3, ?4)");
+    for (const MetricRow& m : metrics)
+      ins.bind(1, case_id).bind(2, m.name).bind(3, nan_to_null(m.value)).bind(4, m.unit).run();
+    return int64_t{0};
   });
 }
 

@@ -16,7 +16,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.
@@ -46,6 +46,15 @@ struct StepRow {
   double lr = 0, loss = 0, grad_norm = 0, max_attn_logit = 0, z_mean = 0, z_loss = 0, ms = 0;
 };
 
+/// One value of a named per-step series; a row of `series`. `layer` < 0 is a whole-model value
+/// (stored as NULL); step -1 is "at initialization". NaN and +-inf are stored as NULL.
+struct SeriesRow {
+  std::string name;
+  int64_t layer = -1;
+  int64_t step = 0;
+  double value = 0;
+};
+
 /// A named summary number of a case (final_loss, spike_count ...); a row of `metrics`.
 /// NaN is stored as NULL.
 struct MetricRow {
@@ -67,6 +76,7 @@ struct CaseRow {
   std::optional<double> flops_per_token;
   std::vector<ThroughputRow> throughput;
   std::vector<StepRow> steps;
+  std::vector<SeriesRow> series;
   std::vector<MetricRow> metrics;
 };
 
@@ -106,6 +116,9 @@ class Store {
   /// Writes a case with its throughput, samples, steps and metrics in one transaction
   /// (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
   int64_t add_case(int64_t run_id, const CaseRow& c);
+  /// Adds (or replaces) summary metrics of an existing case, in one transaction: for figures
+  /// computed across cases after they ran, such as `lr_sensitivity`.
+  void add_metrics(int64_t case_id, const std::vector<MetricRow>& metrics);
   /// The highest run id, if there is any run.
   std::optional<int64_t> latest_run() const;
   /// Runs one SQL statement with parameters bound to ?1, ?2 ... and returns all its rows.
