@@ -106,11 +106,24 @@ JOIN runs r ON r.id = c.run_id
 JOIN metrics m ON m.case_id = c.id;
 )sql";
 
+// Version 2: files a case produced, such as the final weights of a stability case
+// (`save_weights = true`), by path relative to the database's directory.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE artifacts(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  kind TEXT NOT NULL,
+  path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(case_id, kind));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
       {1, kSchemaV1},
+      {2, kSchemaV2},
   };
   return all_migrations;
 }
