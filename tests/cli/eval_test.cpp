@@ -133,9 +133,10 @@ vocab_size = 64
 
 /// Run the reference script and `bench eval` on its checkpoint; compare loss, logits and each
 /// block's output with the float64 reference.
-void check_against_numpy(const std::string& config, const std::string& toml, const std::string& token_format) {
-  const std::string dir = fresh_dir("hf_" + config);
-  const Output py = shell(kPython + " " + kScript + " " + config + " " + dir);
+void check_against_numpy(const std::string& config, const std::string& toml, const std::string& token_format,
+                         const std::string& dtype = "F32") {
+  const std::string dir = fresh_dir("hf_" + config + "_" + dtype);
+  const Output py = shell(kPython + " " + kScript + " " + config + " " + dir + " " + dtype);
   ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
   const std::string cfg = dir + "/model.toml";
   std::ofstream(cfg) << toml;
@@ -169,6 +170,10 @@ void check_against_numpy(const std::string& config, const std::string& toml, con
 }
 
 TEST(EvalHuggingFace, LlamaMatchesNumPy) { check_against_numpy("llama", kLlamaToml, "uint16"); }
+
+TEST(EvalHuggingFace, LlamaBfloat16CheckpointMatchesNumPy) {
+  check_against_numpy("llama", kLlamaToml, "uint16", "BF16");
+}
 
 TEST(EvalHuggingFace, PostNormLayerNormGeluLearnedMatchesNumPy) {
   check_against_numpy("postnorm", kPostNormToml, "auto");  // llm.c header: detected by its magic

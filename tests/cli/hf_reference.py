@@ -6,7 +6,10 @@ PyTorch Linear weights [out, in]), a token file, and the float64 logits and bloc
 the model computes on that file, evaluated as `bench eval` does: consecutive windows of seq_len
 positions, each starting at position 0.
 
-    hf_reference.py llama|postnorm OUT_DIR
+    hf_reference.py llama|postnorm OUT_DIR [F32|BF16]
+
+With BF16 the checkpoint holds bfloat16 weights (rounded to nearest even, as Hugging Face
+checkpoints usually are) and the reference uses exactly those rounded values.
 
 Configurations (their TOML twins are in eval_test.cpp):
   llama:    pre-RMSNorm, SwiGLU, rotate-half RoPE, GQA (4 query / 2 key-value heads), untied head
@@ -23,11 +26,21 @@ import numpy as np
 VOCAB, D, LAYERS, HEADS, DH, FF, SEQ = 64, 32, 2, 4, 8, 64, 16
 
 
-def write_safetensors(path, tensors):
+def to_bf16_bits(a):
+    """float32 -> bfloat16 bit patterns, rounding to nearest even (no NaNs here)."""
+    bits = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
+
+
+def bf16_bits_to_float(h):
+    return (h.astype("<u4") << 16).view("<f4")
+
+
+def write_safetensors(path, tensors, dtype):
     header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
     for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
+        b = (to_bf16_bits(a) if dtype == "BF16" else np.ascontiguousarray(a, dtype="<f4")).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
         offset += len(b)
         blobs.append(b)
     text = json.dumps(header).encode()
@@ -120,6 +133,7 @@ class Params(dict):
 
 def main():
     config, out = sys.argv[1], sys.argv[2]
+    dtype = sys.argv[3] if len(sys.argv) > 3 else "F32"
     rng = np.random.default_rng(20240 if config == "llama" else 20241)
     t = {}
 
@@ -147,7 +161,9 @@ def main():
     if config == "llama":
         normal("model.norm.weight", (D,), 0.1, 1.0)
         normal("lm_head.weight", (VOCAB, D), 0.3)
-    write_safetensors(os.path.join(out, "weights.safetensors"), t)
+    write_safetensors(os.path.join(out, "weights.safetensors"), t, dtype)
+    if dtype == "BF16":  # the model computes with what the file holds
+        t = {k: bf16_bits_to_float(to_bf16_bits(v)) for k, v in t.items()}
 
     n_tokens = 2 * SEQ + 6  # two full windows and a partial one of 5 positions
     tokens = rng.integers(0, VOCAB, n_tokens)
