@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "bench/interfaces.h"
 #include "model/safetensors.h"
@@ -235,6 +236,54 @@ TEST(Checkpoint, MismatchesAreReportedByName) {
   const std::string ints = test::write_temp("ints.safetensors", bytes);
   const std::string e4 = error_of([&] { load_weights(llama, ints); });
   EXPECT_NE(e4.find("model.norm.weight: dtype I32, the model needs a float type"), std::string::npos) << e4;
+}
+
+TEST(Checkpoint, ShardedCheckpointsLoadThroughTheirIndex) {
+  const ModelSpec spec = test::resolve_first(kLlama).model;
+  Model a(spec, test::builtin_registry(), 1), b(spec, test::builtin_registry(), 2);
+  train(a, 2);
+  const std::filesystem::path dir = std::filesystem::path(test::write_temp("shard.keep", "")).parent_path() / "shards";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  save_weights(a, (dir / "full.tmp").string());
+  const safetensors::File full = safetensors::read((dir / "full.tmp").string());
+  std::filesystem::remove(dir / "full.tmp");
+  // Hugging Face's layout: layer 0 and the embedding in the first shard, the rest in the second.
+  const std::string names[] = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"};
+  std::vector<safetensors::OutTensor> shard[2];
+  nlohmann::json map = nlohmann::json::object();
+  for (const safetensors::TensorInfo& t : full.tensors) {
+    const int k = t.name.starts_with("model.layers.0.") || t.name == "model.embed_tokens.weight" ? 0 : 1;
+    const std::vector<double> v = full.values(t);
+    shard[k].push_back({t.name, "F32", t.shape, safetensors::encode(v.data(), t.numel(), "F32")});
+    map[t.name] = names[k];
+  }
+  for (int k = 0; k < 2; ++k) safetensors::write((dir / names[k]).string(), shard[k], {{"format", "pt"}});
+  const auto write_index = [&](const nlohmann::json& m) {
+    std::ofstream((dir / "model.safetensors.index.json").string())
+        << nlohmann::json{{"metadata", {}}, {"weight_map", m}};
+  };
+  write_index(map);
+  load_weights(b, (dir / "model.safetensors.index.json").string());
+  for (const Param* p : a.params())
+    ASSERT_EQ(std::memcmp(p->value.raw(), b.find_param(p->name)->value.raw(), p->value.bytes()), 0) << p->name;
+  Model c(spec, test::builtin_registry(), 3);
+  load_weights(c, dir.string());  // the directory: its index
+  for (const Param* p : a.params())
+    ASSERT_EQ(std::memcmp(p->value.raw(), c.find_param(p->name)->value.raw(), p->value.bytes()), 0) << p->name;
+  // An index that disagrees with its shards.
+  map["model.norm.weight"] = names[0];
+  write_index(map);
+  const std::string e = error_of([&] { load_weights(c, dir.string()); });
+  EXPECT_NE(e.find("model.norm.weight: in shard model-00002-of-00002.safetensors but the index puts it in "
+                   "model-00001-of-00002.safetensors"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(e.find("model.norm.weight: missing"), std::string::npos) << e;  // reported once
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  EXPECT_NE(error_of([&] { load_weights(c, dir.string()); }).find("a directory without model.safetensors"),
+            std::string::npos);
 }
 
 TEST(Checkpoint, TiedHeadAcceptsAnEqualLmHead) {

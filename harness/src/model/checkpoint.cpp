@@ -1,6 +1,10 @@
 #include "model/checkpoint.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <utility>
 
@@ -130,16 +134,97 @@ void save_weights(const Model& model, const std::string& path, std::string_view 
   safetensors::write(path, tensors, {{"format", "pt"}, {"producer", "bench"}});
 }
 
+namespace {
+
+/// The tensors of a checkpoint: one file, or the shards listed by a Hugging Face index
+/// (model.safetensors.index.json: {"weight_map": {tensor name: shard file}}).
+struct Checkpoint {
+  std::vector<safetensors::File> files;
+  std::map<std::string, std::pair<const safetensors::File*, const safetensors::TensorInfo*>> tensors;
+
+  const safetensors::TensorInfo* find(const std::string& name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : it->second.second;
+  }
+  std::vector<double> values(const std::string& name) const {
+    const auto& [file, info] = tensors.at(name);
+    return file->values(*info);
+  }
+};
+
+Checkpoint open_checkpoint(const std::string& path, std::vector<std::string>& problems) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string file = path;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "model.safetensors.index.json", ec)) {
+      file = (fs::path(path) / "model.safetensors.index.json").string();
+    } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {
+      file = (fs::path(path) / "model.safetensors").string();
+    } else {
+      throw Error(path + ": a directory without model.safetensors or model.safetensors.index.json");
+    }
+  }
+  Checkpoint c;
+  if (!file.ends_with(".json")) {
+    c.files.push_back(safetensors::read(file));
+    for (const safetensors::TensorInfo& t : c.files[0].tensors) c.tensors[t.name] = {c.files.data(), &t};
+    return c;
+  }
+  std::ifstream in(file);
+  if (!in) throw Error(file + ": cannot open");
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file + ": not valid JSON: " + e.what());
+  }
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw Error(file + ": a safetensors index needs a \"weight_map\" object");
+  std::map<std::string, std::string> weight_map;
+  std::vector<std::string> shards;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (!shard.is_string()) throw Error(file + ": weight_map entry '" + name + "' is not a file name");
+    weight_map[name] = shard.get<std::string>();
+    if (std::find(shards.begin(), shards.end(), weight_map[name]) == shards.end()) shards.push_back(weight_map[name]);
+  }
+  c.files.reserve(shards.size());  // the map below points into it
+  for (const std::string& shard : shards) {
+    c.files.push_back(safetensors::read((fs::path(file).parent_path() / shard).string()));
+    for (const safetensors::TensorInfo& t : c.files.back().tensors) {
+      auto listed = weight_map.find(t.name);
+      if (listed == weight_map.end() || listed->second != shard) {
+        problems.push_back(t.name + ": in shard " + shard + " but the index " +
+                           (listed == weight_map.end() ? "does not list it" : "puts it in " + listed->second));
+        continue;
+      }
+      c.tensors[t.name] = {&c.files.back(), &t};
+    }
+  }
+  for (const auto& entry : weight_map) {
+    const std::string& name = entry.first;
+    if (c.tensors.count(name) != 0) continue;
+    const bool reported =
+        std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.starts_with(name + ":"); });
+    if (!reported) problems.push_back(name + ": the index puts it in " + entry.second + ", which does not hold it");
+  }
+  return c;
+}
+
+}  // namespace
+
 void load_weights(Model& model, const std::string& path) {
-  const safetensors::File file = safetensors::read(path);
-  const std::vector<CheckpointTensor> layout = checkpoint_layout(model);
   std::vector<std::string> problems;
+  const Checkpoint file = open_checkpoint(path, problems);
+  const std::vector<CheckpointTensor> layout = checkpoint_layout(model);
   std::set<std::string> expected;
   for (const CheckpointTensor& t : layout) {
     expected.insert(t.name);
     const safetensors::TensorInfo* f = file.find(t.name);
     if (f == nullptr) {
-      problems.push_back(t.name + ": missing (the model needs " + shape_text(t.shape) + ")");
+      const bool reported = std::any_of(problems.begin(), problems.end(),
+                                        [&](const std::string& p) { return p.starts_with(t.name + ":"); });
+      if (!reported) problems.push_back(t.name + ": missing (the model needs " + shape_text(t.shape) + ")");
       continue;
     }
     if (f->shape != t.shape)
@@ -150,17 +235,18 @@ void load_weights(Model& model, const std::string& path) {
   }
   // A tied head reads the embedding; Hugging Face files of tied models may still carry the head.
   const bool tied_head = model.spec().dims.tie_embeddings && model.find_param("head.weight") == nullptr;
-  for (const safetensors::TensorInfo& f : file.tensors) {
-    if (expected.count(f.name) != 0) continue;
-    if (tied_head && f.name == "lm_head.weight") {
+  for (const auto& [name, where] : file.tensors) {
+    if (expected.count(name) != 0) continue;
+    const safetensors::TensorInfo& f = *where.second;
+    if (tied_head && name == "lm_head.weight") {
       const safetensors::TensorInfo* e = file.find("model.embed_tokens.weight");
       if (e != nullptr && safetensors::is_float(f.dtype) && safetensors::is_float(e->dtype) && f.shape == e->shape &&
-          file.values(f) == file.values(*e))
+          file.values(name) == file.values("model.embed_tokens.weight"))
         continue;
-      problems.push_back(f.name + ": the model ties its head to the embedding, but this differs from it");
+      problems.push_back(name + ": the model ties its head to the embedding, but this differs from it");
       continue;
     }
-    problems.push_back(f.name + ": not a tensor of this model");
+    problems.push_back(name + ": not a tensor of this model");
   }
   if (!problems.empty()) {
     std::string msg = path + ": " + std::to_string(problems.size()) + " mismatch" + (problems.size() == 1 ? "" : "es") +
@@ -170,7 +256,7 @@ void load_weights(Model& model, const std::string& path) {
   }
   for (const CheckpointTensor& t : layout) {
     Param* p = model.find_param(t.param);
-    const std::vector<double> v = file.values(*file.find(t.name));
+    const std::vector<double> v = file.values(t.name);
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
     dispatch_float(p->value.dtype(), [&]<class T>() {

@@ -36,10 +36,11 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model);
 /// F16 or F64).
 void save_weights(const Model& model, const std::string& path, std::string_view dtype = "F32");
 
-/// Read weights from `path` into `model`. Every tensor the model needs must be present with its
-/// shape and a float dtype (converted to the model's), and the file may hold nothing else (a tied
-/// model accepts an lm_head.weight equal to the embedding). Throws bench::Error listing every
-/// mismatch by name; the model is left unchanged then.
+/// Read weights from `path` into `model`: a .safetensors file, a sharded checkpoint's
+/// model.safetensors.index.json, or a directory holding either (Hugging Face's layout). Every tensor the model needs
+/// must be present with its shape and a float dtype (converted to the model's), and the file may hold nothing else (a
+/// tied model accepts an lm_head.weight equal to the embedding). Throws bench::Error listing every mismatch by name;
+/// the model is left unchanged then.
 void load_weights(Model& model, const std::string& path);
 
 }  // namespace bench
