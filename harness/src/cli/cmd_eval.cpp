@@ -1,7 +1,5 @@
 // `bench eval`: the loss of a model configuration with given weights over every token of a file,
 // and optionally its logits and each block's output as NumPy arrays (docs/weights.md).
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstdio>
 
