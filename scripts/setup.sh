@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build git pkg-config  # toolchain (GCC brings OpenMP: libgomp)
+  python3-numpy                                     # tests: the float64 NumPy reference of `bench eval`
   libboost-dev                                      # Boost.DLL (header-only)
   libtomlplusplus-dev                               # TOML++
   libcli11-dev libfmt-dev nlohmann-json3-dev        # CLI11, fmt, nlohmann-json

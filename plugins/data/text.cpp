@@ -39,6 +39,11 @@ class TextBytes final : public Dataset {
     return stream_.reference(256);
   }
 
+  std::vector<int32_t> all_tokens() const override {
+    load();
+    return stream_.tokens();
+  }
+
  private:
   void load() const {
     std::call_once(loaded_, [&] {

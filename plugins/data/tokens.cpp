@@ -46,6 +46,11 @@ class TokenFile final : public Dataset {
     return stream_.reference(vocab_);
   }
 
+  std::vector<int32_t> all_tokens() const override {
+    load();
+    return stream_.tokens();
+  }
+
  private:
   void load() const {
     std::call_once(loaded_, [&] {

@@ -82,6 +82,9 @@ class LmHead final : public Head {
     ops::linear_backward(ctx, dlogits_, h_, weight_->value, &dh, &weight_->grad);
   }
 
+  // Intact after a forward without training: the cross-entropy then writes no gradient over them.
+  const Tensor* logits() const override { return &logits_; }
+
   Cost cost() const override {
     const double r = static_cast<double>(rows_), v = static_cast<double>(vocab_), w = static_cast<double>(width_);
     const double e = static_cast<double>(esize_);

@@ -476,7 +476,7 @@ std::vector<store::MetricRow> train_and_eval(const std::string& position, const 
   validate_case(rc, test::builtin_registry());
   DeviceInfo device;
   Progress progress(true);
-  RunnerEnv env{test::builtin_registry(), device, progress, "", nullptr};
+  RunnerEnv env{test::builtin_registry(), device, progress, "", nullptr, "", ""};
   const store::CaseRow row = run_stability(cases.at(0), rc, env);
   EXPECT_EQ(row.status, "completed") << row.error;
   return row.metrics;

@@ -240,9 +240,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), 3);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 2);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 3);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -317,10 +317,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 3;");
+  raw_exec(db_path(), "PRAGMA user_version = 4;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 3, newer than this build knows (2)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 4, newer than this build knows (3)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -334,7 +334,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 2);
+  EXPECT_EQ(ro.schema_version(), 3);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
   EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 7"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
@@ -342,7 +342,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 2);
+  EXPECT_EQ(ro.schema_version(), 3);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -450,9 +450,9 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
     Store db(db_path());
     db.begin_run(sample_run());
   }
-  raw_exec(db_path(), "DROP INDEX series_key; DROP TABLE series; PRAGMA user_version = 1;");
+  raw_exec(db_path(), "DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), 3);
   EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(db.query("SELECT count(*) FROM series").rows[0][0].as_int(), 0);
 }
@@ -461,6 +461,30 @@ TEST_F(StoreTest, MigrationsEndAtTheSchemaVersion) {
   ASSERT_FALSE(migrations().empty());
   for (size_t i = 0; i < migrations().size(); ++i) EXPECT_EQ(migrations()[i].version, static_cast<int>(i) + 1);
   EXPECT_EQ(migrations().back().version, kSchemaVersion);
+}
+
+TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
+  // A database as version 1 left it, with a run and a case in it.
+  raw_exec(db_path(),
+           std::string(migrations().at(0).sql) + "PRAGMA application_id = 1111838275; PRAGMA user_version = 1;");
+  raw_exec(db_path(),
+           "INSERT INTO runs(started_at, status, experiment_name, experiment_path, experiment_text, "
+           "experiment_sha256, git_sha, harness_version, plugins_json, device, device_json, compiler, build_flags, "
+           "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
+           "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
+  Store db(db_path());
+  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
+  CaseRow c = stability_case(0);
+  c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
+  const int64_t id = db.add_case(1, c);
+  const QueryResult r = db.query("SELECT case_id, kind, path, bytes, sha256 FROM artifacts");
+  ASSERT_EQ(r.rows.size(), 1U);
+  EXPECT_EQ(r.rows[0][0].as_int(), id);
+  EXPECT_EQ(r.rows[0][1].as_string(), "weights");
+  EXPECT_EQ(r.rows[0][2].as_string(), "weights/run-1/case-0.safetensors");
+  EXPECT_EQ(r.rows[0][3].as_int(), 1234);
+  EXPECT_EQ(r.rows[0][4].as_string(), std::string(64, 'a'));
 }
 
 TEST_F(StoreTest, TwoWritersInTwoThreadsLoseNoRows) {

@@ -87,6 +87,9 @@ class Head : public Component {
   /// With ctx.training, also prepares the gradient for backward().
   virtual LossInfo forward(const Tensor& h, const int32_t* targets, RunContext& ctx) = 0;
   virtual void backward(Tensor& dh, RunContext& ctx) = 0;
+  /// The output logits [B*T, vocab] of the last forward with ctx.training = false (after any
+  /// soft-cap), for evaluation and dumps; nullptr when the head does not keep them.
+  virtual const Tensor* logits() const { return nullptr; }
 };
 
 /// Which stream of batches a dataset serves.
@@ -102,6 +105,9 @@ class Dataset : public Component {
   virtual void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs, int32_t* targets) = 0;
   /// Reference figures of the data, e.g. {"unigram_entropy", 4.9} in nats/token.
   virtual std::vector<std::pair<std::string, double>> reference() const { return {}; }
+  /// The whole token stream in file order, for evaluation over every token (`bench eval`);
+  /// empty for generated data.
+  virtual std::vector<int32_t> all_tokens() const { return {}; }
 };
 
 }  // namespace bench

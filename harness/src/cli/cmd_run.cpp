@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -104,9 +105,15 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   for (size_t i = 0; i < p.cases.size(); ++i) {
     if (g_stop) break;
     const Case& c = p.cases[i];
-    RunnerEnv env{*p.registry, device, progress,
+    // Stability cases with save_weights keep their final weights next to the database.
+    const std::string db_dir = std::filesystem::absolute(g.db).parent_path().string();
+    RunnerEnv env{*p.registry,
+                  device,
+                  progress,
                   "[" + std::to_string(i + 1) + "/" + std::to_string(p.cases.size()) + "] " + c.runner + " " + c.label,
-                  &g_stop};
+                  &g_stop,
+                  (std::filesystem::path(db_dir) / "weights" / ("run-" + std::to_string(run_id))).string(),
+                  db_dir};
     progress.update(env.prefix, true);
     store::CaseRow row = run_case(c, p.resolved[i], env);
     try {

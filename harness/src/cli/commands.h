@@ -67,6 +67,20 @@ struct ExportArgs {
   std::string output;  ///< empty or "-": stdout
 };
 
+struct EvalArgs {
+  std::string config;  ///< experiment (model) file
+  int64_t case_ordinal = 0;
+  std::string weights;  ///< safetensors; empty: the seed's initialization
+  std::string tokens;
+  std::string token_format = "auto";
+  int64_t seq_len = 0;  ///< 0: the model's
+  int64_t batch_size = 1;
+  int64_t threads = -1;
+  std::string dump_logits;  ///< .npy of [positions, vocab]
+  std::string dump_hidden;  ///< .npy of [n_layers, positions, d_model]
+  std::string format = "text";
+};
+
 int cmd_run(const GlobalOptions& g, const RunOptions& o);
 int cmd_validate(const GlobalOptions& g, const std::string& file, const std::string& device);
 int cmd_list(const GlobalOptions& g, const std::string& what, const std::string& experiment);
@@ -78,6 +92,7 @@ int cmd_calc(const GlobalOptions& g, const CalcArgs& o);
 int cmd_export(const GlobalOptions& g, const ExportArgs& o);
 /// `bench demo NAME`: the lecture's numeric stability demos (zloss, qk_norm, softcap, all).
 int cmd_demo(const GlobalOptions& g, const std::string& name);
+int cmd_eval(const GlobalOptions& g, const EvalArgs& o);
 
 /// Write `text` to `path` ("" or "-": stdout). Throws bench::Error when the file cannot be written.
 void write_output(const std::string& path, const std::string& text);

@@ -1,4 +1,5 @@
-// The `bench` command line: run, validate, list, results, query, compare, report, calc, export, demo.
+// The `bench` command line: run, validate, list, results, query, compare, report, calc, export, demo,
+// eval.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -133,6 +134,31 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"zloss", "qk_norm", "softcap", "all"}))
       ->capture_default_str();
 
+  EvalArgs ev;
+  auto* eval_cmd = app.add_subcommand(
+      "eval", "loss of a model with given weights over a token file; logits and hidden states as .npy");
+  eval_cmd->add_option("--config", ev.config, "experiment file describing the model (TOML)")->required();
+  eval_cmd->add_option("--case", ev.case_ordinal, "which case of the file (ordinal) when it has several")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  eval_cmd->add_option("--weights", ev.weights, "safetensors checkpoint (default: the seed's initialization)");
+  eval_cmd->add_option("--tokens", ev.tokens, "token file")->required();
+  eval_cmd->add_option("--token-format", ev.token_format, "auto, llmc (llm.c/nanoGPT .bin), uint16, uint32 or text")
+      ->check(CLI::IsMember({"auto", "llmc", "uint16", "uint32", "text"}))
+      ->capture_default_str();
+  eval_cmd->add_option("--seq-len", ev.seq_len, "window length (default: the model's seq_len)")
+      ->check(CLI::PositiveNumber);
+  eval_cmd->add_option("--batch-size", ev.batch_size, "windows per forward")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  eval_cmd->add_option("--threads", ev.threads, "CPU threads (default: all cores)");
+  eval_cmd->add_option("--dump-logits", ev.dump_logits, "write the logits [positions, vocab] to this .npy file");
+  eval_cmd->add_option("--dump-hidden", ev.dump_hidden,
+                       "write each block's output [n_layers, positions, d_model] to this .npy file");
+  eval_cmd->add_option("--format", ev.format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -149,5 +175,6 @@ int main(int argc, char** argv) {
   if (calc_cmd->parsed()) return cmd_calc(g, calc);
   if (export_cmd->parsed()) return cmd_export(g, exp);
   if (demo_cmd->parsed()) return cmd_demo(g, demo_name);
+  if (eval_cmd->parsed()) return cmd_eval(g, ev);
   return kBadInput;
 }

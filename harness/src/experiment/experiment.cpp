@@ -179,7 +179,7 @@ void merge_into(Value& base, const Value& over) {
   base = over;
 }
 
-ExperimentFile read_experiment(const std::string& path) {
+ExperimentFile read_experiment(const std::string& path, bool model_only) {
   ExperimentFile f;
   f.path = path;
   std::error_code ec;
@@ -255,7 +255,7 @@ ExperimentFile read_experiment(const std::string& path) {
         }
     }
   }
-  if (!f.root.find("throughput") && !f.root.find("stability"))
+  if (!model_only && !f.root.find("throughput") && !f.root.find("stability"))
     throw ConfigError(top, "nothing to run: add a [throughput] or a [stability] section");
   return f;
 }

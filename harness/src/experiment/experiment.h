@@ -28,8 +28,9 @@ struct ExperimentFile {
   std::vector<std::string> plugin_paths;  ///< resolved against the file's directory
 };
 
-/// Parse `path` and check its top level. Throws ConfigError at file:line:col.
-ExperimentFile read_experiment(const std::string& path);
+/// Parse `path` and check its top level. Throws ConfigError at file:line:col. A file read with
+/// `model_only` (it describes a model, e.g. for `bench eval`) needs no runner section.
+ExperimentFile read_experiment(const std::string& path, bool model_only = false);
 
 /// One unit of work: a fully merged configuration for one runner.
 struct Case {

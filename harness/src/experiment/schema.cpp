@@ -118,6 +118,8 @@ const std::vector<ParamSpec>& runner_params(std::string_view runner) {
       ParamSpec::integers("eval_lengths", {},
                           "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
       ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
+      ParamSpec::boolean("save_weights", false,
+                         "keep the final weights as safetensors next to the database (table artifacts)"),
       ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
       ParamSpec::integer("val_every", 0,
                          "also record the held-out loss (val_batches batches) every this many steps; 0 = off")

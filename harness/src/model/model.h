@@ -88,6 +88,10 @@ class Model {
   /// not be copied (missing here or in `src`, or of another shape). Used to evaluate a trained
   /// model at another context length.
   std::vector<std::string> copy_parameters_from(const Model& src);
+  /// Output of block i ([B*T, d_model]) of the last forward.
+  const Tensor& block_output(int64_t i) const { return acts_.at(static_cast<size_t>(i) + 1); }
+  /// The head's logits [B*T, vocab] of the last forward without training, or nullptr.
+  const Tensor* logits() const { return head_->logits(); }
   /// Bytes the model would need, measured by setting it up without committing memory.
   static size_t estimate_bytes(const ModelSpec& spec, const Registry& registry);
 

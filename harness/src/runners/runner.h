@@ -22,6 +22,10 @@ struct RunnerEnv {
   Progress& progress;
   std::string prefix;                       ///< progress prefix, e.g. "[3/16] pre-norm"
   const std::atomic<bool>* stop = nullptr;  ///< set by SIGINT/SIGTERM: finish the case as interrupted
+  /// Where a stability case with save_weights writes its final weights (created on demand), and
+  /// the database's directory, against which the stored path is relative.
+  std::string weights_dir;
+  std::string db_dir;
 };
 
 /// Run `c` (already resolved as `rc`) with its runner. Never throws for a failure of the case

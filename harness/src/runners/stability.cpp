@@ -7,13 +7,17 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <filesystem>
+#include <fstream>
 
 #include "bench/interfaces.h"
+#include "model/checkpoint.h"
 #include "model/model.h"
 #include "plugins/registry.h"
 #include "runners/init_probe.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
+#include "store/sha256.h"
 
 namespace bench {
 
@@ -36,10 +40,24 @@ std::string series_unit(const std::string& name) {
   return name == "val_loss" || name == "attn_entropy" || name == "logit_mean" ? "nats" : "";
 }
 
+/// The final weights of case `c` as <weights_dir>/case-<ordinal>.safetensors, described for the
+/// case's row with a path relative to the database's directory.
+store::ArtifactRow save_final_weights(const Case& c, const Model& model, const RunnerEnv& env) {
+  namespace fs = std::filesystem;
+  if (env.weights_dir.empty()) throw Error("save_weights: this run has no directory for weights");
+  fs::create_directories(env.weights_dir);
+  const fs::path path = fs::path(env.weights_dir) / ("case-" + std::to_string(c.ordinal) + ".safetensors");
+  save_weights(model, path.string());
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const fs::path rel = env.db_dir.empty() ? path : path.lexically_relative(env.db_dir);
+  return {"weights", rel.empty() || *rel.begin() == ".." ? fs::absolute(path).string() : rel.string(),
+          static_cast<int64_t>(bytes.size()), store::sha256_hex(bytes)};
+}
+
 }  // namespace
 
 store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
-  (void)c;
   store::CaseRow row;
   const Params& s = rc.runner;
   const ModelDims& d = rc.model.dims;
@@ -264,6 +282,8 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
       m.push_back({metric_name("final_", key.first, key.second), v, series_unit(key.first)});
   for (const auto& [k, v] : dataset->reference()) m.push_back({k, v, "nats"});
   for (const auto& [len, loss] : long_context) m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
+  if (s.boolean("save_weights") && row.status != "interrupted")
+    row.artifacts.push_back(save_final_weights(c, model, env));
   if (non_finite) {
     row.status = "diverged";
     row.error = "non-finite loss or gradient at step " + std::to_string(diverged_step);

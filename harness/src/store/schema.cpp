@@ -119,12 +119,25 @@ CREATE TABLE series(
 CREATE UNIQUE INDEX series_key ON series(case_id, name, ifnull(layer, -1), step);
 )sql";
 
+// Version 3: files a case produced, such as the final weights of a stability case
+// (`save_weights = true`), by path relative to the database's directory.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE artifacts(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  kind TEXT NOT NULL,
+  path TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  PRIMARY KEY(case_id, kind));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
       {1, kSchemaV1},
       {2, kSchemaV2},
+      {3, kSchemaV3},
   };
   return all_migrations;
 }

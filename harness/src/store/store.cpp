@@ -370,6 +370,13 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
       for (const MetricRow& m : c.metrics)
         ins_metric.bind(1, case_id).bind(2, m.name).bind(3, nan_to_null(m.value)).bind(4, m.unit).run();
     }
+
+    if (!c.artifacts.empty()) {
+      sqlite::Statement ins_artifact(
+          db_.get(), "INSERT INTO artifacts(case_id, kind, path, bytes, sha256) VALUES(?1, ?2, ?3, ?4, ?5)");
+      for (const ArtifactRow& a : c.artifacts)
+        ins_artifact.bind(1, case_id).bind(2, a.kind).bind(3, a.path).bind(4, a.bytes).bind(5, a.sha256).run();
+    }
     return case_id;
   });
 }

@@ -16,7 +16,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.
@@ -63,6 +63,14 @@ struct MetricRow {
   std::string unit;
 };
 
+/// A file a case produced, e.g. the final weights of a stability case; a row of `artifacts`.
+struct ArtifactRow {
+  std::string kind;  ///< "weights"
+  std::string path;  ///< relative to the database's directory (absolute when elsewhere)
+  int64_t bytes = 0;
+  std::string sha256;  ///< of the file's bytes, lower-case hex
+};
+
 /// Everything one case produced; add_case writes it in one transaction.
 struct CaseRow {
   int64_t ordinal = 0;  ///< position in the run's expansion, unique within the run
@@ -78,6 +86,7 @@ struct CaseRow {
   std::vector<StepRow> steps;
   std::vector<SeriesRow> series;
   std::vector<MetricRow> metrics;
+  std::vector<ArtifactRow> artifacts;
 };
 
 /// The result of a query: column names and rows of null, integer, float or string values.

@@ -1,0 +1,269 @@
+#include "model/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "model/safetensors.h"
+
+namespace bench {
+
+namespace {
+
+/// Within a block ("attn.wo", "ffn_norm.weight"): the Hugging Face name after
+/// "model.layers.{i}.". The single-norm positions keep Llama's names (the norm before attention
+/// is input_layernorm, the one before the FFN post_attention_layernorm) wherever they sit;
+/// double norm takes Gemma 2's four names.
+std::string block_name(std::string_view rest) {
+  static constexpr std::pair<std::string_view, std::string_view> kExact[] = {
+      {"attn.wo", "self_attn.o_proj.weight"},
+      {"ffn.w_out", "mlp.down_proj.weight"},
+      {"ffn.w_in", "mlp.up_proj.weight"},  // a plain MLP; a gated one is split by the layout
+  };
+  for (const auto& [ours, theirs] : kExact)
+    if (rest == ours) return std::string(theirs);
+  static constexpr std::pair<std::string_view, std::string_view> kPrefixes[] = {
+      {"attn_norm.in.", "input_layernorm."},
+      {"attn_norm.out.", "post_attention_layernorm."},
+      {"ffn_norm.in.", "pre_feedforward_layernorm."},
+      {"ffn_norm.out.", "post_feedforward_layernorm."},
+      {"attn_norm.", "input_layernorm."},
+      {"ffn_norm.", "post_attention_layernorm."},
+      {"norm.", "input_layernorm."},  // the parallel block's shared norm
+      {"attn.", "self_attn."},        // q_norm / k_norm and any other attention parameter
+      {"ffn.", "mlp."},
+  };
+  for (const auto& [ours, theirs] : kPrefixes)
+    if (rest.starts_with(ours)) return std::string(theirs) + std::string(rest.substr(ours.size()));
+  return std::string(rest);
+}
+
+std::vector<int64_t> dims_of(const Shape& s) {
+  std::vector<int64_t> d;
+  for (int i = 0; i < s.rank(); ++i) d.push_back(s[i]);
+  return d;
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+/// The parameter's values as doubles.
+std::vector<double> param_values(const Param& p) {
+  std::vector<double> out(static_cast<size_t>(p.value.numel()));
+  dispatch_float(p.value.dtype(), [&]<class T>() {
+    const T* v = p.value.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string checkpoint_name(std::string_view param) {
+  if (param == "embed.weight") return "model.embed_tokens.weight";
+  if (param == "pos.weight") return "model.embed_positions.weight";
+  if (param == "head.weight") return "lm_head.weight";
+  if (param.starts_with("final_norm.")) return "model.norm." + std::string(param.substr(11));
+  if (param.starts_with("blocks.")) {
+    const size_t dot = param.find('.', 7);
+    if (dot != std::string_view::npos)
+      return "model.layers." + std::string(param.substr(7, dot - 7)) + "." + block_name(param.substr(dot + 1));
+  }
+  return std::string(param);
+}
+
+std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
+  const ModelDims& d = model.spec().dims;
+  std::vector<CheckpointTensor> out;
+  for (const Param* p : model.params()) {
+    const std::vector<int64_t> shape = dims_of(p->shape);
+    const std::string name = checkpoint_name(p->name);
+    const auto split = [&](const std::string& prefix, const std::vector<std::pair<std::string, int64_t>>& parts) {
+      int64_t row = 0;
+      for (const auto& [part, rows] : parts) {
+        std::vector<int64_t> s = shape;
+        s[0] = rows;
+        out.push_back({prefix + part, p->name, row, rows, s});
+        row += rows;
+      }
+    };
+    const bool in_block = p->name.starts_with("blocks.");
+    if (in_block && p->name.ends_with(".attn.wqkv") && shape.size() == 2 &&
+        shape[0] == (d.n_heads + 2 * d.n_kv_heads) * d.d_head) {
+      // Rows of the fused projection: the query heads, the key heads, the value heads, each head's
+      // d_head rows together, as in q_proj, k_proj and v_proj. The name is "...self_attn.wqkv".
+      const std::string prefix = name.substr(0, name.size() - std::string_view("wqkv").size());
+      split(prefix, {{"q_proj.weight", d.n_heads * d.d_head},
+                     {"k_proj.weight", d.n_kv_heads * d.d_head},
+                     {"v_proj.weight", d.n_kv_heads * d.d_head}});
+      continue;
+    }
+    if (in_block && p->name.ends_with(".ffn.w_in") && shape.size() == 2) {
+      // A gated FFN fuses [gate | up] (2 d_ff rows) in front of a w_out of d_ff columns.
+      const Param* w_out = model.find_param(p->name.substr(0, p->name.size() - 4) + "w_out");
+      if (w_out != nullptr && w_out->shape.rank() == 2 && shape[0] == 2 * w_out->shape[1]) {
+        const std::string prefix = name.substr(0, name.size() - std::string_view("up_proj.weight").size());
+        split(prefix, {{"gate_proj.weight", shape[0] / 2}, {"up_proj.weight", shape[0] / 2}});
+        continue;
+      }
+    }
+    out.push_back({name, p->name, 0, shape.empty() ? 0 : shape[0], shape});
+  }
+  return out;
+}
+
+void save_weights(const Model& model, const std::string& path, std::string_view dtype) {
+  std::vector<safetensors::OutTensor> tensors;
+  std::map<std::string, std::vector<double>> cache;
+  for (const CheckpointTensor& t : checkpoint_layout(model)) {
+    const Param* p = model.find_param(t.param);
+    auto it = cache.find(t.param);
+    if (it == cache.end()) it = cache.emplace(t.param, param_values(*p)).first;
+    const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
+    const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
+    const int64_t n = p->shape.rank() > 1 ? t.rows * row_size : p->shape.numel();
+    tensors.push_back({t.name, std::string(dtype), t.shape, safetensors::encode(it->second.data() + begin, n, dtype)});
+  }
+  safetensors::write(path, tensors, {{"format", "pt"}, {"producer", "bench"}});
+}
+
+namespace {
+
+/// The tensors of a checkpoint: one file, or the shards listed by a Hugging Face index
+/// (model.safetensors.index.json: {"weight_map": {tensor name: shard file}}).
+struct Checkpoint {
+  std::vector<safetensors::File> files;
+  std::map<std::string, std::pair<const safetensors::File*, const safetensors::TensorInfo*>> tensors;
+
+  const safetensors::TensorInfo* find(const std::string& name) const {
+    auto it = tensors.find(name);
+    return it == tensors.end() ? nullptr : it->second.second;
+  }
+  std::vector<double> values(const std::string& name) const {
+    const auto& [file, info] = tensors.at(name);
+    return file->values(*info);
+  }
+};
+
+Checkpoint open_checkpoint(const std::string& path, std::vector<std::string>& problems) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string file = path;
+  if (fs::is_directory(path, ec)) {
+    if (fs::exists(fs::path(path) / "model.safetensors.index.json", ec)) {
+      file = (fs::path(path) / "model.safetensors.index.json").string();
+    } else if (fs::exists(fs::path(path) / "model.safetensors", ec)) {
+      file = (fs::path(path) / "model.safetensors").string();
+    } else {
+      throw Error(path + ": a directory without model.safetensors or model.safetensors.index.json");
+    }
+  }
+  Checkpoint c;
+  if (!file.ends_with(".json")) {
+    c.files.push_back(safetensors::read(file));
+    for (const safetensors::TensorInfo& t : c.files[0].tensors) c.tensors[t.name] = {c.files.data(), &t};
+    return c;
+  }
+  std::ifstream in(file);
+  if (!in) throw Error(file + ": cannot open");
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(file + ": not valid JSON: " + e.what());
+  }
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw Error(file + ": a safetensors index needs a \"weight_map\" object");
+  std::map<std::string, std::string> weight_map;
+  std::vector<std::string> shards;
+  for (const auto& [name, shard] : index["weight_map"].items()) {
+    if (!shard.is_string()) throw Error(file + ": weight_map entry '" + name + "' is not a file name");
+    weight_map[name] = shard.get<std::string>();
+    if (std::find(shards.begin(), shards.end(), weight_map[name]) == shards.end()) shards.push_back(weight_map[name]);
+  }
+  c.files.reserve(shards.size());  // the map below points into it
+  for (const std::string& shard : shards) {
+    c.files.push_back(safetensors::read((fs::path(file).parent_path() / shard).string()));
+    for (const safetensors::TensorInfo& t : c.files.back().tensors) {
+      auto listed = weight_map.find(t.name);
+      if (listed == weight_map.end() || listed->second != shard) {
+        problems.push_back(t.name + ": in shard " + shard + " but the index " +
+                           (listed == weight_map.end() ? "does not list it" : "puts it in " + listed->second));
+        continue;
+      }
+      c.tensors[t.name] = {&c.files.back(), &t};
+    }
+  }
+  for (const auto& entry : weight_map) {
+    const std::string& name = entry.first;
+    if (c.tensors.count(name) != 0) continue;
+    const bool reported =
+        std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.starts_with(name + ":"); });
+    if (!reported) problems.push_back(name + ": the index puts it in " + entry.second + ", which does not hold it");
+  }
+  return c;
+}
+
+}  // namespace
+
+void load_weights(Model& model, const std::string& path) {
+  std::vector<std::string> problems;
+  const Checkpoint file = open_checkpoint(path, problems);
+  const std::vector<CheckpointTensor> layout = checkpoint_layout(model);
+  std::set<std::string> expected;
+  for (const CheckpointTensor& t : layout) {
+    expected.insert(t.name);
+    const safetensors::TensorInfo* f = file.find(t.name);
+    if (f == nullptr) {
+      const bool reported = std::any_of(problems.begin(), problems.end(),
+                                        [&](const std::string& p) { return p.starts_with(t.name + ":"); });
+      if (!reported) problems.push_back(t.name + ": missing (the model needs " + shape_text(t.shape) + ")");
+      continue;
+    }
+    if (f->shape != t.shape)
+      problems.push_back(t.name + ": shape " + shape_text(f->shape) + " in the file, the model needs " +
+                         shape_text(t.shape));
+    if (!safetensors::is_float(f->dtype))
+      problems.push_back(t.name + ": dtype " + f->dtype + ", the model needs a float type (F32, BF16, F16, F64)");
+  }
+  // A tied head reads the embedding; Hugging Face files of tied models may still carry the head.
+  const bool tied_head = model.spec().dims.tie_embeddings && model.find_param("head.weight") == nullptr;
+  for (const auto& [name, where] : file.tensors) {
+    if (expected.count(name) != 0) continue;
+    const safetensors::TensorInfo& f = *where.second;
+    if (tied_head && name == "lm_head.weight") {
+      const safetensors::TensorInfo* e = file.find("model.embed_tokens.weight");
+      if (e != nullptr && safetensors::is_float(f.dtype) && safetensors::is_float(e->dtype) && f.shape == e->shape &&
+          file.values(name) == file.values("model.embed_tokens.weight"))
+        continue;
+      problems.push_back(name + ": the model ties its head to the embedding, but this differs from it");
+      continue;
+    }
+    problems.push_back(name + ": not a tensor of this model");
+  }
+  if (!problems.empty()) {
+    std::string msg = path + ": " + std::to_string(problems.size()) + " mismatch" + (problems.size() == 1 ? "" : "es") +
+                      " with the model:";
+    for (const std::string& p : problems) msg += "\n  " + p;
+    throw Error(msg);
+  }
+  for (const CheckpointTensor& t : layout) {
+    Param* p = model.find_param(t.param);
+    const std::vector<double> v = file.values(t.name);
+    const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
+    const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
+    dispatch_float(p->value.dtype(), [&]<class T>() {
+      T* dst = p->value.data<T>() + begin;
+      for (size_t i = 0; i < v.size(); ++i) dst[i] = static_cast<T>(v[i]);
+    });
+  }
+}
+
+}  // namespace bench

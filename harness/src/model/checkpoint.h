@@ -1,0 +1,46 @@
+// defines: bench::CheckpointTensor, checkpoint_layout, save_weights, load_weights — a model's
+//          weights as safetensors under Hugging Face Llama names (docs/weights.md)
+//
+// Every parameter maps to one or more tensors of the file. Matrices are stored [out, in]
+// (PyTorch Linear) in both, so a mapping is a name and, for fused parameters, a block of rows:
+// the attention's fused wqkv splits into q_proj, k_proj and v_proj, a gated FFN's fused w_in
+// into gate_proj and up_proj. The names follow the parameter names the components declare, not
+// the components' names, so the harness still knows no variant.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/model.h"
+
+namespace bench {
+
+/// One tensor of a checkpoint: rows [row_begin, row_begin + rows) of parameter `param`.
+struct CheckpointTensor {
+  std::string name;   ///< in the file, e.g. "model.layers.0.self_attn.q_proj.weight"
+  std::string param;  ///< in the model, e.g. "blocks.0.attn.wqkv"
+  int64_t row_begin = 0;
+  int64_t rows = 0;
+  std::vector<int64_t> shape;  ///< in the file
+};
+
+/// The file name of a parameter that maps to a single tensor ("embed.weight" ->
+/// "model.embed_tokens.weight"); fused parameters are split by checkpoint_layout.
+std::string checkpoint_name(std::string_view param);
+
+/// Every tensor a checkpoint of `model` holds, in the model's parameter order.
+std::vector<CheckpointTensor> checkpoint_layout(const Model& model);
+
+/// Write the model's weights to `path` as safetensors with element type `dtype` (F32, BF16,
+/// F16 or F64).
+void save_weights(const Model& model, const std::string& path, std::string_view dtype = "F32");
+
+/// Read weights from `path` into `model`: a .safetensors file, a sharded checkpoint's
+/// model.safetensors.index.json, or a directory holding either (Hugging Face's layout). Every tensor the model needs
+/// must be present with its shape and a float dtype (converted to the model's), and the file may hold nothing else (a
+/// tied model accepts an lm_head.weight equal to the embedding). Throws bench::Error listing every mismatch by name;
+/// the model is left unchanged then.
+void load_weights(Model& model, const std::string& path);
+
+}  // namespace bench

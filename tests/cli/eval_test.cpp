@@ -1,0 +1,261 @@
+// `bench eval` end to end: checkpoints written in the Hugging Face layout by a NumPy-only script
+// (tests/cli/hf_reference.py) evaluate to the logits the script computes in float64, and a
+// checkpoint saved by bench evaluates bit for bit as the model that saved it.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bench/interfaces.h"
+#include "model/checkpoint.h"
+#include "runners/evaluate.h"
+#include "store/sha256.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+// Debian's python3 with python3-numpy (scripts/setup.sh), not whatever python3 is first on PATH.
+const std::string kPython = "/usr/bin/python3";
+const std::string kScript = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_reference.py";
+
+struct Output {
+  int code;
+  std::string out;
+};
+
+Output shell(const std::string& cmd) {
+  Output r{0, ""};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+struct Npy {
+  std::string descr;
+  std::vector<int64_t> shape;
+  std::vector<double> data;
+  std::vector<float> f32;  ///< the raw values of a "<f4" file
+};
+
+/// A NumPy .npy file (format 1.0, C order, <f4 or <f8), read independently of bench's writer.
+Npy read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8)) << path;
+  uint16_t len = 0;
+  std::memcpy(&len, bytes.data() + 8, 2);
+  EXPECT_EQ((10 + len) % 16, 0) << "header not aligned";
+  const std::string header = bytes.substr(10, len);
+  Npy r;
+  const size_t d = header.find("'descr': '") + 10;
+  r.descr = header.substr(d, header.find('\'', d) - d);
+  EXPECT_NE(header.find("'fortran_order': False"), std::string::npos);
+  const size_t s = header.find('(') + 1;
+  const std::string dims = header.substr(s, header.find(')') - s);
+  for (size_t i = 0; i < dims.size();) {
+    const size_t c = dims.find(',', i);
+    const std::string part = dims.substr(i, c == std::string::npos ? std::string::npos : c - i);
+    if (part.find_first_not_of(' ') != std::string::npos) r.shape.push_back(std::stoll(part));
+    if (c == std::string::npos) break;
+    i = c + 1;
+  }
+  const char* p = bytes.data() + 10 + len;
+  const size_t es = r.descr == "<f8" ? 8 : 4;
+  const size_t n = (bytes.size() - 10 - len) / es;
+  for (size_t i = 0; i < n; ++i) {
+    if (es == 8) {
+      double v;
+      std::memcpy(&v, p + i * 8, 8);
+      r.data.push_back(v);
+    } else {
+      float v;
+      std::memcpy(&v, p + i * 4, 4);
+      r.f32.push_back(v);
+      r.data.push_back(v);
+    }
+  }
+  return r;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = std::filesystem::path(test::write_temp(name + ".keep", "")).parent_path() / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The TOML twins of hf_reference.py's configurations.
+const char* kLlamaToml = R"(name = "hf_llama"
+[model]
+vocab_size = 64
+d_model = 32
+n_layers = 2
+n_heads = 4
+n_kv_heads = 2
+d_head = 8
+seq_len = 16
+norm_position = "pre"
+norm = {type = "rmsnorm", eps = 1e-5}
+position = {type = "rope", base = 10000.0, layout = "half"}
+attention = "causal"
+ffn = {type = "swiglu", d_ff = 64}
+[data]
+vocab_size = 64
+)";
+
+const char* kPostNormToml = R"(name = "hf_postnorm"
+[model]
+vocab_size = 64
+d_model = 32
+n_layers = 2
+n_heads = 4
+seq_len = 16
+tie_embeddings = true
+norm_position = "post"
+norm = {type = "layernorm", eps = 1e-5, bias = true}
+position = "learned"
+attention = "causal"
+ffn = {type = "mlp", activation = "gelu", d_ff = 64}
+[data]
+vocab_size = 64
+)";
+
+/// Run the reference script and `bench eval` on its checkpoint; compare loss, logits and each
+/// block's output with the float64 reference.
+void check_against_numpy(const std::string& config, const std::string& toml, const std::string& token_format,
+                         const std::string& dtype = "F32") {
+  const std::string dir = fresh_dir("hf_" + config + "_" + dtype);
+  const Output py = shell(kPython + " " + kScript + " " + config + " " + dir + " " + dtype);
+  ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
+  const std::string cfg = dir + "/model.toml";
+  std::ofstream(cfg) << toml;
+  const Output ev = shell(kBench + " eval --config " + cfg + " --weights " + dir + "/weights.safetensors --tokens " +
+                          dir + "/tokens.bin --token-format " + token_format + " --dump-logits " + dir +
+                          "/ours_logits.npy --dump-hidden " + dir + "/ours_hidden.npy --format json");
+  ASSERT_EQ(ev.code, 0) << ev.out;
+  const nlohmann::json j = nlohmann::json::parse(ev.out);
+  std::ifstream loss_file(dir + "/loss.txt");
+  double ref_loss = 0;
+  loss_file >> ref_loss;
+  EXPECT_NEAR(j["loss"].get<double>(), ref_loss, 1e-5);
+  EXPECT_EQ(j["positions"].get<int64_t>(), 37);
+  EXPECT_EQ(j["windows"].get<int64_t>(), 3);
+  for (const char* what : {"logits", "hidden"}) {
+    const Npy ref = read_npy(dir + "/" + what + ".npy");
+    const Npy ours = read_npy(dir + "/ours_" + what + ".npy");
+    EXPECT_EQ(ref.descr, "<f8");
+    EXPECT_EQ(ours.descr, "<f4");
+    ASSERT_EQ(ours.shape, ref.shape) << what;
+    ASSERT_EQ(ours.data.size(), ref.data.size());
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < ref.data.size(); ++i) {
+      const double err = std::fabs(ours.data[i] - ref.data[i]) / (1e-4 + 1e-4 * std::fabs(ref.data[i]));
+      worst = std::max(worst, err);
+      scale = std::max(scale, std::fabs(ref.data[i]));
+    }
+    EXPECT_LE(worst, 1.0) << config << " " << what << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
+    EXPECT_GT(scale, 0.5) << "a degenerate reference";
+  }
+}
+
+TEST(EvalHuggingFace, LlamaMatchesNumPy) { check_against_numpy("llama", kLlamaToml, "uint16"); }
+
+TEST(EvalHuggingFace, LlamaBfloat16CheckpointMatchesNumPy) {
+  check_against_numpy("llama", kLlamaToml, "uint16", "BF16");
+}
+
+TEST(EvalHuggingFace, PostNormLayerNormGeluLearnedMatchesNumPy) {
+  check_against_numpy("postnorm", kPostNormToml, "auto");  // llm.c header: detected by its magic
+}
+
+TEST(Eval, SavedWeightsEvaluateBitForBit) {
+  const std::string dir = fresh_dir("eval_round_trip");
+  const std::string cfg = dir + "/model.toml";
+  std::ofstream(cfg) << kLlamaToml;
+  // The model the CLI builds: the file's first case with batch_size 1 (bench eval's default).
+  std::string toml = std::string(kLlamaToml) + "[stability]\n";
+  toml.insert(toml.find("[data]"), "batch_size = 1\n");
+  Model m(test::resolve_first(toml).model, test::builtin_registry(), 7);
+  save_weights(m, dir + "/w.safetensors");
+  std::vector<int32_t> tokens(50);
+  std::vector<uint32_t> raw(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) raw[i] = static_cast<uint32_t>(tokens[i] = (i * 13 + 5) % 64);
+  std::ofstream(dir + "/t.u32", std::ios::binary)
+      .write(reinterpret_cast<const char*>(raw.data()), static_cast<std::streamsize>(raw.size() * 4));
+  RunContext ctx;
+  const EvalResult want = evaluate_tokens(m, tokens, true, false, ctx);
+  const Output ev = shell(kBench + " eval --config " + cfg + " --weights " + dir + "/w.safetensors --tokens " + dir +
+                          "/t.u32 --token-format uint32 --dump-logits " + dir + "/l.npy --format json");
+  ASSERT_EQ(ev.code, 0) << ev.out;
+  EXPECT_EQ(nlohmann::json::parse(ev.out)["loss"].get<double>(), want.loss);
+  const Npy got = read_npy(dir + "/l.npy");
+  EXPECT_EQ(got.shape, (std::vector<int64_t>{49, 64}));
+  ASSERT_EQ(got.f32.size(), want.logits.size());
+  for (size_t i = 0; i < want.logits.size(); ++i) ASSERT_EQ(got.f32[i], static_cast<float>(want.logits[i])) << i;
+}
+
+TEST(Eval, StabilityKeepsFinalWeightsThatEvalReadsBack) {
+  const std::string dir = fresh_dir("eval_save_weights");
+  const std::string exp = dir + "/keep.toml";
+  std::ofstream(exp) << kLlamaToml << "[stability]\nsteps = 3\neval_batches = 1\nsave_weights = true\n";
+  const std::string db = dir + "/r.db";
+  const Output run = shell(kBench + " -q --db " + db + " run " + exp);
+  ASSERT_EQ(run.code, 0) << run.out;
+  const Output q = shell(kBench + " --db " + db +
+                         " query \"SELECT path || ' ' || bytes || ' ' || sha256 FROM artifacts JOIN cases ON "
+                         "cases.id = case_id WHERE kind = 'weights'\" --format csv");
+  ASSERT_EQ(q.code, 0) << q.out;
+  EXPECT_NE(q.out.find("weights/run-1/case-0.safetensors "), std::string::npos) << q.out;
+  const std::string weights = dir + "/weights/run-1/case-0.safetensors";
+  ASSERT_TRUE(std::filesystem::exists(weights));
+  EXPECT_NE(q.out.find(" " + std::to_string(std::filesystem::file_size(weights)) + " "), std::string::npos) << q.out;
+  std::ifstream wf(weights, std::ios::binary);
+  const std::string wbytes((std::istreambuf_iterator<char>(wf)), {});
+  EXPECT_NE(q.out.find(" " + store::sha256_hex(wbytes)), std::string::npos) << q.out;
+  // The kept weights are the trained ones: they differ from the seed's initialization.
+  std::vector<uint16_t> toks(40);
+  for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<uint16_t>((i * 7) % 64);
+  std::ofstream(dir + "/t.u16", std::ios::binary)
+      .write(reinterpret_cast<const char*>(toks.data()), static_cast<std::streamsize>(toks.size() * 2));
+  const std::string common = kBench + " eval --config " + exp + " --tokens " + dir + "/t.u16 --token-format uint16";
+  const Output trained = shell(common + " --weights " + weights + " --format json");
+  const Output init = shell(common + " --format json");
+  ASSERT_EQ(trained.code, 0) << trained.out;
+  ASSERT_EQ(init.code, 0) << init.out;
+  EXPECT_NE(nlohmann::json::parse(trained.out)["loss"].get<double>(),
+            nlohmann::json::parse(init.out)["loss"].get<double>());
+}
+
+TEST(Eval, ReportsMismatchedWeightsAndReadsText) {
+  const std::string dir = fresh_dir("eval_errors");
+  const Output py = shell(kPython + " " + kScript + " llama " + dir);
+  ASSERT_EQ(py.code, 0) << py.out;
+  std::ofstream(dir + "/post.toml") << kPostNormToml;
+  const Output bad = shell(kBench + " eval --config " + dir + "/post.toml --weights " + dir +
+                           "/weights.safetensors --tokens " + dir + "/tokens.bin --token-format uint16");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("model.embed_positions.weight: missing (the model needs [16, 32])"), std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.out.find("model.layers.0.mlp.gate_proj.weight: not a tensor of this model"), std::string::npos);
+  // Text as bytes, with the model's own initialization.
+  std::ofstream(dir + "/byte.toml") << "[model]\nvocab_size = 256\nd_model = 32\nn_layers = 1\nseq_len = 8\n";
+  std::ofstream(dir + "/hello.txt") << "hello, world: text as bytes";
+  const Output text = shell(kBench + " eval --config " + dir + "/byte.toml --tokens " + dir + "/hello.txt");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("over 26 positions in 4 windows of 8"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace bench
