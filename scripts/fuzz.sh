@@ -25,6 +25,9 @@ dict=build/fuzz/toml.dict
 } > "$dict"
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-build/fuzz/bin/experiment_fuzz build/fuzz/corpus build/fuzz/seeds -dict="$dict" -max_total_time="$seconds" \
-  -max_len=4096 -timeout=10 -rss_limit_mb=4096 -jobs="$jobs" -workers="$jobs" \
-  -artifact_prefix=build/fuzz/findings/ -print_final_stats=1
+parallel=()
+# -jobs > 1 forks workers that log to fuzz-N.log in the current directory: keep those in build/.
+if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); cd build/fuzz; prefix=; else prefix=build/fuzz/; fi
+"${prefix}bin/experiment_fuzz" "${prefix}corpus" "${prefix}seeds" -dict="${prefix}toml.dict" \
+  -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=4096 "${parallel[@]}" \
+  -artifact_prefix="${prefix}findings/" -print_final_stats=1

@@ -6,9 +6,9 @@
 // figure).
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "bench/interfaces.h"
 #include "model/checkpoint.h"
