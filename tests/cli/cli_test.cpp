@@ -153,6 +153,25 @@ TEST(Cli, DemoPrintsTheLectureTables) {
   EXPECT_NE(all.out.find("z-loss"), std::string::npos);
   EXPECT_NE(all.out.find("QK-norm"), std::string::npos);
   EXPECT_EQ(run("demo bogus").code, 2);
+
+  // --store: one run of experiment "demo", a case per demo, each cell a metric.
+  const std::string db = fresh_db("demo.db");
+  const Result stored = run("-q --db " + db + " demo --store");
+  ASSERT_EQ(stored.code, 0) << stored.err;
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  const auto cases = s.query("SELECT runner, label FROM cases ORDER BY ordinal");
+  ASSERT_EQ(cases.rows.size(), 3u);
+  EXPECT_EQ(cases.rows[0][0].as_string(), "demo");
+  EXPECT_EQ(cases.rows[2][1].as_string(), "softcap");
+  const auto metric = [&](const std::string& name) {
+    return s.query("SELECT value FROM metrics WHERE name = ?1", {Value::string(name)}).rows.at(0).at(0).as_double();
+  };
+  EXPECT_NEAR(metric("softcap30_x10"), 30 * std::tanh(10.0 / 30), 1e-5);
+  EXPECT_NEAR(metric("softcap30_xm200"), -30 * std::tanh(200.0 / 30), 1e-5);
+  EXPECT_NEAR(metric("entropy_qk_norm_s8"), metric("entropy_qk_norm_s1"), 1e-4);  // QK-norm undoes the scale
+  EXPECT_GT(metric("ce_bf16_error_c10000"), 1.0);  // bf16 cannot hold logits near 1e4 apart
+  EXPECT_LT(metric("ce_bf16_error_c0"), 0.01);
+  EXPECT_NE(run("--db " + db + " results").out.find("ce_bf16_error_c1000"), std::string::npos);
 }
 
 TEST(Cli, BadInputExitsTwoWithOneLineAndTouchesNoDatabase) {

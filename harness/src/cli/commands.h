@@ -90,8 +90,9 @@ int cmd_compare(const GlobalOptions& g, const CompareArgs& o);
 int cmd_report(const GlobalOptions& g, const ReportArgs& o);
 int cmd_calc(const GlobalOptions& g, const CalcArgs& o);
 int cmd_export(const GlobalOptions& g, const ExportArgs& o);
-/// `bench demo NAME`: the lecture's numeric stability demos (zloss, qk_norm, softcap, all).
-int cmd_demo(const GlobalOptions& g, const std::string& name);
+/// `bench demo NAME [--store]`: the lecture's numeric stability demos (zloss, qk_norm, softcap,
+/// all); with --store also one run of experiment "demo" in the database, a case per demo.
+int cmd_demo(const GlobalOptions& g, const std::string& name, bool store);
 int cmd_eval(const GlobalOptions& g, const EvalArgs& o);
 
 /// Write `text` to `path` ("" or "-": stdout). Throws bench::Error when the file cannot be written.

@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("name", demo_name, "zloss, qk_norm, softcap or all")
       ->check(CLI::IsMember({"zloss", "qk_norm", "softcap", "all"}))
       ->capture_default_str();
+  bool demo_store = false;
+  demo_cmd->add_flag("--store", demo_store, "also store the tables as a run (experiment \"demo\") in --db");
 
   EvalArgs ev;
   auto* eval_cmd = app.add_subcommand(
@@ -174,7 +176,7 @@ int main(int argc, char** argv) {
   if (report_cmd->parsed()) return cmd_report(g, rep);
   if (calc_cmd->parsed()) return cmd_calc(g, calc);
   if (export_cmd->parsed()) return cmd_export(g, exp);
-  if (demo_cmd->parsed()) return cmd_demo(g, demo_name);
+  if (demo_cmd->parsed()) return cmd_demo(g, demo_name, demo_store);
   if (eval_cmd->parsed()) return cmd_eval(g, ev);
   return kBadInput;
 }

@@ -138,6 +138,19 @@ ResultsSection stability_section(const store::Store& db, int64_t run_id) {
   return make_section("stability", std::move(visible), styles, db.query(sql, params));
 }
 
+// Cases of any other runner (`bench demo --store` writes runner "demo"): one row per metric.
+ResultsSection other_section(const store::Store& db, int64_t run_id) {
+  const std::string sql =
+      "SELECT c.ordinal, c.label, m.name, m.value, m.unit, c.status, c.error FROM cases c JOIN metrics m ON "
+      "m.case_id = c.id WHERE c.run_id = ?1 AND c.runner NOT IN (?2, ?3) ORDER BY c.ordinal, m.rowid";
+  return make_section(
+      "other",
+      {{"case", "case", false}, {"metric", "metric", false}, {"value", "value", true}, {"unit", "unit", false}},
+      {Style::kSig4, Style::kSig4, Style::kSig4, Style::kSig4},
+      db.query(sql, {Value::integer(run_id), Value::string(std::string(kThroughputRunner)),
+                     Value::string(std::string(kStabilityRunner))}));
+}
+
 // "device: <name>, N threads (isa); fp32 GEMM peak X GFLOP/s (library), copy Y GB/s; bench V (compiler)":
 // every number in the tables is relative to this line (MFU uses the measured GEMM peak).
 std::string device_line(const std::string& device_json, const std::string& version, const std::string& compiler) {
@@ -165,6 +178,7 @@ std::vector<ResultsSection> results_sections(const store::Store& db, int64_t run
   std::vector<ResultsSection> sections;
   sections.push_back(throughput_section(db, run_id));
   sections.push_back(stability_section(db, run_id));
+  sections.push_back(other_section(db, run_id));
   std::erase_if(sections, [](const ResultsSection& s) { return s.sheet.rows.empty(); });
   return sections;
 }
@@ -204,7 +218,7 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
                         info[2].as_string(), info[3].as_string(), info[5].as_string(), info[6].as_string());
       out += device_line(info[9].as_string(), info[10].as_string(), info[11].as_string());
       if (!info[7].is_null()) out += fmt::format("run error: {}\n", info[7].as_string());
-      if (sections.empty()) out += "no throughput or stability cases in this run\n";
+      if (sections.empty()) out += "no cases in this run\n";
       for (const ResultsSection& s : sections) {
         out += "\n" + s.title + "\n" + sheet_text(visible_part(s.sheet));
         for (const auto& e : s.errors) out += e + "\n";
