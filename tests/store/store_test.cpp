@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -240,9 +242,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), 4);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 3);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 4);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -317,10 +319,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 4;");
+  raw_exec(db_path(), "PRAGMA user_version = 5;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 4, newer than this build knows (3)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 5, newer than this build knows (4)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -334,7 +336,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 3);
+  EXPECT_EQ(ro.schema_version(), 4);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
   EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 7"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
@@ -342,7 +344,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 3);
+  EXPECT_EQ(ro.schema_version(), 4);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -450,9 +452,12 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
     Store db(db_path());
     db.begin_run(sample_run());
   }
-  raw_exec(db_path(), "DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; PRAGMA user_version = 1;");
+  raw_exec(db_path(),
+           "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
+           "PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_TRUE(db.query("SELECT pid FROM runs").rows.at(0).at(0).is_null());
   EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(db.query("SELECT count(*) FROM series").rows[0][0].as_int(), 0);
 }
@@ -473,7 +478,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
            "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
            "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), 4);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
   c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
@@ -539,6 +544,120 @@ TEST_F(StoreTest, TwoNewStoresOpeningAFreshFileAtOnce) {
   Store db(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 2);
   EXPECT_EQ(db.query("SELECT count(*) FROM cases").rows[0][0].as_int(), 2);
+}
+
+std::string this_host() {
+  std::array<char, 256> buf{};
+  gethostname(buf.data(), buf.size() - 1);
+  return buf.data();
+}
+
+TEST_F(StoreTest, StaleRunsOfThisHostAreMarkedFailed) {
+  // A pid that surely belongs to no process: a child that has exited and been reaped.
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  waitpid(gone, nullptr, 0);
+  {
+    Store db(db_path());
+    RunInfo dead = sample_run();
+    dead.hostname = this_host();
+    dead.pid = gone;
+    RunInfo not_bench = dead;  // alive, but this test program is not named bench
+    not_bench.pid = getpid();
+    RunInfo elsewhere = dead;  // another host: cannot be checked from here
+    elsewhere.hostname = "another-host.example";
+    RunInfo no_pid = dead;  // written before version 4
+    no_pid.pid = 0;
+    db.begin_run(dead);
+    db.begin_run(not_bench);
+    db.begin_run(elsewhere);
+    db.begin_run(no_pid);
+    const int64_t done = db.begin_run(dead);
+    db.finish_run(done, "completed");
+    EXPECT_TRUE(db.stale_runs_failed().empty());
+  }
+  Store db(db_path());
+  EXPECT_EQ(db.stale_runs_failed(), (std::vector<int64_t>{1, 2}));
+  const QueryResult r = db.query("SELECT id, status, error, finished_at IS NOT NULL, pid FROM runs ORDER BY id");
+  ASSERT_EQ(r.rows.size(), 5U);
+  EXPECT_EQ(r.rows[0][1].as_string(), "failed");
+  EXPECT_EQ(r.rows[0][2].as_string(), "stale: its process (pid " + std::to_string(gone) + " on " + this_host() +
+                                          ") is gone; killed or crashed while running");
+  EXPECT_EQ(r.rows[0][3].as_int(), 1);
+  EXPECT_EQ(r.rows[0][4].as_int(), gone);
+  EXPECT_EQ(r.rows[1][1].as_string(), "failed");
+  EXPECT_EQ(r.rows[2][1].as_string(), "running");
+  EXPECT_EQ(r.rows[3][1].as_string(), "running");
+  EXPECT_TRUE(r.rows[3][4].is_null());
+  EXPECT_EQ(r.rows[4][1].as_string(), "completed");
+  EXPECT_TRUE(r.rows[4][2].is_null());
+  // Marked once: a second opening finds nothing more.
+  Store again(db_path());
+  EXPECT_TRUE(again.stale_runs_failed().empty());
+}
+
+TEST_F(StoreTest, ResumeRunAndRemoveCase) {
+  Store db(db_path());
+  const int64_t run = db.begin_run(sample_run());
+  db.add_case(run, throughput_case(0));
+  const int64_t kept = db.add_case(run, stability_case(1));
+  db.add_case(run, throughput_case(2));
+  db.finish_run(run, "failed", "1 case(s) failed");
+  db.remove_case(run, 2);
+  db.remove_case(run, 9);  // no such case: nothing happens
+  EXPECT_EQ(db.query("SELECT count(*) FROM cases").rows[0][0].as_int(), 2);
+  EXPECT_EQ(db.query("SELECT count(*) FROM throughput").rows[0][0].as_int(), 2);
+  EXPECT_EQ(db.query("SELECT count(*) FROM samples").rows[0][0].as_int(), 5);
+  EXPECT_EQ(db.query("SELECT count(*) FROM steps").rows[0][0].as_int(), 2);
+  EXPECT_EQ(db.query("SELECT id FROM cases WHERE ordinal = 1").rows[0][0].as_int(), kept);
+  db.add_case(run, throughput_case(2));  // the ordinal is free again
+  db.resume_run(run, 4242, "resumer");
+  const QueryResult r = db.query("SELECT status, error, finished_at, pid, hostname FROM runs");
+  EXPECT_EQ(r.rows[0][0].as_string(), "running");
+  EXPECT_TRUE(r.rows[0][1].is_null());
+  EXPECT_TRUE(r.rows[0][2].is_null());
+  EXPECT_EQ(r.rows[0][3].as_int(), 4242);
+  EXPECT_EQ(r.rows[0][4].as_string(), "resumer");
+  EXPECT_NE(error_of([&] { db.resume_run(99, 1, "h"); }), "");
+}
+
+// A file with the SQLite header and garbage after it, or a database cut short: a one-line error
+// naming the file, which is left exactly as it was.
+TEST_F(StoreTest, RefusesACorruptDatabaseWithoutTouchingIt) {
+  const fs::path garbage = dir_ / "garbage.db";
+  {
+    std::ofstream out(garbage, std::ios::binary);
+    out.write("SQLite format 3", 16);  // with its terminating NUL: exactly the 16-byte header
+    uint32_t x = 12345;
+    for (int i = 0; i < 8192; ++i) {
+      x = x * 1664525U + 1013904223U;
+      out.put(static_cast<char>(x >> 24));
+    }
+  }
+  const fs::path truncated = dir_ / "truncated.db";
+  {
+    Store db(truncated.string());
+    const int64_t run = db.begin_run(sample_run());
+    for (int i = 0; i < 200; ++i) db.add_case(run, throughput_case(i));
+    db.query("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  fs::remove(truncated.string() + "-wal");
+  fs::remove(truncated.string() + "-shm");
+  fs::resize_file(truncated, fs::file_size(truncated) / 3);
+  for (const fs::path& p : {garbage, truncated}) {
+    const std::string before = read_bytes(p);
+    for (const Store::Mode mode : {Store::Mode::kReadWrite, Store::Mode::kReadOnly}) {
+      const std::string message = error_of([&] {
+        Store db(p.string(), mode);
+        db.query("SELECT count(*) FROM cases JOIN samples ON samples.case_id = cases.id");
+      });
+      EXPECT_NE(message, "") << p;
+      EXPECT_NE(message.find(p.string()), std::string::npos) << message;
+      EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+      EXPECT_EQ(read_bytes(p), before) << p;
+    }
+  }
 }
 
 }  // namespace

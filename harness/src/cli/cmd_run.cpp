@@ -1,5 +1,6 @@
 // `bench run FILE`: prepare every case, then run them one by one, committing each to the
-// database as it finishes; print the results table at the end.
+// database as it finishes; print the results table at the end. `--resume RUN` runs only the cases
+// RUN has not finished.
 #include <unistd.h>
 
 #include <atomic>
@@ -8,14 +9,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bench/build_info.h"
+#include "bench/error.h"
+#include "bench/value.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
 #include "kernels/tile/parallel.h"
 #include "report/report.h"
 #include "runners/runner.h"
+#include "store/sha256.h"
 
 namespace bench::cli {
 
@@ -38,6 +43,39 @@ std::string hostname() {
   gethostname(buf, sizeof buf - 1);
   return buf;
 }
+
+/// A case already stored in a resumed run: its id and status.
+struct StoredCase {
+  int64_t id = 0;
+  std::string status;
+};
+
+/// Checks that run `run_id` can be resumed with the experiment `p` and returns its stored cases
+/// by ordinal. Throws bench::Error when the run is missing, comes from another experiment text,
+/// or is still running.
+std::map<int64_t, StoredCase> resumable_cases(store::Store& db, int64_t run_id, const Prepared& p) {
+  const auto run =
+      db.query("SELECT experiment_sha256, status, pid, hostname FROM runs WHERE id = ?1", {Value::integer(run_id)});
+  if (run.rows.empty())
+    throw Error("--resume " + std::to_string(run_id) + ": no run " + std::to_string(run_id) + " in " + db.path());
+  const auto& r = run.rows[0];
+  if (r[0].as_string() != store::sha256_hex(p.file.text))
+    throw Error("--resume " + std::to_string(run_id) + ": run " + std::to_string(run_id) +
+                " was made from another experiment text than " + p.file.path + " (sha256 " +
+                r[0].as_string().substr(0, 12) + "...); resume it with the same file");
+  if (r[1].as_string() == "running")
+    throw Error("--resume " + std::to_string(run_id) + ": run " + std::to_string(run_id) + " is still running (pid " +
+                (r[2].is_null() ? std::string("unknown") : std::to_string(r[2].as_int())) + " on " + r[3].as_string() +
+                ")");
+  std::map<int64_t, StoredCase> out;
+  for (const auto& row :
+       db.query("SELECT ordinal, id, status FROM cases WHERE run_id = ?1", {Value::integer(run_id)}).rows)
+    out[row[0].as_int()] = StoredCase{row[1].as_int(), row[2].as_string()};
+  return out;
+}
+
+/// A finished case is kept by --resume: completed, or diverged (a result, and a deterministic one).
+bool is_finished(const std::string& status) { return status == "completed" || status == "diverged"; }
 
 }  // namespace
 
@@ -69,29 +107,39 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   std::unique_ptr<store::Store> db;
   int64_t run_id = 0;
   DeviceInfo device;
+  std::map<int64_t, StoredCase> stored;  // cases of the resumed run, by ordinal
   try {
     db = std::make_unique<store::Store>(g.db);
+    for (const int64_t id : db->stale_runs_failed())
+      progress.note("run " + std::to_string(id) + " was left running by a process that is gone: marked failed");
+    if (o.resume > 0) stored = resumable_cases(*db, o.resume, p);
     progress.update("measuring the device ...", true);
     device = describe_cpu(p.device_note);
-    store::RunInfo info;
-    info.experiment_name = p.file.name;
-    info.experiment_path = o.file;
-    info.experiment_text = p.file.text;
-    info.git_sha = build_info().git_sha;
-    info.harness_version = build_info().version;
-    nlohmann::json plugins = nlohmann::json::array();
-    for (const auto& pl : p.registry->plugins())
-      plugins.push_back({{"name", pl.name}, {"version", pl.version}, {"path", pl.path}});
-    info.plugins_json = plugins.dump();
-    info.device = device.kind;
-    info.device_json = device.json();
-    info.compiler = build_info().compiler;
-    info.build_flags = build_info().flags;
-    info.seed = p.resolved.empty() ? 0 : p.resolved.front().seed;
-    info.command_line = "bench run " + o.file;
-    info.hostname = hostname();
-    info.n_cases = static_cast<int64_t>(p.cases.size());
-    run_id = db->begin_run(info);
+    if (o.resume > 0) {
+      run_id = o.resume;
+      db->resume_run(run_id, getpid(), hostname());
+    } else {
+      store::RunInfo info;
+      info.experiment_name = p.file.name;
+      info.experiment_path = o.file;
+      info.experiment_text = p.file.text;
+      info.git_sha = build_info().git_sha;
+      info.harness_version = build_info().version;
+      nlohmann::json plugins = nlohmann::json::array();
+      for (const auto& pl : p.registry->plugins())
+        plugins.push_back({{"name", pl.name}, {"version", pl.version}, {"path", pl.path}});
+      info.plugins_json = plugins.dump();
+      info.device = device.kind;
+      info.device_json = device.json();
+      info.compiler = build_info().compiler;
+      info.build_flags = build_info().flags;
+      info.seed = p.resolved.empty() ? 0 : p.resolved.front().seed;
+      info.command_line = "bench run " + o.file;
+      info.hostname = hostname();
+      info.n_cases = static_cast<int64_t>(p.cases.size());
+      info.pid = getpid();
+      run_id = db->begin_run(info);
+    }
   } catch (const std::exception& e) {
     progress.clear();
     print_error(e);
@@ -102,9 +150,26 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   std::signal(SIGTERM, on_signal);
   int failed = 0;
   std::vector<GridCase> grid;
+  // What lr_grid_metrics needs of a stored stability case.
+  const auto add_to_grid = [&](size_t i, int64_t case_id) {
+    GridCase gc{lr_group_key(p.resolved[i]), case_id, NAN, NAN, NAN};
+    for (const auto& m :
+         db->query("SELECT name, value FROM metrics WHERE case_id = ?1", {Value::integer(case_id)}).rows) {
+      const double v = m[1].is_null() ? NAN : m[1].as_double();
+      if (m[0].as_string() == "lr") gc.lr = v;
+      if (m[0].as_string() == "initial_loss") gc.initial_loss = v;
+      if (m[0].as_string() == "final_val_loss") gc.final_val_loss = v;
+    }
+    grid.push_back(gc);
+  };
   for (size_t i = 0; i < p.cases.size(); ++i) {
     if (g_stop) break;
     const Case& c = p.cases[i];
+    const auto before = stored.find(c.ordinal);
+    if (before != stored.end() && is_finished(before->second.status)) {
+      if (c.runner == "stability") add_to_grid(i, before->second.id);
+      continue;
+    }
     // Stability cases with save_weights keep their final weights next to the database.
     const std::string db_dir = std::filesystem::absolute(g.db).parent_path().string();
     RunnerEnv env{*p.registry,
@@ -115,18 +180,13 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
                   (std::filesystem::path(db_dir) / "weights" / ("run-" + std::to_string(run_id))).string(),
                   db_dir};
     progress.update(env.prefix, true);
-    store::CaseRow row = run_case(c, p.resolved[i], env);
+    store::CaseRow row;
+    int64_t case_id = 0;
     try {
-      const int64_t case_id = db->add_case(run_id, row);
-      if (c.runner == "stability" && (row.status == "completed" || row.status == "diverged")) {
-        GridCase gc{lr_group_key(p.resolved[i]), case_id, NAN, NAN, NAN};
-        for (const auto& m : row.metrics) {
-          if (m.name == "lr") gc.lr = m.value;
-          if (m.name == "initial_loss") gc.initial_loss = m.value;
-          if (m.name == "final_val_loss") gc.final_val_loss = m.value;
-        }
-        grid.push_back(gc);
-      }
+      if (before != stored.end()) db->remove_case(run_id, c.ordinal);
+      row = run_case(c, p.resolved[i], env);
+      case_id = db->add_case(run_id, row);
+      if (c.runner == "stability" && (row.status == "completed" || row.status == "diverged")) add_to_grid(i, case_id);
     } catch (const std::exception& e) {
       progress.clear();
       print_error(e);

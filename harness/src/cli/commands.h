@@ -26,6 +26,7 @@ struct RunOptions {
   std::string device;  ///< empty: the experiment's
   int64_t threads = -1;
   std::string format = "table";
+  int64_t resume = 0;  ///< run id to resume: run only its cases that are missing or not finished
 };
 
 /// Which run a reading command shows: `run` when non-zero, else the latest of `experiment` when

@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--format", run.format, "format of the results printed at the end")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
+  run_cmd
+      ->add_option("--resume", run.resume,
+                   "resume this run (id) of the same experiment file: run only its cases that are missing or "
+                   "did not finish (neither completed nor diverged)")
+      ->check(CLI::PositiveNumber);
 
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");

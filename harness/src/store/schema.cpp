@@ -131,6 +131,12 @@ CREATE TABLE artifacts(
   PRIMARY KEY(case_id, kind));
 )sql";
 
+// Version 4: the process that writes a run (its pid, beside the existing hostname), so that a run
+// left 'running' by a killed process can be recognised as stale and marked failed.
+constexpr const char* kSchemaV4 = R"sql(
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -138,6 +144,7 @@ const std::vector<Migration>& migrations() {
       {1, kSchemaV1},
       {2, kSchemaV2},
       {3, kSchemaV3},
+      {4, kSchemaV4},
   };
   return all_migrations;
 }

@@ -1,9 +1,12 @@
 #include "store/store.h"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -29,8 +32,47 @@ constexpr auto kRetryBackoff = std::chrono::milliseconds(50);
 constexpr std::string_view kMemoryPath = ":memory:";
 
 /// Every SQLite 3 database file starts with these 16 bytes (https://sqlite.org/fileformat.html).
+/// The database header at the start of page 1.
+constexpr size_t kSqliteHeaderBytes = 100;
 constexpr std::array<char, 16> kSqliteMagic = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
                                                'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+
+uint32_t big_endian(const std::array<unsigned char, kSqliteHeaderBytes>& h, size_t at, size_t n) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | h[at + i];
+  return v;
+}
+
+/// Refuses a SQLite file whose header is cut short, names an impossible page size, or declares
+/// more pages than the file holds (a truncated copy): SQLite itself would fail only when a query
+/// reaches a missing page, with a message that names no file. The declared size is trusted only
+/// when valid (change counter = version-valid-for, https://sqlite.org/fileformat.html#in_header_database_size)
+/// and when no write-ahead log exists: a checkpoint in progress may have written the header before
+/// the pages that grow the file.
+void check_header_is_whole(const std::string& path, uintmax_t size) {
+  if (size < kSqliteHeaderBytes)
+    throw Error(
+        fmt::format("{} is a corrupt SQLite database: {} bytes, shorter than its {}-byte header; refusing "
+                    "to use it",
+                    path, size, kSqliteHeaderBytes));
+  std::array<unsigned char, kSqliteHeaderBytes> h{};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(h.data()), h.size());
+  if (in.gcount() != static_cast<std::streamsize>(h.size())) throw Error(fmt::format("cannot read {}", path));
+  const uint32_t raw_page = big_endian(h, 16, 2);
+  const uint64_t page = raw_page == 1 ? 65536 : raw_page;
+  if (page < 512 || page > 65536 || (page & (page - 1)) != 0)
+    throw Error(fmt::format("{} is a corrupt SQLite database: its header gives page size {}; refusing to use it", path,
+                            raw_page));
+  const uint32_t pages = big_endian(h, 28, 4);
+  std::error_code ec;
+  const bool declared_valid = pages > 0 && big_endian(h, 24, 4) == big_endian(h, 92, 4);
+  if (declared_valid && !fs::exists(path + "-wal", ec) && size < pages * page)
+    throw Error(
+        fmt::format("{} is a corrupt SQLite database: {} bytes, but its header declares {} pages of {} bytes "
+                    "(truncated?); refusing to use it",
+                    path, size, pages, page));
+}
 
 /// Refuses, before SQLite sees it, a path that is a directory or a non-empty file without the
 /// SQLite header: SQLite would report "file is not a database" only at the first read, and in
@@ -47,6 +89,7 @@ void check_is_sqlite_file(const std::string& path) {
   in.read(header.data(), header.size());
   if (in.gcount() != static_cast<std::streamsize>(header.size()) || header != kSqliteMagic)
     throw Error(fmt::format("{} is not a SQLite database; refusing to use it as the results database", path));
+  check_header_is_whole(path, size);
 }
 
 std::optional<double> finite_or_null(double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; }
@@ -58,6 +101,28 @@ std::optional<double> nan_to_null(double v) { return std::isnan(v) ? std::nullop
 double require_number(double v, int64_t ordinal, std::string_view field) {
   if (std::isnan(v)) throw Error(fmt::format("case {}: {} is NaN", ordinal, field));
   return v;
+}
+
+/// This machine's host name, as `bench run` records it in runs.hostname.
+std::string this_hostname() {
+  std::array<char, 256> buf{};
+  gethostname(buf.data(), buf.size() - 1);
+  return buf.data();
+}
+
+/// Whether `pid` is a live (not zombie) process named `bench`. Without /proc only liveness is
+/// known, and a live process is given the benefit of the doubt.
+bool is_live_bench_process(int64_t pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!stat || !std::getline(stat, line)) return true;
+  // "pid (comm) S ...": the name may hold spaces and parentheses; the state follows the last ')'.
+  const size_t open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= line.size()) return true;
+  const char state = line[close + 2];
+  return state != 'Z' && state != 'X' && line.substr(open + 1, close - open - 1) == "bench";
 }
 
 void rollback(sqlite3* db) { sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr); }
@@ -122,6 +187,7 @@ void Store::open_read_write() {
         throw Error(fmt::format("cannot configure results database {}: {}", path_, e.message()));
       }
       migrate();
+      stale_failed_ = fail_stale_runs();
       return;
     } catch (const sqlite::BusyError& e) {
       if (attempt >= kMaxWriteAttempts)
@@ -218,13 +284,72 @@ void Store::migrate() {
   });
 }
 
+std::vector<int64_t> Store::fail_stale_runs() {
+  const std::string host = this_hostname();
+  // Read first, without a write lock: most databases have no running run on this host.
+  std::vector<std::pair<int64_t, int64_t>> candidates;  // run id, pid
+  {
+    sqlite::Statement s(db_.get(),
+                        "SELECT id, pid FROM runs WHERE status = 'running' AND hostname = ?1 AND pid IS NOT NULL");
+    s.bind(1, host);
+    while (s.step())
+      if (!is_live_bench_process(s.column_int64(1))) candidates.emplace_back(s.column_int64(0), s.column_int64(1));
+  }
+  if (candidates.empty()) return {};
+  return write_transaction("marking stale runs failed", [&] {
+    std::vector<int64_t> marked;
+    sqlite::Statement upd(db_.get(), R"sql(
+      UPDATE runs SET status = 'failed', finished_at = ?1, error = ?2
+      WHERE id = ?3 AND status = 'running' AND pid = ?4)sql");
+    for (const auto& [id, pid] : candidates) {
+      upd.bind(1, now_utc())
+          .bind(2, fmt::format("stale: its process (pid {} on {}) is gone; killed or crashed while running", pid, host))
+          .bind(3, id)
+          .bind(4, pid)
+          .run();
+      if (sqlite3_changes(db_.get()) > 0) marked.push_back(id);
+    }
+    return marked;
+  });
+}
+
+const std::vector<int64_t>& Store::stale_runs_failed() const { return stale_failed_; }
+
+void Store::resume_run(int64_t run_id, int64_t pid, std::string_view hostname) {
+  write_transaction(fmt::format("resuming run {}", run_id), [&] {
+    sqlite::Statement s(db_.get(),
+                        "UPDATE runs SET status = 'running', error = NULL, finished_at = NULL, pid = ?1, "
+                        "hostname = ?2 WHERE id = ?3");
+    s.bind(1, pid).bind(2, hostname).bind(3, run_id).run();
+    if (sqlite3_changes(db_.get()) == 0) throw Error(fmt::format("no run {}", run_id));
+    return 0;
+  });
+}
+
+void Store::remove_case(int64_t run_id, int64_t ordinal) {
+  write_transaction(fmt::format("removing case {} of run {}", ordinal, run_id), [&] {
+    sqlite::Statement find(db_.get(), "SELECT id FROM cases WHERE run_id = ?1 AND ordinal = ?2");
+    find.bind(1, run_id).bind(2, ordinal);
+    if (!find.step()) return 0;
+    const int64_t case_id = find.column_int64(0);
+    find.reset();
+    for (const char* table : {"samples", "throughput", "steps", "series", "metrics", "artifacts"}) {
+      sqlite::Statement del(db_.get(), fmt::format("DELETE FROM {} WHERE case_id = ?1", table));
+      del.bind(1, case_id).run();
+    }
+    sqlite::Statement del(db_.get(), "DELETE FROM cases WHERE id = ?1");
+    del.bind(1, case_id).run();
+    return 0;
+  });
+}
+
 int64_t Store::begin_run(const RunInfo& info) {
   return write_transaction("starting a run", [&] {
     sqlite::Statement s(db_.get(), R"sql(
       INSERT INTO runs(started_at, status, experiment_name, experiment_path, experiment_text, experiment_sha256,
                        git_sha, harness_version, plugins_json, device, device_json, compiler, build_flags, seed,
-                       command_line, hostname, n_cases)
-      VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16))sql");
+                       command_line, hostname, n_cases, pid)
+      VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17))sql");
     s.bind(1, now_utc())
         .bind(2, info.experiment_name)
         .bind(3, info.experiment_path)
@@ -241,6 +366,7 @@ int64_t Store::begin_run(const RunInfo& info) {
         .bind(14, info.command_line)
         .bind(15, info.hostname)
         .bind(16, info.n_cases)
+        .bind(17, info.pid > 0 ? std::optional<int64_t>(info.pid) : std::nullopt)
         .run();
     return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
   });

@@ -16,7 +16,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.
@@ -25,6 +25,7 @@ struct RunInfo {
       device_json, compiler, build_flags, command_line, hostname;
   int64_t seed = 0;
   int64_t n_cases = 0;  ///< cases the run plans to execute
+  int64_t pid = 0;      ///< the writing process; 0 stores NULL (never considered stale)
 };
 
 /// Timing of one mode ("forward", "forward_backward", "train_step") of a throughput case; a row
@@ -105,10 +106,10 @@ class Store {
  public:
   enum class Mode { kReadWrite, kReadOnly };
 
-  /// Opens `path`. Read-write creates the file and its parent directories when missing and
-  /// applies pending migrations; read-only requires an existing, current database and refuses
-  /// every write. Throws bench::Error (naming the path, leaving the file untouched) for a file
-  /// that is not SQLite, a SQLite file of another application, or a newer schema version.
+  /// Opens `path`. Read-write creates the file and its parent directories when missing, applies
+  /// pending migrations and fails stale runs (fail_stale_runs); read-only requires an existing, current database and
+  /// refuses every write. Throws bench::Error (naming the path, leaving the file untouched) for a file that is not
+  /// SQLite, a SQLite file of another application, or a newer schema version.
   explicit Store(const std::string& path, Mode mode = Mode::kReadWrite);
   ~Store();
   Store(const Store&) = delete;
@@ -122,6 +123,18 @@ class Store {
   /// Sets a run's status ('completed', 'failed', 'interrupted'), error (NULL when empty) and
   /// finished_at. Throws when the run does not exist.
   void finish_run(int64_t run_id, std::string_view status, std::string_view error = {});
+  /// Marks failed every run that is 'running' on this host while its process (`pid`) is gone or
+  /// is no longer a `bench` process: what a run killed by SIGKILL or a crash leaves behind. Its
+  /// error says which process it was. Returns the ids of the runs it marked.
+  std::vector<int64_t> fail_stale_runs();
+  /// The runs the read-write constructor marked failed as stale.
+  const std::vector<int64_t>& stale_runs_failed() const;
+  /// Sets a finished (or stale) run back to 'running' for `bench run --resume`, written by the
+  /// process `pid` on `hostname`; clears error and finished_at. Throws when the run does not exist.
+  void resume_run(int64_t run_id, int64_t pid, std::string_view hostname);
+  /// Deletes the case `ordinal` of a run with every row that belongs to it (throughput, samples,
+  /// steps, series, metrics, artifacts), in one transaction; nothing when there is no such case.
+  void remove_case(int64_t run_id, int64_t ordinal);
   /// Writes a case with its throughput, samples, steps and metrics in one transaction
   /// (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
   int64_t add_case(int64_t run_id, const CaseRow& c);
@@ -149,6 +162,7 @@ class Store {
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;
+  std::vector<int64_t> stale_failed_;
 };
 
 }  // namespace bench::store
