@@ -171,6 +171,46 @@ TEST(Robustness, ThrowingForwardFailsOnlyItsCase) {
   EXPECT_TRUE(cases[1][2].is_null());
 }
 
+// --isolate: each case in its own process, so a plugin that segfaults or aborts fails only its
+// case (with the signal as the reason) and the others complete; without --isolate the same crash
+// takes the whole run down.
+TEST(Robustness, IsolateFailsOnlyTheCrashingCases) {
+  const std::string exp = test::write_temp(
+      "crashes.toml",
+      "name = \"crashes\"\n[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
+      "norm = [\"segfaults_in_forward\", \"rmsnorm\", \"aborts_in_forward\", \"throws_in_forward\"]\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n[stability]\nsteps = 3\neval_batches = 1\n");
+  const std::string db = fresh_db("crashes.db");
+  const test::Output r =
+      test::bench_cli("-q --db " + db + " run " + exp + " --isolate", "BENCH_PLUGIN_PATH=" + kFaultyPlugins);
+  EXPECT_EQ(r.code, 1) << r.err;
+  {
+    store::Store s(db, store::Store::Mode::kReadOnly);
+    EXPECT_EQ(s.query("SELECT status FROM runs").rows.at(0).at(0).as_string(), "failed");
+    EXPECT_EQ(s.query("SELECT error FROM runs").rows.at(0).at(0).as_string(), "3 case(s) failed");
+    const auto cases = s.query("SELECT ordinal, status, error FROM cases ORDER BY ordinal").rows;
+    ASSERT_EQ(cases.size(), 4U);
+    EXPECT_EQ(cases[0][1].as_string(), "failed");
+    EXPECT_EQ(cases[0][2].as_string(), "killed by signal 11 (SIGSEGV)");
+    EXPECT_EQ(cases[1][1].as_string(), "completed");
+    EXPECT_EQ(cases[2][1].as_string(), "failed");
+    EXPECT_EQ(cases[2][2].as_string(), "killed by signal 6 (SIGABRT)");
+    EXPECT_EQ(cases[3][1].as_string(), "failed");
+    EXPECT_NE(cases[3][2].as_string().find("failed on purpose"), std::string::npos) << cases[3][2].as_string();
+    // The completed case stored its steps from the child.
+    EXPECT_EQ(s.query("SELECT count(*) FROM steps JOIN cases ON cases.id = steps.case_id WHERE cases.ordinal = 1")
+                  .rows.at(0)
+                  .at(0)
+                  .as_int(),
+              3);
+  }
+  // Without --isolate the segfault ends the process.
+  const std::string db2 = fresh_db("crashes_inline.db");
+  const test::Output inline_run =
+      test::bench_cli("-q --db " + db2 + " run " + exp, "BENCH_PLUGIN_PATH=" + kFaultyPlugins);
+  EXPECT_EQ(inline_run.code, 128 + 11) << inline_run.err;
+}
+
 TEST(Robustness, TwoProcessesWritingOneDatabaseLoseNoRows) {
   const std::string a = test::write_temp("conc_a.toml", tiny(40));
   const std::string b = test::write_temp("conc_b.toml", tiny(41));

@@ -1,9 +1,12 @@
 // `bench run FILE`: prepare every case, then run them one by one, committing each to the
 // database as it finishes; print the results table at the end. `--resume RUN` runs only the cases
 // RUN has not finished.
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "bench/value.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
+#include "experiment/resolve.h"
 #include "kernels/tile/parallel.h"
 #include "report/report.h"
 #include "runners/runner.h"
@@ -77,6 +81,73 @@ std::map<int64_t, StoredCase> resumable_cases(store::Store& db, int64_t run_id, 
 /// A finished case is kept by --resume: completed, or diverged (a result, and a deterministic one).
 bool is_finished(const std::string& status) { return status == "completed" || status == "diverged"; }
 
+/// How a child of --isolate ended, in words: "" when it exited 0 or 1 (it stored its case).
+std::string child_failure(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + (abbrev ? " (SIG" + std::string(abbrev) + ")" : "");
+  }
+  if (WIFEXITED(status)) return "its process exited with status " + std::to_string(WEXITSTATUS(status));
+  return "its process ended abnormally";
+}
+
+/// Runs case `ordinal` of run `run_id` in a new `bench` process (the same executable, exec'd, so
+/// nothing of this process's threads or plugin state is inherited); returns its wait status.
+int run_case_in_child(const GlobalOptions& g, const RunOptions& o, int64_t run_id, int64_t ordinal) {
+  std::vector<std::string> args = {"bench",
+                                   "-q",
+                                   "--db",
+                                   g.db,
+                                   "run",
+                                   o.file,
+                                   "--isolated-run",
+                                   std::to_string(run_id),
+                                   "--isolated-case",
+                                   std::to_string(ordinal)};
+  if (!o.device.empty()) args.insert(args.end(), {"--device", o.device});
+  if (o.threads >= 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ) != 0)
+    throw Error("--isolate: cannot start a child process for case " + std::to_string(ordinal));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw Error("--isolate: lost the child process of case " + std::to_string(ordinal));
+  return status;
+}
+
+/// The child of --isolate: case `o.child_case` of run `o.child_run`, stored by this process.
+int run_isolated_child(const GlobalOptions& g, const RunOptions& o, const Prepared& p) {
+  size_t i = 0;
+  while (i < p.cases.size() && p.cases[i].ordinal != o.child_case) ++i;
+  if (i == p.cases.size()) {
+    std::fprintf(stderr, "%s: no case %lld\n", o.file.c_str(), static_cast<long long>(o.child_case));
+    return kBadInput;
+  }
+  Progress progress(true);
+  try {
+    store::Store db(g.db);
+    const DeviceInfo device = describe_cpu(p.device_note);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    const std::string db_dir = std::filesystem::absolute(g.db).parent_path().string();
+    RunnerEnv env{
+        *p.registry, device,
+        progress,    "",
+        &g_stop,     (std::filesystem::path(db_dir) / "weights" / ("run-" + std::to_string(o.child_run))).string(),
+        db_dir};
+    const store::CaseRow row = run_case(p.cases[i], p.resolved[i], env);
+    db.add_case(o.child_run, row);
+    return row.status == "failed" ? kFailed : kOk;
+  } catch (const std::exception& e) {
+    print_error(e);
+    return kFailed;
+  }
+}
+
 }  // namespace
 
 int cmd_run(const GlobalOptions& g, const RunOptions& o) {
@@ -103,6 +174,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     print_error(e);
     return kBadInput;
   }
+  if (o.child_run > 0) return run_isolated_child(g, o, p);
 
   std::unique_ptr<store::Store> db;
   int64_t run_id = 0;
@@ -184,8 +256,32 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     int64_t case_id = 0;
     try {
       if (before != stored.end()) db->remove_case(run_id, c.ordinal);
-      row = run_case(c, p.resolved[i], env);
-      case_id = db->add_case(run_id, row);
+      if (o.isolate) {
+        const int status = run_case_in_child(g, o, run_id, c.ordinal);
+        const auto found = db->query("SELECT id, status, error, wall_s FROM cases WHERE run_id = ?1 AND ordinal = ?2",
+                                     {Value::integer(run_id), Value::integer(c.ordinal)});
+        if (found.rows.empty()) {  // the child died before storing its case
+          row.ordinal = c.ordinal;
+          row.runner = c.runner;
+          row.label = c.label;
+          row.variant = c.variant;
+          row.axes_json = c.axes.json();
+          row.config_json = resolved_json(p.resolved[i]);
+          row.seed = p.resolved[i].seed;
+          row.status = "failed";
+          row.error = child_failure(status);
+          case_id = db->add_case(run_id, row);
+        } else {
+          const auto& f = found.rows.front();
+          case_id = f[0].as_int();
+          row.status = f[1].as_string();
+          row.error = f[2].is_null() ? "" : f[2].as_string();
+          row.wall_s = f[3].is_null() ? 0.0 : f[3].as_double();
+        }
+      } else {
+        row = run_case(c, p.resolved[i], env);
+        case_id = db->add_case(run_id, row);
+      }
       if (c.runner == "stability" && (row.status == "completed" || row.status == "diverged")) add_to_grid(i, case_id);
     } catch (const std::exception& e) {
       progress.clear();

@@ -26,7 +26,10 @@ struct RunOptions {
   std::string device;  ///< empty: the experiment's
   int64_t threads = -1;
   std::string format = "table";
-  int64_t resume = 0;  ///< run id to resume: run only its cases that are missing or not finished
+  int64_t resume = 0;       ///< run id to resume: run only its cases that are missing or not finished
+  bool isolate = false;     ///< run each case in a child process (a crash fails only that case)
+  int64_t child_run = 0;    ///< (internal, --isolate's child) store one case into this run ...
+  int64_t child_case = -1;  ///< ... the case with this ordinal
 };
 
 /// Which run a reading command shows: `run` when non-zero, else the latest of `experiment` when

@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
                    "resume this run (id) of the same experiment file: run only its cases that are missing or "
                    "did not finish (neither completed nor diverged)")
       ->check(CLI::PositiveNumber);
+  run_cmd->add_flag("--isolate", run.isolate,
+                    "run each case in its own child process: a plugin that crashes or aborts fails only its case");
+  // The child of --isolate: run one case of an existing run (not for direct use).
+  run_cmd->add_option("--isolated-run", run.child_run)->group("");
+  run_cmd->add_option("--isolated-case", run.child_case)->group("");
 
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");
