@@ -7,7 +7,7 @@
 #
 #   OUT=/tmp/out scripts/gpu-check.sh
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
 log="$out/gpu-check.log"

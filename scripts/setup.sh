@@ -16,6 +16,7 @@ packages=(
   clang-format clang-tidy                           # house style, checked by the tests
   chromium                                          # headless check of `bench report`'s HTML
   clang libclang-rt-14-dev libomp-14-dev            # libFuzzer build (scripts/fuzz.sh)
+  slurm-wlm munge                                   # tests/cluster: a one-node Slurm cluster for bench submit
 )
 
 missing=()

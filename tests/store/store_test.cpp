@@ -242,9 +242,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_EQ(db.schema_version(), 5);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 4);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 5);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -319,10 +319,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 5;");
+  raw_exec(db_path(), "PRAGMA user_version = 6;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 5, newer than this build knows (4)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 6, newer than this build knows (5)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -336,7 +336,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 4);
+  EXPECT_EQ(ro.schema_version(), 5);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
   EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 7"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
@@ -344,7 +344,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 4);
+  EXPECT_EQ(ro.schema_version(), 5);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -453,11 +453,19 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
     db.begin_run(sample_run());
   }
   raw_exec(db_path(),
+           "DROP INDEX runs_uid; DROP INDEX runs_sweep; DROP TABLE run_sources; ALTER TABLE runs DROP COLUMN uid; "
+           "ALTER TABLE runs DROP COLUMN sweep; ALTER TABLE runs DROP COLUMN shard_index; "
+           "ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN sweep_cases; "
+           "ALTER TABLE cases DROP COLUMN placement; ALTER TABLE cases DROP COLUMN source_uid; "
            "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
            "PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_EQ(db.schema_version(), 5);
   EXPECT_TRUE(db.query("SELECT pid FROM runs").rows.at(0).at(0).is_null());
+  // Version 5 gives every existing run a uid of its own: 32 hex digits.
+  const std::string uid = db.query("SELECT uid FROM runs").rows.at(0).at(0).as_string();
+  EXPECT_EQ(uid.size(), 32U);
+  EXPECT_EQ(uid.find_first_not_of("0123456789abcdef"), std::string::npos) << uid;
   EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(db.query("SELECT count(*) FROM series").rows[0][0].as_int(), 0);
 }
@@ -478,7 +486,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
            "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
            "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_EQ(db.schema_version(), 5);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
   c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
@@ -658,6 +666,83 @@ TEST_F(StoreTest, RefusesACorruptDatabaseWithoutTouchingIt) {
       EXPECT_EQ(read_bytes(p), before) << p;
     }
   }
+}
+
+TEST_F(StoreTest, EveryRunHasItsOwnUidAndAShardItsSweep) {
+  Store db(db_path());
+  RunInfo shard = sample_run();
+  shard.sweep = "norms-abc-of3";
+  shard.shard_index = 2;
+  shard.shard_count = 3;
+  shard.sweep_cases = 7;
+  const int64_t a = db.begin_run(sample_run()), b = db.begin_run(shard);
+  EXPECT_NE(db.run_uid(a), db.run_uid(b));
+  EXPECT_EQ(db.run_uid(a).size(), 32U);
+  const auto r = db.query("SELECT sweep, shard_index, shard_count, sweep_cases FROM runs ORDER BY id");
+  EXPECT_TRUE(r.rows[0][0].is_null());
+  EXPECT_TRUE(r.rows[0][1].is_null());
+  EXPECT_EQ(r.rows[1][0].as_string(), "norms-abc-of3");
+  EXPECT_EQ(r.rows[1][1].as_int(), 2);
+  EXPECT_EQ(r.rows[1][2].as_int(), 3);
+  EXPECT_EQ(r.rows[1][3].as_int(), 7);
+  EXPECT_THROW(db.run_uid(99), Error);
+}
+
+TEST_F(StoreTest, MergeReplacesAnUnfinishedCaseAndRepathsArtifacts) {
+  fs::create_directories(dir_ / "a");
+  fs::create_directories(dir_ / "b" / "deeper");
+  const std::string src_path = (dir_ / "a" / "src.db").string();
+  const std::string out_path = (dir_ / "b" / "deeper" / "out.db").string();
+  const std::string near_path = (dir_ / "b" / "near.db").string();
+  auto src_db = std::make_unique<Store>(src_path);
+  Store& src = *src_db;
+  const int64_t run = src.begin_run(sample_run());
+  CaseRow first = throughput_case(0);
+  first.status = "failed";
+  first.error = "plugin threw";
+  first.throughput.clear();
+  src.add_case(run, first);
+  CaseRow second = stability_case(1);
+  second.artifacts.push_back({"weights", "weights/run-1/case-1.safetensors", 10, std::string(64, 'b')});
+  second.placement = "job 2/2, core 1";
+  src.add_case(run, second);
+  src.finish_run(run, "failed", "1 case(s) failed");
+
+  Store out(out_path);
+  auto done = out.merge({src_path});
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_TRUE(done[0].created);
+  EXPECT_EQ(done[0].added, 2);
+  EXPECT_EQ(out.run_uid(done[0].target_run), src.run_uid(run)) << "a copied run keeps its uid";
+  // The artifact lives next to the source database: outside the output's directory, so absolute.
+  EXPECT_EQ(out.query("SELECT path FROM artifacts").rows.at(0).at(0).as_string(),
+            (dir_ / "a" / "weights/run-1/case-1.safetensors").string());
+  EXPECT_EQ(out.query("SELECT placement FROM cases WHERE ordinal = 1").rows.at(0).at(0).as_string(), "job 2/2, core 1");
+  EXPECT_EQ(out.query("SELECT source_uid FROM cases WHERE ordinal = 1").rows.at(0).at(0).as_string(), src.run_uid(run));
+
+  // The source resumes and completes case 0: merging again replaces the failed copy, keeps case 1.
+  src.remove_case(run, 0);
+  src.add_case(run, throughput_case(0));
+  src.finish_run(run, "completed");
+  done = out.merge({src_path});
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_FALSE(done[0].created);
+  EXPECT_EQ(done[0].added, 0);
+  EXPECT_EQ(done[0].replaced, 1);
+  EXPECT_EQ(done[0].kept, 1);
+  EXPECT_EQ(out.query("SELECT status FROM cases WHERE ordinal = 0").rows.at(0).at(0).as_string(), "completed");
+  EXPECT_EQ(out.query("SELECT count(*) FROM samples").rows.at(0).at(0).as_int(), 5);
+  EXPECT_EQ(out.query("SELECT status FROM runs").rows.at(0).at(0).as_string(), "completed");
+  EXPECT_EQ(out.query("SELECT count(*) FROM cases").rows.at(0).at(0).as_int(), 2);
+
+  // Into a database whose directory contains the source's: the path stays relative.
+  src_db.reset();  // closed: its write-ahead log is checkpointed into the file that is copied
+  Store near(near_path);
+  fs::create_directories(dir_ / "b" / "a");
+  fs::copy_file(src_path, dir_ / "b" / "a" / "src.db");
+  near.merge({(dir_ / "b" / "a" / "src.db").string()});
+  EXPECT_EQ(near.query("SELECT path FROM artifacts").rows.at(0).at(0).as_string(),
+            "a/weights/run-1/case-1.safetensors");
 }
 
 }  // namespace

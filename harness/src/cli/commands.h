@@ -26,10 +26,42 @@ struct RunOptions {
   std::string device;  ///< empty: the experiment's
   int64_t threads = -1;
   std::string format = "table";
-  int64_t resume = 0;       ///< run id to resume: run only its cases that are missing or not finished
-  bool isolate = false;     ///< run each case in a child process (a crash fails only that case)
-  int64_t child_run = 0;    ///< (internal, --isolate's child) store one case into this run ...
-  int64_t child_case = -1;  ///< ... the case with this ordinal
+  /// "" (a new run), a run id to resume (run only its cases that are missing or not finished), or
+  /// "auto": resume the latest run of this experiment text (and shard) in the database when it did
+  /// not complete, do nothing when it did, start a new run when there is none.
+  std::string resume;
+  bool isolate = false;          ///< run each case in a child process (a crash fails only that case)
+  std::string shard;             ///< "I/N": run only shard I of N (experiment/shard.h)
+  std::string sweep;             ///< the sweep id of a shard (default: from the experiment text and N)
+  int64_t jobs = 0;              ///< run this many cases at once, each in its own process (CPU)
+  std::vector<int64_t> devices;  ///< one process per CUDA device, each seeing only its device
+  int64_t child_run = 0;         ///< (internal, a child of --isolate/--jobs) store one case into this run ...
+  int64_t child_case = -1;       ///< ... the case with this ordinal
+  std::string child_device;      ///< ... with this device description (DeviceInfo JSON)
+  std::string child_placement;   ///< ... stored as the case's placement
+};
+
+/// `bench merge OUT IN...`.
+struct MergeArgs {
+  std::string output;
+  std::vector<std::string> inputs;
+};
+
+/// `bench submit FILE --slurm ...`: a Slurm job array of shards and a dependent merge job.
+struct SubmitArgs {
+  std::string file;
+  bool slurm = false;
+  int64_t array_size = 0;  ///< shards (array tasks); 0: min(cases, 8)
+  std::string partition;
+  int64_t gpus_per_task = 0;
+  int64_t cpus_per_task = 0;
+  std::string time;  ///< Slurm's --time
+  std::string account;
+  std::vector<std::string> sbatch_args;  ///< more #SBATCH lines, verbatim
+  std::string dir;                       ///< where scripts, shard databases and logs go
+  std::string sweep;                     ///< sweep id (default: from the experiment text and N)
+  std::string device;
+  bool dry_run = false;
 };
 
 /// Which run a reading command shows: `run` when non-zero, else the latest of `experiment` when
@@ -98,6 +130,13 @@ int cmd_export(const GlobalOptions& g, const ExportArgs& o);
 /// all); with --store also one run of experiment "demo" in the database, a case per demo.
 int cmd_demo(const GlobalOptions& g, const std::string& name, bool store);
 int cmd_eval(const GlobalOptions& g, const EvalArgs& o);
+int cmd_merge(const GlobalOptions& g, const MergeArgs& o);
+int cmd_submit(const GlobalOptions& g, const SubmitArgs& o);
+
+/// The default sweep id of `bench run --shard I/N` and `bench submit`: the experiment's name, the
+/// first 12 hex digits of its text's SHA-256 and N ("norms-1a2b3c4d5e6f-of4"). Shards of one file
+/// and one N find each other by it; another text or another N is another sweep.
+std::string default_sweep_id(const std::string& experiment_name, const std::string& experiment_text, int64_t shards);
 
 /// Write `text` to `path` ("" or "-": stdout). Throws bench::Error when the file cannot be written.
 void write_output(const std::string& path, const std::string& text);

@@ -1,5 +1,5 @@
 // The `bench` command line: run, validate, list, results, query, compare, report, calc, export, demo,
-// eval.
+// eval, merge, submit.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
@@ -27,16 +27,32 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--format", run.format, "format of the results printed at the end")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
-  run_cmd
-      ->add_option("--resume", run.resume,
-                   "resume this run (id) of the same experiment file: run only its cases that are missing or "
-                   "did not finish (neither completed nor diverged)")
-      ->check(CLI::PositiveNumber);
+  run_cmd->add_option("--resume", run.resume,
+                      "RUN: resume this run (id) of the same experiment file: run only its cases that are missing or "
+                      "did not finish (neither completed nor diverged); auto: the latest run of this file (and "
+                      "shard) if it did not complete, nothing if it did, else a new run");
   run_cmd->add_flag("--isolate", run.isolate,
                     "run each case in its own child process: a plugin that crashes or aborts fails only its case");
-  // The child of --isolate: run one case of an existing run (not for direct use).
+  run_cmd->add_option("--shard", run.shard,
+                      "I/N: run only shard I of N (0 <= I < N), a deterministic share of the cases that does not "
+                      "depend on their order in the file; combine the shards' databases with `bench merge`");
+  run_cmd->add_option("--sweep", run.sweep,
+                      "the sweep id of --shard, shared by its shards (default: <experiment>-<sha of the text>-of<N>)");
+  auto* jobs_opt =
+      run_cmd->add_option("--jobs", run.jobs, "run K cases at once, each in its own process with its own cores (CPU)")
+          ->check(CLI::PositiveNumber);
+  run_cmd
+      ->add_option("--devices", run.devices,
+                   "run cases at once, one process per CUDA device of this list (e.g. 0,1,2,3), each seeing only "
+                   "its device")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber)
+      ->excludes(jobs_opt);
+  // The child of --isolate / --jobs / --devices: run one case of an existing run (not for direct use).
   run_cmd->add_option("--isolated-run", run.child_run)->group("");
   run_cmd->add_option("--isolated-case", run.child_case)->group("");
+  run_cmd->add_option("--isolated-device", run.child_device)->group("");
+  run_cmd->add_option("--isolated-placement", run.child_placement)->group("");
 
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");
@@ -171,6 +187,43 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
+  MergeArgs merge;
+  auto* merge_cmd = app.add_subcommand(
+      "merge",
+      "merge results databases into OUT: the shards of a sweep (bench run --shard) become one run, other runs are "
+      "copied once; nothing is duplicated, and a mismatch (schema version, experiment text) writes nothing");
+  merge_cmd->add_option("output", merge.output, "the database to merge into (created when missing)")->required();
+  merge_cmd->add_option("inputs", merge.inputs, "databases to merge")->required();
+
+  SubmitArgs submit;
+  auto* submit_cmd = app.add_subcommand(
+      "submit",
+      "run an experiment on a Slurm cluster: a job array of shards (one per array task) and a merge job into "
+      "--db that waits for them");
+  submit_cmd->add_option("file", submit.file, "experiment file (TOML)")->required();
+  submit_cmd->add_flag("--slurm", submit.slurm, "submit to Slurm (sbatch); the only scheduler so far")->required();
+  submit_cmd->add_option("--array-size", submit.array_size, "shards = array tasks (default: min(cases, 8))")
+      ->check(CLI::PositiveNumber);
+  submit_cmd->add_option("--partition", submit.partition, "Slurm partition");
+  submit_cmd
+      ->add_option("--gpus-per-task", submit.gpus_per_task,
+                   "GPUs of each array task; more than one runs its cases on them at once (--devices)")
+      ->check(CLI::NonNegativeNumber);
+  submit_cmd->add_option("--cpus-per-task", submit.cpus_per_task, "CPUs of each array task (and its threads)")
+      ->check(CLI::PositiveNumber);
+  submit_cmd->add_option("--time", submit.time, "time limit of each array task, in Slurm's format (e.g. 2:00:00)");
+  submit_cmd->add_option("--account", submit.account, "Slurm account to charge");
+  submit_cmd->add_option("--sbatch-arg", submit.sbatch_args,
+                         "another #SBATCH option for both scripts, verbatim (repeatable), e.g. --qos=high");
+  submit_cmd->add_option("--dir", submit.dir,
+                         "directory for the scripts, the shards' databases and the logs, on a file system the "
+                         "nodes share (default: sweeps/<sweep id> next to --db)");
+  submit_cmd->add_option("--sweep", submit.sweep, "sweep id (default: <experiment>-<sha of the text>-of<N>)");
+  submit_cmd->add_option("--device", submit.device, "auto, cpu or cuda (default: the experiment's `device`)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  submit_cmd->add_flag("--dry-run", submit.dry_run,
+                       "write the scripts and print what would be submitted; submit nothing");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -188,5 +241,7 @@ int main(int argc, char** argv) {
   if (export_cmd->parsed()) return cmd_export(g, exp);
   if (demo_cmd->parsed()) return cmd_demo(g, demo_name, demo_store);
   if (eval_cmd->parsed()) return cmd_eval(g, ev);
+  if (merge_cmd->parsed()) return cmd_merge(g, merge);
+  if (submit_cmd->parsed()) return cmd_submit(g, submit);
   return kBadInput;
 }

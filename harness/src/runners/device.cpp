@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/error.h"
 #include "bench/random.h"
 #include "kernels/gemm.h"
 #include "kernels/tile/parallel.h"
@@ -52,6 +53,26 @@ std::string DeviceInfo::json() const {
                       {"gemm", gemm},
                       {"note", note}};
   return j.dump();
+}
+
+DeviceInfo device_from_json(const std::string& json) {
+  DeviceInfo d;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(json);
+    d.kind = j.at("kind").get<std::string>();
+    d.name = j.at("name").get<std::string>();
+    d.cores = j.at("cores").get<int>();
+    d.threads = j.at("threads").get<int>();
+    d.isa = j.at("isa").get<std::string>();
+    d.peak_gflops = j.at("peak_gflops_fp32_gemm").get<double>();
+    d.copy_gbps = j.at("copy_gbps").get<double>();
+    d.memory_gib = j.at("memory_gib").get<double>();
+    d.gemm = j.at("gemm").get<std::string>();
+    d.note = j.at("note").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("not a device description: ") + e.what());
+  }
+  return d;
 }
 
 DeviceInfo describe_cpu(const std::string& note) {

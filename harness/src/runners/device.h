@@ -24,4 +24,8 @@ struct DeviceInfo {
 /// Probe the CPU and measure its ceilings (about half a second).
 DeviceInfo describe_cpu(const std::string& note);
 
+/// The DeviceInfo whose json() is `json` (how `bench run --jobs` hands its measured device to the
+/// processes it starts). Throws bench::Error on text that is not such an object.
+DeviceInfo device_from_json(const std::string& json);
+
 }  // namespace bench

@@ -137,14 +137,45 @@ constexpr const char* kSchemaV4 = R"sql(
 ALTER TABLE runs ADD COLUMN pid INTEGER;
 )sql";
 
+// Version 5: sweeps that run in pieces (`bench run --shard I/N`, --jobs, --devices, Slurm job arrays)
+// and are merged into one database (`bench merge`). Every run gets a unique `uid` that survives
+// merging; a shard's run names its sweep, its shard and the sweep's case count; a merged run of a
+// sweep has `sweep` and `shard_count` with `shard_index` NULL, and one `run_sources` row per run it
+// took cases from (that run's host, device and build: the shards of one sweep may have run on
+// different machines). A case records where it ran (`placement`) and, once merged, the uid of the
+// run that measured it (`source_uid`).
+constexpr const char* kSchemaV5 = R"sql(
+ALTER TABLE runs ADD COLUMN uid TEXT;
+UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;
+CREATE UNIQUE INDEX runs_uid ON runs(uid);
+ALTER TABLE runs ADD COLUMN sweep TEXT;
+ALTER TABLE runs ADD COLUMN shard_index INTEGER;
+ALTER TABLE runs ADD COLUMN shard_count INTEGER;
+ALTER TABLE runs ADD COLUMN sweep_cases INTEGER;
+CREATE INDEX runs_sweep ON runs(sweep);
+ALTER TABLE cases ADD COLUMN placement TEXT;
+ALTER TABLE cases ADD COLUMN source_uid TEXT;
+CREATE TABLE run_sources(
+  run_id INTEGER NOT NULL REFERENCES runs(id),
+  source_uid TEXT NOT NULL,
+  source_db TEXT NOT NULL,
+  shard_index INTEGER,
+  status TEXT NOT NULL,
+  hostname TEXT NOT NULL,
+  device TEXT NOT NULL,
+  device_json TEXT NOT NULL,
+  git_sha TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  merged_at TEXT NOT NULL,
+  PRIMARY KEY(run_id, source_uid));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
-      {1, kSchemaV1},
-      {2, kSchemaV2},
-      {3, kSchemaV3},
-      {4, kSchemaV4},
+      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5},
   };
   return all_migrations;
 }

@@ -18,6 +18,7 @@
 #include "store/schema.h"
 #include "store/sha256.h"
 #include "store/sqlite.h"
+#include "store/write_transaction.h"
 
 namespace bench::store {
 
@@ -26,9 +27,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr int kBusyTimeoutMs = 10'000;
-/// Whole-transaction attempts before giving up; each waits up to the busy timeout for the lock.
-constexpr int kMaxWriteAttempts = 5;
-constexpr auto kRetryBackoff = std::chrono::milliseconds(50);
 constexpr std::string_view kMemoryPath = ":memory:";
 
 /// Every SQLite 3 database file starts with these 16 bytes (https://sqlite.org/fileformat.html).
@@ -125,8 +123,6 @@ bool is_live_bench_process(int64_t pid) {
   return state != 'Z' && state != 'X' && line.substr(open + 1, close - open - 1) == "bench";
 }
 
-void rollback(sqlite3* db) { sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr); }
-
 }  // namespace
 
 std::string now_utc() {
@@ -166,7 +162,11 @@ void Store::open_read_write() {
     }
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path_.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  // URIs on, for `bench merge` to attach its sources read-only; a path that would read as a URI
+  // ("file:...") is opened as the relative path it is.
+  const std::string open_path = path_.rfind("file:", 0) == 0 ? "./" + path_ : path_;
+  const int rc =
+      sqlite3_open_v2(open_path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
   db_.reset(raw);  // SQLite hands out a handle even on failure, and it must be closed
   if (rc != SQLITE_OK)
     throw Error(fmt::format("cannot open results database {}: {}", path_, raw ? sqlite3_errmsg(raw) : "out of memory"));
@@ -247,29 +247,6 @@ void Store::check_identity(bool read_only) const {
                     path_, user_version, kSchemaVersion));
 }
 
-template <class Body>
-auto Store::write_transaction(std::string_view what, Body&& body) {
-  for (int attempt = 1;; ++attempt) {
-    try {
-      sqlite::exec(db_.get(), "BEGIN IMMEDIATE");
-      auto result = body();
-      sqlite::exec(db_.get(), "COMMIT");
-      return result;
-    } catch (const sqlite::BusyError& e) {
-      rollback(db_.get());
-      if (attempt >= kMaxWriteAttempts)
-        throw Error(fmt::format("{} in {}: gave up after {} attempts: {}", what, path_, attempt, e.message()));
-      std::this_thread::sleep_for(kRetryBackoff * attempt);
-    } catch (const Error& e) {
-      rollback(db_.get());
-      throw Error(fmt::format("{} in {}: {}", what, path_, e.message()));
-    } catch (...) {
-      rollback(db_.get());
-      throw;
-    }
-  }
-}
-
 void Store::migrate() {
   if (sqlite::scalar_int(db_.get(), "PRAGMA user_version") >= kSchemaVersion) return;  // no write lock needed
   write_transaction("upgrading the schema", [&] {
@@ -333,14 +310,18 @@ void Store::remove_case(int64_t run_id, int64_t ordinal) {
     if (!find.step()) return 0;
     const int64_t case_id = find.column_int64(0);
     find.reset();
-    for (const char* table : {"samples", "throughput", "steps", "series", "metrics", "artifacts"}) {
-      sqlite::Statement del(db_.get(), fmt::format("DELETE FROM {} WHERE case_id = ?1", table));
-      del.bind(1, case_id).run();
-    }
-    sqlite::Statement del(db_.get(), "DELETE FROM cases WHERE id = ?1");
-    del.bind(1, case_id).run();
+    delete_case(case_id);
     return 0;
   });
+}
+
+void Store::delete_case(int64_t case_id) {
+  for (const char* table : kCaseTables) {
+    sqlite::Statement del(db_.get(), fmt::format("DELETE FROM {} WHERE case_id = ?1", table));
+    del.bind(1, case_id).run();
+  }
+  sqlite::Statement del(db_.get(), "DELETE FROM cases WHERE id = ?1");
+  del.bind(1, case_id).run();
 }
 
 int64_t Store::begin_run(const RunInfo& info) {
@@ -348,8 +329,11 @@ int64_t Store::begin_run(const RunInfo& info) {
     sqlite::Statement s(db_.get(), R"sql(
       INSERT INTO runs(started_at, status, experiment_name, experiment_path, experiment_text, experiment_sha256,
                        git_sha, harness_version, plugins_json, device, device_json, compiler, build_flags, seed,
-                       command_line, hostname, n_cases, pid)
-      VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17))sql");
+                       command_line, hostname, n_cases, pid, uid, sweep, shard_index, shard_count, sweep_cases)
+      VALUES(?1, 'running', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+             lower(hex(randomblob(16))), ?18, ?19, ?20, ?21))sql");
+    const bool shard = !info.sweep.empty();
+    const auto if_shard = [&](int64_t v) { return shard ? std::optional<int64_t>(v) : std::nullopt; };
     s.bind(1, now_utc())
         .bind(2, info.experiment_name)
         .bind(3, info.experiment_path)
@@ -367,7 +351,14 @@ int64_t Store::begin_run(const RunInfo& info) {
         .bind(15, info.hostname)
         .bind(16, info.n_cases)
         .bind(17, info.pid > 0 ? std::optional<int64_t>(info.pid) : std::nullopt)
-        .run();
+        .bind(19, if_shard(info.shard_index))
+        .bind(20, if_shard(info.shard_count))
+        .bind(21, if_shard(info.sweep_cases));
+    if (shard)
+      s.bind(18, info.sweep);
+    else
+      s.bind_null(18);
+    s.run();
     return static_cast<int64_t>(sqlite3_last_insert_rowid(db_.get()));
   });
 }
@@ -409,8 +400,8 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
   return write_transaction(fmt::format("adding case {} to run {}", c.ordinal, run_id), [&] {
     sqlite::Statement ins_case(db_.get(), R"sql(
       INSERT INTO cases(run_id, ordinal, runner, label, variant, axes_json, config_json, seed, status, error,
-                        started_at, finished_at, wall_s, n_params, n_params_embedding, flops_per_token)
-      VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16))sql");
+                        started_at, finished_at, wall_s, n_params, n_params_embedding, flops_per_token, placement)
+      VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17))sql");
     ins_case.bind(1, run_id)
         .bind(2, c.ordinal)
         .bind(3, c.runner)
@@ -430,6 +421,10 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
       ins_case.bind_null(10);
     else
       ins_case.bind(10, c.error);
+    if (c.placement.empty())
+      ins_case.bind_null(17);
+    else
+      ins_case.bind(17, c.placement);
     ins_case.run();
     const int64_t case_id = sqlite3_last_insert_rowid(db_.get());
 
@@ -515,6 +510,13 @@ void Store::add_metrics(int64_t case_id, const std::vector<MetricRow>& metrics) 
       ins.bind(1, case_id).bind(2, m.name).bind(3, nan_to_null(m.value)).bind(4, m.unit).run();
     return int64_t{0};
   });
+}
+
+std::string Store::run_uid(int64_t run_id) const {
+  sqlite::Statement s(db_.get(), "SELECT uid FROM runs WHERE id = ?1");
+  s.bind(1, run_id);
+  if (!s.step() || s.column_is_null(0)) throw Error(fmt::format("no run {} in {}", run_id, path_));
+  return s.column_text(0);
 }
 
 std::optional<int64_t> Store::latest_run() const {

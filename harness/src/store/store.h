@@ -16,7 +16,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.
@@ -26,6 +26,10 @@ struct RunInfo {
   int64_t seed = 0;
   int64_t n_cases = 0;  ///< cases the run plans to execute
   int64_t pid = 0;      ///< the writing process; 0 stores NULL (never considered stale)
+  /// A shard of a sweep (`bench run --shard I/N`): the sweep's id, this shard, the shard count and
+  /// the number of cases of the whole sweep. Empty sweep: an unsharded run (stored as NULLs).
+  std::string sweep;
+  int64_t shard_index = 0, shard_count = 0, sweep_cases = 0;
 };
 
 /// Timing of one mode ("forward", "forward_backward", "train_step") of a throughput case; a row
@@ -79,6 +83,7 @@ struct CaseRow {
   int64_t seed = 0;
   std::string status = "completed";     ///< completed, diverged, failed or interrupted
   std::string error;                    ///< stored as NULL when empty
+  std::string placement;                ///< where it ran ("cores 0-3", "CUDA device 2"); NULL when empty
   std::string started_at, finished_at;  ///< ISO-8601 UTC (now_utc()); the time of add_case when empty
   double wall_s = 0;
   std::optional<int64_t> n_params, n_params_embedding;
@@ -94,6 +99,18 @@ struct CaseRow {
 struct QueryResult {
   std::vector<std::string> columns;
   std::vector<std::vector<Value>> rows;
+};
+
+/// What `Store::merge` did with one run of a source database.
+struct MergeOutcome {
+  std::string source;       ///< the source database's path
+  int64_t source_run = 0;   ///< the run's id there
+  std::string description;  ///< "run 3 (norms, shard 1/4 of sweep norms-1a2b3c4d5e6f-of4)"
+  int64_t target_run = 0;   ///< the run here that received its cases
+  bool created = false;     ///< whether target_run was created by this merge
+  int64_t added = 0;        ///< cases copied
+  int64_t replaced = 0;     ///< unfinished cases here replaced by finished ones from the source
+  int64_t kept = 0;         ///< cases already here (finished, or the source's was not): left as they were
 };
 
 /// The current time as ISO-8601 UTC with milliseconds: "2026-11-29T12:34:56.789Z".
@@ -141,6 +158,18 @@ class Store {
   /// Adds (or replaces) summary metrics of an existing case, in one transaction: for figures
   /// computed across cases after they ran, such as `lr_sensitivity`.
   void add_metrics(int64_t case_id, const std::vector<MetricRow>& metrics);
+  /// Merges the databases at `sources` into this one (`bench merge`). Every source must be a bench
+  /// results database of this schema version, other than this file. The shards of one sweep
+  /// (`bench run --shard I/N`) become one run here, keyed by their sweep id; any other run is copied
+  /// once, keyed by its uid, so merging a source again adds only what it gained since. A case
+  /// (run, ordinal) already here and finished is kept; an unfinished one is replaced by a finished
+  /// one. Artifacts are re-pathed relative to this database. Everything is checked first — schema
+  /// versions, and that the shards of a sweep come from one experiment text with one shard count,
+  /// here and across the sources — and a refusal (bench::Error naming the file and the run) writes
+  /// nothing; then each source run is merged in its own transaction.
+  std::vector<MergeOutcome> merge(const std::vector<std::string>& sources);
+  /// The uid of a run (unique across databases, kept by `bench merge`). Throws when there is no such run.
+  std::string run_uid(int64_t run_id) const;
   /// The highest run id, if there is any run.
   std::optional<int64_t> latest_run() const;
   /// Runs one SQL statement with parameters bound to ?1, ?2 ... and returns all its rows.
@@ -159,6 +188,10 @@ class Store {
   void check_identity(bool read_only) const;
   template <class Body>
   auto write_transaction(std::string_view what, Body&& body);
+  MergeOutcome merge_run(const std::string& source, const std::vector<Value>& run);
+  void copy_case(int64_t src_case, int64_t target_run, const std::string& source_uid);
+  void delete_case(int64_t case_id);
+  void update_sweep_status(int64_t run_id);
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;

@@ -1,0 +1,34 @@
+// defines: bench::ShardSpec, parse_shard, shard_of — which cases of an experiment a shard runs
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiment/experiment.h"
+#include "experiment/resolve.h"
+
+namespace bench {
+
+/// Shard `index` of `count` (0 <= index < count), written "I/N" on the command line.
+struct ShardSpec {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+
+/// Parses "I/N" (0 <= I < N <= 100000). Throws bench::Error quoting the text otherwise.
+ShardSpec parse_shard(const std::string& text);
+
+/// The shard (0 .. count-1) of every case, by position in `cases`.
+///
+/// The assignment depends only on what the cases are, never on their order in the file: cases are
+/// grouped into units — a stability case with every case that differs from it only in `lr` (one
+/// learning-rate grid, which `lr_sensitivity` needs whole), any other case alone — each unit is
+/// keyed by the SHA-256 of its resolved configuration, and the units, largest first and then by key,
+/// go one by one to the shard with the fewest cases so far (the lowest index on a tie). Shards
+/// differ by at most the size of one unit. Reordering the variants of a file, or editing one
+/// variant, moves no other case (within the limits of the rebalancing: an added or removed unit
+/// can shift later units).
+std::vector<int64_t> shard_of(const std::vector<Case>& cases, const std::vector<ResolvedCase>& resolved, int64_t count);
+
+}  // namespace bench
