@@ -38,11 +38,16 @@ std::string fresh_db(const std::string& name) {
   return db;
 }
 
-/// Starts `bench -q --db DB run FILE` as a child process.
-pid_t start_run(const std::string& db, const std::string& file) {
+/// Starts `bench -q --db DB run FILE [EXTRA...]` as a child process.
+pid_t start_run(const std::string& db, const std::string& file, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args = {kBench, "-q", "--db", db, "run", file};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
-    execl(kBench.c_str(), kBench.c_str(), "-q", "--db", db.c_str(), "run", file.c_str(), static_cast<char*>(nullptr));
+    execv(kBench.c_str(), argv.data());
     _exit(127);
   }
   return pid;
@@ -89,6 +94,24 @@ TEST(Robustness, TerminateMarksTheRunInterruptedAndExits143) {
   EXPECT_EQ(s.query("SELECT error FROM runs").rows.at(0).at(0).as_string(), "interrupted by signal");
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'completed'"), 2);
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'interrupted'"), 1);
+}
+
+TEST(Robustness, TerminateWithJobsStoresEveryCaseInFlightAsInterrupted) {
+  const std::string exp = test::write_temp("term_jobs.toml", tiny(100000));
+  const std::string db = fresh_db("term_jobs.db");
+  const pid_t pid = start_run(db, exp, {"--jobs", "2"});
+  wait_for_cases(db, 2);  // the two throughput cases; then both stability cases train at once
+  usleep(800 * 1000);
+  kill(pid, SIGTERM);  // to the parent only: it passes the stop on to its children
+  EXPECT_EQ(exit_code(pid), 143);
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  EXPECT_EQ(s.query("SELECT status FROM runs").rows.at(0).at(0).as_string(), "interrupted");
+  EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'completed'"), 2);
+  // Each child stored its own case, with the steps it had made: nothing lost, nothing twice.
+  EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE error LIKE 'killed%'"), 0);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'interrupted'"), 2);
+  EXPECT_EQ(count(s, "SELECT count(DISTINCT ordinal) FROM cases"), 4);
+  EXPECT_GT(count(s, "SELECT min(n) FROM (SELECT count(*) AS n FROM steps GROUP BY case_id)"), 0);
 }
 
 TEST(Robustness, KilledRunIsFoundStaleAndResumes) {

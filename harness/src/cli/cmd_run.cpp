@@ -47,6 +47,14 @@ extern "C" void on_signal(int sig) {
   g_signal = sig;
 }
 
+/// A child of --isolate / --jobs may get the same stop twice — from the terminal's process group
+/// and from its parent passing it on, or from Slurm signalling every process of a job — and must
+/// still store its case as interrupted: it only notes the signal.
+extern "C" void on_signal_in_child(int sig) {
+  g_signal = sig;
+  g_stop = true;
+}
+
 std::string hostname() {
   char buf[256] = {0};
   gethostname(buf, sizeof buf - 1);
@@ -226,8 +234,8 @@ int run_isolated_child(const GlobalOptions& g, const RunOptions& o, const Prepar
   try {
     store::Store db(g.db);
     const DeviceInfo device = o.child_device.empty() ? describe_cpu(p.device_note) : device_from_json(o.child_device);
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal_in_child);
+    std::signal(SIGTERM, on_signal_in_child);
     const std::string db_dir = std::filesystem::absolute(g.db).parent_path().string();
     RunnerEnv env{
         *p.registry, device,
