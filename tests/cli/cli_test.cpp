@@ -77,6 +77,45 @@ TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {
   EXPECT_EQ(one("SELECT count(*) FROM runs").as_int(), 1);
 }
 
+TEST(Cli, QueryCannotModifyTheDatabase) {
+  const std::string exp = test::write_temp("query_ro.toml", kTiny);
+  const std::string db = fresh_db("query_ro.db");
+  ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);
+  { store::Store checkpoint(db); }  // the last writer's close folds the log into the file
+  const std::string before = test::read_file(db);
+  const std::string elsewhere = fresh_db("query_ro_attached.db");
+  const std::vector<std::string> writes = {
+      "INSERT INTO runs(id) VALUES(99)",
+      "DELETE FROM cases",
+      "UPDATE runs SET status = 'failed'",
+      "DROP TABLE runs",
+      "CREATE TABLE x(y)",
+      "ATTACH DATABASE '" + elsewhere + "' AS x",
+      "DETACH DATABASE main",
+      "PRAGMA user_version = 9",
+      "PRAGMA journal_mode = DELETE",
+      "PRAGMA query_only = OFF",
+      "VACUUM",
+      "REINDEX",
+      "SELECT 1; DROP TABLE runs",
+  };
+  for (const auto& sql : writes) {
+    const Result r = run("--db " + db + " query \"" + sql + "\"");
+    // Refused (2), or for the pragma that only switches this connection's own setting, harmless:
+    // either way the file is byte for byte what it was.
+    if (sql != "PRAGMA query_only = OFF") {
+      EXPECT_EQ(r.code, 2) << sql << ": " << r.out;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    }
+    EXPECT_EQ(test::read_file(db), before) << sql;
+  }
+  EXPECT_FALSE(std::filesystem::exists(elsewhere)) << "ATTACH created a file";
+  // Reading still works, with bound values only.
+  const Result ok = run("--db " + db + " query \"SELECT count(*) AS n FROM cases\" --format csv");
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_EQ(ok.out, "n\r\n4\r\n");  // CSV as RFC 4180 writes it
+}
+
 TEST(Cli, SameSeedSameLosses) {
   const std::string exp =
       test::write_temp("det.toml", std::string(kTiny).substr(0, std::string(kTiny).find("[throughput]")) +

@@ -123,6 +123,12 @@ bool is_live_bench_process(int64_t pid) {
   return state != 'Z' && state != 'X' && line.substr(open + 1, close - open - 1) == "bench";
 }
 
+/// SQLite authorizer of read-only connections: everything but ATTACH and DETACH.
+extern "C" int deny_attach(void* /*unused*/, int action, const char* /*a*/, const char* /*b*/, const char* /*c*/,
+                           const char* /*d*/) {
+  return action == SQLITE_ATTACH || action == SQLITE_DETACH ? SQLITE_DENY : SQLITE_OK;
+}
+
 }  // namespace
 
 std::string now_utc() {
@@ -210,6 +216,9 @@ void Store::open_read_only() {
   sqlite3_busy_timeout(db_.get(), kBusyTimeoutMs);
   check_identity(true);
   sqlite::exec(db_.get(), "PRAGMA query_only=ON");
+  // The connection is read-only and query-only; attaching is refused too, since ATTACH of a new
+  // path would be a way to create a file (and DETACH has nothing to undo).
+  sqlite3_set_authorizer(db_.get(), deny_attach, nullptr);
 }
 
 void Store::check_identity(bool read_only) const {
@@ -530,7 +539,11 @@ QueryResult Store::query(const std::string& sql, const std::vector<Value>& param
   sqlite3_stmt* raw = nullptr;
   const char* tail = nullptr;
   int rc = sqlite3_prepare_v2(db, sql.c_str(), static_cast<int>(sql.size()), &raw, &tail);
-  if (rc != SQLITE_OK) throw Error(fmt::format("query failed: {}", sqlite3_errmsg(db)));
+  if (rc != SQLITE_OK) {
+    const bool refused = rc == SQLITE_AUTH || rc == SQLITE_READONLY;
+    throw Error(fmt::format("query failed: {}{}", sqlite3_errmsg(db),
+                            refused ? " (queries are read-only: no writes, no ATTACH)" : ""));
+  }
   if (raw == nullptr) throw Error("query failed: no SQL statement given");
   sqlite3_finalize(raw);
   // Everything after the first statement must be whitespace, comments or semicolons: a second
@@ -562,7 +575,10 @@ QueryResult Store::query(const std::string& sql, const std::vector<Value>& param
       result.rows.push_back(std::move(row));
     }
   } catch (const Error&) {
-    throw Error(fmt::format("query failed: {}", sqlite3_errmsg(db)));
+    const int code = sqlite3_errcode(db);
+    const bool refused = code == SQLITE_AUTH || code == SQLITE_READONLY;
+    throw Error(fmt::format("query failed: {}{}", sqlite3_errmsg(db),
+                            refused ? " (queries are read-only: no writes, no ATTACH)" : ""));
   }
   return result;
 }
