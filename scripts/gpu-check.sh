@@ -20,7 +20,8 @@ log="$out/gpu-check.log"
 build="$out/build"
 mkdir -p "$build"
 sources=(kernels/norm.cpp kernels/softmax.cpp kernels/cross_entropy.cpp kernels/rope.cpp kernels/activation.cpp
-         kernels/adamw.cpp kernels/elementwise.cpp kernels/softcap.cpp kernels/tile/parallel.cpp)
+         kernels/adamw.cpp kernels/elementwise.cpp kernels/softcap.cpp kernels/caching_allocator.cpp
+         kernels/tile/parallel.cpp)
 cuda_sources=(kernels/cuda/*.cu tests/cuda/cuda_check.cu)
 pids=()
 objs=()

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../../kernels/cuda/launchers.cuh"
+#include "../../kernels/device_runtime.h"
 
 namespace {
 
@@ -396,6 +397,37 @@ double copy_bandwidth() {
 
 }  // namespace
 
+/// The runtime pieces: the caching allocator on cudaMalloc reaches the driver only in the first of
+/// 20 identical steps; event timing and the L2 flush work; the device facts are sane.
+void check_runtime() {
+  kernels::CachingAllocator alloc(kernels::cuda::make_cuda_backend(0));
+  const std::vector<size_t> sizes = {size_t{64} << 20, 4096, size_t{3} << 20, 777, size_t{64} << 20};
+  int64_t first = 0;
+  for (int step = 0; step < 20; ++step) {
+    std::vector<void*> blocks;
+    for (const size_t n : sizes) {
+      blocks.push_back(alloc.allocate(n));
+      CUDA_OK(cudaMemsetAsync(blocks.back(), step, n));
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    for (void* b : blocks) alloc.free(b);
+    if (step == 0) first = alloc.stats().backend_allocs;
+  }
+  const auto st = alloc.stats();
+  g_rows.push_back({"caching allocator", "-", "cudaMalloc calls after step 1 (of 20)",
+                    static_cast<double>(st.backend_allocs - first), 0, st.backend_allocs == first});
+  kernels::cuda::EventTimer timer;
+  kernels::cuda::L2Flusher flusher(0);
+  timer.start();
+  flusher.flush();
+  const double ms = timer.stop_ms();
+  const double gbps = static_cast<double>(flusher.bytes()) / (ms * 1e-3) * 1e-9;
+  g_rows.push_back({"L2 flush (event-timed memset)", "-", "GB/s written", gbps, 0, ms > 0 && gbps < 20000});
+  const kernels::cuda::DeviceFacts f = kernels::cuda::describe_device(0);
+  g_rows.push_back({"device facts", "-", "measured D2D copy GB/s", f.copy_gbps, 0,
+                    f.sm_count > 0 && f.memory_bytes > 0 && f.copy_gbps > 100 && f.copy_gbps < 20000});
+}
+
 int main(int argc, char** argv) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -438,6 +470,7 @@ int main(int argc, char** argv) {
   check_adamw_and_elementwise<float>();
   check_adamw_and_elementwise<bf16>();
 
+  check_runtime();
   const double copy = copy_bandwidth();
   bandwidth<float>();
   bandwidth<bf16>();

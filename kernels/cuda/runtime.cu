@@ -1,0 +1,134 @@
+// The CUDA runtime pieces of kernels/device_runtime.h: device facts with a measured copy
+// bandwidth, the cudaMalloc backend of the caching allocator, event timing, L2 flushing.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../device_runtime.h"
+
+namespace bench::kernels::cuda {
+
+namespace {
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
+}
+
+class CudaBackend final : public AllocatorBackend {
+ public:
+  explicit CudaBackend(int index) : index_(index) {}
+  void* allocate(size_t bytes) override {
+    check(cudaSetDevice(index_), "cudaSetDevice");
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // clear the sticky-free error so later calls are not blamed for it
+      return nullptr;
+    }
+    check(err, "cudaMalloc");
+    return p;
+  }
+  void release(void* p, size_t /*bytes*/) override {
+    cudaSetDevice(index_);
+    cudaFree(p);  // in a destructor path: an error here has nowhere better to go
+  }
+  std::string name() const override { return "cuda:" + std::to_string(index_); }
+
+ private:
+  int index_;
+};
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+DeviceFacts describe_device(int index) {
+  DeviceFacts f;
+  f.index = index;
+  check(cudaSetDevice(index), "cudaSetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, index), "cudaGetDeviceProperties");
+  f.name = prop.name;
+  f.sm_count = prop.multiProcessorCount;
+  f.cc_major = prop.major;
+  f.cc_minor = prop.minor;
+  f.memory_bytes = prop.totalGlobalMem;
+  f.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
+  check(cudaDriverGetVersion(&f.driver_version), "cudaDriverGetVersion");
+  check(cudaRuntimeGetVersion(&f.runtime_version), "cudaRuntimeGetVersion");
+
+  // Copy bandwidth on non-zero data: 256 MiB device to device.
+  const size_t bytes = size_t{256} << 20;
+  void* src = nullptr;
+  void* dst = nullptr;
+  check(cudaMalloc(&src, bytes), "cudaMalloc");
+  check(cudaMalloc(&dst, bytes), "cudaMalloc");
+  check(cudaMemset(src, 0x5a, bytes), "cudaMemset");
+  EventTimer timer;
+  std::vector<double> ms;
+  for (int rep = 0; rep < 11; ++rep) {
+    timer.start();
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+    const double t = timer.stop_ms();
+    if (rep > 0) ms.push_back(t);  // the first is the warm-up
+  }
+  cudaFree(src);
+  cudaFree(dst);
+  std::sort(ms.begin(), ms.end());
+  f.copy_gbps = 2.0 * static_cast<double>(bytes) / (ms[ms.size() / 2] * 1e-3) * 1e-9;
+  return f;
+}
+
+std::unique_ptr<AllocatorBackend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+EventTimer::EventTimer(void* stream) : stream_(stream) {
+  cudaEvent_t a = nullptr, b = nullptr;
+  check(cudaEventCreate(&a), "cudaEventCreate");
+  check(cudaEventCreate(&b), "cudaEventCreate");
+  start_ = a;
+  stop_ = b;
+}
+
+EventTimer::~EventTimer() {
+  cudaEventDestroy(static_cast<cudaEvent_t>(start_));
+  cudaEventDestroy(static_cast<cudaEvent_t>(stop_));
+}
+
+void EventTimer::start() {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(start_), static_cast<cudaStream_t>(stream_)), "cudaEventRecord");
+}
+
+double EventTimer::stop_ms() {
+  check(cudaEventRecord(static_cast<cudaEvent_t>(stop_), static_cast<cudaStream_t>(stream_)), "cudaEventRecord");
+  check(cudaEventSynchronize(static_cast<cudaEvent_t>(stop_)), "cudaEventSynchronize");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start_), static_cast<cudaEvent_t>(stop_)),
+        "cudaEventElapsedTime");
+  return ms;
+}
+
+L2Flusher::L2Flusher(int index) {
+  int l2 = 0;
+  check(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, index), "cudaDeviceGetAttribute");
+  bytes_ = 2 * static_cast<size_t>(std::max(l2, 1 << 20));
+  check(cudaMalloc(&buffer_, bytes_), "cudaMalloc");  // once, before any timed loop
+}
+
+L2Flusher::~L2Flusher() { cudaFree(buffer_); }
+
+void L2Flusher::flush(void* stream) {
+  value_ = (value_ + 1) & 0xff;  // a different value each time, so no write can be elided
+  check(cudaMemsetAsync(buffer_, value_, bytes_, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
+
+}  // namespace bench::kernels::cuda

@@ -1,0 +1,71 @@
+// defines: bench::kernels::cuda::DeviceFacts, device_count, describe_device, make_cuda_backend,
+// EventTimer, L2Flusher — the CUDA runtime pieces the harness measures with. Declared without CUDA
+// headers (CONTRIBUTING.md); defined in kernels/cuda/runtime.cu, so only a CUDA build links them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "caching_allocator.h"
+
+namespace bench::kernels::cuda {
+
+/// What a run stores about a GPU: identity, size, versions, and a measured ceiling.
+struct DeviceFacts {
+  int index = 0;
+  std::string name;
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+  size_t memory_bytes = 0;
+  size_t l2_bytes = 0;
+  int driver_version = 0;   ///< cudaDriverGetVersion, e.g. 12080
+  int runtime_version = 0;  ///< cudaRuntimeGetVersion
+  double copy_gbps = 0;     ///< measured device-to-device copy, bytes read + written per second / 1e9
+};
+
+/// CUDA devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without a driver.
+int device_count();
+
+/// Facts of device `index`, with its copy bandwidth measured (256 MiB cudaMemcpyAsync, median of
+/// 10 after a warm-up, timed with events). Throws std::runtime_error on a CUDA error.
+DeviceFacts describe_device(int index);
+
+/// cudaMalloc / cudaFree on device `index` (nullptr from allocate on cudaErrorMemoryAllocation).
+std::unique_ptr<AllocatorBackend> make_cuda_backend(int index);
+
+/// Times work on a stream with CUDA events: start(), enqueue, stop_ms() synchronizes on the stop
+/// event and returns the elapsed device time.
+class EventTimer {
+ public:
+  explicit EventTimer(void* stream = nullptr);
+  ~EventTimer();
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  void start();
+  double stop_ms();
+
+ private:
+  void* stream_;
+  void* start_ = nullptr;
+  void* stop_ = nullptr;
+};
+
+/// Evicts the L2 cache between timed repetitions, so that each repetition reads its inputs from
+/// memory as a real step would: writes a buffer twice the L2 size (allocated once, when made).
+class L2Flusher {
+ public:
+  explicit L2Flusher(int index);
+  ~L2Flusher();
+  L2Flusher(const L2Flusher&) = delete;
+  L2Flusher& operator=(const L2Flusher&) = delete;
+  void flush(void* stream = nullptr);
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* buffer_ = nullptr;
+  size_t bytes_ = 0;
+  int value_ = 0;
+};
+
+}  // namespace bench::kernels::cuda
