@@ -37,7 +37,7 @@ for f in "${sources[@]}" "${cuda_sources[@]}"; do
 done
 ok=1
 for p in "${pids[@]}"; do wait "$p" || ok=0; done
-if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lgomp >> "$log" 2>&1; then
+if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcublasLt -lgomp >> "$log" 2>&1; then
   echo "gpu-check: build failed, see $log" | tee -a "$log"
   tail -n 40 "$log"
   exit 1

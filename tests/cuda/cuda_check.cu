@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../kernels/cuda/gemm.cuh"
 #include "../../kernels/cuda/launchers.cuh"
 #include "../../kernels/device_runtime.h"
 
@@ -395,8 +396,6 @@ double copy_bandwidth() {
   return 2.0 * static_cast<double>(bytes) / (ms * 1e-3) * 1e-9;
 }
 
-}  // namespace
-
 /// The runtime pieces: the caching allocator on cudaMalloc reaches the driver only in the first of
 /// 20 identical steps; event timing and the L2 flush work; the device facts are sane.
 void check_runtime() {
@@ -427,6 +426,75 @@ void check_runtime() {
   g_rows.push_back({"device facts", "-", "measured D2D copy GB/s", f.copy_gbps, 0,
                     f.sm_count > 0 && f.memory_bytes > 0 && f.copy_gbps > 100 && f.copy_gbps < 20000});
 }
+
+/// cuBLASLt through kernels::cuda::Gemm against a float64 product of the same (stored) inputs.
+template <class T>
+void check_gemm(kernels::cuda::Gemm& g, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                kernels::cuda::Epilogue epi = kernels::cuda::Epilogue::kNone) {
+  using kernels::cuda::Epilogue;
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+  const auto a = random_vec<T>(static_cast<size_t>(m * k), 11), b = random_vec<T>(static_cast<size_t>(k * n), 12);
+  const auto bias = random_vec<T>(static_cast<size_t>(n), 13), c0 = random_vec<T>(static_cast<size_t>(m * n), 14);
+  Device<T> da(a), db(b), dbias(bias), dc(c0);
+  const float alpha = 0.5f, beta = 0.25f;
+  g.run<T>(ta, tb, m, n, k, alpha, da.get(), lda, db.get(), ldb, beta, dc.get(), ldc, nullptr, epi,
+           epi == Epilogue::kNone ? nullptr : dbias.get());
+  CUDA_OK(cudaDeviceSynchronize());
+  std::vector<double> ref(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += static_cast<double>(to_float(ta ? a[p * lda + i] : a[i * lda + p])) *
+               static_cast<double>(to_float(tb ? b[j * ldb + p] : b[p * ldb + j]));
+      double r = alpha * sum + beta * to_float(c0[i * ldc + j]);
+      if (epi != Epilogue::kNone) r += to_float(bias[j]);
+      if (epi == Epilogue::kReluBias) r = std::max(r, 0.0);
+      if (epi == Epilogue::kGeluBias) r = 0.5 * r * (1 + std::tanh(0.7978845608028654 * (r + 0.044715 * r * r * r)));
+      ref[i * n + j] = r;
+    }
+  const char* epi_name = epi == Epilogue::kNone       ? ""
+                         : epi == Epilogue::kBias     ? " +bias"
+                         : epi == Epilogue::kReluBias ? " +bias relu"
+                                                      : " +bias gelu";
+  const std::string what = std::string(ta ? "A^T" : "A") + (tb ? " B^T " : " B ") + std::to_string(m) + "x" +
+                           std::to_string(n) + "x" + std::to_string(k) + epi_name;
+  // float computes in float (no TF32); bf16 rounds its output to 8 bits of mantissa.
+  if constexpr (std::is_same_v<T, float>)
+    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, dc.host(), 1e-3, 1e-4);
+  else
+    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, dc.host(), 2e-2, 8e-3);
+}
+
+/// TFLOP/s of an n^3 GEMM: the ceiling MFU is measured against.
+template <class T>
+double gemm_tflops(kernels::cuda::Gemm& g, int64_t n) {
+  const auto a = random_vec<T>(static_cast<size_t>(n * n), 21), b = random_vec<T>(static_cast<size_t>(n * n), 22);
+  Device<T> da(a), db(b), dc(static_cast<size_t>(n * n));
+  const double ms =
+      time_ms([&] { g.run<T>(false, false, n, n, n, 1.f, da.get(), n, db.get(), n, 0.f, dc.get(), n, nullptr); }, 10);
+  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / (ms * 1e-3) * 1e-12;
+}
+
+double g_bf16_tflops = 0, g_f32_tflops = 0;
+
+void check_gemms() {
+  using kernels::cuda::Epilogue;
+  kernels::cuda::Gemm g;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      check_gemm<float>(g, ta, tb, 257, 513, 1024);
+      check_gemm<bf16>(g, ta, tb, 257, 513, 1024);
+    }
+  check_gemm<bf16>(g, false, true, 128, 1000, 768, Epilogue::kBias);
+  check_gemm<bf16>(g, false, true, 128, 1000, 768, Epilogue::kReluBias);
+  check_gemm<bf16>(g, false, true, 128, 1000, 768, Epilogue::kGeluBias);
+  check_gemm<float>(g, false, false, 64, 96, 33, Epilogue::kGeluBias);
+  g_bf16_tflops = gemm_tflops<bf16>(g, 8192);
+  g_f32_tflops = gemm_tflops<float>(g, 4096);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int count = 0;
@@ -471,6 +539,7 @@ int main(int argc, char** argv) {
   check_adamw_and_elementwise<bf16>();
 
   check_runtime();
+  check_gemms();
   const double copy = copy_bandwidth();
   bandwidth<float>();
   bandwidth<bf16>();
@@ -489,6 +558,11 @@ int main(int argc, char** argv) {
     out += line;
     failures += r.pass ? 0 : 1;
   }
+  std::snprintf(line, sizeof line,
+                "\n## GEMM ceiling (cuBLASLt, median of 10, L2 flushed)\n\nbf16 8192^3: %.0f TFLOP/s; float "
+                "4096^3 (no TF32): %.1f TFLOP/s\n",
+                g_bf16_tflops, g_f32_tflops);
+  out += line;
   std::snprintf(line, sizeof line,
                 "\n## Bandwidth (median of 20, L2 flushed; copy = cudaMemcpy D2D 1 GiB, read + write: %.0f GB/s)\n\n"
                 "| kernel | dtype | shape | median ms | GB/s | %% of copy |\n|---|---|---|---|---|---|\n",
