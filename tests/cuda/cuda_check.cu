@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../../kernels/cuda/flash_attention.cuh"
 #include "../../kernels/cuda/gemm.cuh"
 #include "../../kernels/cuda/launchers.cuh"
 #include "../../kernels/device_runtime.h"
@@ -75,6 +76,7 @@ class Device {
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
   T* get() const { return p_; }
+  size_t size() const { return n_; }
   std::vector<T> host() const {
     std::vector<T> v(n_);
     CUDA_OK(cudaMemcpy(v.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost));
@@ -476,6 +478,84 @@ double gemm_tflops(kernels::cuda::Gemm& g, int64_t n) {
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / (ms * 1e-3) * 1e-12;
 }
 
+/// Fills a device buffer with NaN (all bits set, in float and bf16 alike): an element a kernel
+/// fails to write then fails its comparison.
+template <class T>
+void poison(Device<T>& d) {
+  CUDA_OK(cudaMemset(d.get(), 0xff, std::max<size_t>(d.size(), 1) * sizeof(T)));
+}
+
+/// The flash attention forward against the float64 reference of kernels/attention.h on the same
+/// bf16 inputs: output, max logit and log-sum-exp per query.
+void check_flash(kernels::AttentionArgs a, const std::string& name) {
+  const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  const auto qkv = random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * width), 31);
+  std::vector<double> qkv64(qkv.size());
+  for (size_t i = 0; i < qkv.size(); ++i) qkv64[i] = to_float(qkv[i]);
+  std::vector<double> out_ref, max_ref;
+  kernels::attention_forward_reference(a, qkv64, out_ref, &max_ref);
+  // log-sum-exp of each query's logits, from the same formula.
+  std::vector<double> lse_ref(max_ref.size());
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      for (int64_t i = 0; i < a.seq; ++i) {
+        const int64_t g = h / (a.n_heads / a.n_kv_heads);
+        const int64_t hi = a.causal ? i + 1 : a.seq, lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+        const double m = max_ref[(b * a.n_heads + h) * a.seq + i];
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < a.d_head; ++d)
+            dot += qkv64[(b * a.seq + i) * width + h * a.d_head + d] *
+                   qkv64[(b * a.seq + j) * width + (a.n_heads + g) * a.d_head + d];
+          dot *= a.scale;
+          if (a.softcap > 0) dot = a.softcap * std::tanh(dot / a.softcap);
+          z += std::exp(dot - m);
+        }
+        lse_ref[(b * a.n_heads + h) * a.seq + i] = m + std::log(z);
+      }
+  Device<bf16> d_qkv(qkv), d_out(out_ref.size());
+  Device<float> d_max(max_ref.size()), d_lse(max_ref.size());
+  poison(d_out);
+  poison(d_max);
+  poison(d_lse);
+  CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, a, d_qkv.get(), d_out.get(), d_max.get(), d_lse.get()));
+  CUDA_OK(cudaDeviceSynchronize());
+  compare("flash attention", "bf16", name + " out", out_ref, d_out.host(), 2e-2, 2e-2);
+  compare("flash attention", "bf16", name + " max logit", max_ref, d_max.host(), 1e-3, 1e-3);
+  compare("flash attention", "bf16", name + " lse", lse_ref, d_lse.host(), 1e-3, 1e-3);
+}
+
+double g_flash_tflops = 0;
+
+void check_flash_all() {
+  kernels::AttentionArgs a{};
+  a = {2, 257, 4, 4, 64, 0.125};
+  check_flash(a, "MHA T=257 dh=64");
+  a = {1, 300, 8, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 100;
+  check_flash(a, "GQA 8/2 T=300 dh=128 window=100");
+  a = {2, 128, 4, 1, 64, 0.5};
+  a.causal = false;
+  a.softcap = 5;
+  check_flash(a, "MQA non-causal dh=64 softcap=5");
+  a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.softcap = 30;
+  check_flash(a, "MHA T=1000 dh=128 softcap=30");
+  // Speed: B=4, H=16, T=4096, dh=128, causal (half of the 4 B H T^2 dh FLOPs of a full product).
+  kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
+  const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
+  const auto qkv = random_vec<bf16>(static_cast<size_t>(big.batch * big.seq * width), 32);
+  Device<bf16> d_qkv(qkv), d_out(static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head));
+  const double ms = time_ms(
+      [&] {
+        CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, big, d_qkv.get(), d_out.get(), nullptr, nullptr));
+      },
+      10);
+  const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
+  g_flash_tflops = flops / (ms * 1e-3) * 1e-12;
+}
+
 double g_bf16_tflops = 0, g_f32_tflops = 0;
 
 void check_gemms() {
@@ -540,6 +620,7 @@ int main(int argc, char** argv) {
 
   check_runtime();
   check_gemms();
+  check_flash_all();
   const double copy = copy_bandwidth();
   bandwidth<float>();
   bandwidth<bf16>();
@@ -560,8 +641,9 @@ int main(int argc, char** argv) {
   }
   std::snprintf(line, sizeof line,
                 "\n## GEMM ceiling (cuBLASLt, median of 10, L2 flushed)\n\nbf16 8192^3: %.0f TFLOP/s; float "
-                "4096^3 (no TF32): %.1f TFLOP/s\n",
-                g_bf16_tflops, g_f32_tflops);
+                "4096^3 (no TF32): %.1f TFLOP/s\n\nflash attention forward, bf16, B=4 H=16 T=4096 dh=128 causal: "
+                "%.0f TFLOP/s\n",
+                g_bf16_tflops, g_f32_tflops, g_flash_tflops);
   out += line;
   std::snprintf(line, sizeof line,
                 "\n## Bandwidth (median of 20, L2 flushed; copy = cudaMemcpy D2D 1 GiB, read + write: %.0f GB/s)\n\n"

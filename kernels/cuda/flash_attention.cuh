@@ -1,0 +1,24 @@
+// defines: bench::kernels::cuda::flash_attention_forward — fused causal attention on the tensor
+// cores, the CUDA path of kernels/attention.h's forward
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "../attention.h"
+
+namespace bench::kernels::cuda {
+
+/// Flash-style attention forward (online softmax over key tiles, nothing of size T^2 in memory),
+/// with the contract of kernels::attention_forward: qkv holds fused rows [B*T, (H + 2 Hkv) * dh]
+/// (Q heads, then K heads, then V heads), out is [B*T, H*dh]; query head h reads kv head
+/// h / (H / Hkv). Causal or not, sliding window, logit soft-cap. row_max [B, H, T] receives each
+/// query's largest logit (after scale and soft-cap: the stability runner's max attention logit)
+/// and lse [B, H, T] the log-sum-exp of its logits (what a backward needs); either may be null.
+///
+/// bf16 in and out, Q K^T and P V on the tensor cores (mma.sync m16n8k16, float accumulation),
+/// the softmax in float. d_head 64 or 128. Dropout is not implemented here: dropout > 0, another
+/// d_head or a window with causal = false return cudaErrorNotSupported without launching.
+cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
+                                    float* row_max, float* lse);
+
+}  // namespace bench::kernels::cuda
