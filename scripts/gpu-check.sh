@@ -2,8 +2,10 @@
 # The prepared device check (run on a lent GPU machine, see /work/.library/device): builds the
 # CUDA executor's kernels and tests/cuda/cuda_check.cu with nvcc alone (the GPU machine has CUDA
 # but not the project's Debian packages), checks every CUDA launcher against the CPU executor in
-# float and bf16, times the row kernels at hidden 4096, and writes the table to $OUT.
-# Finishes in about two minutes on an H200.
+# float and bf16, the cuBLASLt GEMM and the flash attention forward against float64 references,
+# the caching allocator, event timing and L2 flush; measures the GEMM ceiling, the flash attention
+# rate and the row kernels' bandwidth at hidden 4096, and writes the table to $OUT. Expected to
+# finish in a few minutes on an H200 (the last version that ran there took about two).
 #
 #   OUT=/tmp/out scripts/gpu-check.sh
 set -uo pipefail

@@ -1,10 +1,12 @@
-// GPU check of the CUDA executor: each tile kernel's CUDA launcher against its CPU launcher on
-// the same random inputs (float and bf16 storage), then the bandwidth of the row kernels at
-// hidden 4096 against the device's measured copy bandwidth.
+// GPU check of the CUDA path: each tile kernel's CUDA launcher against its CPU launcher on the
+// same random inputs (float and bf16 storage), the cuBLASLt GEMM and the flash attention forward
+// against float64 references, the runtime pieces (caching allocator, events, L2 flush, device
+// facts), then the GEMM ceiling, the flash attention rate and the bandwidth of the row kernels at
+// hidden 4096 against the device's measured copy bandwidth. Every output buffer starts as NaN.
 //
 //   cuda_check [OUT.md]     exit 0: all match, 1: a mismatch or CUDA error, 77: no GPU
 //
-// Standalone on purpose (CUDA runtime, libgomp and the kernel sources only), so that
+// Standalone on purpose (CUDA runtime, cuBLASLt, libgomp and the kernel sources only), so that
 // scripts/gpu-check.sh can build it with nvcc on a machine without the project's Debian packages.
 #include <cuda_runtime.h>
 
@@ -68,7 +70,12 @@ std::vector<T> random_vec(size_t n, unsigned seed, float scale = 1.0f, float shi
 template <class T>
 class Device {
  public:
-  explicit Device(size_t n) : n_(n) { CUDA_OK(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T))); }
+  /// n elements, poisoned: all bits set (NaN in float and bf16), so an element a kernel fails to
+  /// write fails its comparison.
+  explicit Device(size_t n) : n_(n) {
+    CUDA_OK(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)));
+    CUDA_OK(cudaMemset(p_, 0xff, std::max<size_t>(n, 1) * sizeof(T)));
+  }
   explicit Device(const std::vector<T>& v) : Device(v.size()) {
     CUDA_OK(cudaMemcpy(p_, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
   }
@@ -478,13 +485,6 @@ double gemm_tflops(kernels::cuda::Gemm& g, int64_t n) {
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / (ms * 1e-3) * 1e-12;
 }
 
-/// Fills a device buffer with NaN (all bits set, in float and bf16 alike): an element a kernel
-/// fails to write then fails its comparison.
-template <class T>
-void poison(Device<T>& d) {
-  CUDA_OK(cudaMemset(d.get(), 0xff, std::max<size_t>(d.size(), 1) * sizeof(T)));
-}
-
 /// The flash attention forward against the float64 reference of kernels/attention.h on the same
 /// bf16 inputs: output, max logit and log-sum-exp per query.
 void check_flash(kernels::AttentionArgs a, const std::string& name) {
@@ -516,9 +516,6 @@ void check_flash(kernels::AttentionArgs a, const std::string& name) {
       }
   Device<bf16> d_qkv(qkv), d_out(out_ref.size());
   Device<float> d_max(max_ref.size()), d_lse(max_ref.size());
-  poison(d_out);
-  poison(d_max);
-  poison(d_lse);
   CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, a, d_qkv.get(), d_out.get(), d_max.get(), d_lse.get()));
   CUDA_OK(cudaDeviceSynchronize());
   compare("flash attention", "bf16", name + " out", out_ref, d_out.host(), 2e-2, 2e-2);
