@@ -20,7 +20,7 @@ size_t round_up(size_t bytes) {
   return (b + CachingAllocator::kRoundBytes - 1) / CachingAllocator::kRoundBytes * CachingAllocator::kRoundBytes;
 }
 
-std::string mib(size_t bytes) { return std::to_string(bytes / (1024 * 1024)) + " MiB"; }
+std::string mib(size_t bytes) { return std::to_string(bytes / (size_t{1024} * 1024)) + " MiB"; }
 
 }  // namespace
 
