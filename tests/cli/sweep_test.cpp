@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -313,6 +314,30 @@ TEST(Sweep, ResumeAutoDoesNothingForACompletedShardAndBadShardsAreRefused) {
     EXPECT_NE(r.err.find("--shard"), std::string::npos) << r.err;
   }
   EXPECT_EQ(bench("--db " + db + " run " + s.exp + " --sweep x").code, 2) << "--sweep without --shard";
+}
+
+TEST(Sweep, AShardIsRefusedForItsOwnCasesThatDoNotFit) {
+  // Two cases, one far too large for any host: the shard that holds it is refused naming it, the
+  // other shard runs; with --jobs the memory of each process at once is counted.
+  const std::string dir = fresh_dir("sweep_memory");
+  const std::string exp = dir + "/mem.toml";
+  std::ofstream(exp) << "name = \"mem\"\nseed = 1\nthreads = 1\n"
+                        "[model]\nd_model = [32, 65536]\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 2\n"
+                        "[data]\ntype = \"synthetic\"\n[stability]\nsteps = 2\n";
+  int refused = 0, ran = 0;
+  for (const char* shard : {"0/2", "1/2"}) {
+    const auto r = bench("--db " + dir + "/m.db run " + exp + " --shard " + shard + " --jobs 2");
+    if (r.code == 2) {
+      ++refused;
+      EXPECT_NE(r.err.find("d_model=65536"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    } else {
+      EXPECT_EQ(r.code, 0) << r.err;
+      ++ran;
+    }
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(ran, 1);
 }
 
 TEST(Sweep, EveryLoadedPluginIsStoredWithItsPathAndSha256) {

@@ -293,17 +293,17 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     if (!o.shard.empty()) shard = parse_shard(o.shard);
     p = prepare(o.file, o.device);
     if (o.threads < 0 && p.file.threads > 0) tile::set_num_threads(static_cast<int>(p.file.threads));
-    if (shard && o.child_run == 0) {
+    if (o.child_run > 0) {
+      // A child of --isolate / --jobs: only its own case (the parent checked the rest).
+      std::vector<bool> mine(p.cases.size());
+      for (size_t i = 0; i < p.cases.size(); ++i) mine[i] = p.cases[i].ordinal == o.child_case;
+      p.keep_only(mine);
+    } else if (shard) {
       sweep_cases = static_cast<int64_t>(p.cases.size());
       const std::vector<int64_t> owner = shard_of(p.cases, p.resolved, shard->count);
-      Prepared kept;
-      for (size_t i = 0; i < p.cases.size(); ++i)
-        if (owner[i] == shard->index) {
-          kept.cases.push_back(p.cases[i]);
-          kept.resolved.push_back(p.resolved[i]);
-        }
-      p.cases = std::move(kept.cases);
-      p.resolved = std::move(kept.resolved);
+      std::vector<bool> mine(owner.size());
+      for (size_t i = 0; i < owner.size(); ++i) mine[i] = owner[i] == shard->index;
+      p.keep_only(mine);
       sweep = o.sweep.empty() ? default_sweep_id(p.file.name, p.file.text, shard->count) : o.sweep;
     }
   } catch (const std::exception& e) {
@@ -327,16 +327,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
                   mib(static_cast<double>(avail)) + " available)");
   }
   try {
-    if (at_once > 1) {
-      Prepared all_at_once;
-      all_at_once.file = p.file;
-      all_at_once.max_model_bytes = p.max_model_bytes * static_cast<size_t>(at_once);
-      all_at_once.max_model_case = p.max_model_case;
-      all_at_once.cases = p.cases;
-      check_memory(all_at_once, avail);
-    } else {
-      check_memory(p, avail);
-    }
+    check_memory(p, avail, at_once);
   } catch (const std::exception& e) {
     print_error(e);
     return kBadInput;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -33,14 +34,31 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
     validate_case(rc, *p.registry);
     p.resolved.push_back(std::move(rc));
   }
-  for (size_t i = 0; i < p.resolved.size(); ++i) {
-    const size_t bytes = Model::estimate_bytes(p.resolved[i].model, *p.registry);
-    if (bytes > p.max_model_bytes) {
-      p.max_model_bytes = bytes;
-      p.max_model_case = i;
-    }
-  }
+  for (const auto& rc : p.resolved) p.model_bytes.push_back(Model::estimate_bytes(rc.model, *p.registry));
+  p.keep_only(std::vector<bool>(p.cases.size(), true));
   return p;
+}
+
+void Prepared::keep_only(const std::vector<bool>& keep) {
+  std::vector<Case> kept_cases;
+  std::vector<ResolvedCase> kept_resolved;
+  std::vector<size_t> kept_bytes;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (!keep.at(i)) continue;
+    kept_cases.push_back(std::move(cases[i]));
+    kept_resolved.push_back(std::move(resolved[i]));
+    kept_bytes.push_back(model_bytes[i]);
+  }
+  cases = std::move(kept_cases);
+  resolved = std::move(kept_resolved);
+  model_bytes = std::move(kept_bytes);
+  max_model_bytes = 0;
+  max_model_case = 0;
+  for (size_t i = 0; i < model_bytes.size(); ++i)
+    if (model_bytes[i] > max_model_bytes) {
+      max_model_bytes = model_bytes[i];
+      max_model_case = i;
+    }
 }
 
 size_t available_memory() {
@@ -59,14 +77,16 @@ std::string mib(double bytes) {
   return buf;
 }
 
-void check_memory(const Prepared& p, size_t available) {
-  if (p.max_model_bytes <= available || p.cases.empty()) return;
+void check_memory(const Prepared& p, size_t available, int64_t processes) {
+  const size_t need = p.max_model_bytes * static_cast<size_t>(std::max<int64_t>(1, processes));
+  if (need <= available || p.cases.empty()) return;
   const Case& c = p.cases[p.max_model_case];
+  const std::string what = processes > 1 ? std::to_string(processes) + " processes at once of case " : "case ";
   throw ConfigError(SourceLoc{p.file.path, 0, 0, ""},
-                    "case " + std::to_string(c.ordinal) + " (" + c.runner + " " + c.label + ") needs " +
-                        mib(static_cast<double>(p.max_model_bytes)) + " but only " +
-                        mib(static_cast<double>(available)) +
-                        " of memory is available; make the model or the batch smaller");
+                    what + std::to_string(c.ordinal) + " (" + c.runner + " " + c.label + ") need" +
+                        (processes > 1 ? " " : "s ") + mib(static_cast<double>(need)) + " but only " +
+                        mib(static_cast<double>(available)) + " of memory is available; make the model or the batch " +
+                        (processes > 1 ? "smaller, or run fewer --jobs" : "smaller"));
 }
 
 void print_error(const std::exception& e) { std::fprintf(stderr, "%s\n", e.what()); }

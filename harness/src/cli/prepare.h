@@ -20,8 +20,13 @@ struct Prepared {
   std::string device_note;  ///< why
   std::vector<Case> cases;
   std::vector<ResolvedCase> resolved;
-  size_t max_model_bytes = 0;  ///< largest case, measured by a dry set-up
-  size_t max_model_case = 0;   ///< index in `cases` of that case
+  std::vector<size_t> model_bytes;  ///< per case, measured by a dry set-up
+  size_t max_model_bytes = 0;       ///< largest case
+  size_t max_model_case = 0;        ///< index in `cases` of that case
+
+  /// Keeps only the cases whose `keep` flag is set (by position), with their resolved settings and
+  /// sizes, and the largest of them.
+  void keep_only(const std::vector<bool>& keep);
 };
 
 /// Everything before the first case runs. Throws ConfigError / Error.
@@ -33,9 +38,10 @@ size_t available_memory();
 /// "123.4 MiB".
 std::string mib(double bytes);
 
-/// Throws ConfigError naming the file and the largest case when it needs more than `available`
-/// bytes: checked before anything runs or is stored.
-void check_memory(const Prepared& p, size_t available);
+/// Throws ConfigError naming the file and the largest case when `processes` of it at once (the
+/// processes of `bench run --jobs`) need more than `available` bytes: checked before anything runs
+/// or is stored.
+void check_memory(const Prepared& p, size_t available, int64_t processes = 1);
 
 /// Print an error as one line "bench: <what>" (or "file:line:col: message") to stderr.
 void print_error(const std::exception& e);
