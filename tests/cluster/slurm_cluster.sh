@@ -142,9 +142,24 @@ wait_reaped() {
 
 STOPPED_PIDS=()
 
+# wait_gone TENTHS: waits up to TENTHS x 0.1 s until none of stop_daemon's pids (its locals
+# pids, name, pat) is alive; records them as stopped and returns 0, else returns 1.
+wait_gone() {
+    local i p alive
+    for ((i = 0; i < $1; i++)); do
+        alive=0
+        for p in "${pids[@]}"; do
+            proc_matches "$p" "$name" "$pat" && alive=1
+        done
+        if ((!alive)); then STOPPED_PIDS+=("${pids[@]}"); return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
 # stop_daemon NAME PIDFILE PATTERN: SIGTERM, wait, SIGKILL if needed.
 stop_daemon() {
-    local name=$1 pidfile=$2 pat=$3 pids=() p i alive
+    local name=$1 pidfile=$2 pat=$3 pids=() p
     if [[ -s $pidfile ]]; then
         p=$(tr -dc '0-9' <"$pidfile" || true)
         if [[ -n $p ]] && proc_matches "$p" "$name" "$pat"; then
@@ -159,26 +174,12 @@ stop_daemon() {
     ((${#pids[@]})) || return 0
     log "stopping $name (pid ${pids[*]})"
     kill -TERM "${pids[@]}" 2>/dev/null || true
-    for ((i = 0; i < 150; i++)); do
-        alive=0
-        for p in "${pids[@]}"; do
-            proc_matches "$p" "$name" "$pat" && alive=1
-        done
-        if ((!alive)); then STOPPED_PIDS+=("${pids[@]}"); return 0; fi
-        sleep 0.1
-    done
+    wait_gone 150 && return 0
     log "$name did not exit on SIGTERM, sending SIGKILL"
     for p in "${pids[@]}"; do
         if proc_matches "$p" "$name" "$pat"; then kill -KILL "$p" 2>/dev/null || true; fi
     done
-    for ((i = 0; i < 50; i++)); do
-        alive=0
-        for p in "${pids[@]}"; do
-            proc_matches "$p" "$name" "$pat" && alive=1
-        done
-        if ((!alive)); then STOPPED_PIDS+=("${pids[@]}"); return 0; fi
-        sleep 0.1
-    done
+    wait_gone 50 && return 0
     log "warning: $name (pid ${pids[*]}) still alive"
 }
 
