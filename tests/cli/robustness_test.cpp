@@ -3,10 +3,12 @@
 // and a learning rate that makes training diverge.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -93,6 +95,55 @@ TEST(Robustness, TerminateMarksTheRunInterruptedAndExits143) {
   EXPECT_EQ(s.query("SELECT status FROM runs").rows.at(0).at(0).as_string(), "interrupted");
   EXPECT_EQ(s.query("SELECT error FROM runs").rows.at(0).at(0).as_string(), "interrupted by signal");
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'completed'"), 2);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'interrupted'"), 1);
+}
+
+/// The signals blocked by thread `tid` of process `pid`, from /proc (SigBlk, a hex mask: bit n-1
+/// is signal n).
+uint64_t blocked_signals(pid_t pid, const std::string& tid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + tid + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+  return 0;
+}
+
+/// Debian's oneDNN runs its JIT GEMM kernels with rsp pointing into the heap, so a signal handled
+/// on a thread running one corrupts the heap (oneDNN issue #4845; it made Ctrl-C abort the
+/// process about once in thirty). No thread of a training run, parent or --jobs child, may
+/// handle SIGINT or SIGTERM: every one blocks them and one thread takes them with sigwait.
+TEST(Robustness, NoThreadOfATrainingRunHandlesTheStopSignals) {
+  const std::string exp = test::write_temp("mask.toml", tiny(100000));
+  const std::string db = fresh_db("mask.db");
+  const pid_t pid = start_run(db, exp, {"--jobs", "1", "--threads", "2"});
+  wait_for_cases(db, 2);
+  usleep(500 * 1000);  // the child trains its stability case
+  constexpr uint64_t kStop = (uint64_t{1} << (SIGINT - 1)) | (uint64_t{1} << (SIGTERM - 1));
+  std::vector<pid_t> processes = {pid};
+  {
+    std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+    for (pid_t c = 0; children >> c;) processes.push_back(c);
+  }
+  ASSERT_EQ(processes.size(), 2U) << "the --jobs child is not running";
+  for (const pid_t p : processes) {
+    size_t threads = 0, waiting = 0;
+    for (const auto& t : std::filesystem::directory_iterator("/proc/" + std::to_string(p) + "/task")) {
+      const std::string tid = t.path().filename().string();
+      ++threads;
+      if ((blocked_signals(p, tid) & kStop) == kStop) continue;
+      // While a thread waits in sigwait the kernel shows the signals it waits for as unblocked.
+      std::ifstream sys("/proc/" + std::to_string(p) + "/task/" + tid + "/syscall");
+      long nr = -1;
+      sys >> nr;
+      EXPECT_EQ(nr, SYS_rt_sigtimedwait) << "process " << p << " thread " << tid << " can run a signal handler";
+      ++waiting;
+    }
+    EXPECT_GE(threads, 3U) << "process " << p;  // main, the signal thread, an OpenMP worker
+    EXPECT_EQ(waiting, 1U) << "process " << p;
+  }
+  kill(pid, SIGINT);
+  EXPECT_EQ(exit_code(pid), 130);
+  store::Store s(db, store::Store::Mode::kReadOnly);
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'interrupted'"), 1);
 }
 

@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +23,7 @@
 #include "bench/value.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
+#include "cli/signals.h"
 #include "experiment/resolve.h"
 #include "experiment/shard.h"
 #include "kernels/tile/parallel.h"
@@ -37,23 +37,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<int> g_signal{0};
-
-extern "C" void on_signal(int sig) {
-  if (g_stop.exchange(true)) {
-    std::signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
-    std::raise(sig);
-    return;
-  }
-  g_signal = sig;
-}
-
-/// A child of --isolate / --jobs may get the same stop twice — from the terminal's process group
-/// and from its parent passing it on, or from Slurm signalling every process of a job — and must
-/// still store its case as interrupted: it only notes the signal.
-extern "C" void on_signal_in_child(int sig) {
-  g_signal = sig;
-  g_stop = true;
-}
 
 std::string hostname() {
   char buf[256] = {0};
@@ -216,7 +199,8 @@ pid_t start_child(const GlobalOptions& g, const RunOptions& o, int64_t run_id, i
   const bool pin = slot != nullptr && slot->pinned && sched_getaffinity(0, sizeof mine, &mine) == 0;
   if (pin) sched_setaffinity(0, sizeof slot->cpus, &slot->cpus);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), envp.data());
+  const SpawnSignals attrs;
+  const int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, attrs.get(), argv.data(), envp.data());
   if (pin) sched_setaffinity(0, sizeof mine, &mine);
   if (rc != 0) throw Error("cannot start a child process for case " + std::to_string(ordinal));
   return pid;
@@ -234,8 +218,10 @@ int run_isolated_child(const GlobalOptions& g, const RunOptions& o, const Prepar
   try {
     store::Store db(g.db);
     const DeviceInfo device = o.child_device.empty() ? describe_cpu(p.device_note) : device_from_json(o.child_device);
-    std::signal(SIGINT, on_signal_in_child);
-    std::signal(SIGTERM, on_signal_in_child);
+    // A child may get the same stop twice — from the terminal's process group and from its parent
+    // passing it on, or from Slurm signalling every process of a job — and must still store its
+    // case as interrupted: it only notes the signal.
+    arm_stop(&g_stop, &g_signal, false);
     const std::string db_dir = std::filesystem::absolute(g.db).parent_path().string();
     RunnerEnv env{
         *p.registry, device,
@@ -442,8 +428,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     return kBadInput;
   }
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  arm_stop(&g_stop, &g_signal, true);  // a second Ctrl-C stops at once
   int failed = 0;
   std::vector<GridCase> grid;
   // What lr_grid_metrics needs of a stored stability case.
@@ -598,8 +583,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   }
   db->finish_run(run_id, interrupted ? "interrupted" : (failed ? "failed" : "completed"),
                  interrupted ? "interrupted by signal" : (failed ? std::to_string(failed) + " case(s) failed" : ""));
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  disarm_stop();
   try {
     const auto fmt = report::parse_format(o.format).value_or(report::Format::kTable);
     std::fputs(report::render_results(*db, run_id, fmt).c_str(), stdout);

@@ -15,6 +15,7 @@
 #include "bench/error.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
+#include "cli/signals.h"
 #include "experiment/shard.h"
 #include "store/sha256.h"
 #include "store/store.h"
@@ -60,7 +61,8 @@ std::string capture(const std::vector<std::string>& argv) {
   for (auto& a : args) raw.push_back(a.data());
   raw.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, raw[0], &actions, nullptr, raw.data(), environ);
+  const SpawnSignals attrs;
+  const int rc = posix_spawnp(&pid, raw[0], &actions, attrs.get(), raw.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   std::string out;

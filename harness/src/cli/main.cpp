@@ -5,9 +5,11 @@
 
 #include "bench/build_info.h"
 #include "cli/commands.h"
+#include "cli/signals.h"
 
 int main(int argc, char** argv) {
   using namespace bench::cli;
+  start_signal_thread();  // first: every thread started later inherits the blocked SIGINT and SIGTERM
   CLI::App app{"bench: ablation benchmarks of transformer architecture variants (throughput and stability)"};
   app.require_subcommand(1);
   app.fallthrough();
