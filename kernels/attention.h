@@ -1,6 +1,6 @@
 // defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
 //          attention_backward (CPU: GEMM + the masked softmax kernels), and the float64
-//          reference attention_forward_reference
+//          references attention_forward_reference, attention_backward_reference
 //
 // Sections, in order: 1. float64 reference  2. tile programs (only the dropout of probability
 // blocks: the rest is built from gemm and the softmax kernels; the CUDA path is a
@@ -94,6 +94,70 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
           for (int64_t d = 0; d < dh; ++d) o[d] += pj * v[d];
         }
         if (row_max != nullptr) (*row_max)[(b * n_h + h) * n_t + t] = m;
+      }
+    }
+}
+
+/// float64 reference of attention_backward, per head and per query, straight from the formulas
+/// above (probabilities recomputed): dqkv [B*T, (H + 2 Hkv) dh] receives dQ, and dK, dV summed over
+/// the query heads of each kv head; nothing else is needed from the forward.
+inline void attention_backward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
+                                         const std::vector<double>& dout, std::vector<double>& dqkv) {
+  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
+  const int64_t width = (n_h + 2 * n_kv) * dh;
+  dqkv.assign(qkv.size(), 0.0);
+  std::vector<double> capped(static_cast<size_t>(n_t)), p(static_cast<size_t>(n_t)), dp(static_cast<size_t>(n_t));
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < n_h; ++h) {
+      const int64_t g = h / (n_h / n_kv);
+      const auto row = [&](int64_t t, int64_t head) { return (b * n_t + t) * width + head * dh; };
+      for (int64_t t = 0; t < n_t; ++t) {
+        const int64_t hi = a.causal ? t + 1 : n_t;
+        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+        const double* q = &qkv[row(t, h)];
+        const double* d_o = &dout[(b * n_t + t) * n_h * dh + h * dh];
+        double m = -HUGE_VAL;
+        for (int64_t j = lo; j < hi; ++j) {
+          const double* k = &qkv[row(j, n_h + g)];
+          double s = 0;
+          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
+          s *= a.scale;
+          capped[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
+          m = std::max(m, capped[j]);
+        }
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) z += std::exp(capped[j] - m);
+        // dP of the undropped probabilities: dO . v_j times the mask's keep / (1 - p).
+        double dot_pdp = 0;
+        for (int64_t j = lo; j < hi; ++j) {
+          p[j] = std::exp(capped[j] - m) / z;
+          double keep = 1;
+          if (a.dropout > 0)
+            keep = dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
+                       ? 1 / (1 - a.dropout)
+                       : 0.0;
+          const double* v = &qkv[row(j, n_h + n_kv + g)];
+          double* dv = &dqkv[row(j, n_h + n_kv + g)];
+          double dpj = 0;
+          for (int64_t d = 0; d < dh; ++d) {
+            dpj += d_o[d] * v[d];
+            dv[d] += p[j] * keep * d_o[d];
+          }
+          dp[j] = dpj * keep;
+          dot_pdp += p[j] * dp[j];
+        }
+        double* dq = &dqkv[row(t, h)];
+        for (int64_t j = lo; j < hi; ++j) {
+          double ds = p[j] * (dp[j] - dot_pdp);
+          if (a.softcap > 0) ds *= 1 - (capped[j] / a.softcap) * (capped[j] / a.softcap);
+          ds *= a.scale;
+          const double* k = &qkv[row(j, n_h + g)];
+          double* dk = &dqkv[row(j, n_h + g)];
+          for (int64_t d = 0; d < dh; ++d) {
+            dq[d] += ds * k[d];
+            dk[d] += ds * q[d];
+          }
+        }
       }
     }
 }

@@ -137,6 +137,19 @@ TEST_P(AttentionTest, BackwardMatchesFiniteDifferences) {
   EXPECT_TRUE(all_near(to_double(rf.dqkv), rd.dqkv, 2e-5, 1e-4));
 }
 
+// The float64 backward reference (what the CUDA flash backward is checked against) against the
+// CPU kernel, itself checked by finite differences above.
+TEST_P(AttentionTest, BackwardMatchesFloat64Reference) {
+  const auto& [name, a, backend] = GetParam();
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 4, 1.5);
+  const auto dout = random_vector(static_cast<size_t>(out_size(a)), 5);
+  std::vector<double> ref;
+  attention_backward_reference(a, qkv, dout, ref);
+  const auto rd = run<double>(exec, a, qkv, &dout);
+  EXPECT_TRUE(all_near(rd.dqkv, ref, 1e-12, 1e-10));
+}
+
 TEST_P(AttentionTest, GroupedEqualsRepeatedKvHeads) {
   const auto& [name, a, backend] = GetParam();
   if (a.n_kv_heads == a.n_heads) GTEST_SKIP() << "already multi-head";
