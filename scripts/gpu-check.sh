@@ -2,10 +2,13 @@
 # The prepared device check (run on a lent GPU machine, see /work/.library/device): builds the
 # CUDA executor's kernels and tests/cuda/cuda_check.cu with nvcc alone (the GPU machine has CUDA
 # but not the project's Debian packages), checks every CUDA launcher against the CPU executor in
-# float and bf16, the cuBLASLt GEMM and the flash attention forward against float64 references,
-# the caching allocator, event timing and L2 flush; measures the GEMM ceiling, the flash attention
-# rate and the row kernels' bandwidth at hidden 4096, and writes the table to $OUT. Expected to
-# finish in a few minutes on an H200 (the last version that ran there took about two).
+# float and bf16, the cuBLASLt GEMM and the flash attention forward and backward against float64
+# references, the caching allocator, event timing and L2 flush; measures the GEMM ceiling, the
+# flash attention rates, and the bandwidth of the row kernels, RoPE and AdamW at hidden 4096, and
+# writes the table to $OUT; then, where python3 has PyTorch, scripts/torch_baseline.py puts
+# PyTorch eager, torch.compile and SDPA's flash and cuDNN attention beside those figures
+# ($OUT/torch-baseline.md). Bounded at about 7 minutes by its timeouts; expected to take 4 to 5
+# on an H200.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh
 set -uo pipefail
@@ -44,8 +47,13 @@ if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcub
   tail -n 40 "$log"
   exit 1
 fi
-timeout 420 "$build/cuda_check" "$out/gpu-check.md" 2>&1 | tee -a "$log"
+timeout 300 "$build/cuda_check" "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 rm -rf "$build"
+# PyTorch eager / torch.compile / SDPA (flash, cuDNN) on the same shapes, where python3 has torch.
+if python3 -c "import torch" > /dev/null 2>&1; then
+  timeout 240 python3 scripts/torch_baseline.py --bench "$out/gpu-check.json" --out "$out" 2>&1 | tail -n 40 >> "$log"
+  echo "gpu-check: torch_baseline exit ${PIPESTATUS[0]}; table in $out/torch-baseline.md" | tee -a "$log"
+fi
 echo "gpu-check: exit $status; table in $out/gpu-check.md" | tee -a "$log"
 exit "$status"

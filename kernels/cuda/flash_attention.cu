@@ -1,4 +1,6 @@
-// Flash attention forward (kernels/cuda/flash_attention.cuh). One thread block of 4 warps takes 64
+// Flash attention forward and backward (kernels/cuda/flash_attention.cuh).
+//
+// Forward: one thread block of 4 warps takes 64
 // queries of one (batch, head); each warp owns 16 of them. For every tile of 64 keys the block
 // stages K and V in shared memory, each warp computes its 16 x 64 scores with mma.sync, masks,
 // soft-caps and folds them into a running max and sum (online softmax), and accumulates P V with
@@ -9,6 +11,16 @@
 // a2 = (g, 2t+8..), a3 = (g+8, 2t+8..); B (16x8, k x n) b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g);
 // C (16x8) c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1). Two bf16 per 32-bit register, the lower
 // index in the lower half.
+//
+// Backward (FlashAttention-2's order): a first kernel computes D = rowsum(dO * O) per query and
+// zeroes the float dQ accumulator; the main kernel gives each block 64 keys of one (batch, kv
+// head): it keeps K and V in shared memory and dK, dV in registers (each warp 16 keys), and walks
+// every query head of the group and every query tile that can see its keys, recomputing
+// S^T = K Q^T and P^T = exp(S^T - lse), then dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D)
+// (times the soft-cap's derivative and the scale), dK += dS^T Q; dS goes through shared memory
+// as [query][key] for dQ = dS K, added to the accumulator with atomics; a last kernel rounds dQ
+// to bf16 into dqkv. Nothing of size T^2 is stored, and dK, dV need no atomics: one block owns
+// them, summed over the group's query heads.
 #include <cstdint>
 
 #include "flash_attention.cuh"
@@ -190,6 +202,234 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Backward
+// ---------------------------------------------------------------------------------------------
+
+/// D[row] = sum_d dO[row, d] O[row, d] for rows (b, h, t) in [B, H, T] order, one warp per row;
+/// also zeroes the row's dQ accumulator.
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward_prep(const uint16_t* __restrict__ out, const uint16_t* __restrict__ dout, float* __restrict__ dvec,
+                        float* __restrict__ dq_accum, int64_t n_t, int n_h, int64_t rows) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  if (row >= rows) return;
+  const int64_t bh = row / n_t, tq = row % n_t, b = bh / n_h, h = bh % n_h;
+  const int64_t off = (b * n_t + tq) * n_h * D + h * D;
+  float acc = 0.f;
+  for (int d = lane; d < D; d += 32)
+    acc += tile::bf16_to_float(tile::bf16{out[off + d]}) * tile::bf16_to_float(tile::bf16{dout[off + d]});
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) dvec[row] = acc;
+  for (int d = lane; d < D; d += 32) dq_accum[row * D + d] = 0.f;
+}
+
+/// Shared memory of flash_backward<D>: K, V, Q, dO tiles, dS as [query][key] (padded), lse and D.
+template <int D>
+constexpr size_t backward_smem_bytes() {
+  return (2 * kBlockN + 2 * kBlockM) * D * sizeof(uint16_t) + kBlockM * (kBlockN + 8) * sizeof(uint16_t) +
+         2 * kBlockM * sizeof(float);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
+                   const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
+                   int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  auto* k_s = reinterpret_cast<uint16_t(*)[D]>(smem);
+  auto* v_s = k_s + kBlockN;
+  auto* q_s = v_s + kBlockN;
+  auto* do_s = q_s + kBlockM;
+  auto* ds_s = reinterpret_cast<uint16_t(*)[kBlockN + 8]>(do_s + kBlockM);
+  auto* lse_s = reinterpret_cast<float*>(ds_s + kBlockM);
+  float* d_s = lse_s + kBlockM;
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBlockN;
+  const int bkv = blockIdx.y, b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
+  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
+  const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
+  const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;
+
+  load_tile<D>(k_s, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
+  load_tile<D>(v_s, seq + static_cast<int64_t>(n_h + n_kv + kv) * D, n0, n_t, width);
+
+  // This thread's two keys (rows g and g + 8 of its warp's 16) and their dK, dV.
+  const int64_t key_of[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
+  float dk[D / 8][4], dv[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+
+  // Query tiles that see some of these keys: from the first key on (causal), up to the last key
+  // plus the window.
+  const int64_t m_begin = causal ? n0 : 0;
+  const int64_t m_end = window > 0 && n0 + kBlockN + window - 1 < n_t ? n0 + kBlockN + window - 1 : n_t;
+
+  for (int h = kv * group; h < (kv + 1) * group; ++h) {
+    for (int64_t m0 = m_begin; m0 < m_end; m0 += kBlockM) {
+      __syncthreads();  // the previous tile's Q, dO and dS are no longer read
+      load_tile<D>(q_s, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
+      load_tile<D>(do_s, dseq + static_cast<int64_t>(h) * D, m0, n_t, out_width);
+      for (int i = threadIdx.x; i < kBlockM; i += kThreads) {
+        const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + m0 + i;
+        lse_s[i] = m0 + i < n_t ? lse[at] : 0.f;
+        d_s[i] = m0 + i < n_t ? dvec[at] : 0.f;
+      }
+      __syncthreads();
+
+      // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the tile's 64 queries.
+      float s[kBlockM / 8][4], dp[kBlockM / 8][4];
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
+        const uint32_t ak[4] = {
+            *reinterpret_cast<const uint32_t*>(&k_s[r][c]), *reinterpret_cast<const uint32_t*>(&k_s[r + 8][c]),
+            *reinterpret_cast<const uint32_t*>(&k_s[r][c + 8]), *reinterpret_cast<const uint32_t*>(&k_s[r + 8][c + 8])};
+        const uint32_t av[4] = {
+            *reinterpret_cast<const uint32_t*>(&v_s[r][c]), *reinterpret_cast<const uint32_t*>(&v_s[r + 8][c]),
+            *reinterpret_cast<const uint32_t*>(&v_s[r][c + 8]), *reinterpret_cast<const uint32_t*>(&v_s[r + 8][c + 8])};
+#pragma unroll
+        for (int j = 0; j < kBlockM / 8; ++j) {
+          const int query = j * 8 + g;
+          mma_bf16(s[j], ak, *reinterpret_cast<const uint32_t*>(&q_s[query][c]),
+                   *reinterpret_cast<const uint32_t*>(&q_s[query][c + 8]));
+          mma_bf16(dp[j], av, *reinterpret_cast<const uint32_t*>(&do_s[query][c]),
+                   *reinterpret_cast<const uint32_t*>(&do_s[query][c + 8]));
+        }
+      }
+
+      // P^T and dS^T, in place of S^T and dP^T.
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int ql = j * 8 + 2 * t + (e % 2);
+          const int64_t key = key_of[e / 2], query = m0 + ql;
+          const bool visible =
+              key < n_t && query < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
+          float x = s[j][e] * scale;
+          if (softcap > 0.f) x = softcap * tanhf(x / softcap);
+          const float p = visible ? __expf(x - lse_s[ql]) : 0.f;
+          float ds = p * (dp[j][e] - d_s[ql]);
+          if (softcap > 0.f) ds *= 1.f - (x / softcap) * (x / softcap);
+          s[j][e] = p;
+          dp[j][e] = visible ? ds * scale : 0.f;
+        }
+
+        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
+#pragma unroll
+      for (int ks = 0; ks < kBlockM / 16; ++ks) {
+        const uint32_t ap[4] = {pack_floats(s[2 * ks][0], s[2 * ks][1]), pack_floats(s[2 * ks][2], s[2 * ks][3]),
+                                pack_floats(s[2 * ks + 1][0], s[2 * ks + 1][1]),
+                                pack_floats(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+        const uint32_t ad[4] = {pack_floats(dp[2 * ks][0], dp[2 * ks][1]), pack_floats(dp[2 * ks][2], dp[2 * ks][3]),
+                                pack_floats(dp[2 * ks + 1][0], dp[2 * ks + 1][1]),
+                                pack_floats(dp[2 * ks + 1][2], dp[2 * ks + 1][3])};
+        const int q = ks * 16 + 2 * t;
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+          const int d = i * 8 + g;
+          mma_bf16(dv[i], ap, pack(do_s[q][d], do_s[q + 1][d]), pack(do_s[q + 8][d], do_s[q + 9][d]));
+          mma_bf16(dk[i], ad, pack(q_s[q][d], q_s[q + 1][d]), pack(q_s[q + 8][d], q_s[q + 9][d]));
+        }
+      }
+
+      // dS to shared memory as [query][key], then dQ = dS K for this warp's 16 queries.
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          ds_s[j * 8 + 2 * t + (e % 2)][warp * 16 + g + (e / 2) * 8] = tile::float_to_bf16(dp[j][e]).bits;
+      __syncthreads();
+      float dq[D / 8][4];
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
+        const uint32_t a[4] = {*reinterpret_cast<const uint32_t*>(&ds_s[r][c]),
+                               *reinterpret_cast<const uint32_t*>(&ds_s[r + 8][c]),
+                               *reinterpret_cast<const uint32_t*>(&ds_s[r][c + 8]),
+                               *reinterpret_cast<const uint32_t*>(&ds_s[r + 8][c + 8])};
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+          const int d = i * 8 + g;
+          mma_bf16(dq[i], a, pack(k_s[c][d], k_s[c + 1][d]), pack(k_s[c + 8][d], k_s[c + 9][d]));
+        }
+      }
+#pragma unroll
+      for (int row = 0; row < 2; ++row) {
+        const int64_t query = m0 + warp * 16 + g + 8 * row;
+        if (query >= n_t) continue;
+        float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D;
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+          atomicAdd(dst + i * 8 + 2 * t, dq[i][2 * row]);
+          atomicAdd(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
+        }
+      }
+    }
+  }
+
+  // dK and dV of this block's keys, summed over the group's query heads.
+#pragma unroll
+  for (int row = 0; row < 2; ++row) {
+    const int64_t key = key_of[row];
+    if (key >= n_t) continue;
+    uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
+    uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      const int d = i * 8 + 2 * t;
+      *reinterpret_cast<uint32_t*>(dst_k + d) = pack_floats(dk[i][2 * row], dk[i][2 * row + 1]);
+      *reinterpret_cast<uint32_t*>(dst_v + d) = pack_floats(dv[i][2 * row], dv[i][2 * row + 1]);
+    }
+  }
+}
+
+/// dQ from the float accumulator [B, H, T, D] to bf16 in dqkv's Q heads, two elements per thread.
+template <int D>
+__global__ void flash_backward_dq(const float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
+                                  int n_kv, int64_t pairs) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pairs) return;
+  const int64_t row = i / (D / 2), d = (i % (D / 2)) * 2;
+  const int64_t bh = row / n_t, tq = row % n_t, b = bh / n_h, h = bh % n_h;
+  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
+  *reinterpret_cast<uint32_t*>(dqkv + (b * n_t + tq) * width + h * D + d) =
+      pack_floats(dq_accum[row * D + d], dq_accum[row * D + d + 1]);
+}
+
+template <int D>
+cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* out,
+                            const uint16_t* dout, const float* lse, uint16_t* dqkv, float* dvec, float* dq_accum) {
+  const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
+  const int64_t rows = a.batch * a.n_heads * a.seq;
+  flash_backward_prep<D><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
+      out, dout, dvec, dq_accum, a.seq, n_h, rows);
+  constexpr size_t smem = backward_smem_bytes<D>();
+  cudaError_t err =
+      cudaFuncSetAttribute(flash_backward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
+  flash_backward<D><<<grid, kThreads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv,
+                                                      static_cast<float>(a.scale), static_cast<float>(a.softcap),
+                                                      a.window, a.causal);
+  const int64_t pairs = rows * D / 2;
+  flash_backward_dq<D>
+      <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
@@ -210,6 +450,27 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
                                                       static_cast<float>(a.scale), static_cast<float>(a.softcap),
                                                       a.window, a.causal);
   return cudaGetLastError();
+}
+
+size_t flash_attention_backward_workspace(const AttentionArgs& a) {
+  return static_cast<size_t>(a.batch * a.n_heads * a.seq * (a.d_head + 1)) * sizeof(float);
+}
+
+cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                     const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
+                                     void* workspace) {
+  if (a.dropout > 0 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) || a.n_kv_heads <= 0 ||
+      a.n_heads % a.n_kv_heads != 0)
+    return cudaErrorNotSupported;
+  if (a.batch == 0 || a.seq == 0) return cudaSuccess;
+  auto* dq_accum = static_cast<float*>(workspace);
+  float* dvec = dq_accum + a.batch * a.n_heads * a.seq * a.d_head;
+  const auto* in = reinterpret_cast<const uint16_t*>(qkv);
+  const auto* o = reinterpret_cast<const uint16_t*>(out);
+  const auto* d_o = reinterpret_cast<const uint16_t*>(dout);
+  auto* dx = reinterpret_cast<uint16_t*>(dqkv);
+  return a.d_head == 64 ? launch_backward<64>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
+                        : launch_backward<128>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
 }
 
 }  // namespace bench::kernels::cuda

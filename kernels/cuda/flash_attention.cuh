@@ -1,8 +1,11 @@
-// defines: bench::kernels::cuda::flash_attention_forward — fused causal attention on the tensor
-// cores, the CUDA path of kernels/attention.h's forward
+// defines: bench::kernels::cuda::flash_attention_forward, flash_attention_backward,
+//          flash_attention_backward_workspace — fused causal attention on the tensor cores, the
+//          CUDA path of kernels/attention.h
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 #include "../attention.h"
 
@@ -20,5 +23,17 @@ namespace bench::kernels::cuda {
 /// d_head or a window with causal = false return cudaErrorNotSupported without launching.
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse);
+
+/// Bytes of float workspace flash_attention_backward needs: B H T (d_head + 1).
+size_t flash_attention_backward_workspace(const AttentionArgs& a);
+
+/// Flash-style attention backward: from the forward's qkv, out and lse (log-sum-exp per query,
+/// [B, H, T]) and dout ([B*T, H*dh]), writes all of dqkv ([B*T, (H + 2 Hkv) dh]): dQ, and dK, dV
+/// summed over the query heads of each kv head. Recomputes the probabilities tile by tile;
+/// `workspace` (flash_attention_backward_workspace bytes, any contents) holds a float dQ
+/// accumulator and D = rowsum(dO * O). The same variants and limits as the forward.
+cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                     const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
+                                     void* workspace);
 
 }  // namespace bench::kernels::cuda

@@ -1,10 +1,10 @@
 // GPU check of the CUDA path: each tile kernel's CUDA launcher against its CPU launcher on the
 // same random inputs (float and bf16 storage), the cuBLASLt GEMM and the flash attention forward
-// against float64 references, the runtime pieces (caching allocator, events, L2 flush, device
+// and backward against float64 references, the runtime pieces (caching allocator, events, L2 flush, device
 // facts), then the GEMM ceiling, the flash attention rate and the bandwidth of the row kernels at
 // hidden 4096 against the device's measured copy bandwidth. Every output buffer starts as NaN.
 //
-//   cuda_check [OUT.md]     exit 0: all match, 1: a mismatch or CUDA error, 77: no GPU
+//   cuda_check [OUT.md [OUT.json]]     exit 0: all match, 1: a mismatch or CUDA error, 77: no GPU
 //
 // Standalone on purpose (CUDA runtime, cuBLASLt, libgomp and the kernel sources only), so that
 // scripts/gpu-check.sh can build it with nvcc on a machine without the project's Debian packages.
@@ -378,6 +378,35 @@ void bandwidth() {
       }),
       1.5 * n * e);
   add_row("add", time_ms([&] { CUDA_OK(kernels::cuda::add<T>(nullptr, x.get(), dy.get(), y.get(), n)); }), 3 * n * e);
+  {
+    // RoPE on the Q and K heads of fused rows: 16384 tokens of 32 heads of 128, half layout.
+    const int64_t seq = 4096, heads = 32, dh = 128;
+    std::vector<A> cs(static_cast<size_t>(seq * dh / 2)), sn(cs.size());
+    for (size_t i = 0; i < cs.size(); ++i) {
+      cs[i] = static_cast<A>(std::cos(0.001 * static_cast<double>(i)));
+      sn[i] = static_cast<A>(std::sin(0.001 * static_cast<double>(i)));
+    }
+    Device<A> dcos(cs), dsin(sn);
+    g_timings.push_back({"rope (in place)", dtype_name<T>(), "16384x32x128", 0, 0});
+    const double ms = time_ms([&] {
+      CUDA_OK(kernels::cuda::rope_apply<T>(nullptr, x.get(), rows, seq, heads, dh, heads * dh, dcos.get(), dsin.get(),
+                                           kernels::RopeLayout::kHalf, false));
+    });
+    g_timings.back().ms = ms;
+    g_timings.back().gbps = 2 * n * e / (ms * 1e-3) * 1e-9;  // the tables stay in L2
+  }
+  {
+    // AdamW over 64M parameters: reads p, g, m, v, writes p, m, v (moments in float).
+    Device<A> m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    CUDA_OK(cudaMemset(m.get(), 0, static_cast<size_t>(n) * sizeof(A)));
+    CUDA_OK(cudaMemset(v.get(), 0, static_cast<size_t>(n) * sizeof(A)));
+    const kernels::AdamWStep step{1e-4, 0.9, 0.95, 1e-8, 1e-5, 10, 1.0};
+    g_timings.push_back({"adamw", dtype_name<T>(), "64M params", 0, 0});
+    const double ms = time_ms(
+        [&] { CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, y.get(), dy.get(), m.get(), v.get(), n, step)); });
+    g_timings.back().ms = ms;
+    g_timings.back().gbps = (3 * e + 4.0 * sizeof(A)) * static_cast<double>(n) / (ms * 1e-3) * 1e-9;
+  }
   std::vector<int32_t> targets(rows / 4);
   for (size_t i = 0; i < targets.size(); ++i) targets[i] = static_cast<int32_t>(i % 32768);
   Device<int32_t> gt(targets);
@@ -523,7 +552,30 @@ void check_flash(kernels::AttentionArgs a, const std::string& name) {
   compare("flash attention", "bf16", name + " lse", lse_ref, d_lse.host(), 1e-3, 1e-3);
 }
 
-double g_flash_tflops = 0;
+/// The flash attention backward against the float64 backward reference of kernels/attention.h
+/// on the same bf16 inputs (qkv, dout), from the flash forward's own out and lse: dQ, dK, dV.
+void check_flash_backward(kernels::AttentionArgs a, const std::string& name) {
+  const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  const auto qkv = random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * width), 33);
+  const auto dout = random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head), 34);
+  std::vector<double> qkv64(qkv.size()), dout64(dout.size()), ref;
+  for (size_t i = 0; i < qkv.size(); ++i) qkv64[i] = to_float(qkv[i]);
+  for (size_t i = 0; i < dout.size(); ++i) dout64[i] = to_float(dout[i]);
+  kernels::attention_backward_reference(a, qkv64, dout64, ref);
+  Device<bf16> d_qkv(qkv), d_dout(dout), d_out(dout.size()), d_dqkv(qkv.size());
+  Device<float> d_lse(static_cast<size_t>(a.batch * a.n_heads * a.seq));
+  Device<char> work(kernels::cuda::flash_attention_backward_workspace(a));
+  CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, a, d_qkv.get(), d_out.get(), nullptr, d_lse.get()));
+  CUDA_OK(kernels::cuda::flash_attention_backward(nullptr, a, d_qkv.get(), d_out.get(), d_dout.get(), d_lse.get(),
+                                                  d_dqkv.get(), work.get()));
+  CUDA_OK(cudaDeviceSynchronize());
+  // bf16 P, dS and dO on the tensor cores and bf16 outputs: about 1% of the largest gradients.
+  double scale = 0;
+  for (const double v : ref) scale = std::max(scale, std::abs(v));
+  compare("flash attention bwd", "bf16", name + " dqkv", ref, d_dqkv.host(), 2e-2 * scale, 3e-2);
+}
+
+double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
 
 void check_flash_all() {
   kernels::AttentionArgs a{};
@@ -551,6 +603,32 @@ void check_flash_all() {
       10);
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
   g_flash_tflops = flops / (ms * 1e-3) * 1e-12;
+
+  a = {2, 257, 4, 4, 64, 0.125};
+  check_flash_backward(a, "MHA T=257 dh=64");
+  a = {1, 300, 8, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 100;
+  check_flash_backward(a, "GQA 8/2 T=300 dh=128 window=100");
+  a = {2, 128, 4, 1, 64, 0.5};
+  a.causal = false;
+  a.softcap = 5;
+  check_flash_backward(a, "MQA non-causal dh=64 softcap=5");
+  a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.softcap = 30;
+  check_flash_backward(a, "MHA T=1000 dh=128 softcap=30");
+  // Speed: the same shape; 5 products of T^2 dh per head against the forward's 2 (2.5x its FLOPs).
+  Device<bf16> d_dout(static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head)), d_dqkv(qkv.size());
+  CUDA_OK(cudaMemcpy(d_dout.get(), d_qkv.get(), d_dout.size() * sizeof(bf16), cudaMemcpyDeviceToDevice));
+  Device<float> d_lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
+  Device<char> work(kernels::cuda::flash_attention_backward_workspace(big));
+  CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, big, d_qkv.get(), d_out.get(), nullptr, d_lse.get()));
+  const double bwd_ms = time_ms(
+      [&] {
+        CUDA_OK(kernels::cuda::flash_attention_backward(nullptr, big, d_qkv.get(), d_out.get(), d_dout.get(),
+                                                        d_lse.get(), d_dqkv.get(), work.get()));
+      },
+      10);
+  g_flash_bwd_tflops = 2.5 * flops / (bwd_ms * 1e-3) * 1e-12;
 }
 
 double g_bf16_tflops = 0, g_f32_tflops = 0;
@@ -638,9 +716,9 @@ int main(int argc, char** argv) {
   }
   std::snprintf(line, sizeof line,
                 "\n## GEMM ceiling (cuBLASLt, median of 10, L2 flushed)\n\nbf16 8192^3: %.0f TFLOP/s; float "
-                "4096^3 (no TF32): %.1f TFLOP/s\n\nflash attention forward, bf16, B=4 H=16 T=4096 dh=128 causal: "
-                "%.0f TFLOP/s\n",
-                g_bf16_tflops, g_f32_tflops, g_flash_tflops);
+                "4096^3 (no TF32): %.1f TFLOP/s\n\nflash attention, bf16, B=4 H=16 T=4096 dh=128 causal: forward "
+                "%.0f TFLOP/s, backward %.0f TFLOP/s (2.5x the forward's FLOPs)\n",
+                g_bf16_tflops, g_f32_tflops, g_flash_tflops, g_flash_bwd_tflops);
   out += line;
   std::snprintf(line, sizeof line,
                 "\n## Bandwidth (median of 20, L2 flushed; copy = cudaMemcpy D2D 1 GiB, read + write: %.0f GB/s)\n\n"
@@ -655,6 +733,20 @@ int main(int argc, char** argv) {
   std::snprintf(line, sizeof line, "\n%d of %zu comparisons failed\n", failures, g_rows.size());
   out += line;
   std::fputs(out.c_str(), stdout);
+  if (argc > 2) {  // the timings as JSON, for scripts/torch_baseline.py's side-by-side table
+    if (FILE* f = std::fopen(argv[2], "w")) {
+      std::fprintf(f,
+                   "{\"device\": \"%s\", \"copy_gbps\": %.1f, \"bf16_gemm_tflops\": %.1f, "
+                   "\"flash_forward_tflops\": %.1f, \"flash_backward_tflops\": %.1f, \"rows\": [",
+                   prop.name, copy, g_bf16_tflops, g_flash_tflops, g_flash_bwd_tflops);
+      for (size_t i = 0; i < g_timings.size(); ++i)
+        std::fprintf(f, "%s{\"kernel\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", \"ms\": %.5f, \"gbps\": %.1f}",
+                     i ? ", " : "", g_timings[i].kernel.c_str(), g_timings[i].dtype.c_str(), g_timings[i].shape.c_str(),
+                     g_timings[i].ms, g_timings[i].gbps);
+      std::fputs("]}\n", f);
+      std::fclose(f);
+    }
+  }
   if (argc > 1) {
     if (FILE* f = std::fopen(argv[1], "w")) {
       std::fputs(out.c_str(), f);

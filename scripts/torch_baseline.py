@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""PyTorch eager and torch.compile on the shapes of tests/cuda/cuda_check.cu's tables, side by side
+with our kernels: RMSNorm and LayerNorm, softmax, SwiGLU, add, RoPE, AdamW, cross-entropy with
+z-loss (bandwidth, against the measured copy bandwidth), and causal attention forward and backward
+through scaled_dot_product_attention with the flash and cuDNN backends (TFLOP/s).
+
+    python3 scripts/torch_baseline.py [--bench OUT/gpu-check.json] [--out DIR] [--no-compile]
+
+Timing as in cuda_check: CUDA events around each call, 256 MiB of L2 flush before each, 3 warm-up
+calls, median of 20 with the spread (min..max); random inputs, never zeros. Bytes are counted as
+cuda_check counts them (what the operation must read and write once), so GB/s compare directly.
+Exit 77 where there is no PyTorch or no GPU (nothing measured)."""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+REPS, WARMUP = 20, 3
+
+
+def time_ms(torch, fn):
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for _ in range(WARMUP):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(REPS):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2], times[0], times[-1]
+
+
+def row_kernels(torch, dtype):
+    """(kernel, shape, bytes, make) where make(compiled) returns the function to time."""
+    F = torch.nn.functional
+    rows, cols = 16384, 4096
+    n, e = rows * cols, torch.tensor([], dtype=dtype).element_size()
+    gen = torch.Generator(device="cuda").manual_seed(21)
+
+    def randn(*shape, dt=dtype):
+        return torch.randn(*shape, device="cuda", generator=gen, dtype=torch.float32).to(dt)
+
+    x, dy, w = randn(rows, cols) * 2 + 0.5, randn(rows, cols), randn(cols)
+    out = []
+
+    def fwd(f, *inputs):
+        def make(c):
+            g = torch.compile(f) if c else f
+            return lambda: g(*inputs)
+        return make
+
+    def bwd(f, *inputs):
+        def make(c):
+            g = torch.compile(f) if c else f
+            xg = inputs[0].detach().requires_grad_(True)
+            y = g(xg, *inputs[1:])
+            return lambda: torch.autograd.grad(y, (xg,), dy, retain_graph=True)
+        return make
+
+    def rmsnorm(a, weight):
+        return F.rms_norm(a, (cols,), weight, 1e-6)
+
+    def layernorm(a, weight):
+        return F.layer_norm(a, (cols,), weight, weight, 1e-5)
+
+    def swiglu(a):
+        gate, up = a.view(rows, 2, cols // 2).unbind(1)  # as cuda_check: gate and up halves of a row
+        return F.silu(gate) * up
+
+    out.append(("rmsnorm forward", "16384x4096", 2 * n * e, fwd(rmsnorm, x, w)))
+    out.append(("rmsnorm backward", "16384x4096", 3 * n * e, bwd(rmsnorm, x, w)))
+    out.append(("layernorm forward", "16384x4096", 2 * n * e, fwd(layernorm, x, w)))
+    out.append(("softmax forward", "16384x4096", 2 * n * e, fwd(lambda a: torch.softmax(a, -1), x)))
+    out.append(("swiglu forward", "16384x4096", 1.5 * n * e, fwd(swiglu, x)))
+    out.append(("add", "16384x4096", 3 * n * e, fwd(torch.add, x, dy)))
+
+    # RoPE, half layout, in place on 16384 tokens of 32 heads of 128 (cos/sin tables [seq, 64] float).
+    seq, heads, dh = 4096, 32, 128
+    ang = torch.arange(seq * dh // 2, device="cuda", dtype=torch.float32).view(seq, dh // 2) * 1e-3
+    cos, sin = ang.cos().repeat(rows // seq, 1)[:, None, :], ang.sin().repeat(rows // seq, 1)[:, None, :]
+
+    def rope(a):
+        v = a.view(rows, heads, dh)
+        lo, hi = v[..., : dh // 2].float(), v[..., dh // 2:].float()
+        return torch.cat((lo * cos - hi * sin, lo * sin + hi * cos), -1).to(a.dtype)
+
+    xr = x.clone()
+    out.append(("rope (in place)", "16384x32x128", 2 * n * e, fwd(lambda a: a.copy_(rope(a).view_as(a)), xr)))
+
+    # AdamW over 64M parameters: torch.optim.AdamW, fused (one kernel) and foreach; moments in the
+    # parameter's dtype there (PyTorch keeps no float moments for bf16 parameters), counted as ours.
+    def adamw(fused):
+        def make(c):
+            p = torch.nn.Parameter(x.clone())
+            p.grad = dy.clone()
+            opt = torch.optim.AdamW([p], lr=1e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
+                                    fused=fused, foreach=not fused)
+            opt.step()
+            step = torch.compile(opt.step) if c else opt.step
+            return step
+        return make
+
+    adam_bytes = (3 * e + 4 * 4) * n
+    out.append(("adamw", "64M params", adam_bytes, adamw(True)))
+
+    # Cross-entropy with z-loss, forward and backward, 4096 rows of a 16384 vocabulary.
+    logits = x.view(rows // 4, cols * 4)
+    targets = (torch.arange(rows // 4, device="cuda") % 32768).clamp_max(cols * 4 - 1)
+
+    def ce(a):
+        af = a.float()
+        z = torch.logsumexp(af, -1)
+        return F.cross_entropy(af, targets) + 1e-4 * (z * z).mean()
+
+    def ce_make(c):
+        g = torch.compile(ce) if c else ce
+        lg = logits.detach().requires_grad_(True)
+        return lambda: torch.autograd.grad(g(lg), (lg,))
+
+    out.append(("cross_entropy fwd+bwd", "4096x16384", 2 * n * e, ce_make))
+    return out
+
+
+def attention(torch):
+    """Causal attention B=4 H=16 T=4096 dh=128 bf16 through SDPA, per backend: (name, fwd ms, bwd ms)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    F = torch.nn.functional
+    b, h, t, d = 4, 16, 4096, 128
+    gen = torch.Generator(device="cuda").manual_seed(32)
+    q, k, v = (torch.randn(b, h, t, d, device="cuda", generator=gen).to(torch.bfloat16).requires_grad_(True)
+               for _ in range(3))
+    do = torch.randn(b, h, t, d, device="cuda", generator=gen).to(torch.bfloat16)
+    flops = 4.0 * b * h * t * t * d / 2
+    rows = []
+    for name, backend in (("flash (FlashAttention-2)", SDPBackend.FLASH_ATTENTION),
+                          ("cuDNN", SDPBackend.CUDNN_ATTENTION),
+                          ("memory-efficient", SDPBackend.EFFICIENT_ATTENTION)):
+        try:
+            with sdpa_kernel([backend]):
+                fwd = time_ms(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+                o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+                bwd = time_ms(torch, lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+            rows.append((name, flops / (fwd[0] * 1e-3) * 1e-12, 2.5 * flops / (bwd[0] * 1e-3) * 1e-12))
+        except Exception as exc:  # a backend this build or GPU does not offer
+            rows.append((name + f" (unavailable: {type(exc).__name__})", math.nan, math.nan))
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", help="cuda_check's JSON timings (OUT/gpu-check.json), for the side-by-side columns")
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gpu-check"), help="folder of torch-baseline.md")
+    ap.add_argument("--no-compile", action="store_true", help="PyTorch eager only")
+    ap.add_argument("--budget", type=float, default=150, help="seconds after which torch.compile rows are skipped")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("torch_baseline: PyTorch is not installed: nothing measured (SKIPPED)")
+        return 77
+    if not torch.cuda.is_available():
+        print("torch_baseline: no CUDA device: nothing measured (SKIPPED)")
+        return 77
+    began = time.time()
+    ours = {}
+    bench = {}
+    if args.bench and os.path.exists(args.bench):
+        with open(args.bench) as f:
+            bench = json.load(f)
+        ours = {(r["kernel"], r["dtype"], r["shape"]): r for r in bench["rows"]}
+    copy = bench.get("copy_gbps", math.nan)
+    props = torch.cuda.get_device_properties(0)
+    lines = [f"# PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) "
+             f"on {props.name}, side by side with bench\n",
+             f"Median of {REPS} after {WARMUP} warm-ups, L2 flushed, CUDA events; GB/s as % of the measured "
+             f"device-to-device copy ({copy:.0f} GB/s, from cuda_check). ms: median (min..max).\n",
+             "| kernel | dtype | shape | bench GB/s | eager ms | eager GB/s | compile ms | compile GB/s | "
+             "bench % of copy | best PyTorch % of copy |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for dtype, dname in ((torch.bfloat16, "bf16"), (torch.float32, "float")):
+        for kernel, shape, nbytes, make in row_kernels(torch, dtype):
+            cells = []
+            best = math.nan
+            for compiled in (False, True):
+                if compiled and (args.no_compile or time.time() - began > args.budget):
+                    cells.append(("skipped", math.nan))
+                    continue
+                try:
+                    med, lo, hi = time_ms(torch, make(compiled))
+                    gbps = nbytes / (med * 1e-3) * 1e-9
+                    best = gbps if math.isnan(best) else max(best, gbps)
+                    cells.append((f"{med:.4f} ({lo:.4f}..{hi:.4f})", gbps))
+                except Exception as exc:
+                    cells.append((f"failed: {type(exc).__name__}", math.nan))
+            mine = ours.get((kernel, dname, shape), {}).get("gbps", math.nan)
+            lines.append(f"| {kernel} | {dname} | {shape} | {mine:.0f} | {cells[0][0]} | {cells[0][1]:.0f} | "
+                         f"{cells[1][0]} | {cells[1][1]:.0f} | {100 * mine / copy:.0f}% | {100 * best / copy:.0f}% |")
+    lines += ["", "## Causal attention, bf16, B=4 H=16 T=4096 dh=128 (TFLOP/s; backward = 2.5x the forward's FLOPs)",
+              "", "| implementation | forward | backward |", "|---|---|---|"]
+    if bench:
+        lines.append(f"| bench flash (mma.sync) | {bench.get('flash_forward_tflops', math.nan):.0f} | "
+                     f"{bench.get('flash_backward_tflops', math.nan):.0f} |")
+    for name, fwd, bwd in attention(torch):
+        lines.append(f"| PyTorch SDPA {name} | {fwd:.0f} | {bwd:.0f} |")
+    if bench:
+        lines.append(f"\nbf16 GEMM ceiling (cuBLASLt 8192^3, cuda_check): {bench.get('bf16_gemm_tflops', math.nan):.0f} "
+                     "TFLOP/s")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "torch-baseline.md"), "w") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
