@@ -50,6 +50,27 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/// Two adjacent bf16 of shared memory as one register.
+__device__ __forceinline__ uint32_t pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+/// The A fragment of rows r, r + 8 and columns c, c + 8 (c = 16 k + 2t) of a row-major bf16 tile.
+template <int W>
+__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const uint16_t (*tile)[W], int r, int c) {
+  a[0] = pair(&tile[r][c]);
+  a[1] = pair(&tile[r + 8][c]);
+  a[2] = pair(&tile[r][c + 8]);
+  a[3] = pair(&tile[r + 8][c + 8]);
+}
+
+/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
+/// after), rounded to bf16: how P and dS go from one product into the next.
+__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = pack_floats(lo[0], lo[1]);
+  a[1] = pack_floats(lo[2], lo[3]);
+  a[2] = pack_floats(hi[0], hi[1]);
+  a[3] = pack_floats(hi[2], hi[3]);
+}
+
 /// Copies rows [row0, row0 + 64) of one head (d elements at `col` of rows `width` apart) into
 /// shared memory, zeros past the sequence's end. 16-byte accesses: head offsets are multiples of
 /// 8 elements (d is 64 or 128) and rows are 16-byte aligned when the base pointer is.
@@ -106,14 +127,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-      const uint32_t a[4] = {
-          *reinterpret_cast<const uint32_t*>(&q_s[r][c]), *reinterpret_cast<const uint32_t*>(&q_s[r + 8][c]),
-          *reinterpret_cast<const uint32_t*>(&q_s[r][c + 8]), *reinterpret_cast<const uint32_t*>(&q_s[r + 8][c + 8])};
+      uint32_t a[4];
+      a_fragment(a, q_s, r, c);
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
         const int key = j * 8 + g;
-        mma_bf16(s[j], a, *reinterpret_cast<const uint32_t*>(&k_s[key][c]),
-                 *reinterpret_cast<const uint32_t*>(&k_s[key][c + 8]));
+        mma_bf16(s[j], a, pair(&k_s[key][c]), pair(&k_s[key][c + 8]));
       }
     }
 
@@ -168,9 +187,8 @@ __global__ void __launch_bounds__(kThreads)
     // O += P V: P's accumulators of keys 16 ks .. 16 ks + 15 are exactly an A fragment.
 #pragma unroll
     for (int ks = 0; ks < kBlockN / 16; ++ks) {
-      const uint32_t a[4] = {pack_floats(s[2 * ks][0], s[2 * ks][1]), pack_floats(s[2 * ks][2], s[2 * ks][3]),
-                             pack_floats(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                             pack_floats(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      uint32_t a[4];
+      a_fragment(a, s[2 * ks], s[2 * ks + 1]);
       const int key = ks * 16 + 2 * t;
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) {
@@ -291,19 +309,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-        const uint32_t ak[4] = {
-            *reinterpret_cast<const uint32_t*>(&k_s[r][c]), *reinterpret_cast<const uint32_t*>(&k_s[r + 8][c]),
-            *reinterpret_cast<const uint32_t*>(&k_s[r][c + 8]), *reinterpret_cast<const uint32_t*>(&k_s[r + 8][c + 8])};
-        const uint32_t av[4] = {
-            *reinterpret_cast<const uint32_t*>(&v_s[r][c]), *reinterpret_cast<const uint32_t*>(&v_s[r + 8][c]),
-            *reinterpret_cast<const uint32_t*>(&v_s[r][c + 8]), *reinterpret_cast<const uint32_t*>(&v_s[r + 8][c + 8])};
+        uint32_t ak[4], av[4];
+        a_fragment(ak, k_s, r, c);
+        a_fragment(av, v_s, r, c);
 #pragma unroll
         for (int j = 0; j < kBlockM / 8; ++j) {
           const int query = j * 8 + g;
-          mma_bf16(s[j], ak, *reinterpret_cast<const uint32_t*>(&q_s[query][c]),
-                   *reinterpret_cast<const uint32_t*>(&q_s[query][c + 8]));
-          mma_bf16(dp[j], av, *reinterpret_cast<const uint32_t*>(&do_s[query][c]),
-                   *reinterpret_cast<const uint32_t*>(&do_s[query][c + 8]));
+          mma_bf16(s[j], ak, pair(&q_s[query][c]), pair(&q_s[query][c + 8]));
+          mma_bf16(dp[j], av, pair(&do_s[query][c]), pair(&do_s[query][c + 8]));
         }
       }
 
@@ -328,12 +341,10 @@ __global__ void __launch_bounds__(kThreads)
         // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
 #pragma unroll
       for (int ks = 0; ks < kBlockM / 16; ++ks) {
-        const uint32_t ap[4] = {pack_floats(s[2 * ks][0], s[2 * ks][1]), pack_floats(s[2 * ks][2], s[2 * ks][3]),
-                                pack_floats(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                                pack_floats(s[2 * ks + 1][2], s[2 * ks + 1][3])};
-        const uint32_t ad[4] = {pack_floats(dp[2 * ks][0], dp[2 * ks][1]), pack_floats(dp[2 * ks][2], dp[2 * ks][3]),
-                                pack_floats(dp[2 * ks + 1][0], dp[2 * ks + 1][1]),
-                                pack_floats(dp[2 * ks + 1][2], dp[2 * ks + 1][3])};
+        uint32_t ap[4];
+        a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
+        uint32_t ad[4];
+        a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
         const int q = ks * 16 + 2 * t;
 #pragma unroll
         for (int i = 0; i < D / 8; ++i) {
@@ -356,10 +367,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-        const uint32_t a[4] = {*reinterpret_cast<const uint32_t*>(&ds_s[r][c]),
-                               *reinterpret_cast<const uint32_t*>(&ds_s[r + 8][c]),
-                               *reinterpret_cast<const uint32_t*>(&ds_s[r][c + 8]),
-                               *reinterpret_cast<const uint32_t*>(&ds_s[r + 8][c + 8])};
+        uint32_t a[4];
+        a_fragment(a, ds_s, r, c);
 #pragma unroll
         for (int i = 0; i < D / 8; ++i) {
           const int d = i * 8 + g;

@@ -575,22 +575,29 @@ void check_flash_backward(kernels::AttentionArgs a, const std::string& name) {
   compare("flash attention bwd", "bf16", name + " dqkv", ref, d_dqkv.host(), 2e-2 * scale, 3e-2);
 }
 
-double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
-
-void check_flash_all() {
-  kernels::AttentionArgs a{};
-  a = {2, 257, 4, 4, 64, 0.125};
-  check_flash(a, "MHA T=257 dh=64");
+/// The variants both flash checks run: MHA, GQA with a window, MQA non-causal with a soft-cap,
+/// a long MHA with a soft-cap; d_head 64 and 128, lengths that are not multiples of the tiles.
+std::vector<std::pair<kernels::AttentionArgs, std::string>> flash_cases() {
+  std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
+  kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
+  cases.emplace_back(a, "MHA T=257 dh=64");
   a = {1, 300, 8, 2, 128, 1.0 / std::sqrt(128.0)};
   a.window = 100;
-  check_flash(a, "GQA 8/2 T=300 dh=128 window=100");
+  cases.emplace_back(a, "GQA 8/2 T=300 dh=128 window=100");
   a = {2, 128, 4, 1, 64, 0.5};
   a.causal = false;
   a.softcap = 5;
-  check_flash(a, "MQA non-causal dh=64 softcap=5");
+  cases.emplace_back(a, "MQA non-causal dh=64 softcap=5");
   a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
-  check_flash(a, "MHA T=1000 dh=128 softcap=30");
+  cases.emplace_back(a, "MHA T=1000 dh=128 softcap=30");
+  return cases;
+}
+
+double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
+
+void check_flash_all() {
+  for (const auto& [a, name] : flash_cases()) check_flash(a, name);
   // Speed: B=4, H=16, T=4096, dh=128, causal (half of the 4 B H T^2 dh FLOPs of a full product).
   kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
@@ -604,18 +611,7 @@ void check_flash_all() {
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
   g_flash_tflops = flops / (ms * 1e-3) * 1e-12;
 
-  a = {2, 257, 4, 4, 64, 0.125};
-  check_flash_backward(a, "MHA T=257 dh=64");
-  a = {1, 300, 8, 2, 128, 1.0 / std::sqrt(128.0)};
-  a.window = 100;
-  check_flash_backward(a, "GQA 8/2 T=300 dh=128 window=100");
-  a = {2, 128, 4, 1, 64, 0.5};
-  a.causal = false;
-  a.softcap = 5;
-  check_flash_backward(a, "MQA non-causal dh=64 softcap=5");
-  a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
-  a.softcap = 30;
-  check_flash_backward(a, "MHA T=1000 dh=128 softcap=30");
+  for (const auto& [a, name] : flash_cases()) check_flash_backward(a, name);
   // Speed: the same shape; 5 products of T^2 dh per head against the forward's 2 (2.5x its FLOPs).
   Device<bf16> d_dout(static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head)), d_dqkv(qkv.size());
   CUDA_OK(cudaMemcpy(d_dout.get(), d_qkv.get(), d_dout.size() * sizeof(bf16), cudaMemcpyDeviceToDevice));
