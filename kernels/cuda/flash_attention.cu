@@ -1,254 +1,57 @@
-// Flash attention forward and backward (kernels/cuda/flash_attention.cuh).
-//
-// Forward: one thread block of 4 warps takes 64
-// queries of one (batch, head); each warp owns 16 of them. For every tile of 64 keys the block
-// stages K and V in shared memory, each warp computes its 16 x 64 scores with mma.sync, masks,
-// soft-caps and folds them into a running max and sum (online softmax), and accumulates P V with
-// mma.sync again, the probabilities going from the score accumulators straight into A fragments.
-//
-// Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
-// g = lane / 4 and t = lane % 4: A (16x16, row-major) a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),
-// a2 = (g, 2t+8..), a3 = (g+8, 2t+8..); B (16x8, k x n) b0 = (k 2t..2t+1, n g), b1 = (k 2t+8.., n g);
-// C (16x8) c0,c1 = (g, 2t..2t+1), c2,c3 = (g+8, 2t..2t+1). Two bf16 per 32-bit register, the lower
-// index in the lower half.
-//
-// Backward (FlashAttention-2's order): a first kernel computes D = rowsum(dO * O) per query and
-// zeroes the float dQ accumulator; the main kernel gives each block 64 keys of one (batch, kv
-// head): it keeps K and V in shared memory and dK, dV in registers (each warp 16 keys), and walks
-// every query head of the group and every query tile that can see its keys, recomputing
-// S^T = K Q^T and P^T = exp(S^T - lse), then dV += P^T dO, dP^T = V dO^T, dS^T = P^T (dP^T - D)
-// (times the soft-cap's derivative and the scale), dK += dS^T Q; dS goes through shared memory
-// as [query][key] for dQ = dS K, added to the accumulator with atomics; a last kernel rounds dQ
-// to bf16 into dqkv. Nothing of size T^2 is stored, and dK, dV need no atomics: one block owns
-// them, summed over the group's query heads.
+// Flash attention forward and backward (kernels/cuda/flash_attention.cuh): the kernels of
+// flash_attention_kernels.cuh (which describes them) with the hardware as their Thread, and
+// their launchers.
 #include <cstdint>
 
 #include "flash_attention.cuh"
+#include "flash_attention_kernels.cuh"
 
 namespace bench::kernels::cuda {
 
 namespace {
 
-constexpr int kBlockM = 64;  // queries per block
-constexpr int kBlockN = 64;  // keys per tile
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+using flash::kBlockM;
+using flash::kBlockN;
+using flash::kThreads;
+using flash::kWarps;
 
-__device__ __forceinline__ uint32_t pack(uint16_t lo, uint16_t hi) {
-  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
-}
+extern __shared__ __align__(16) uint8_t g_shared[];
 
-__device__ __forceinline__ uint32_t pack_floats(float lo, float hi) {
-  return pack(tile::float_to_bf16(lo).bits, tile::float_to_bf16(hi).bits);
-}
-
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/// Two adjacent bf16 of shared memory as one register.
-__device__ __forceinline__ uint32_t pair(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
-
-/// The A fragment of rows r, r + 8 and columns c, c + 8 (c = 16 k + 2t) of a row-major bf16 tile.
-template <int W>
-__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const uint16_t (*tile)[W], int r, int c) {
-  a[0] = pair(&tile[r][c]);
-  a[1] = pair(&tile[r + 8][c]);
-  a[2] = pair(&tile[r][c + 8]);
-  a[3] = pair(&tile[r + 8][c + 8]);
-}
-
-/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
-/// after), rounded to bf16: how P and dS go from one product into the next.
-__device__ __forceinline__ void a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
-  a[0] = pack_floats(lo[0], lo[1]);
-  a[1] = pack_floats(lo[2], lo[3]);
-  a[2] = pack_floats(hi[0], hi[1]);
-  a[3] = pack_floats(hi[2], hi[3]);
-}
-
-/// Copies rows [row0, row0 + 64) of one head (d elements at `col` of rows `width` apart) into
-/// shared memory, zeros past the sequence's end. 16-byte accesses: head offsets are multiples of
-/// 8 elements (d is 64 or 128) and rows are 16-byte aligned when the base pointer is.
-template <int D>
-__device__ void load_tile(uint16_t (*dst)[D], const uint16_t* base, int64_t row0, int64_t rows, int64_t width) {
-  constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
-  for (int c = threadIdx.x; c < kBlockM * kChunks; c += kThreads) {
-    const int r = c / kChunks, k = (c % kChunks) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < rows) v = *reinterpret_cast<const uint4*>(base + (row0 + r) * width + k);
-    *reinterpret_cast<uint4*>(&dst[r][k]) = v;
+/// The hardware behind flash_attention_kernels.cuh's Thread.
+struct CudaThread {
+  __device__ __forceinline__ int tid() const { return static_cast<int>(threadIdx.x); }
+  __device__ __forceinline__ int block_x() const { return static_cast<int>(blockIdx.x); }
+  __device__ __forceinline__ int block_y() const { return static_cast<int>(blockIdx.y); }
+  __device__ __forceinline__ int block_dim() const { return static_cast<int>(blockDim.x); }
+  __device__ __forceinline__ void sync() const { __syncthreads(); }
+  __device__ __forceinline__ float shfl_xor(float v, int mask) const { return __shfl_xor_sync(0xffffffffu, v, mask); }
+  __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
-}
+  __device__ __forceinline__ float exp(float x) const { return __expf(x); }
+  __device__ __forceinline__ void atomic_add(float* p, float v) const { atomicAdd(p, v); }
+  __device__ __forceinline__ uint8_t* shared() const { return g_shared; }
+};
 
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     flash_forward(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                   float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window,
                   bool causal) {
-  __shared__ __align__(16) uint16_t q_s[kBlockM][D];
-  __shared__ __align__(16) uint16_t k_s[kBlockN][D];
-  __shared__ __align__(16) uint16_t v_s[kBlockN][D];
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kBlockM;
-  const int bh = blockIdx.y, b = bh / n_h, h = bh % n_h, kv = h / (n_h / n_kv);
-  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
-  const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
-
-  load_tile<D>(q_s, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-
-  // This thread's two query rows (g and g + 8 of its warp's 16), their running max and sum.
-  const int64_t qi[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
-  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-  float o[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-
-  // Key tiles this block needs: up to its last query (causal), from its first query's window.
-  const int64_t block_end = m0 + kBlockM < n_t ? m0 + kBlockM : n_t;
-  const int64_t n_end = causal ? block_end : n_t;
-  const int64_t first_key = window > 0 && m0 + 1 - window > 0 ? m0 + 1 - window : 0;
-  const int64_t n_begin = first_key / kBlockN * kBlockN;
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
-    __syncthreads();  // the previous tile's K and V are no longer read
-    load_tile<D>(k_s, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
-    load_tile<D>(v_s, seq + static_cast<int64_t>(n_h + n_kv + kv) * D, n0, n_t, width);
-    __syncthreads();
-
-    // S = Q K^T for this warp's 16 queries and the tile's 64 keys: 8 accumulators of 16 x 8.
-    float s[kBlockN / 8][4];
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-      uint32_t a[4];
-      a_fragment(a, q_s, r, c);
-#pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
-        const int key = j * 8 + g;
-        mma_bf16(s[j], a, pair(&k_s[key][c]), pair(&k_s[key][c + 8]));
-      }
-    }
-
-    // Scale, soft-cap, mask; the tile's row maxima.
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = e / 2;
-        const int64_t key = n0 + j * 8 + 2 * t + (e % 2), query = qi[row];
-        float x = s[j][e] * scale;
-        if (softcap > 0.f) x = softcap * tanhf(x / softcap);
-        const bool visible = key < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
-        s[j][e] = visible ? x : -INFINITY;
-        tile_max[row] = fmaxf(tile_max[row], s[j][e]);
-      }
-    float alpha[2];
-#pragma unroll
-    for (int row = 0; row < 2; ++row) {
-      // The four threads of a quad hold one row between them.
-      tile_max[row] = fmaxf(tile_max[row], __shfl_xor_sync(0xffffffffu, tile_max[row], 1));
-      tile_max[row] = fmaxf(tile_max[row], __shfl_xor_sync(0xffffffffu, tile_max[row], 2));
-      const float m_new = fmaxf(m[row], tile_max[row]);
-      // A row with nothing visible yet keeps max -inf: exponentiate against 0 so that no NaN appears.
-      alpha[row] = m_new == -INFINITY ? 1.f : __expf(m[row] - m_new);
-      m[row] = m_new;
-    }
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int row = e / 2;
-        const float base = m[row] == -INFINITY ? 0.f : m[row];
-        s[j][e] = __expf(s[j][e] - base);  // exp(-inf) = 0 for masked keys
-      }
-#pragma unroll
-    for (int row = 0; row < 2; ++row) {
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) sum += s[j][2 * row] + s[j][2 * row + 1];
-      l[row] = l[row] * alpha[row] + sum;  // this thread's share; the quad's shares are added at the end
-    }
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[i][0] *= alpha[0];
-      o[i][1] *= alpha[0];
-      o[i][2] *= alpha[1];
-      o[i][3] *= alpha[1];
-    }
-
-    // O += P V: P's accumulators of keys 16 ks .. 16 ks + 15 are exactly an A fragment.
-#pragma unroll
-    for (int ks = 0; ks < kBlockN / 16; ++ks) {
-      uint32_t a[4];
-      a_fragment(a, s[2 * ks], s[2 * ks + 1]);
-      const int key = ks * 16 + 2 * t;
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        const int d = i * 8 + g;
-        mma_bf16(o[i], a, pack(v_s[key][d], v_s[key + 1][d]), pack(v_s[key + 8][d], v_s[key + 9][d]));
-      }
-    }
-  }
-
-  // Normalize and write this thread's rows.
-#pragma unroll
-  for (int row = 0; row < 2; ++row) {
-    l[row] += __shfl_xor_sync(0xffffffffu, l[row], 1);
-    l[row] += __shfl_xor_sync(0xffffffffu, l[row], 2);
-    const int64_t query = qi[row];
-    if (query >= n_t) continue;
-    const float inv = l[row] > 0.f ? 1.f / l[row] : 0.f;
-    uint16_t* dst = out + (static_cast<int64_t>(b) * n_t + query) * n_h * D + static_cast<int64_t>(h) * D;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      const int d = i * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dst + d) = pack_floats(o[i][2 * row] * inv, o[i][2 * row + 1] * inv);
-    }
-    if (t == 0) {
-      const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + query;
-      if (row_max != nullptr) row_max[at] = m[row];
-      if (lse != nullptr) lse[at] = l[row] > 0.f ? m[row] + logf(l[row]) : -INFINITY;
-    }
-  }
+  CudaThread th;
+  flash::flash_forward<D>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Backward
-// ---------------------------------------------------------------------------------------------
-
-/// D[row] = sum_d dO[row, d] O[row, d] for rows (b, h, t) in [B, H, T] order, one warp per row;
-/// also zeroes the row's dQ accumulator.
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     flash_backward_prep(const uint16_t* __restrict__ out, const uint16_t* __restrict__ dout, float* __restrict__ dvec,
                         float* __restrict__ dq_accum, int64_t n_t, int n_h, int64_t rows) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
-  if (row >= rows) return;
-  const int64_t bh = row / n_t, tq = row % n_t, b = bh / n_h, h = bh % n_h;
-  const int64_t off = (b * n_t + tq) * n_h * D + h * D;
-  float acc = 0.f;
-  for (int d = lane; d < D; d += 32)
-    acc += tile::bf16_to_float(tile::bf16{out[off + d]}) * tile::bf16_to_float(tile::bf16{dout[off + d]});
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if (lane == 0) dvec[row] = acc;
-  for (int d = lane; d < D; d += 32) dq_accum[row * D + d] = 0.f;
-}
-
-/// Shared memory of flash_backward<D>: K, V, Q, dO tiles, dS as [query][key] (padded), lse and D.
-template <int D>
-constexpr size_t backward_smem_bytes() {
-  return (2 * kBlockN + 2 * kBlockM) * D * sizeof(uint16_t) + kBlockM * (kBlockN + 8) * sizeof(uint16_t) +
-         2 * kBlockM * sizeof(float);
+  CudaThread th;
+  flash::flash_backward_prep<D>(th, out, dout, dvec, dq_accum, n_t, n_h, rows);
 }
 
 template <int D>
@@ -256,166 +59,15 @@ __global__ void __launch_bounds__(kThreads)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal) {
-  extern __shared__ __align__(16) uint8_t smem[];
-  auto* k_s = reinterpret_cast<uint16_t(*)[D]>(smem);
-  auto* v_s = k_s + kBlockN;
-  auto* q_s = v_s + kBlockN;
-  auto* do_s = q_s + kBlockM;
-  auto* ds_s = reinterpret_cast<uint16_t(*)[kBlockN + 8]>(do_s + kBlockM);
-  auto* lse_s = reinterpret_cast<float*>(ds_s + kBlockM);
-  float* d_s = lse_s + kBlockM;
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBlockN;
-  const int bkv = blockIdx.y, b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
-  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
-  const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
-  const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;
-
-  load_tile<D>(k_s, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
-  load_tile<D>(v_s, seq + static_cast<int64_t>(n_h + n_kv + kv) * D, n0, n_t, width);
-
-  // This thread's two keys (rows g and g + 8 of its warp's 16) and their dK, dV.
-  const int64_t key_of[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
-  float dk[D / 8][4], dv[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
-
-  // Query tiles that see some of these keys: from the first key on (causal), up to the last key
-  // plus the window.
-  const int64_t m_begin = causal ? n0 : 0;
-  const int64_t m_end = window > 0 && n0 + kBlockN + window - 1 < n_t ? n0 + kBlockN + window - 1 : n_t;
-
-  for (int h = kv * group; h < (kv + 1) * group; ++h) {
-    for (int64_t m0 = m_begin; m0 < m_end; m0 += kBlockM) {
-      __syncthreads();  // the previous tile's Q, dO and dS are no longer read
-      load_tile<D>(q_s, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-      load_tile<D>(do_s, dseq + static_cast<int64_t>(h) * D, m0, n_t, out_width);
-      for (int i = threadIdx.x; i < kBlockM; i += kThreads) {
-        const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + m0 + i;
-        lse_s[i] = m0 + i < n_t ? lse[at] : 0.f;
-        d_s[i] = m0 + i < n_t ? dvec[at] : 0.f;
-      }
-      __syncthreads();
-
-      // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the tile's 64 queries.
-      float s[kBlockM / 8][4], dp[kBlockM / 8][4];
-#pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-        uint32_t ak[4], av[4];
-        a_fragment(ak, k_s, r, c);
-        a_fragment(av, v_s, r, c);
-#pragma unroll
-        for (int j = 0; j < kBlockM / 8; ++j) {
-          const int query = j * 8 + g;
-          mma_bf16(s[j], ak, pair(&q_s[query][c]), pair(&q_s[query][c + 8]));
-          mma_bf16(dp[j], av, pair(&do_s[query][c]), pair(&do_s[query][c + 8]));
-        }
-      }
-
-      // P^T and dS^T, in place of S^T and dP^T.
-#pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int ql = j * 8 + 2 * t + (e % 2);
-          const int64_t key = key_of[e / 2], query = m0 + ql;
-          const bool visible =
-              key < n_t && query < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
-          float x = s[j][e] * scale;
-          if (softcap > 0.f) x = softcap * tanhf(x / softcap);
-          const float p = visible ? __expf(x - lse_s[ql]) : 0.f;
-          float ds = p * (dp[j][e] - d_s[ql]);
-          if (softcap > 0.f) ds *= 1.f - (x / softcap) * (x / softcap);
-          s[j][e] = p;
-          dp[j][e] = visible ? ds * scale : 0.f;
-        }
-
-        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
-#pragma unroll
-      for (int ks = 0; ks < kBlockM / 16; ++ks) {
-        uint32_t ap[4];
-        a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
-        uint32_t ad[4];
-        a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
-        const int q = ks * 16 + 2 * t;
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          const int d = i * 8 + g;
-          mma_bf16(dv[i], ap, pack(do_s[q][d], do_s[q + 1][d]), pack(do_s[q + 8][d], do_s[q + 9][d]));
-          mma_bf16(dk[i], ad, pack(q_s[q][d], q_s[q + 1][d]), pack(q_s[q + 8][d], q_s[q + 9][d]));
-        }
-      }
-
-      // dS to shared memory as [query][key], then dQ = dS K for this warp's 16 queries.
-#pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          ds_s[j * 8 + 2 * t + (e % 2)][warp * 16 + g + (e / 2) * 8] = tile::float_to_bf16(dp[j][e]).bits;
-      __syncthreads();
-      float dq[D / 8][4];
-#pragma unroll
-      for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-        uint32_t a[4];
-        a_fragment(a, ds_s, r, c);
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          const int d = i * 8 + g;
-          mma_bf16(dq[i], a, pack(k_s[c][d], k_s[c + 1][d]), pack(k_s[c + 8][d], k_s[c + 9][d]));
-        }
-      }
-#pragma unroll
-      for (int row = 0; row < 2; ++row) {
-        const int64_t query = m0 + warp * 16 + g + 8 * row;
-        if (query >= n_t) continue;
-        float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D;
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          atomicAdd(dst + i * 8 + 2 * t, dq[i][2 * row]);
-          atomicAdd(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
-        }
-      }
-    }
-  }
-
-  // dK and dV of this block's keys, summed over the group's query heads.
-#pragma unroll
-  for (int row = 0; row < 2; ++row) {
-    const int64_t key = key_of[row];
-    if (key >= n_t) continue;
-    uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
-    uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      const int d = i * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(dst_k + d) = pack_floats(dk[i][2 * row], dk[i][2 * row + 1]);
-      *reinterpret_cast<uint32_t*>(dst_v + d) = pack_floats(dv[i][2 * row], dv[i][2 * row + 1]);
-    }
-  }
+  CudaThread th;
+  flash::flash_backward<D>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal);
 }
 
-/// dQ from the float accumulator [B, H, T, D] to bf16 in dqkv's Q heads, two elements per thread.
 template <int D>
 __global__ void flash_backward_dq(const float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
                                   int n_kv, int64_t pairs) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= pairs) return;
-  const int64_t row = i / (D / 2), d = (i % (D / 2)) * 2;
-  const int64_t bh = row / n_t, tq = row % n_t, b = bh / n_h, h = bh % n_h;
-  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
-  *reinterpret_cast<uint32_t*>(dqkv + (b * n_t + tq) * width + h * D + d) =
-      pack_floats(dq_accum[row * D + d], dq_accum[row * D + d + 1]);
+  CudaThread th;
+  flash::flash_backward_dq<D>(th, dq_accum, dqkv, n_t, n_h, n_kv, pairs);
 }
 
 template <int D>
@@ -425,7 +77,7 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   const int64_t rows = a.batch * a.n_heads * a.seq;
   flash_backward_prep<D><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
       out, dout, dvec, dq_accum, a.seq, n_h, rows);
-  constexpr size_t smem = backward_smem_bytes<D>();
+  constexpr size_t smem = flash::backward_smem_bytes<D>();
   cudaError_t err =
       cudaFuncSetAttribute(flash_backward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
@@ -439,6 +91,20 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   return cudaGetLastError();
 }
 
+template <int D>
+cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
+                           float* row_max, float* lse) {
+  constexpr size_t smem = flash::forward_smem_bytes<D>();
+  const cudaError_t err =
+      cudaFuncSetAttribute(flash_forward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  const dim3 grid(static_cast<unsigned>((a.seq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.batch * a.n_heads));
+  flash_forward<D><<<grid, kThreads, smem, stream>>>(qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads),
+                                                     static_cast<int>(a.n_kv_heads), static_cast<float>(a.scale),
+                                                     static_cast<float>(a.softcap), a.window, a.causal);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
@@ -447,18 +113,10 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
       a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
-  const dim3 grid(static_cast<unsigned>((a.seq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.batch * a.n_heads));
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
-  const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
-  if (a.d_head == 64)
-    flash_forward<64><<<grid, kThreads, 0, stream>>>(in, o, row_max, lse, a.seq, n_h, n_kv, static_cast<float>(a.scale),
-                                                     static_cast<float>(a.softcap), a.window, a.causal);
-  else
-    flash_forward<128><<<grid, kThreads, 0, stream>>>(in, o, row_max, lse, a.seq, n_h, n_kv,
-                                                      static_cast<float>(a.scale), static_cast<float>(a.softcap),
-                                                      a.window, a.causal);
-  return cudaGetLastError();
+  return a.d_head == 64 ? launch_forward<64>(stream, a, in, o, row_max, lse)
+                        : launch_forward<128>(stream, a, in, o, row_max, lse);
 }
 
 size_t flash_attention_backward_workspace(const AttentionArgs& a) {
