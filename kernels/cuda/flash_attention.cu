@@ -41,9 +41,9 @@ template <int D>
 __global__ void __launch_bounds__(kThreads)
     flash_forward(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                   float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window,
-                  bool causal) {
+                  bool causal, float dropout, uint64_t seed) {
   CudaThread th;
-  flash::flash_forward<D>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal);
+  flash::flash_forward<D>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout, seed);
 }
 
 template <int D>
@@ -58,9 +58,11 @@ template <int D>
 __global__ void __launch_bounds__(kThreads)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
-                   int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal) {
+                   int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
+                   float dropout, uint64_t seed) {
   CudaThread th;
-  flash::flash_backward<D>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal);
+  flash::flash_backward<D>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal,
+                           dropout, seed);
 }
 
 template <int D>
@@ -82,9 +84,9 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
       cudaFuncSetAttribute(flash_backward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D><<<grid, kThreads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv,
-                                                      static_cast<float>(a.scale), static_cast<float>(a.softcap),
-                                                      a.window, a.causal);
+  flash_backward<D><<<grid, kThreads, smem, stream>>>(
+      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
+      static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
   const int64_t pairs = rows * D / 2;
   flash_backward_dq<D>
       <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);
@@ -101,7 +103,8 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
   const dim3 grid(static_cast<unsigned>((a.seq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.batch * a.n_heads));
   flash_forward<D><<<grid, kThreads, smem, stream>>>(qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads),
                                                      static_cast<int>(a.n_kv_heads), static_cast<float>(a.scale),
-                                                     static_cast<float>(a.softcap), a.window, a.causal);
+                                                     static_cast<float>(a.softcap), a.window, a.causal,
+                                                     static_cast<float>(a.dropout), a.dropout_seed);
   return cudaGetLastError();
 }
 
@@ -109,8 +112,8 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
 
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse) {
-  if (a.dropout > 0 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) || a.n_kv_heads <= 0 ||
-      a.n_heads % a.n_kv_heads != 0)
+  if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
+      a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
@@ -126,8 +129,8 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a) {
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace) {
-  if (a.dropout > 0 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) || a.n_kv_heads <= 0 ||
-      a.n_heads % a.n_kv_heads != 0)
+  if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
+      a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
   auto* dq_accum = static_cast<float*>(workspace);

@@ -19,8 +19,10 @@ namespace bench::kernels::cuda {
 /// and lse [B, H, T] the log-sum-exp of its logits (what a backward needs); either may be null.
 ///
 /// bf16 in and out, Q K^T and P V on the tensor cores (mma.sync m16n8k16, float accumulation),
-/// the softmax in float. d_head 64 or 128. Dropout is not implemented here: dropout > 0, another
-/// d_head or a window with causal = false return cudaErrorNotSupported without launching.
+/// the softmax in float. d_head 64 or 128. Dropout on the probabilities with the CPU path's mask
+/// (a.dropout, a.dropout_seed: kernels/attention.h), recomputed, never stored. A rate outside
+/// [0, 1), another d_head or a window with causal = false return cudaErrorNotSupported without
+/// launching.
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse);
 
@@ -31,7 +33,8 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a);
 /// [B, H, T]) and dout ([B*T, H*dh]), writes all of dqkv ([B*T, (H + 2 Hkv) dh]): dQ, and dK, dV
 /// summed over the query heads of each kv head. Recomputes the probabilities tile by tile;
 /// `workspace` (flash_attention_backward_workspace bytes, any contents) holds a float dQ
-/// accumulator and D = rowsum(dO * O). The same variants and limits as the forward.
+/// accumulator and D = rowsum(dO * O). The same variants (dropout with the forward's mask) and
+/// limits as the forward.
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace);

@@ -36,14 +36,16 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../dropout.h"
 #include "../tile/defs.h"
 
 #if defined(__CUDACC__)
 #define BENCH_FLASH_FN __device__ __forceinline__
-#define BENCH_UNROLL _Pragma("unroll")
 #else
 #define BENCH_FLASH_FN inline
-#define BENCH_UNROLL
+// `#pragma unroll` is nvcc's; the host compiler (the CPU emulator) ignores it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
 #endif
 
 namespace bench::kernels::flash {
@@ -130,7 +132,8 @@ BENCH_FLASH_FN void load_tile(Thread& th, uint16_t (*dst)[D], const uint16_t* ba
 template <int D, class Thread>
 BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
                                   float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h, int n_kv,
-                                  float scale, float softcap, int64_t window, bool causal) {
+                                  float scale, float softcap, int64_t window, bool causal, float dropout,
+                                  uint64_t dropout_seed) {
   auto* q_s = reinterpret_cast<uint16_t(*)[D]>(th.shared());
   auto* k_s = q_s + kBlockM;
   auto* v_s = k_s + kBlockN;
@@ -147,7 +150,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
   const int64_t qi[2] = {m0 + warp * 16 + g, m0 + warp * 16 + g + 8};
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
   float o[D / 8][4];
-  BENCH_UNROLL
+#pragma unroll
   for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
 
   // Key tiles this block needs: up to its last query (causal), from its first query's window.
@@ -163,14 +166,14 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
 
     // S = Q K^T for this warp's 16 queries and the tile's 64 keys: 8 accumulators of 16 x 8.
     float s[kBlockN / 8][4];
-    BENCH_UNROLL
+#pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-    BENCH_UNROLL
+#pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const int r = warp * 16 + g, c = kk * 16 + 2 * t;
       uint32_t a[4];
       a_fragment(a, q_s, r, c);
-      BENCH_UNROLL
+#pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) {
         const int key = j * 8 + g;
         th.mma(s[j], a, pair(&k_s[key][c]), pair(&k_s[key][c + 8]));
@@ -179,19 +182,20 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
 
     // Scale, soft-cap, mask; the tile's row maxima.
     float tile_max[2] = {-INFINITY, -INFINITY};
-    BENCH_UNROLL
-    for (int j = 0; j < kBlockN / 8; ++j) BENCH_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      const int row = e / 2;
-      const int64_t key = n0 + j * 8 + 2 * t + (e % 2), query = qi[row];
-      float x = s[j][e] * scale;
-      if (softcap > 0.f) x = softcap * tanhf(x / softcap);
-      const bool visible = key < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
-      s[j][e] = visible ? x : -INFINITY;
-      tile_max[row] = fmaxf(tile_max[row], s[j][e]);
-    }
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = e / 2;
+        const int64_t key = n0 + j * 8 + 2 * t + (e % 2), query = qi[row];
+        float x = s[j][e] * scale;
+        if (softcap > 0.f) x = softcap * tanhf(x / softcap);
+        const bool visible = key < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
+        s[j][e] = visible ? x : -INFINITY;
+        tile_max[row] = fmaxf(tile_max[row], s[j][e]);
+      }
     float alpha[2];
-    BENCH_UNROLL
+#pragma unroll
     for (int row = 0; row < 2; ++row) {
       // The four threads of a quad hold one row between them.
       tile_max[row] = fmaxf(tile_max[row], th.shfl_xor(tile_max[row], 1));
@@ -201,21 +205,22 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
       alpha[row] = m_new == -INFINITY ? 1.f : th.exp(m[row] - m_new);
       m[row] = m_new;
     }
-    BENCH_UNROLL
-    for (int j = 0; j < kBlockN / 8; ++j) BENCH_UNROLL
-    for (int e = 0; e < 4; ++e) {
-      const int row = e / 2;
-      const float base = m[row] == -INFINITY ? 0.f : m[row];
-      s[j][e] = th.exp(s[j][e] - base);  // exp(-inf) = 0 for masked keys
-    }
-    BENCH_UNROLL
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int row = e / 2;
+        const float base = m[row] == -INFINITY ? 0.f : m[row];
+        s[j][e] = th.exp(s[j][e] - base);  // exp(-inf) = 0 for masked keys
+      }
+#pragma unroll
     for (int row = 0; row < 2; ++row) {
       float sum = 0.f;
-      BENCH_UNROLL
+#pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j) sum += s[j][2 * row] + s[j][2 * row + 1];
       l[row] = l[row] * alpha[row] + sum;  // this thread's share; the quad's shares are added at the end
     }
-    BENCH_UNROLL
+#pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       o[i][0] *= alpha[0];
       o[i][1] *= alpha[0];
@@ -223,13 +228,27 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
       o[i][3] *= alpha[1];
     }
 
+    // Dropout (kernels/attention.h): the normalizer keeps every probability, P V only the kept
+    // ones, scaled by 1 / (1 - p); the mask of probability (b, h, query, key) is recomputed.
+    if (dropout > 0.f) {
+      const float keep_scale = 1.f / (1.f - dropout);
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t key = n0 + j * 8 + 2 * t + (e % 2), query = qi[e / 2];
+          const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * n_t + key;
+          s[j][e] *= dropout_keep(dropout_seed, at, dropout) ? keep_scale : 0.f;
+        }
+    }
+
     // O += P V: P's accumulators of keys 16 ks .. 16 ks + 15 are exactly an A fragment.
-    BENCH_UNROLL
+#pragma unroll
     for (int ks = 0; ks < kBlockN / 16; ++ks) {
       uint32_t a[4];
       a_fragment(a, s[2 * ks], s[2 * ks + 1]);
       const int key = ks * 16 + 2 * t;
-      BENCH_UNROLL
+#pragma unroll
       for (int i = 0; i < D / 8; ++i) {
         const int d = i * 8 + g;
         th.mma(o[i], a, pack(v_s[key][d], v_s[key + 1][d]), pack(v_s[key + 8][d], v_s[key + 9][d]));
@@ -238,7 +257,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
   }
 
   // Normalize and write this thread's rows.
-  BENCH_UNROLL
+#pragma unroll
   for (int row = 0; row < 2; ++row) {
     l[row] += th.shfl_xor(l[row], 1);
     l[row] += th.shfl_xor(l[row], 2);
@@ -246,7 +265,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
     if (query >= n_t) continue;
     const float inv = l[row] > 0.f ? 1.f / l[row] : 0.f;
     uint16_t* dst = out + (static_cast<int64_t>(b) * n_t + query) * n_h * D + static_cast<int64_t>(h) * D;
-    BENCH_UNROLL
+#pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = i * 8 + 2 * t;
       store_pair(dst + d, pack_floats(o[i][2 * row] * inv, o[i][2 * row + 1] * inv));
@@ -277,7 +296,7 @@ BENCH_FLASH_FN void flash_backward_prep(Thread& th, const uint16_t* __restrict__
   float acc = 0.f;
   for (int d = lane; d < D; d += 32)
     acc += tile::bf16_to_float(tile::bf16{out[off + d]}) * tile::bf16_to_float(tile::bf16{dout[off + d]});
-  BENCH_UNROLL
+#pragma unroll
   for (int o = 16; o > 0; o /= 2) acc += th.shfl_xor(acc, o);
   if (lane == 0) dvec[row] = acc;
   for (int d = lane; d < D; d += 32) dq_accum[row * D + d] = 0.f;
@@ -294,7 +313,8 @@ template <int D, class Thread>
 BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ dvec,
                                    float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
-                                   int n_kv, float scale, float softcap, int64_t window, bool causal) {
+                                   int n_kv, float scale, float softcap, int64_t window, bool causal, float dropout,
+                                   uint64_t dropout_seed) {
   uint8_t* smem = th.shared();
   auto* k_s = reinterpret_cast<uint16_t(*)[D]>(smem);
   auto* v_s = k_s + kBlockN;
@@ -317,9 +337,10 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
   // This thread's two keys (rows g and g + 8 of its warp's 16) and their dK, dV.
   const int64_t key_of[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
   float dk[D / 8][4], dv[D / 8][4];
-  BENCH_UNROLL
-  for (int i = 0; i < D / 8; ++i) BENCH_UNROLL
-  for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
 
   // Query tiles that see some of these keys: from the first key on (causal), up to the last key
   // plus the window.
@@ -340,16 +361,17 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
 
       // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the tile's 64 queries.
       float s[kBlockM / 8][4], dp[kBlockM / 8][4];
-      BENCH_UNROLL
-      for (int j = 0; j < kBlockM / 8; ++j) BENCH_UNROLL
-      for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
-      BENCH_UNROLL
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
+#pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
         const int r = warp * 16 + g, c = kk * 16 + 2 * t;
         uint32_t ak[4], av[4];
         a_fragment(ak, k_s, r, c);
         a_fragment(av, v_s, r, c);
-        BENCH_UNROLL
+#pragma unroll
         for (int j = 0; j < kBlockM / 8; ++j) {
           const int query = j * 8 + g;
           th.mma(s[j], ak, pair(&q_s[query][c]), pair(&q_s[query][c + 8]));
@@ -358,31 +380,39 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
       }
 
       // P^T and dS^T, in place of S^T and dP^T.
-      BENCH_UNROLL
-      for (int j = 0; j < kBlockM / 8; ++j) BENCH_UNROLL
-      for (int e = 0; e < 4; ++e) {
-        const int ql = j * 8 + 2 * t + (e % 2);
-        const int64_t key = key_of[e / 2], query = m0 + ql;
-        const bool visible =
-            key < n_t && query < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
-        float x = s[j][e] * scale;
-        if (softcap > 0.f) x = softcap * tanhf(x / softcap);
-        const float p = visible ? th.exp(x - lse_s[ql]) : 0.f;
-        float ds = p * (dp[j][e] - d_s[ql]);
-        if (softcap > 0.f) ds *= 1.f - (x / softcap) * (x / softcap);
-        s[j][e] = p;
-        dp[j][e] = visible ? ds * scale : 0.f;
-      }
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int ql = j * 8 + 2 * t + (e % 2);
+          const int64_t key = key_of[e / 2], query = m0 + ql;
+          const bool visible =
+              key < n_t && query < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
+          float x = s[j][e] * scale;
+          if (softcap > 0.f) x = softcap * tanhf(x / softcap);
+          const float p = visible ? th.exp(x - lse_s[ql]) : 0.f;
+          // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
+          // mask; D = rowsum(dO O) already holds it (O was computed with it).
+          float keep = 1.f;
+          if (dropout > 0.f) {
+            const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * n_t + key;
+            keep = dropout_keep(dropout_seed, at, dropout) ? 1.f / (1.f - dropout) : 0.f;
+          }
+          float ds = p * (dp[j][e] * keep - d_s[ql]);
+          if (softcap > 0.f) ds *= 1.f - (x / softcap) * (x / softcap);
+          s[j][e] = p * keep;
+          dp[j][e] = visible ? ds * scale : 0.f;
+        }
 
-      // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
-      BENCH_UNROLL
+        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
+#pragma unroll
       for (int ks = 0; ks < kBlockM / 16; ++ks) {
         uint32_t ap[4];
         a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
         uint32_t ad[4];
         a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
         const int q = ks * 16 + 2 * t;
-        BENCH_UNROLL
+#pragma unroll
         for (int i = 0; i < D / 8; ++i) {
           const int d = i * 8 + g;
           th.mma(dv[i], ap, pack(do_s[q][d], do_s[q + 1][d]), pack(do_s[q + 8][d], do_s[q + 9][d]));
@@ -391,31 +421,32 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
       }
 
       // dS to shared memory as [query][key], then dQ = dS K for this warp's 16 queries.
-      BENCH_UNROLL
-      for (int j = 0; j < kBlockM / 8; ++j) BENCH_UNROLL
-      for (int e = 0; e < 4; ++e)
-        ds_s[j * 8 + 2 * t + (e % 2)][warp * 16 + g + (e / 2) * 8] = tile::float_to_bf16(dp[j][e]).bits;
+#pragma unroll
+      for (int j = 0; j < kBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          ds_s[j * 8 + 2 * t + (e % 2)][warp * 16 + g + (e / 2) * 8] = tile::float_to_bf16(dp[j][e]).bits;
       th.sync();
       float dq[D / 8][4];
-      BENCH_UNROLL
+#pragma unroll
       for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
-      BENCH_UNROLL
+#pragma unroll
       for (int kk = 0; kk < kBlockN / 16; ++kk) {
         const int r = warp * 16 + g, c = kk * 16 + 2 * t;
         uint32_t a[4];
         a_fragment(a, ds_s, r, c);
-        BENCH_UNROLL
+#pragma unroll
         for (int i = 0; i < D / 8; ++i) {
           const int d = i * 8 + g;
           th.mma(dq[i], a, pack(k_s[c][d], k_s[c + 1][d]), pack(k_s[c + 8][d], k_s[c + 9][d]));
         }
       }
-      BENCH_UNROLL
+#pragma unroll
       for (int row = 0; row < 2; ++row) {
         const int64_t query = m0 + warp * 16 + g + 8 * row;
         if (query >= n_t) continue;
         float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D;
-        BENCH_UNROLL
+#pragma unroll
         for (int i = 0; i < D / 8; ++i) {
           th.atomic_add(dst + i * 8 + 2 * t, dq[i][2 * row]);
           th.atomic_add(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
@@ -425,13 +456,13 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
   }
 
   // dK and dV of this block's keys, summed over the group's query heads.
-  BENCH_UNROLL
+#pragma unroll
   for (int row = 0; row < 2; ++row) {
     const int64_t key = key_of[row];
     if (key >= n_t) continue;
     uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
     uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
-    BENCH_UNROLL
+#pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = i * 8 + 2 * t;
       store_pair(dst_k + d, pack_floats(dk[i][2 * row], dk[i][2 * row + 1]));
@@ -453,3 +484,7 @@ BENCH_FLASH_FN void flash_backward_dq(Thread& th, const float* __restrict__ dq_a
 }
 
 }  // namespace bench::kernels::flash
+
+#if !defined(__CUDACC__)
+#pragma GCC diagnostic pop
+#endif

@@ -576,7 +576,8 @@ void check_flash_backward(kernels::AttentionArgs a, const std::string& name) {
 }
 
 /// The variants both flash checks run: MHA, GQA with a window, MQA non-causal with a soft-cap,
-/// a long MHA with a soft-cap; d_head 64 and 128, lengths that are not multiples of the tiles.
+/// a long MHA with a soft-cap, GQA with dropout; d_head 64 and 128, lengths that are not
+/// multiples of the tiles.
 std::vector<std::pair<kernels::AttentionArgs, std::string>> flash_cases() {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -591,6 +592,10 @@ std::vector<std::pair<kernels::AttentionArgs, std::string>> flash_cases() {
   a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
   cases.emplace_back(a, "MHA T=1000 dh=128 softcap=30");
+  a = {2, 200, 4, 2, 64, 0.125};
+  a.dropout = 0.1;
+  a.dropout_seed = 5;
+  cases.emplace_back(a, "GQA 4/2 T=200 dh=64 dropout=0.1");
   return cases;
 }
 

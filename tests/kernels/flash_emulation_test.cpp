@@ -167,7 +167,8 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
   launch((a.seq + kBlockM - 1) / kBlockM, a.batch * a.n_heads, kThreads, flash::forward_smem_bytes<D>(),
          [&](EmulatedThread& th) {
            flash::flash_forward<D>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv,
-                                   static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal);
+                                   static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+                                   static_cast<float>(a.dropout), a.dropout_seed);
          });
 }
 
@@ -204,7 +205,7 @@ void check_backward(const AttentionArgs& a) {
          [&](EmulatedThread& th) {
            flash::flash_backward<D>(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(),
                                     a.seq, n_h, n_kv, static_cast<float>(a.scale), static_cast<float>(a.softcap),
-                                    a.window, a.causal);
+                                    a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
          });
   const int64_t pairs = rows * D / 2;
   launch((pairs + 255) / 256, 1, 256, 0, [&](EmulatedThread& th) {
@@ -246,6 +247,10 @@ std::vector<FlashCase> cases() {
   a = {1, 65, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
   c.push_back({"mqa_t65_dh128_softcap30", a});
+  a = {1, 90, 4, 2, 64, 0.125};
+  a.dropout = 0.2;
+  a.dropout_seed = 77;
+  c.push_back({"gqa_t90_dropout", a});
   return c;
 }
 
