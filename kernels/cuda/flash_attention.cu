@@ -37,13 +37,14 @@ struct CudaThread {
   __device__ __forceinline__ uint8_t* shared() const { return g_shared; }
 };
 
-template <int D>
+template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flash_forward(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                   float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window,
                   bool causal, float dropout, uint64_t seed) {
   CudaThread th;
-  flash::flash_forward<D>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout, seed);
+  flash::flash_forward<D, kDropout>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
+                                    seed);
 }
 
 template <int D>
@@ -54,15 +55,15 @@ __global__ void __launch_bounds__(kThreads)
   flash::flash_backward_prep<D>(th, out, dout, dvec, dq_accum, n_t, n_h, rows);
 }
 
-template <int D>
+template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
                    float dropout, uint64_t seed) {
   CudaThread th;
-  flash::flash_backward<D>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal,
-                           dropout, seed);
+  flash::flash_backward<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window,
+                                     causal, dropout, seed);
 }
 
 template <int D>
@@ -72,7 +73,7 @@ __global__ void flash_backward_dq(const float* __restrict__ dq_accum, uint16_t* 
   flash::flash_backward_dq<D>(th, dq_accum, dqkv, n_t, n_h, n_kv, pairs);
 }
 
-template <int D>
+template <int D, bool kDropout>
 cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* out,
                             const uint16_t* dout, const float* lse, uint16_t* dqkv, float* dvec, float* dq_accum) {
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
@@ -80,11 +81,11 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   flash_backward_prep<D><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
       out, dout, dvec, dq_accum, a.seq, n_h, rows);
   constexpr size_t smem = flash::backward_smem_bytes<D>();
-  cudaError_t err =
-      cudaFuncSetAttribute(flash_backward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D><<<grid, kThreads, smem, stream>>>(
+  flash_backward<D, kDropout><<<grid, kThreads, smem, stream>>>(
       qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
       static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
   const int64_t pairs = rows * D / 2;
@@ -93,18 +94,18 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   return cudaGetLastError();
 }
 
-template <int D>
+template <int D, bool kDropout>
 cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
                            float* row_max, float* lse) {
   constexpr size_t smem = flash::forward_smem_bytes<D>();
-  const cudaError_t err =
-      cudaFuncSetAttribute(flash_forward<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.batch * a.n_heads));
-  flash_forward<D><<<grid, kThreads, smem, stream>>>(qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads),
-                                                     static_cast<int>(a.n_kv_heads), static_cast<float>(a.scale),
-                                                     static_cast<float>(a.softcap), a.window, a.causal,
-                                                     static_cast<float>(a.dropout), a.dropout_seed);
+  flash_forward<D, kDropout><<<grid, kThreads, smem, stream>>>(
+      qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
+      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+      a.dropout_seed);
   return cudaGetLastError();
 }
 
@@ -118,8 +119,13 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
-  return a.d_head == 64 ? launch_forward<64>(stream, a, in, o, row_max, lse)
-                        : launch_forward<128>(stream, a, in, o, row_max, lse);
+  // Dropout is a template parameter: its index arithmetic and hashing cost registers that the
+  // kernels without it should not pay.
+  if (a.dropout > 0)
+    return a.d_head == 64 ? launch_forward<64, true>(stream, a, in, o, row_max, lse)
+                          : launch_forward<128, true>(stream, a, in, o, row_max, lse);
+  return a.d_head == 64 ? launch_forward<64, false>(stream, a, in, o, row_max, lse)
+                        : launch_forward<128, false>(stream, a, in, o, row_max, lse);
 }
 
 size_t flash_attention_backward_workspace(const AttentionArgs& a) {
@@ -139,8 +145,11 @@ cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a
   const auto* o = reinterpret_cast<const uint16_t*>(out);
   const auto* d_o = reinterpret_cast<const uint16_t*>(dout);
   auto* dx = reinterpret_cast<uint16_t*>(dqkv);
-  return a.d_head == 64 ? launch_backward<64>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
-                        : launch_backward<128>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
+  if (a.dropout > 0)
+    return a.d_head == 64 ? launch_backward<64, true>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
+                          : launch_backward<128, true>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
+  return a.d_head == 64 ? launch_backward<64, false>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
+                        : launch_backward<128, false>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
 }
 
 }  // namespace bench::kernels::cuda

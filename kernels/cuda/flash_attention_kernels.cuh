@@ -54,11 +54,15 @@ constexpr int kBlockM = 64;  // queries per block
 constexpr int kBlockN = 64;  // keys per tile
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
+/// Shared-memory rows of D elements are D + kPad long: with rows 16 bytes longer than a multiple
+/// of 128, the 8 rows a fragment load touches (lanes g = 0..7, or 2t for t = 0..3) start in
+/// different banks, where an unpadded tile puts them all in one (an 8-way conflict).
+constexpr int kPad = 8;
 
 /// Shared memory of flash_forward<D>: Q, K and V tiles.
 template <int D>
 constexpr size_t forward_smem_bytes() {
-  return static_cast<size_t>(kBlockM + 2 * kBlockN) * D * sizeof(uint16_t);
+  return static_cast<size_t>(kBlockM + 2 * kBlockN) * (D + kPad) * sizeof(uint16_t);
 }
 
 BENCH_FLASH_FN uint32_t pack(uint16_t lo, uint16_t hi) {
@@ -111,7 +115,7 @@ BENCH_FLASH_FN void a_fragment(uint32_t (&a)[4], const float (&lo)[4], const flo
 /// shared memory, zeros past the sequence's end. 16-byte accesses: head offsets are multiples of
 /// 8 elements (d is 64 or 128) and rows are 16-byte aligned when the base pointer is.
 template <int D, class Thread>
-BENCH_FLASH_FN void load_tile(Thread& th, uint16_t (*dst)[D], const uint16_t* base, int64_t row0, int64_t rows,
+BENCH_FLASH_FN void load_tile(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0, int64_t rows,
                               int64_t width) {
   constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
   for (int c = th.tid(); c < kBlockM * kChunks; c += kThreads) {
@@ -129,12 +133,12 @@ BENCH_FLASH_FN void load_tile(Thread& th, uint16_t (*dst)[D], const uint16_t* ba
   }
 }
 
-template <int D, class Thread>
+template <int D, bool kDropout, class Thread>
 BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
                                   float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h, int n_kv,
                                   float scale, float softcap, int64_t window, bool causal, float dropout,
                                   uint64_t dropout_seed) {
-  auto* q_s = reinterpret_cast<uint16_t(*)[D]>(th.shared());
+  auto* q_s = reinterpret_cast<uint16_t(*)[D + kPad]>(th.shared());
   auto* k_s = q_s + kBlockM;
   auto* v_s = k_s + kBlockN;
 
@@ -230,7 +234,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
 
     // Dropout (kernels/attention.h): the normalizer keeps every probability, P V only the kept
     // ones, scaled by 1 / (1 - p); the mask of probability (b, h, query, key) is recomputed.
-    if (dropout > 0.f) {
+    if constexpr (kDropout) {
       const float keep_scale = 1.f / (1.f - dropout);
 #pragma unroll
       for (int j = 0; j < kBlockN / 8; ++j)
@@ -305,22 +309,22 @@ BENCH_FLASH_FN void flash_backward_prep(Thread& th, const uint16_t* __restrict__
 /// Shared memory of flash_backward<D>: K, V, Q, dO tiles, dS as [query][key] (padded), lse and D.
 template <int D>
 constexpr size_t backward_smem_bytes() {
-  return (2 * kBlockN + 2 * kBlockM) * D * sizeof(uint16_t) + kBlockM * (kBlockN + 8) * sizeof(uint16_t) +
+  return (2 * kBlockN + 2 * kBlockM) * (D + kPad) * sizeof(uint16_t) + kBlockM * (kBlockN + kPad) * sizeof(uint16_t) +
          2 * kBlockM * sizeof(float);
 }
 
-template <int D, class Thread>
+template <int D, bool kDropout, class Thread>
 BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ dvec,
                                    float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
                                    int n_kv, float scale, float softcap, int64_t window, bool causal, float dropout,
                                    uint64_t dropout_seed) {
   uint8_t* smem = th.shared();
-  auto* k_s = reinterpret_cast<uint16_t(*)[D]>(smem);
+  auto* k_s = reinterpret_cast<uint16_t(*)[D + kPad]>(smem);
   auto* v_s = k_s + kBlockN;
   auto* q_s = v_s + kBlockN;
   auto* do_s = q_s + kBlockM;
-  auto* ds_s = reinterpret_cast<uint16_t(*)[kBlockN + 8]>(do_s + kBlockM);
+  auto* ds_s = reinterpret_cast<uint16_t(*)[kBlockN + kPad]>(do_s + kBlockM);
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBlockM);
   float* d_s = lse_s + kBlockM;
 
@@ -394,7 +398,7 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
           // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
           // mask; D = rowsum(dO O) already holds it (O was computed with it).
           float keep = 1.f;
-          if (dropout > 0.f) {
+          if constexpr (kDropout) {
             const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * n_t + key;
             keep = dropout_keep(dropout_seed, at, dropout) ? 1.f / (1.f - dropout) : 0.f;
           }

@@ -164,11 +164,17 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
   row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), NAN);
   lse.assign(row_max.size(), NAN);
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
+  const auto body = [&]<bool kDropout>(EmulatedThread& th) {
+    flash::flash_forward<D, kDropout>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv,
+                                      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+                                      static_cast<float>(a.dropout), a.dropout_seed);
+  };
   launch((a.seq + kBlockM - 1) / kBlockM, a.batch * a.n_heads, kThreads, flash::forward_smem_bytes<D>(),
          [&](EmulatedThread& th) {
-           flash::flash_forward<D>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv,
-                                   static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
-                                   static_cast<float>(a.dropout), a.dropout_seed);
+           if (a.dropout > 0)
+             body.template operator()<true>(th);
+           else
+             body.template operator()<false>(th);
          });
 }
 
@@ -201,11 +207,18 @@ void check_backward(const AttentionArgs& a) {
   launch((rows + flash::kWarps - 1) / flash::kWarps, 1, kThreads, 0, [&](EmulatedThread& th) {
     flash::flash_backward_prep<D>(th, out.data(), dout.data(), dvec.data(), dq_accum.data(), a.seq, n_h, rows);
   });
+  const auto body = [&]<bool kDropout>(EmulatedThread& th) {
+    flash::flash_backward<D, kDropout>(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(),
+                                       dqkv.data(), a.seq, n_h, n_kv, static_cast<float>(a.scale),
+                                       static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+                                       a.dropout_seed);
+  };
   launch((a.seq + kBlockN - 1) / kBlockN, a.batch * a.n_kv_heads, kThreads, flash::backward_smem_bytes<D>(),
          [&](EmulatedThread& th) {
-           flash::flash_backward<D>(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(),
-                                    a.seq, n_h, n_kv, static_cast<float>(a.scale), static_cast<float>(a.softcap),
-                                    a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
+           if (a.dropout > 0)
+             body.template operator()<true>(th);
+           else
+             body.template operator()<false>(th);
          });
   const int64_t pairs = rows * D / 2;
   launch((pairs + 255) / 256, 1, 256, 0, [&](EmulatedThread& th) {
