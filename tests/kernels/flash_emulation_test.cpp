@@ -31,7 +31,7 @@ using flash::kThreads;
 class Block {
  public:
   Block(int threads, size_t shared_bytes)
-      : shared_(shared_bytes + 16, 0), barrier_(threads), warps_(static_cast<size_t>((threads + 31) / 32)) {}
+      : shared_(shared_bytes, 0), barrier_(threads), warps_(static_cast<size_t>((threads + 31) / 32)) {}
 
   struct Warp {
     std::barrier<> barrier{32};
@@ -45,7 +45,7 @@ class Block {
   Warp& warp(int tid) { return warps_[static_cast<size_t>(tid / 32)]; }
 
  private:
-  std::vector<uint8_t> shared_;  // 16-byte alignment: std::vector's allocation is at least that
+  std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
   std::barrier<> barrier_;
   std::vector<Warp> warps_;
 };
@@ -137,7 +137,7 @@ std::vector<double> widen(const std::vector<uint16_t>& v) {
   return r;
 }
 
-/// Largest |got - ref| over elements, and whether every one is within atol + rtol |ref| (NaN fails).
+/// Whether every element is within atol + rtol |ref| of the reference (NaN fails); the first that is not.
 ::testing::AssertionResult close(const std::vector<double>& ref, const std::vector<double>& got, double atol,
                                  double rtol) {
   if (ref.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
