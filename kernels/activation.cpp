@@ -1,5 +1,7 @@
 #include "activation.h"
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 namespace {
@@ -9,6 +11,7 @@ constexpr int kGlu = programs::kGluBlock;
 
 template <class T>
 void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int64_t n) {
+  BENCH_ON_CUDA(exec, T, "activation_forward", cuda::activation_forward<T>(stream, act, x, y, n))
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
     tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationForward<T, kAct, kFlat>{x, y, n});
@@ -17,6 +20,7 @@ void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int6
 
 template <class T>
 void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
+  BENCH_ON_CUDA(exec, T, "activation_backward", cuda::activation_backward<T>(stream, act, x, dy, dx, n))
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
     tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
@@ -25,6 +29,7 @@ void activation_backward(const Exec& exec, Activation act, const T* x, const T* 
 
 template <class T>
 void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
+  BENCH_ON_CUDA(exec, T, "glu_forward", cuda::glu_forward<T>(stream, act, gu, h, rows, d_ff))
   if (rows <= 0 || d_ff <= 0) return;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   dispatch_activation(act, [&]<Activation kAct>() {
@@ -34,6 +39,7 @@ void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t ro
 
 template <class T>
 void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff) {
+  BENCH_ON_CUDA(exec, T, "glu_backward", cuda::glu_backward<T>(stream, act, gu, dh, dgu, rows, d_ff))
   if (rows <= 0 || d_ff <= 0) return;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   dispatch_activation(act, [&]<Activation kAct>() {

@@ -1,9 +1,12 @@
 #include "adamw.h"
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 template <class T>
 void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step) {
+  BENCH_ON_CUDA(exec, T, "adamw_update", cuda::adamw_update<T>(stream, p, g, m, v, n, step))
   if (n <= 0) return;
   constexpr int kB = programs::kAdamWBlock;
   tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::make_adamw(p, g, m, v, n, step));

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda_launchers.h"
 #include "gemm.h"
 #include "tile/parallel.h"
 
@@ -123,6 +124,19 @@ int64_t attention_workspace_size(const AttentionArgs& a) {
 template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace) {
+  if (exec.backend == tile::Backend::kCuda) {
+    if constexpr (std::is_same_v<T, double>) {
+      throw std::invalid_argument("attention_forward: float64 has no CUDA path");
+    } else {
+#if BENCH_HAVE_CUDA
+      cuda::attention_forward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, probs, row_max, workspace);
+      return;
+#else
+      BENCH_CUDA_CALL("attention_forward", 0);
+#endif
+    }
+  }
+  const tile::HostAccess access(exec);  // the fills and GEMMs below touch the buffers directly
   const Dims d = dims_of(a);
   T* scores = a.softcap > 0 ? probs + d.batch * d.heads * d.seq * d.seq : probs;
   // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
@@ -154,6 +168,19 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
 template <class T>
 void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout, T* dqkv,
                         T* workspace) {
+  if (exec.backend == tile::Backend::kCuda) {
+    if constexpr (std::is_same_v<T, double>) {
+      throw std::invalid_argument("attention_backward: float64 has no CUDA path");
+    } else {
+#if BENCH_HAVE_CUDA
+      cuda::attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, probs, dout, dqkv, workspace);
+      return;
+#else
+      BENCH_CUDA_CALL("attention_backward", 0);
+#endif
+    }
+  }
+  const tile::HostAccess access(exec);
   const Dims d = dims_of(a);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;

@@ -1,10 +1,14 @@
 #include "cross_entropy.h"
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 template <class T>
 void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
                    acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
+  BENCH_ON_CUDA(exec, T, "cross_entropy",
+                cuda::cross_entropy<T>(stream, logits, targets, rows, vocab, loss, z, dlogits, z_coef, grad_scale))
   if (rows <= 0 || vocab <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(vocab, [&]<int B>() {

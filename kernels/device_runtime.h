@@ -1,6 +1,6 @@
 // defines: bench::kernels::cuda::DeviceFacts, device_count, describe_device, make_cuda_backend,
-// EventTimer, L2Flusher — the CUDA runtime pieces the harness measures with. Declared without CUDA
-// headers (CONTRIBUTING.md); defined in kernels/cuda/runtime.cu, so only a CUDA build links them.
+// current_device, copy, zero, synchronize, EventTimer, L2Flusher — the CUDA runtime pieces the harness measures with.
+// Declared without CUDA headers (CONTRIBUTING.md); defined in kernels/cuda/runtime.cu, so only a CUDA build links them.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +33,18 @@ DeviceFacts describe_device(int index);
 
 /// cudaMalloc / cudaFree on device `index` (nullptr from allocate on cudaErrorMemoryAllocation).
 std::unique_ptr<AllocatorBackend> make_cuda_backend(int index);
+
+/// cudaGetDevice.
+int current_device();
+/// cudaMemcpy (cudaMemcpyDefault: any direction, after the work queued before it). Throws
+/// std::runtime_error on a CUDA error, as do the three below.
+void copy(void* dst, const void* src, size_t bytes);
+/// cudaMemcpy2D (cudaMemcpyDefault).
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows);
+/// cudaMemsetAsync to zero on `stream` (a cudaStream_t; nullptr: the default stream).
+void zero(void* p, size_t bytes, void* stream);
+/// cudaStreamSynchronize, then the stream's sticky error if any.
+void synchronize(void* stream);
 
 /// Times work on a stream with CUDA events: start(), enqueue, stop_ms() synchronizes on the stop
 /// event and returns the elapsed device time.

@@ -2,10 +2,13 @@
 
 #include <cstring>
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 template <class T>
 void dropout_apply(const Exec& exec, const T* x, T* y, int64_t n, double p, uint64_t seed) {
+  BENCH_ON_CUDA(exec, T, "dropout_apply", cuda::dropout_apply<T>(stream, x, y, n, p, seed))
   if (n <= 0) return;
   if (p <= 0) {
     if (x != y) std::memcpy(static_cast<void*>(y), x, static_cast<size_t>(n) * sizeof(T));

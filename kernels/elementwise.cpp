@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "cuda_launchers.h"
+#include "memory.h"
+
 namespace bench::kernels {
 
 namespace {
@@ -11,18 +14,21 @@ tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
 
 template <class T>
 void add(const Exec& exec, const T* a, const T* b, T* out, int64_t n) {
+  BENCH_ON_CUDA(exec, T, "add", cuda::add<T>(stream, a, b, out, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Add<T, kFlat>{a, b, out, n});
 }
 
 template <class T>
 void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n) {
+  BENCH_ON_CUDA(exec, T, "axpy", cuda::axpy<T>(stream, alpha, x, y, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Axpy<T, kFlat>{x, y, n, alpha});
 }
 
 template <class T>
 void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n) {
+  BENCH_ON_CUDA(exec, T, "scale", cuda::scale<T>(stream, alpha, x, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha});
 }
@@ -36,6 +42,27 @@ template <class T>
 double sum_squares(const Exec& exec, const T* x, int64_t n) {
   const int64_t parts = sum_squares_partials(n);
   if (parts == 0) return 0.0;
+  if (exec.backend == tile::Backend::kCuda) {
+    // The partial sums and the result in device memory (from the caching allocator: no
+    // cudaMalloc after the first call), then the one double back to the host.
+    double result = 0;
+    if constexpr (std::is_same_v<T, double>) {
+      throw std::invalid_argument("sum_squares: float64 has no CUDA path");
+    } else {
+      void* dev = device_allocate(Memory::kCuda, static_cast<size_t>(parts + 1) * sizeof(double));
+      try {
+        auto* d = static_cast<double*>(dev);
+        BENCH_CUDA_CALL("sum_squares",
+                        cuda::sum_squares<T>(static_cast<cuda::Stream>(exec.stream), x, n, d, d + parts));
+        copy_bytes(&result, d + parts, sizeof result);
+      } catch (...) {
+        device_free(dev);
+        throw;
+      }
+      device_free(dev);
+    }
+    return result;
+  }
   std::vector<double> partial(static_cast<size_t>(parts));
   tile::launch(exec, tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial.data(), n, parts});
   double s = 0;
@@ -45,6 +72,7 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
 
 template <class T>
 void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim) {
+  BENCH_ON_CUDA(exec, T, "embedding_forward", cuda::embedding_forward<T>(stream, tokens, table, out, n_tokens, dim))
   if (n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
     tile::launch(exec, tile::Grid{n_tokens}, programs::EmbeddingForward<T, B>{tokens, table, out, dim});
@@ -54,6 +82,7 @@ void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, 
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
                         int64_t dim) {
+  BENCH_ON_CUDA(exec, T, "embedding_backward", cuda::embedding_backward<T>(stream, tokens, dout, dtable, n_tokens, dim))
   if (n_tokens <= 0 || dim <= 0) return;
   constexpr int kB = programs::kEmbeddingBackwardCols;
   tile::launch(exec, tile::Grid{(dim + kB - 1) / kB},

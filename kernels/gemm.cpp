@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cuda_launchers.h"
 #include "tile/parallel.h"
 
 namespace bench::kernels {
@@ -41,6 +42,31 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, d
     }
   });
 }
+
+template <class T>
+void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (exec.backend == tile::Backend::kCuda) {
+    if constexpr (std::is_same_v<T, double>) {
+      throw std::invalid_argument("gemm: float64 has no CUDA path");
+    } else {
+#if BENCH_HAVE_CUDA
+      cuda::gemm<T>(static_cast<cuda::Stream>(exec.stream), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                    ldc);
+      return;
+#else
+      BENCH_CUDA_CALL("gemm", 0);
+#endif
+    }
+  }
+  const tile::HostAccess access(exec);
+  gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template void gemm<float>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t);
+template void gemm<double>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t);
 
 const char* gemm_backend() {
   static const std::string name = [] {

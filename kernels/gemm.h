@@ -1,4 +1,4 @@
-// defines: gemm, gemm_backend
+// defines: gemm (the CPU's, and the one that follows an Exec to cuBLASLt), gemm_backend
 //
 // Dense matrix multiply. float goes to oneDNN's dnnl_sgemm, measured fastest here (see
 // docs/kernels.md: 265-318 GFLOP/s on 2 AVX-512 cores at the model's shapes, ahead of
@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "tile/exec.h"
+
 namespace bench::kernels {
 
 /// Row-major C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, where op(X) = X^T when the
@@ -15,6 +17,13 @@ namespace bench::kernels {
 template <class T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
           int64_t ldb, T beta, T* c, int64_t ldc);
+
+/// The same product on exec's backend: cuBLASLt for Backend::kCuda (float computed in float, no
+/// TF32; kernels/cuda/gemm.cuh), the CPU gemm above otherwise (inside a HostAccess for guarded
+/// memory). float and double; double has no CUDA path.
+template <class T>
+void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
 /// Name and version of the float GEMM library, e.g. "oneDNN 2.6.3 dnnl_sgemm".
 const char* gemm_backend();

@@ -1,10 +1,14 @@
 #include "norm.h"
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
+  BENCH_ON_CUDA(exec, T, "norm_forward",
+                cuda::norm_forward<T>(stream, center, x, weight, bias, y, mean, rstd, rows, cols, eps))
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
@@ -24,6 +28,9 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace) {
+  BENCH_ON_CUDA(
+      exec, T, "norm_backward",
+      cuda::norm_backward<T>(stream, center, dy, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, workspace))
   constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 namespace {
@@ -14,6 +16,7 @@ void check_cap(double cap) {
 
 template <class T>
 void softcap_forward(const Exec& exec, const T* x, T* y, int64_t n, double cap) {
+  BENCH_ON_CUDA(exec, T, "softcap_forward", cuda::softcap_forward<T>(stream, x, y, n, cap))
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;
@@ -23,6 +26,7 @@ void softcap_forward(const Exec& exec, const T* x, T* y, int64_t n, double cap) 
 
 template <class T>
 void softcap_backward(const Exec& exec, const T* y, const T* dy, T* dx, int64_t n, double cap) {
+  BENCH_ON_CUDA(exec, T, "softcap_backward", cuda::softcap_backward<T>(stream, y, dy, dx, n, cap))
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;

@@ -1,10 +1,14 @@
 #include "softmax.h"
 
+#include "cuda_launchers.h"
+
 namespace bench::kernels {
 
 template <class T>
 void softmax_forward(const Exec& exec, const T* s, T* p, int64_t rows, int64_t cols, int64_t ld, double scale,
                      double softcap, SoftmaxMask mask, acc_t<T>* row_max) {
+  BENCH_ON_CUDA(exec, T, "softmax_forward",
+                cuda::softmax_forward<T>(stream, s, p, rows, cols, ld, scale, softcap, mask, row_max))
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(cols, [&]<int B>() {
@@ -17,6 +21,8 @@ void softmax_forward(const Exec& exec, const T* s, T* p, int64_t rows, int64_t c
 template <class T>
 void softmax_backward(const Exec& exec, const T* p, const T* dp, const T* s, T* ds, int64_t rows, int64_t cols,
                       int64_t ld, double scale, double softcap, SoftmaxMask mask) {
+  BENCH_ON_CUDA(exec, T, "softmax_backward",
+                cuda::softmax_backward<T>(stream, p, dp, s, ds, rows, cols, ld, scale, softcap, mask))
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(cols, [&]<int B>() {

@@ -11,7 +11,7 @@ constexpr int kGlu = programs::kGluBlock;
 }  // namespace
 
 template <class T>
-cudaError_t activation_forward(cudaStream_t stream, Activation act, const T* x, T* y, int64_t n) {
+Status activation_forward(cudaStream_t stream, Activation act, const T* x, T* y, int64_t n) {
   if (n <= 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
   dispatch_activation(act, [&]<Activation kAct>() {
@@ -22,7 +22,7 @@ cudaError_t activation_forward(cudaStream_t stream, Activation act, const T* x, 
 }
 
 template <class T>
-cudaError_t activation_backward(cudaStream_t stream, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
+Status activation_backward(cudaStream_t stream, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
   if (n <= 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
   dispatch_activation(act, [&]<Activation kAct>() {
@@ -33,7 +33,7 @@ cudaError_t activation_backward(cudaStream_t stream, Activation act, const T* x,
 }
 
 template <class T>
-cudaError_t glu_forward(cudaStream_t stream, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
+Status glu_forward(cudaStream_t stream, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
   if (rows <= 0 || d_ff <= 0) return cudaSuccess;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   cudaError_t err = cudaSuccess;
@@ -44,8 +44,7 @@ cudaError_t glu_forward(cudaStream_t stream, Activation act, const T* gu, T* h, 
 }
 
 template <class T>
-cudaError_t glu_backward(cudaStream_t stream, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows,
-                         int64_t d_ff) {
+Status glu_backward(cudaStream_t stream, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff) {
   if (rows <= 0 || d_ff <= 0) return cudaSuccess;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   cudaError_t err = cudaSuccess;
@@ -55,11 +54,11 @@ cudaError_t glu_backward(cudaStream_t stream, Activation act, const T* gu, const
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                              \
-  template cudaError_t activation_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t);            \
-  template cudaError_t activation_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t); \
-  template cudaError_t glu_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t, int64_t);          \
-  template cudaError_t glu_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t, int64_t);
+#define BENCH_INSTANTIATE(T)                                                                         \
+  template Status activation_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t);            \
+  template Status activation_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t); \
+  template Status glu_forward<T>(cudaStream_t, Activation, const T*, T*, int64_t, int64_t);          \
+  template Status glu_backward<T>(cudaStream_t, Activation, const T*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

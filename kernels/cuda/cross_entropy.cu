@@ -6,8 +6,8 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-cudaError_t cross_entropy(cudaStream_t stream, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
-                          acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
+Status cross_entropy(cudaStream_t stream, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+                     acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
   if (rows <= 0 || vocab <= 0) return cudaSuccess;
   using A = acc_t<T>;
   cudaError_t err = cudaSuccess;
@@ -20,9 +20,9 @@ cudaError_t cross_entropy(cudaStream_t stream, const T* logits, const int32_t* t
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                 \
-  template cudaError_t cross_entropy<T>(cudaStream_t, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, \
-                                        acc_t<T>*, T*, double, double);
+#define BENCH_INSTANTIATE(T)                                                                                           \
+  template Status cross_entropy<T>(cudaStream_t, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, acc_t<T>*, T*, \
+                                   double, double);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

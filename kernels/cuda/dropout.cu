@@ -7,7 +7,7 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-cudaError_t dropout_apply(cudaStream_t stream, const T* x, T* y, int64_t n, double p, uint64_t seed) {
+Status dropout_apply(cudaStream_t stream, const T* x, T* y, int64_t n, double p, uint64_t seed) {
   if (n <= 0) return cudaSuccess;
   if (p <= 0) {
     return x == y ? cudaSuccess
@@ -18,7 +18,7 @@ cudaError_t dropout_apply(cudaStream_t stream, const T* x, T* y, int64_t n, doub
                            programs::Dropout<T, kB>{x, y, n, seed, static_cast<float>(p)}, stream);
 }
 
-template cudaError_t dropout_apply<float>(cudaStream_t, const float*, float*, int64_t, double, uint64_t);
-template cudaError_t dropout_apply<tile::bf16>(cudaStream_t, const tile::bf16*, tile::bf16*, int64_t, double, uint64_t);
+template Status dropout_apply<float>(cudaStream_t, const float*, float*, int64_t, double, uint64_t);
+template Status dropout_apply<tile::bf16>(cudaStream_t, const tile::bf16*, tile::bf16*, int64_t, double, uint64_t);
 
 }  // namespace bench::kernels::cuda

@@ -12,19 +12,19 @@ tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
 }  // namespace
 
 template <class T>
-cudaError_t add(cudaStream_t stream, const T* a, const T* b, T* out, int64_t n) {
+Status add(cudaStream_t stream, const T* a, const T* b, T* out, int64_t n) {
   if (n <= 0) return cudaSuccess;
   return tile::launch_cuda(flat_grid(n), programs::Add<T, kFlat>{a, b, out, n}, stream);
 }
 
 template <class T>
-cudaError_t axpy(cudaStream_t stream, acc_t<T> alpha, const T* x, T* y, int64_t n) {
+Status axpy(cudaStream_t stream, acc_t<T> alpha, const T* x, T* y, int64_t n) {
   if (n <= 0) return cudaSuccess;
   return tile::launch_cuda(flat_grid(n), programs::Axpy<T, kFlat>{x, y, n, alpha}, stream);
 }
 
 template <class T>
-cudaError_t scale(cudaStream_t stream, acc_t<T> alpha, T* x, int64_t n) {
+Status scale(cudaStream_t stream, acc_t<T> alpha, T* x, int64_t n) {
   if (n <= 0) return cudaSuccess;
   return tile::launch_cuda(flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha}, stream);
 }
@@ -33,7 +33,7 @@ cudaError_t scale(cudaStream_t stream, acc_t<T> alpha, T* x, int64_t n) {
 /// `result` (one device double) receives their sum, summed by one program in a fixed tree, so
 /// the result is reproducible and nothing waits on the host.
 template <class T>
-cudaError_t sum_squares(cudaStream_t stream, const T* x, int64_t n, double* partial, double* result) {
+Status sum_squares(cudaStream_t stream, const T* x, int64_t n, double* partial, double* result) {
   constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
   const int64_t parts = n > 0 ? (std::min)(programs::kSumSquaresParts, (n + kFlat - 1) / kFlat) : 0;
   cudaError_t err = cudaSuccess;
@@ -45,8 +45,8 @@ cudaError_t sum_squares(cudaStream_t stream, const T* x, int64_t n, double* part
 }
 
 template <class T>
-cudaError_t embedding_forward(cudaStream_t stream, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
-                              int64_t dim) {
+Status embedding_forward(cudaStream_t stream, const int32_t* tokens, const T* table, T* out, int64_t n_tokens,
+                         int64_t dim) {
   if (n_tokens <= 0 || dim <= 0) return cudaSuccess;
   cudaError_t err = cudaSuccess;
   tile::dispatch_block(dim, [&]<int B>() {
@@ -56,21 +56,21 @@ cudaError_t embedding_forward(cudaStream_t stream, const int32_t* tokens, const 
 }
 
 template <class T>
-cudaError_t embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
-                               int64_t dim) {
+Status embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
+                          int64_t dim) {
   if (n_tokens <= 0 || dim <= 0) return cudaSuccess;
   constexpr int B = programs::kEmbeddingBackwardCols;
   return tile::launch_cuda(tile::Grid{(dim + B - 1) / B},
                            programs::EmbeddingBackward<T, B>{tokens, dout, dtable, n_tokens, dim}, stream);
 }
 
-#define BENCH_INSTANTIATE(T)                                                                               \
-  template cudaError_t add<T>(cudaStream_t, const T*, const T*, T*, int64_t);                              \
-  template cudaError_t axpy<T>(cudaStream_t, acc_t<T>, const T*, T*, int64_t);                             \
-  template cudaError_t scale<T>(cudaStream_t, acc_t<T>, T*, int64_t);                                      \
-  template cudaError_t sum_squares<T>(cudaStream_t, const T*, int64_t, double*, double*);                  \
-  template cudaError_t embedding_forward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t); \
-  template cudaError_t embedding_backward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t);
+#define BENCH_INSTANTIATE(T)                                                                          \
+  template Status add<T>(cudaStream_t, const T*, const T*, T*, int64_t);                              \
+  template Status axpy<T>(cudaStream_t, acc_t<T>, const T*, T*, int64_t);                             \
+  template Status scale<T>(cudaStream_t, acc_t<T>, T*, int64_t);                                      \
+  template Status sum_squares<T>(cudaStream_t, const T*, int64_t, double*, double*);                  \
+  template Status embedding_forward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t); \
+  template Status embedding_backward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

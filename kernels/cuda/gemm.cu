@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 
+#include "../cuda_launchers.h"
 #include "gemm.cuh"
 
 namespace bench::kernels::cuda {
@@ -142,5 +143,18 @@ template void Gemm::run<float>(bool, bool, int64_t, int64_t, int64_t, float, con
 template void Gemm::run<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
                                     const tile::bf16*, int64_t, float, tile::bf16*, int64_t, cudaStream_t, Epilogue,
                                     const tile::bf16*);
+
+template <class T>
+void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc) {
+  // One per host thread: the plan cache is not shared, and a model runs on one thread.
+  thread_local Gemm g;
+  g.run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+}
+
+template void gemm<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                          int64_t, float, float*, int64_t);
+template void gemm<tile::bf16>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
+                               const tile::bf16*, int64_t, float, tile::bf16*, int64_t);
 
 }  // namespace bench::kernels::cuda

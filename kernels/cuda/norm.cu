@@ -6,8 +6,8 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-cudaError_t norm_forward(cudaStream_t stream, bool center, const T* x, const T* weight, const T* bias, T* y,
-                         acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
+Status norm_forward(cudaStream_t stream, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
+                    acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
   cudaError_t err = cudaSuccess;
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
@@ -21,9 +21,9 @@ cudaError_t norm_forward(cudaStream_t stream, bool center, const T* x, const T* 
 }
 
 template <class T>
-cudaError_t norm_backward(cudaStream_t stream, bool center, const T* dy, const T* x, const T* weight,
-                          const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
-                          int64_t cols, acc_t<T>* workspace) {
+Status norm_backward(cudaStream_t stream, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
+                     const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols,
+                     acc_t<T>* workspace) {
   constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
@@ -49,11 +49,11 @@ cudaError_t norm_backward(cudaStream_t stream, bool center, const T* dy, const T
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                       \
-  template cudaError_t norm_forward<T>(cudaStream_t, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, \
-                                       int64_t, int64_t, double);                                                  \
-  template cudaError_t norm_backward<T>(cudaStream_t, bool, const T*, const T*, const T*, const acc_t<T>*,         \
-                                        const acc_t<T>*, T*, T*, T*, int64_t, int64_t, acc_t<T>*);
+#define BENCH_INSTANTIATE(T)                                                                                           \
+  template Status norm_forward<T>(cudaStream_t, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, int64_t, \
+                                  int64_t, double);                                                                    \
+  template Status norm_backward<T>(cudaStream_t, bool, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, \
+                                   T*, T*, T*, int64_t, int64_t, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

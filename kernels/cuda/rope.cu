@@ -8,8 +8,8 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-cudaError_t rope_apply(cudaStream_t stream, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
-                       int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse) {
+Status rope_apply(cudaStream_t stream, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
+                  int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse) {
   if (tokens <= 0 || n_heads <= 0 || d_head < 2) return cudaSuccess;
   using A = acc_t<T>;
   const A sign = inverse ? A(-1) : A(1);
@@ -30,9 +30,9 @@ cudaError_t rope_apply(cudaStream_t stream, T* x, int64_t tokens, int64_t seq, i
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                         \
-  template cudaError_t rope_apply<T>(cudaStream_t, T*, int64_t, int64_t, int64_t, int64_t, int64_t, const acc_t<T>*, \
-                                     const acc_t<T>*, RopeLayout, bool);
+#define BENCH_INSTANTIATE(T)                                                                                    \
+  template Status rope_apply<T>(cudaStream_t, T*, int64_t, int64_t, int64_t, int64_t, int64_t, const acc_t<T>*, \
+                                const acc_t<T>*, RopeLayout, bool);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../cuda_launchers.h"
 #include "../device_runtime.h"
 
 namespace bench::kernels::cuda {
@@ -90,6 +91,34 @@ DeviceFacts describe_device(int index) {
 }
 
 std::unique_ptr<AllocatorBackend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+void check_status(Status s, const char* what) {
+  if (s != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(s)));
+}
+
+int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
+
+void copy(void* dst, const void* src, size_t bytes) {
+  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+}
+
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) {
+  check(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault), "cudaMemcpy2D");
+}
+
+void zero(void* p, size_t bytes, void* stream) {
+  check(cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
+
+void synchronize(void* stream) {
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+  check(cudaGetLastError(), "a kernel");
+}
 
 EventTimer::EventTimer(void* stream) : stream_(stream) {
   cudaEvent_t a = nullptr, b = nullptr;

@@ -13,7 +13,7 @@ tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kB - 1) / kB}; }
 }  // namespace
 
 template <class T>
-cudaError_t softcap_forward(cudaStream_t stream, const T* x, T* y, int64_t n, double cap) {
+Status softcap_forward(cudaStream_t stream, const T* x, T* y, int64_t n, double cap) {
   if (!(cap > 0)) return cudaErrorInvalidValue;
   if (n <= 0) return cudaSuccess;
   using A = acc_t<T>;
@@ -22,7 +22,7 @@ cudaError_t softcap_forward(cudaStream_t stream, const T* x, T* y, int64_t n, do
 }
 
 template <class T>
-cudaError_t softcap_backward(cudaStream_t stream, const T* y, const T* dy, T* dx, int64_t n, double cap) {
+Status softcap_backward(cudaStream_t stream, const T* y, const T* dy, T* dx, int64_t n, double cap) {
   if (!(cap > 0)) return cudaErrorInvalidValue;
   if (n <= 0) return cudaSuccess;
   using A = acc_t<T>;
@@ -30,9 +30,9 @@ cudaError_t softcap_backward(cudaStream_t stream, const T* y, const T* dy, T* dx
                            stream);
 }
 
-#define BENCH_INSTANTIATE(T)                                                            \
-  template cudaError_t softcap_forward<T>(cudaStream_t, const T*, T*, int64_t, double); \
-  template cudaError_t softcap_backward<T>(cudaStream_t, const T*, const T*, T*, int64_t, double);
+#define BENCH_INSTANTIATE(T)                                                       \
+  template Status softcap_forward<T>(cudaStream_t, const T*, T*, int64_t, double); \
+  template Status softcap_backward<T>(cudaStream_t, const T*, const T*, T*, int64_t, double);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

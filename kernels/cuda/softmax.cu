@@ -6,8 +6,8 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-cudaError_t softmax_forward(cudaStream_t stream, const T* s, T* p, int64_t rows, int64_t cols, int64_t ld, double scale,
-                            double softcap, SoftmaxMask mask, acc_t<T>* row_max) {
+Status softmax_forward(cudaStream_t stream, const T* s, T* p, int64_t rows, int64_t cols, int64_t ld, double scale,
+                       double softcap, SoftmaxMask mask, acc_t<T>* row_max) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   using A = acc_t<T>;
   cudaError_t err = cudaSuccess;
@@ -21,8 +21,8 @@ cudaError_t softmax_forward(cudaStream_t stream, const T* s, T* p, int64_t rows,
 }
 
 template <class T>
-cudaError_t softmax_backward(cudaStream_t stream, const T* p, const T* dp, const T* s, T* ds, int64_t rows,
-                             int64_t cols, int64_t ld, double scale, double softcap, SoftmaxMask mask) {
+Status softmax_backward(cudaStream_t stream, const T* p, const T* dp, const T* s, T* ds, int64_t rows, int64_t cols,
+                        int64_t ld, double scale, double softcap, SoftmaxMask mask) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   using A = acc_t<T>;
   cudaError_t err = cudaSuccess;
@@ -35,11 +35,11 @@ cudaError_t softmax_backward(cudaStream_t stream, const T* p, const T* dp, const
   return err;
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                          \
-  template cudaError_t softmax_forward<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, double, double,      \
-                                          SoftmaxMask, acc_t<T>*);                                                    \
-  template cudaError_t softmax_backward<T>(cudaStream_t, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, \
-                                           double, double, SoftmaxMask);
+#define BENCH_INSTANTIATE(T)                                                                                     \
+  template Status softmax_forward<T>(cudaStream_t, const T*, T*, int64_t, int64_t, int64_t, double, double,      \
+                                     SoftmaxMask, acc_t<T>*);                                                    \
+  template Status softmax_backward<T>(cudaStream_t, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, \
+                                      double, double, SoftmaxMask);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

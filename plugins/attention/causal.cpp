@@ -104,13 +104,17 @@ class CausalAttention final : public Sublayer {
                                     work_.data<T>());
       if (rm != nullptr) {
         // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
+        std::vector<char> storage;
+        const A* r = ops::on_host(row_max_, storage).data<A>();
         double m = -INFINITY;
-        for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(rm[i]) || rm[i] > m ? rm[i] : m;
+        for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(r[i]) || r[i] > m ? r[i] : m;
         ctx.probe_max("max_attn_logit", m);
         if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
       }
       if (ctx.probes && ctx.layer_probes && layer_ >= 0) {
-        const double h = mean_entropy(probs_.data<T>());
+        std::vector<char> storage;  // probabilities first (and raw scores after them with a cap)
+        const double h = mean_entropy(
+            ops::on_host(Tensor(probs_.raw(), probs_.dtype(), {batch_ * heads_ * seq_ * seq_}), storage).data<T>());
         ctx.probe_mean("attn_entropy", h);
         ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/memory.h"
 #include "kernels/norm.h"
 #include "kernels/tile/parallel.h"
 
@@ -19,6 +20,18 @@ constexpr int64_t kParallelCopy = int64_t{1} << 20;
 template <class T>
 void move_heads(T* fused, T* packed, int64_t rows, int64_t width, int64_t q_cols, int64_t k_cols, bool to_rows) {
   T* packed_k = packed + rows * q_cols;
+  if (kernels::memory_of(fused) != kernels::Memory::kHost) {  // device memory: two strided copies
+    const size_t e = sizeof(T), pitch = static_cast<size_t>(width) * e, r = static_cast<size_t>(rows);
+    const size_t q = static_cast<size_t>(q_cols) * e, k = static_cast<size_t>(k_cols) * e;
+    if (to_rows) {
+      kernels::copy_2d(fused, pitch, packed, q, q, r);
+      kernels::copy_2d(fused + q_cols, pitch, packed_k, k, k, r);
+    } else {
+      kernels::copy_2d(packed, q, fused, pitch, q, r);
+      kernels::copy_2d(packed_k, k, fused + q_cols, pitch, k, r);
+    }
+    return;
+  }
   auto run = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       T* row = fused + r * width;

@@ -40,27 +40,34 @@ class LmHead final : public Head {
       });
     // Mean output logit (after the cap), before the cross-entropy overwrites the logits with
     // their gradient: with log Z it shows whether the logits drift as a whole.
+    // (On a device the logits come to the host for it: a copy of rows x vocab.)
     if (ctx.probes)
       dispatch_float(h.dtype(), [&]<class T>() {
-        const T* l = logits_.data<T>();
+        std::vector<char> storage;
+        const T* l = ops::on_host(logits_, storage).data<T>();
         double sum = 0;
         for (int64_t i = 0; i < logits_.numel(); ++i) sum += static_cast<double>(l[i]);
         ctx.probe_mean("logit_mean", sum / static_cast<double>(logits_.numel()));
       });
+    // targets are in the model's memory: read on the host through a copy when that is a device's.
+    std::vector<char> target_storage;
+    const int32_t* host_targets =
+        ops::on_host(Tensor(const_cast<int32_t*>(targets), DType::kInt32, {rows_}), target_storage).data<int32_t>();
     int64_t valid = 0;
-    for (int64_t i = 0; i < rows_; ++i) valid += targets[i] >= 0 ? 1 : 0;
+    for (int64_t i = 0; i < rows_; ++i) valid += host_targets[i] >= 0 ? 1 : 0;
     const double scale = valid > 0 ? 1.0 / static_cast<double>(valid) : 0.0;
     LossInfo info;
     dispatch_float(h.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
-      A* loss = static_cast<A*>(loss_.raw());
-      A* z = static_cast<A*>(z_.raw());
       // Without the cap the gradient overwrites the logits in place: they are not needed after this.
-      kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, loss, z,
-                                ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
+      kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, static_cast<A*>(loss_.raw()),
+                                static_cast<A*>(z_.raw()), ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
+      std::vector<char> loss_storage, z_storage;
+      const A* loss = ops::on_host(loss_, loss_storage).data<A>();
+      const A* z = ops::on_host(z_, z_storage).data<A>();
       double sum_loss = 0, sum_z = 0, sum_z2 = 0;
       for (int64_t i = 0; i < rows_; ++i) {
-        if (targets[i] < 0) continue;
+        if (host_targets[i] < 0) continue;
         sum_loss += static_cast<double>(loss[i]);
         sum_z += static_cast<double>(z[i]);
         sum_z2 += static_cast<double>(z[i]) * static_cast<double>(z[i]);

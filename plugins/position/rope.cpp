@@ -114,14 +114,17 @@ class Rope final : public Position {
     // Angles in double, then rounded once to the table's type.
     dispatch_float(ctx.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
-      A* c = static_cast<A*>(cos_.raw());
-      A* s = static_cast<A*>(sin_.raw());
+      std::vector<A> host_c(static_cast<size_t>(seq_ * half_)), host_s(host_c.size());  // then to the model's memory
+      A* c = host_c.data();
+      A* s = host_s.data();
       for (int64_t t = 0; t < seq_; ++t)
         for (int64_t i = 0; i < half_; ++i) {
           const double angle = static_cast<double>(t) * freq.inv_freq[static_cast<size_t>(i)];
           c[t * half_ + i] = static_cast<A>(std::cos(angle));
           s[t * half_ + i] = static_cast<A>(std::sin(angle));
         }
+      ops::copy(Tensor(c, acc, {seq_, half_}), cos_);
+      ops::copy(Tensor(s, acc, {seq_, half_}), sin_);
     });
     esize_ = dtype_size(ctx.dtype());
     tokens_ = d.tokens();

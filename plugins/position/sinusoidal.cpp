@@ -3,6 +3,7 @@
 // Nothing is learned, so the table can be built for any length: the model runs at lengths it was
 // not trained at (whether it generalizes there is what experiments/position.toml measures).
 #include <cmath>
+#include <vector>
 
 #include "absolute.h"
 #include "position.h"
@@ -22,13 +23,15 @@ class Sinusoidal final : public Position {
     table_ = ctx.buffer({seq_, width_});
     // In double, rounded once to the compute type.
     dispatch_float(ctx.dtype(), [&]<class T>() {
-      T* p = table_.data<T>();
+      std::vector<T> host(static_cast<size_t>(seq_ * width_));  // copied to the model's memory below
+      T* p = host.data();
       for (int64_t t = 0; t < seq_; ++t)
         for (int64_t j = 0; j < width_; ++j) {
           const double i2 = static_cast<double>(j - j % 2);  // 2i of the pair (2i, 2i+1)
           const double angle = static_cast<double>(t) / std::pow(base_, i2 / static_cast<double>(width_));
           p[t * width_ + j] = static_cast<T>(scale_ * (j % 2 == 0 ? std::sin(angle) : std::cos(angle)));
         }
+      ops::copy(Tensor(p, ctx.dtype(), {seq_, width_}), table_);
     });
   }
 

@@ -39,6 +39,61 @@ std::string fresh_db(const std::string& name) {
   return db;
 }
 
+// The "guarded" device runs the CPU executor on memory that faults on any host access outside a
+// kernel or a copy: a component whose host code reads or writes device memory directly (which
+// would crash or read garbage on a GPU) kills the run. Every plugin family is in this experiment,
+// with the CUDA-relevant options (tables made on the host, probes read back, strided copies), and
+// the guarded run must store exactly the CPU run's numbers: same kernels, same order.
+TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
+  const std::string exp = test::write_temp(
+      "guarded.toml",
+      "name = \"guarded\"\nseed = 5\n"
+      "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\nbatch_size = 2\n"
+      "norm_position = \"pre\"\nnorm = \"rmsnorm\"\nposition = \"rope\"\nffn = \"swiglu\"\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
+      "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 2\nmin_time = 0.005\nwarmup_time = 0.0\n"
+      "[stability]\nsteps = 6\nlr = 1e-2\neval_batches = 1\nlog_every = 2\nsave_weights = true\n"
+      "[[variant]]\nname = \"a\"\nmodel.attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true, "
+      "softcap = 20.0, window = 6 }\nmodel.head = { type = \"lm_head\", z_loss = 1e-3, softcap = 30.0 }\n"
+      "model.dropout_embedding = 0.1\nmodel.dropout_attention = 0.1\nmodel.dropout_residual = 0.1\n"
+      "[[variant]]\nname = \"b\"\nmodel.block = \"parallel\"\nmodel.norm = \"layernorm\"\n"
+      "model.position = \"sinusoidal\"\nmodel.ffn = { type = \"mlp\", activation = \"gelu\" }\n"
+      "model.tie_embeddings = true\nmodel.n_kv_heads = 1\n"
+      "[[variant]]\nname = \"c\"\nmodel.norm_position = \"double\"\nmodel.position = \"learned\"\n"
+      "model.ffn = \"geglu\"\nmodel.attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"
+      "[[variant]]\nname = \"d\"\nmodel.norm_position = \"post\"\nmodel.norm = \"none\"\n"
+      "model.position = { type = \"rope\", layout = \"interleaved\", scaling = \"yarn\", factor = 2.0, "
+      "apply = \"always\" }\nmodel.ffn = \"reglu\"\n"
+      "[[variant]]\nname = \"e\"\nmodel.norm_position = \"output\"\nmodel.position = \"none\"\n");
+  std::string sums[2];
+  const char* devices[2] = {"guarded", "cpu"};
+  for (int i = 0; i < 2; ++i) {
+    const std::string db = fresh_db(std::string("guarded_") + devices[i] + ".db");
+    const Result r = run("--db " + db + " -q run --device " + devices[i] + " " + exp);
+    ASSERT_EQ(r.code, 0) << devices[i] << ": " << r.err;
+    store::Store s(db, store::Store::Mode::kReadOnly);
+    EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 10);
+    if (i == 0) {
+      EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
+                std::string::npos);
+    }
+    // Every logged number of every step and every summary, at full precision.
+    const auto rows = s.query(
+        "SELECT printf('%.17g %.17g %.17g %.17g %.17g', loss, grad_norm, max_attn_logit, z_mean, z_loss) "
+        "FROM steps ORDER BY case_id, step");
+    const auto series = s.query("SELECT name, printf('%.17g', value) FROM series ORDER BY case_id, name, step");
+    const auto metrics = s.query(
+        "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT LIKE '%_s' AND name NOT LIKE '%ms%' "
+        "ORDER BY case_id, name");
+    ASSERT_EQ(rows.rows.size(), 20u);  // 5 stability cases x steps 0, 2, 4 and the last
+    EXPECT_GT(series.rows.size(), 30u);
+    for (const auto* q : {&rows, &series, &metrics})
+      for (const auto& row : q->rows)
+        for (const auto& v : row) sums[i] += v.str() + " ";
+  }
+  EXPECT_EQ(sums[0], sums[1]);
+}
+
 TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {
   const std::string exp = test::write_temp("tiny.toml", kTiny);
   const std::string db = fresh_db("tiny.db");

@@ -22,7 +22,7 @@
 
 #include "../../kernels/cuda/flash_attention.cuh"
 #include "../../kernels/cuda/gemm.cuh"
-#include "../../kernels/cuda/launchers.cuh"
+#include "../../kernels/cuda_launchers.h"
 #include "../../kernels/device_runtime.h"
 
 namespace {

@@ -5,6 +5,8 @@
 // [rows, features]; weights are stored [out_features, in_features] (y = x W^T), as in PyTorch.
 #pragma once
 
+#include <vector>
+
 #include "bench/component.h"
 #include "bench/tensor.h"
 
@@ -18,11 +20,15 @@ void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, c
 void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out);
 /// y += alpha * x
 void axpy(const RunContext& ctx, double alpha, const Tensor& x, Tensor& y);
-/// dst = src
+/// dst = src (each in host or device memory).
 void copy(const Tensor& src, Tensor& dst);
+/// `t` itself when it is in host memory, else a copy of it in `storage` (resized): how host
+/// code reads a tensor that may be in device memory (kernels/memory.h), which it never
+/// dereferences. To write one from the host, copy() from a Tensor over host memory.
+Tensor on_host(const Tensor& t, std::vector<char>& storage);
 /// Sum of squares of all elements (deterministic).
 double sum_squares(const RunContext& ctx, const Tensor& x);
-/// Largest |element| (NaN if any element is NaN).
+/// Largest |element| (NaN if any element is NaN); copies device memory to the host first.
 double max_abs(const Tensor& x);
 
 }  // namespace bench::ops

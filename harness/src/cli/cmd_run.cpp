@@ -217,7 +217,8 @@ int run_isolated_child(const GlobalOptions& g, const RunOptions& o, const Prepar
   Progress progress(true);
   try {
     store::Store db(g.db);
-    const DeviceInfo device = o.child_device.empty() ? describe_cpu(p.device_note) : device_from_json(o.child_device);
+    const DeviceInfo device =
+        o.child_device.empty() ? describe_device(p.device, p.device_note) : device_from_json(o.child_device);
     // A child may get the same stop twice — from the terminal's process group and from its parent
     // passing it on, or from Slurm signalling every process of a job — and must still store its
     // case as interrupted: it only notes the signal.
@@ -377,8 +378,11 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
       tile::set_num_threads(before);
       if (pinned) sched_setaffinity(0, sizeof mine, &mine);
     } else {
-      device = describe_cpu(p.device_note);
+      device = describe_device(p.device, p.device_note);
     }
+    // On GPUs the ceilings are the device's (each process of --devices has one of its own).
+    if (n_slots > 1 && p.device == "cuda")
+      device = describe_cuda(p.device_note + "; " + std::to_string(n_slots) + " processes at once");
     if (resume_id > 0) {
       run_id = resume_id;
       db->resume_run(run_id, getpid(), hostname());

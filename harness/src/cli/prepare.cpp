@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "kernels/memory.h"
 #include "model/model.h"
 
 namespace bench::cli {
@@ -18,19 +19,32 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
   for (const auto& dir : p.file.plugin_paths) p.registry->load_directory(dir, true);
 
   const std::string wanted = device_flag.empty() ? p.file.device : device_flag;
-  // The GPU model path is not built yet: every component runs on the CPU only.
-  if (wanted == "cuda") {
+  const int gpus = kernels::cuda_device_count();
+  const std::string why_no_gpu =
+      kernels::cuda_built() ? "no CUDA device is visible" : "this build has no CUDA (nvcc was not on the PATH)";
+  if (wanted == "cuda" && gpus == 0) {
     const SourceLoc loc = device_flag.empty() ? p.file.root.find("device")->loc : SourceLoc{};
-    throw ConfigError(loc,
-                      "device \"cuda\": this build runs models on the CPU only (the CUDA executor compiles, "
-                      "but no component has a CUDA path yet); use \"auto\" or \"cpu\"");
+    throw ConfigError(loc, "device \"cuda\": " + why_no_gpu + "; use \"auto\" or \"cpu\"");
   }
-  p.device = "cpu";
-  p.device_note = wanted == "auto" ? "auto: cpu (no component has a CUDA path in this build)" : "cpu (requested)";
+  tile::Backend backend = tile::Backend::kCpu;
+  if (wanted == "cuda" || (wanted == "auto" && gpus > 0)) {
+    p.device = "cuda";
+    backend = tile::Backend::kCuda;
+    p.device_note = wanted == "auto" ? "auto: cuda (" + std::to_string(gpus) + " visible)" : "cuda (requested)";
+  } else if (wanted == "guarded") {
+    p.device = "guarded";
+    backend = tile::Backend::kGuarded;
+    p.device_note = "guarded (requested): the CPU executor on guarded memory, which faults on host access";
+  } else {
+    p.device = "cpu";
+    p.device_note = wanted == "auto" ? "auto: cpu (" + why_no_gpu + ")" : "cpu (requested)";
+  }
 
-  p.cases = expand_cases(p.file, *p.registry, p.device);
+  // A guarded run is a CPU run: the [cpu] overrides apply.
+  p.cases = expand_cases(p.file, *p.registry, p.device == "cuda" ? "cuda" : "cpu");
   for (const auto& c : p.cases) {
     ResolvedCase rc = resolve_case(c, *p.registry);
+    rc.model.backend = backend;
     validate_case(rc, *p.registry);
     p.resolved.push_back(std::move(rc));
   }

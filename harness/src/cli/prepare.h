@@ -16,7 +16,7 @@ namespace bench::cli {
 struct Prepared {
   ExperimentFile file;
   std::unique_ptr<Registry> registry;
-  std::string device;       ///< resolved: "cpu"
+  std::string device;       ///< resolved: "cpu", "cuda" or "guarded"
   std::string device_note;  ///< why
   std::vector<Case> cases;
   std::vector<ResolvedCase> resolved;

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/memory.h"
 
 namespace bench::ops {
 
@@ -17,24 +19,28 @@ void check_same(const Tensor& a, const Tensor& b, const char* what) {
 int64_t cols(const Tensor& t) { return t.size(t.shape().rank() - 1); }
 }  // namespace
 
-void linear_forward(const RunContext&, const Tensor& x, const Tensor& w, Tensor& y) {
+void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, Tensor& y) {
   const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
   if (w.size(1) != in || y.numel() != rows * out)
     throw Error("linear_forward: x " + x.shape().str() + ", w " + w.shape().str() + ", y " + y.shape().str());
   dispatch_float(x.dtype(), [&]<class T>() {
-    kernels::gemm<T>(false, true, rows, out, in, T(1), x.data<T>(), in, w.data<T>(), in, T(0), y.data<T>(), out);
+    kernels::gemm<T>(ctx.exec, false, true, rows, out, in, T(1), x.data<T>(), in, w.data<T>(), in, T(0), y.data<T>(),
+                     out);
   });
 }
 
-void linear_backward(const RunContext&, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw) {
+void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx,
+                     Tensor* dw) {
   const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
   if (w.size(1) != in || dy.numel() != rows * out)
     throw Error("linear_backward: dy " + dy.shape().str() + ", x " + x.shape().str() + ", w " + w.shape().str());
   dispatch_float(x.dtype(), [&]<class T>() {
     if (dx != nullptr)
-      kernels::gemm<T>(false, false, rows, in, out, T(1), dy.data<T>(), out, w.data<T>(), in, T(0), dx->data<T>(), in);
+      kernels::gemm<T>(ctx.exec, false, false, rows, in, out, T(1), dy.data<T>(), out, w.data<T>(), in, T(0),
+                       dx->data<T>(), in);
     if (dw != nullptr)
-      kernels::gemm<T>(true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1), dw->data<T>(), in);
+      kernels::gemm<T>(ctx.exec, true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1),
+                       dw->data<T>(), in);
   });
 }
 
@@ -54,7 +60,7 @@ void axpy(const RunContext& ctx, double alpha, const Tensor& x, Tensor& y) {
 
 void copy(const Tensor& src, Tensor& dst) {
   check_same(src, dst, "copy");
-  if (src.raw() != dst.raw()) std::memcpy(dst.raw(), src.raw(), src.bytes());
+  kernels::copy_bytes(dst.raw(), src.raw(), src.bytes());
 }
 
 double sum_squares(const RunContext& ctx, const Tensor& x) {
@@ -62,7 +68,16 @@ double sum_squares(const RunContext& ctx, const Tensor& x) {
                         [&]<class T>() { return kernels::sum_squares<T>(ctx.exec, x.data<T>(), x.numel()); });
 }
 
-double max_abs(const Tensor& x) {
+Tensor on_host(const Tensor& t, std::vector<char>& storage) {
+  if (kernels::memory_of(t.raw()) == kernels::Memory::kHost) return t;
+  storage.resize(t.bytes());
+  kernels::copy_bytes(storage.data(), t.raw(), t.bytes());
+  return Tensor(storage.data(), t.dtype(), t.shape());
+}
+
+double max_abs(const Tensor& t) {
+  std::vector<char> storage;
+  const Tensor x = on_host(t, storage);
   return dispatch_float(x.dtype(), [&]<class T>() {
     const T* p = x.data<T>();
     double m = 0;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "kernels/memory.h"
+
 namespace bench {
 
 Shape::Shape(std::initializer_list<int64_t> dims) {
@@ -37,7 +39,7 @@ Tensor Tensor::view(Shape shape) const {
 }
 
 void Tensor::zero() const {
-  if (data_ != nullptr) std::memset(data_, 0, bytes());
+  if (data_ != nullptr) kernels::zero_bytes(data_, bytes());
 }
 
 void Tensor::type_mismatch(DType asked) const {

@@ -197,8 +197,9 @@ ExperimentFile read_experiment(const std::string& path, bool model_only) {
   f.device = "auto";
   if (const Value* v = f.root.find("device")) {
     f.device = expect_string(*v, "device");
-    if (f.device != "auto" && f.device != "cpu" && f.device != "cuda")
-      throw ConfigError(v->loc, "device must be \"auto\", \"cpu\" or \"cuda\", found \"" + f.device + "\"");
+    if (f.device != "auto" && f.device != "cpu" && f.device != "cuda" && f.device != "guarded")
+      throw ConfigError(v->loc,
+                        "device must be \"auto\", \"cpu\", \"cuda\" or \"guarded\", found \"" + f.device + "\"");
   }
   if (const Value* v = f.root.find("threads")) {
     if (v->kind() != Value::Kind::kInt || v->as_int() < 0)

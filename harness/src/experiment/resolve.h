@@ -32,6 +32,10 @@ struct ModelSpec {
   std::array<SlotChoice, kSlotCount> slots;
   /// Parameter groups AdamW decays (ParamGroup names).
   std::vector<std::string> decay_groups = {"matrix", "embedding"};
+  /// Where the model's tensors live and its kernels run: kCpu (host memory), kCuda (GPU
+  /// memory, CUDA launchers) or kGuarded (the CPU executor on guarded memory: tests). Set from
+  /// the run's device, not from the experiment's model table.
+  tile::Backend backend = tile::Backend::kCpu;
   const SlotChoice& slot(Slot s) const { return slots[static_cast<size_t>(s)]; }
 };
 

@@ -12,6 +12,7 @@ void Arena::Free::operator()(void* p) const { std::free(p); }
 
 Arena::~Arena() {
   for (auto [p, n] : mapped_) munmap(p, n);
+  for (void* p : device_) kernels::device_free(p);
 }
 
 Tensor Arena::allocate(Shape shape, DType dtype) {
@@ -26,6 +27,18 @@ Tensor Arena::allocate(Shape shape, DType dtype) {
     mapped_.emplace_back(p, len);
     bytes_ += rounded;
     return Tensor(p, dtype, shape);
+  }
+  if (memory_ != kernels::Memory::kHost) {
+    void* d = nullptr;
+    try {
+      d = kernels::device_allocate(memory_, rounded);
+    } catch (const std::exception& e) {
+      throw Error("allocating " + std::to_string(bytes) + " bytes of " + std::string(kernels::memory_name(memory_)) +
+                  " memory for " + shape.str() + ": " + e.what());
+    }
+    device_.push_back(d);
+    bytes_ += rounded;
+    return Tensor(d, dtype, shape);
   }
   void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
   if (p == nullptr) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes for " + shape.str());

@@ -7,28 +7,35 @@
 #include <vector>
 
 #include "bench/tensor.h"
+#include "kernels/memory.h"
 
 namespace bench {
 
-/// Zero-initialized, 64-byte aligned allocations that live as long as the arena. Everything a
-/// model needs is allocated while it is built, so the total is also the step's peak.
+/// Zero-initialized, 64-byte aligned allocations that live as long as the arena, in host memory
+/// or in a device's (kernels/memory.h). Everything a model needs is allocated while it is built,
+/// so the total is also the step's peak, and a step allocates nothing.
 class Arena {
  public:
   /// With `plan_only`, allocations reserve address space without committing memory (mmap with
   /// MAP_NORESERVE): a model can then be set up just to learn how many bytes it needs.
-  explicit Arena(bool plan_only = false) : plan_only_(plan_only) {}
+  explicit Arena(bool plan_only = false, kernels::Memory memory = kernels::Memory::kHost)
+      : plan_only_(plan_only), memory_(memory) {}
   ~Arena();
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   Tensor allocate(Shape shape, DType dtype);
   /// Bytes allocated so far.
   size_t bytes() const { return bytes_; }
+  /// Where the allocations are (kernels/memory.h): host memory unless the model runs elsewhere.
+  kernels::Memory memory() const { return memory_; }
 
  private:
   struct Free {
     void operator()(void* p) const;
   };
   bool plan_only_;
+  kernels::Memory memory_;
+  std::vector<void*> device_;  // from kernels::device_allocate
   std::vector<std::unique_ptr<void, Free>> blocks_;
   std::vector<std::pair<void*, size_t>> mapped_;
   size_t bytes_ = 0;

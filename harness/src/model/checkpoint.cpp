@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "bench/ops.h"
 #include "model/safetensors.h"
 
 namespace bench {
@@ -57,8 +58,10 @@ std::string shape_text(const std::vector<int64_t>& s) {
 /// The parameter's values as doubles.
 std::vector<double> param_values(const Param& p) {
   std::vector<double> out(static_cast<size_t>(p.value.numel()));
+  std::vector<char> storage;
+  const Tensor value = ops::on_host(p.value, storage);  // the model's memory may be a device's
   dispatch_float(p.value.dtype(), [&]<class T>() {
-    const T* v = p.value.data<T>();
+    const T* v = value.data<T>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
   });
   return out;
@@ -260,8 +263,10 @@ void load_weights(Model& model, const std::string& path) {
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
     dispatch_float(p->value.dtype(), [&]<class T>() {
-      T* dst = p->value.data<T>() + begin;
-      for (size_t i = 0; i < v.size(); ++i) dst[i] = static_cast<T>(v[i]);
+      std::vector<T> host(v.size());  // then copied into the model's memory
+      for (size_t i = 0; i < v.size(); ++i) host[i] = static_cast<T>(v[i]);
+      Tensor dst(p->value.data<T>() + begin, p->value.dtype(), {static_cast<int64_t>(host.size())});
+      ops::copy(Tensor(host.data(), p->value.dtype(), {static_cast<int64_t>(host.size())}), dst);
     });
   }
 }

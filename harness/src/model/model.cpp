@@ -143,7 +143,7 @@ class ModelSetupContext final : public SetupContext {
 };
 
 Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only)
-    : spec_(spec), registry_(registry), arena_(plan_only) {
+    : spec_(spec), registry_(registry), arena_(plan_only, kernels::memory_for(spec.backend)) {
   const ModelDims& d = spec_.dims;
   const int64_t rows = d.tokens();
   ModelSetupContext root(*this, "", rows, d.d_model, -1, nullptr);
@@ -167,6 +167,10 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
   normed_ = final_norm_ ? arena_.allocate({rows, d.d_model}, spec_.dtype) : acts_.back();
   grad_a_ = arena_.allocate({rows, d.d_model}, spec_.dtype);
   grad_b_ = arena_.allocate({rows, d.d_model}, spec_.dtype);
+  if (arena_.memory() != kernels::Memory::kHost) {
+    inputs_ = arena_.allocate({rows}, DType::kInt32);
+    targets_ = arena_.allocate({rows}, DType::kInt32);
+  }
 
   // Parameter storage: one flat block, weight-decay group first, so that the optimizer and
   // the gradient norm run over two contiguous ranges.
@@ -195,10 +199,14 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
   if (plan_only) return;
   // Initialization: each parameter from its own stream, keyed by seed and name, so adding a
   // parameter elsewhere never changes another one's initial values.
+  // On a device, the values are made on the host and copied over once.
+  const bool host = arena_.memory() == kernels::Memory::kHost;
+  std::vector<char> staging(host ? 0 : values_.bytes());
   for (const auto& p : params_) {
     Rng rng(hash_seed(seed, p->name));
     dispatch_float(spec_.dtype, [&]<class T>() {
-      T* v = p->value.data<T>();
+      T* v =
+          host ? p->value.data<T>() : reinterpret_cast<T*>(staging.data()) + (p->value.data<T>() - values_.data<T>());
       const int64_t n = p->value.numel();
       for (int64_t i = 0; i < n; ++i) {
         switch (p->init.kind) {
@@ -218,6 +226,11 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
       }
     });
   }
+  if (!host) kernels::copy_bytes(values_.raw(), staging.data(), staging.size());
+}
+
+void Model::bind(RunContext& ctx) const {
+  if (arena_.memory() != kernels::Memory::kHost) ctx.exec = kernels::exec_for(arena_.memory());
 }
 
 Model::~Model() {
@@ -231,6 +244,13 @@ Model::~Model() {
 }
 
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
+  bind(ctx);
+  if (inputs_.defined()) {  // tokens into the model's memory
+    kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());
+    kernels::copy_bytes(targets_.raw(), targets, targets_.bytes());
+    inputs = inputs_.data<int32_t>();
+    targets = targets_.data<int32_t>();
+  }
   embedding_->forward(inputs, acts_[0], ctx);
   position_->embed_forward(acts_[0], ctx);
   embedding_dropout(acts_[0], ctx);
@@ -248,6 +268,7 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
 }
 
 void Model::backward(RunContext& ctx) {
+  bind(ctx);
   Tensor* d = &grad_a_;
   Tensor* other = &grad_b_;
   if (final_norm_) {
@@ -267,9 +288,13 @@ void Model::backward(RunContext& ctx) {
 
 void Model::zero_grad() { grads_.zero(); }
 
-double Model::grad_norm(RunContext& ctx) const { return std::sqrt(ops::sum_squares(ctx, grads_)); }
+double Model::grad_norm(RunContext& ctx) const {
+  bind(ctx);
+  return std::sqrt(ops::sum_squares(ctx, grads_));
+}
 
 double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
+  bind(ctx);
   const double norm = grad_norm(ctx);
   double scale = 1.0;
   if (s.grad_clip > 0 && norm > s.grad_clip) scale = s.grad_clip / (norm + 1e-6);
@@ -302,8 +327,10 @@ int Model::layer_of(std::string_view name) {
 
 std::vector<double> Model::parameter_values() const {
   std::vector<double> out(static_cast<size_t>(values_.numel()));
+  std::vector<char> storage;
+  const Tensor values = ops::on_host(values_, storage);
   dispatch_float(spec_.dtype, [&]<class T>() {
-    const T* v = values_.data<T>();
+    const T* v = values.data<T>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
   });
   return out;
@@ -311,13 +338,15 @@ std::vector<double> Model::parameter_values() const {
 
 std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) const {
   std::vector<LayerSquares> out(static_cast<size_t>(spec_.dims.n_layers));
+  std::vector<char> storage;
+  const Tensor all = ops::on_host(what == LayerQuantity::kGradient ? grads_ : values_, storage);
   dispatch_float(spec_.dtype, [&]<class T>() {
     const T* base = values_.data<T>();
     for (const auto& p : params_) {
       const int layer = layer_of(p->name);
       if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
-      const T* x = (what == LayerQuantity::kGradient ? p->grad : p->value).template data<T>();
       const auto offset = static_cast<size_t>(p->value.data<T>() - base);
+      const T* x = all.data<T>() + offset;
       const int64_t n = p->value.numel();
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) {
@@ -332,7 +361,10 @@ std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std:
   return out;
 }
 
-double Model::parameter_norm(RunContext& ctx) const { return std::sqrt(ops::sum_squares(ctx, values_)); }
+double Model::parameter_norm(RunContext& ctx) const {
+  bind(ctx);
+  return std::sqrt(ops::sum_squares(ctx, values_));
+}
 
 void Model::embedding_dropout(Tensor& t, const RunContext& ctx) const {
   const double p = spec_.dims.dropout_embedding;

@@ -88,6 +88,9 @@ class Model {
   /// not be copied (missing here or in `src`, or of another shape). Used to evaluate a trained
   /// model at another context length.
   std::vector<std::string> copy_parameters_from(const Model& src);
+  /// Where the model's tensors live (host memory, or a device's: kernels/memory.h); host code
+  /// reads them through copies (ops::on_host) or kernels, never directly.
+  kernels::Memory memory() const { return arena_.memory(); }
   /// Output of block i ([B*T, d_model]) of the last forward.
   const Tensor& block_output(int64_t i) const { return acts_.at(static_cast<size_t>(i) + 1); }
   /// The head's logits [B*T, vocab] of the last forward without training, or nullptr.
@@ -98,6 +101,9 @@ class Model {
  private:
   friend class ModelSetupContext;
   void embedding_dropout(Tensor& t, const RunContext& ctx) const;
+  /// Point ctx's executor at the model's memory (kept as the caller set it for host memory, so
+  /// that tests can choose the CPU or the emulated executor).
+  void bind(RunContext& ctx) const;
   struct Node {
     std::string scope;
     Slot slot;
@@ -125,6 +131,7 @@ class Model {
   Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
   Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
+  Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
   int64_t adam_step_ = 0;
 };

@@ -14,7 +14,9 @@
 
 #include "bench/error.h"
 #include "bench/random.h"
+#include "kernels/device_runtime.h"
 #include "kernels/gemm.h"
+#include "kernels/memory.h"
 #include "kernels/tile/parallel.h"
 
 namespace bench {
@@ -116,6 +118,57 @@ DeviceInfo describe_cpu(const std::string& note) {
   const double tc = median_seconds(5, [&] { std::memcpy(dst.data(), src.data(), bytes); });
   d.copy_gbps = 2.0 * static_cast<double>(bytes) / tc * 1e-9;
   return d;
+}
+
+DeviceInfo describe_cuda(const std::string& note) {
+#if BENCH_HAVE_CUDA
+  DeviceInfo d;
+  try {
+    const kernels::cuda::DeviceFacts f = kernels::cuda::describe_device(kernels::cuda::current_device());
+    d.kind = "cuda";
+    d.name = f.name;
+    d.cores = f.sm_count;
+    d.threads = tile::num_threads();
+    d.isa = "sm_" + std::to_string(f.cc_major) + std::to_string(f.cc_minor);
+    d.memory_gib = static_cast<double>(f.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
+    d.copy_gbps = f.copy_gbps;
+    d.gemm = "cuBLASLt fp32 (CUBLAS_COMPUTE_32F, no TF32)";
+    d.note = note + "; driver " + std::to_string(f.driver_version) + ", runtime " + std::to_string(f.runtime_version);
+
+    // GEMM ceiling: fp32 4096^3 on random data in device memory, synchronized around each call.
+    const int64_t n = 4096;
+    const size_t bytes = static_cast<size_t>(n * n) * sizeof(float);
+    std::vector<float> host(static_cast<size_t>(n * n));
+    Rng rng(7);
+    for (auto& x : host) x = static_cast<float>(rng.uniform() - 0.5);
+    const tile::Exec exec = kernels::exec_for(kernels::Memory::kCuda);
+    struct Buf {
+      void* p;
+      ~Buf() { kernels::device_free(p); }
+    };
+    const Buf a{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
+    const Buf b{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
+    const Buf c{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
+    kernels::copy_bytes(a.p, host.data(), bytes);
+    kernels::copy_bytes(b.p, host.data(), bytes);
+    const double t = median_seconds(5, [&] {
+      kernels::gemm<float>(exec, false, false, n, n, n, 1.f, static_cast<const float*>(a.p), n,
+                           static_cast<const float*>(b.p), n, 0.f, static_cast<float*>(c.p), n);
+      kernels::synchronize(exec);
+    });
+    d.peak_gflops = 2.0 * static_cast<double>(n * n * n) / t * 1e-9;
+  } catch (const std::exception& e) {
+    throw Error(std::string("measuring the CUDA device: ") + e.what());
+  }
+  return d;
+#else
+  (void)note;
+  throw Error("this build has no CUDA");
+#endif
+}
+
+DeviceInfo describe_device(const std::string& device, const std::string& note) {
+  return device == "cuda" ? describe_cuda(note) : describe_cpu(note);
 }
 
 }  // namespace bench

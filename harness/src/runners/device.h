@@ -7,7 +7,7 @@ namespace bench {
 
 /// What the measurements ran on, with measured ceilings used as denominators.
 struct DeviceInfo {
-  std::string kind;        ///< "cpu"
+  std::string kind;        ///< "cpu" or "cuda"
   std::string name;        ///< CPU model name
   int cores = 0;           ///< logical CPUs visible
   int threads = 0;         ///< worker threads used
@@ -23,6 +23,15 @@ struct DeviceInfo {
 
 /// Probe the CPU and measure its ceilings (about half a second).
 DeviceInfo describe_cpu(const std::string& note);
+
+/// The current CUDA device, with its ceilings measured: copy bandwidth (256 MiB device to device)
+/// and the fp32 cuBLASLt GEMM rate at 4096^3 without TF32 (the rate of the models' float32
+/// GEMMs: MFU's denominator). cores = SMs, isa = "sm_XY", note += driver and runtime versions.
+/// Throws bench::Error in a build without CUDA or on a CUDA error.
+DeviceInfo describe_cuda(const std::string& note);
+
+/// describe_cuda for device "cuda", else describe_cpu.
+DeviceInfo describe_device(const std::string& device, const std::string& note);
 
 /// The DeviceInfo whose json() is `json` (how `bench run --jobs` hands its measured device to the
 /// processes it starts). Throws bench::Error on text that is not such an object.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/interfaces.h"
+#include "bench/ops.h"
 #include "plugins/registry.h"
 
 namespace bench {
@@ -15,8 +16,13 @@ namespace {
 /// Append rows [row, row + n) of `t` ([rows, width]) to `out` as doubles.
 void append_rows(const Tensor& t, int64_t row, int64_t n, std::vector<double>& out) {
   const int64_t width = t.shape()[t.shape().rank() - 1];
+  std::vector<char> storage;
+  const Tensor host =
+      ops::on_host(Tensor(static_cast<char*>(t.raw()) + row * width * static_cast<int64_t>(dtype_size(t.dtype())),
+                          t.dtype(), {n * width}),
+                   storage);
   dispatch_float(t.dtype(), [&]<class T>() {
-    const T* p = t.data<T>() + row * width;
+    const T* p = host.data<T>();
     for (int64_t i = 0; i < n * width; ++i) out.push_back(static_cast<double>(p[i]));
   });
 }

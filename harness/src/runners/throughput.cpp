@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "bench/interfaces.h"
+#include "kernels/memory.h"
 #include "model/model.h"
 #include "plugins/registry.h"
 #include "runners/runner.h"
@@ -78,6 +79,7 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
       step = [&] {
         ctx.training = false;
         benchmark::DoNotOptimize(model.forward(inputs.data(), targets.data(), ctx));
+        kernels::synchronize(ctx.exec);  // a step ends when the device is done with it
       };
     } else {
       flops += cost.flops_backward;
@@ -88,6 +90,7 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
         model.forward(inputs.data(), targets.data(), ctx);
         model.backward(ctx);
         if (update) model.optimizer_step(opt, ctx);
+        kernels::synchronize(ctx.exec);
       };
     }
     env.progress.update(env.prefix + " · timing " + mode, true);

@@ -1,0 +1,297 @@
+#include "memory.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+
+#include "caching_allocator.h"
+#include "device_runtime.h"
+
+namespace bench::kernels {
+
+namespace {
+
+constexpr size_t kAlign = 256;
+
+struct Region {
+  size_t bytes;
+  Memory memory;
+};
+
+/// Every live allocation, by start address.
+class Regions {
+ public:
+  void add(void* p, size_t bytes, Memory m) {
+    const std::unique_lock lock(mutex_);
+    map_[reinterpret_cast<uintptr_t>(p)] = Region{bytes, m};
+  }
+  Region remove(void* p) {
+    const std::unique_lock lock(mutex_);
+    const auto it = map_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == map_.end()) throw std::invalid_argument("device_free: not an allocation of device_allocate");
+    const Region r = it->second;
+    map_.erase(it);
+    return r;
+  }
+  Memory find(const void* p) const {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    const std::shared_lock lock(mutex_);
+    auto it = map_.upper_bound(a);
+    if (it == map_.begin()) return Memory::kHost;
+    --it;
+    return a < it->first + it->second.bytes ? it->second.memory : Memory::kHost;
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::map<uintptr_t, Region> map_;
+};
+
+Regions& regions() {
+  static Regions r;
+  return r;
+}
+
+/// Guarded memory: one reservation of address space, handed out by a bump pointer (freed memory
+/// is not reused: guarded memory is for tests), PROT_NONE while no HostAccess is open.
+class GuardedPool {
+ public:
+  static constexpr size_t kReserve = size_t{1} << 36;  // 64 GiB of address space, committed on use
+
+  void* allocate(size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    if (base_ == nullptr) {
+      void* p = mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED) throw std::runtime_error("guarded memory: cannot reserve address space");
+      base_ = static_cast<char*>(p);
+    }
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+    const size_t rounded = (bytes + page - 1) / page * page;
+    if (used_ + rounded > kReserve) throw std::runtime_error("guarded memory: 64 GiB reservation exhausted");
+    char* p = base_ + used_;
+    used_ += rounded;
+    if (open_ > 0) protect(p, rounded, true);
+    return p;
+  }
+  void open() {
+    const std::lock_guard lock(mutex_);
+    if (open_++ == 0 && used_ > 0) protect(base_, used_, true);
+  }
+  void close() {
+    const std::lock_guard lock(mutex_);
+    if (--open_ == 0 && used_ > 0) protect(base_, used_, false);
+  }
+
+ private:
+  static void protect(char* p, size_t n, bool rw) {
+    if (mprotect(p, n, rw ? PROT_READ | PROT_WRITE : PROT_NONE) != 0)
+      throw std::runtime_error(std::string("guarded memory: mprotect: ") + std::strerror(errno));
+  }
+  std::mutex mutex_;
+  char* base_ = nullptr;
+  size_t used_ = 0;
+  int open_ = 0;
+};
+
+GuardedPool& guarded_pool() {
+  static GuardedPool pool;
+  return pool;
+}
+
+#if BENCH_HAVE_CUDA
+CachingAllocator& cuda_allocator() {
+  static CachingAllocator allocator(cuda::make_cuda_backend(cuda::current_device()));
+  return allocator;
+}
+#endif
+
+[[noreturn, maybe_unused]] void no_cuda() {
+  throw std::runtime_error("device memory \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
+}
+
+}  // namespace
+
+std::string_view memory_name(Memory m) {
+  switch (m) {
+    case Memory::kHost:
+      return "host";
+    case Memory::kCuda:
+      return "cuda";
+    case Memory::kGuarded:
+      return "guarded";
+  }
+  return "?";
+}
+
+Memory memory_for(tile::Backend backend) {
+  switch (backend) {
+    case tile::Backend::kCuda:
+      return Memory::kCuda;
+    case tile::Backend::kGuarded:
+      return Memory::kGuarded;
+    case tile::Backend::kCpu:
+    case tile::Backend::kEmulated:
+      break;
+  }
+  return Memory::kHost;
+}
+
+tile::Exec exec_for(Memory m) {
+  switch (m) {
+    case Memory::kCuda:
+      return tile::Exec{tile::Backend::kCuda, nullptr};
+    case Memory::kGuarded:
+      return tile::Exec{tile::Backend::kGuarded, nullptr};
+    case Memory::kHost:
+      break;
+  }
+  return tile::Exec{};
+}
+
+void* device_allocate(Memory m, size_t bytes) {
+  const size_t rounded = (bytes == 0 ? 1 : bytes + kAlign - 1) / kAlign * kAlign;
+  void* p = nullptr;
+  switch (m) {
+    case Memory::kHost:
+      p = std::aligned_alloc(kAlign, rounded);
+      if (p == nullptr) throw std::runtime_error("out of memory allocating " + std::to_string(bytes) + " bytes");
+      std::memset(p, 0, rounded);
+      break;
+    case Memory::kGuarded:
+      p = guarded_pool().allocate(rounded);  // fresh pages: already zero
+      break;
+    case Memory::kCuda:
+#if BENCH_HAVE_CUDA
+      try {
+        p = cuda_allocator().allocate(rounded);
+      } catch (const OutOfMemory& e) {
+        throw std::runtime_error(e.what());
+      }
+      cuda::zero(p, rounded, nullptr);
+      break;
+#else
+      no_cuda();
+#endif
+  }
+  regions().add(p, rounded, m);
+  return p;
+}
+
+void device_free(void* p) {
+  if (p == nullptr) return;
+  const Region r = regions().remove(p);
+  switch (r.memory) {
+    case Memory::kHost:
+      std::free(p);
+      break;
+    case Memory::kGuarded:
+      break;  // address space stays reserved (see GuardedPool)
+    case Memory::kCuda:
+#if BENCH_HAVE_CUDA
+      cuda_allocator().free(p);
+#endif
+      break;
+  }
+}
+
+Memory memory_of(const void* p) { return regions().find(p); }
+
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  const Memory md = memory_of(dst), ms = memory_of(src);
+  if (md == Memory::kCuda || ms == Memory::kCuda) {
+#if BENCH_HAVE_CUDA
+    cuda::copy(dst, src, bytes);
+    return;
+#else
+    no_cuda();
+#endif
+  }
+  const bool guarded = md == Memory::kGuarded || ms == Memory::kGuarded;
+  if (guarded) guarded_pool().open();
+  std::memmove(dst, src, bytes);
+  if (guarded) guarded_pool().close();
+}
+
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) {
+  if (width == 0 || rows == 0) return;
+  const Memory md = memory_of(dst), ms = memory_of(src);
+  if (md == Memory::kCuda || ms == Memory::kCuda) {
+#if BENCH_HAVE_CUDA
+    cuda::copy_2d(dst, dst_pitch, src, src_pitch, width, rows);
+    return;
+#else
+    no_cuda();
+#endif
+  }
+  const bool guarded = md == Memory::kGuarded || ms == Memory::kGuarded;
+  if (guarded) guarded_pool().open();
+  for (size_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
+  if (guarded) guarded_pool().close();
+}
+
+void zero_bytes(void* p, size_t bytes) {
+  if (bytes == 0) return;
+  switch (memory_of(p)) {
+    case Memory::kCuda:
+#if BENCH_HAVE_CUDA
+      cuda::zero(p, bytes, nullptr);
+      return;
+#else
+      no_cuda();
+#endif
+    case Memory::kGuarded:
+      guarded_pool().open();
+      std::memset(p, 0, bytes);
+      guarded_pool().close();
+      return;
+    case Memory::kHost:
+      std::memset(p, 0, bytes);
+      return;
+  }
+}
+
+void synchronize(const tile::Exec& exec) {
+  if (exec.backend != tile::Backend::kCuda) return;
+#if BENCH_HAVE_CUDA
+  cuda::synchronize(exec.stream);
+#else
+  no_cuda();
+#endif
+}
+
+bool cuda_built() { return BENCH_HAVE_CUDA != 0; }
+
+int cuda_device_count() {
+#if BENCH_HAVE_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+}  // namespace bench::kernels
+
+namespace bench::tile {
+
+HostAccess::HostAccess(const Exec& exec) : open_(exec.backend == Backend::kGuarded) {
+  if (open_) kernels::guarded_pool().open();
+}
+
+HostAccess::~HostAccess() {
+  if (open_) kernels::guarded_pool().close();
+}
+
+void no_cuda_path() {
+  throw std::logic_error("a kernel was launched on CUDA through a host launcher without a CUDA path");
+}
+
+}  // namespace bench::tile

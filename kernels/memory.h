@@ -1,0 +1,56 @@
+// defines: bench::kernels::Memory, memory_name, memory_for, exec_for, device_allocate,
+//          device_free, memory_of, copy_bytes, copy_2d, zero_bytes, synchronize, cuda_built,
+//          cuda_device_count
+//
+// Where a model's tensors live, and the few operations the host may do on them. Host code never
+// dereferences device memory: it copies (copy_bytes) or launches a kernel. Three memories:
+//   host     - the CPU's heap; the CPU executors
+//   cuda     - cudaMalloc'd memory of the current device; the CUDA launchers (CUDA builds only)
+//   guarded  - CPU memory that is inaccessible (PROT_NONE) except while a kernel runs or a copy
+//              is made: the CPU executor on it behaves like a GPU to the host code around it, so
+//              a direct access that would crash on a GPU faults in a test without one
+// Allocations are registered, so memory_of finds the memory of any pointer into them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "tile/exec.h"
+
+namespace bench::kernels {
+
+enum class Memory : uint8_t { kHost, kCuda, kGuarded };
+
+/// "host", "cuda", "guarded".
+std::string_view memory_name(Memory m);
+/// The memory that kernels of `backend` read and write.
+Memory memory_for(tile::Backend backend);
+/// An Exec whose kernels run on `m` (kCpu for host memory).
+tile::Exec exec_for(Memory m);
+
+/// `bytes` (at least one byte's worth) of zeroed memory in `m`, 256-byte aligned. Throws
+/// std::runtime_error when it is not there (out of memory, or kCuda in a build without CUDA).
+void* device_allocate(Memory m, size_t bytes);
+/// Free what device_allocate returned (nullptr: nothing).
+void device_free(void* p);
+/// The memory of `p`: the memory of the allocation it points into, kHost for any other address.
+Memory memory_of(const void* p);
+
+/// Copy `bytes` from src to dst, each in whatever memory it is; returns when the copy is done
+/// (after the work queued before it on the device).
+void copy_bytes(void* dst, const void* src, size_t bytes);
+/// Copy `rows` runs of `width` bytes, `src_pitch` bytes apart in src to `dst_pitch` bytes apart
+/// in dst (cudaMemcpy2D on a device; ordered after the work queued before it).
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows);
+/// Set `bytes` at p to zero.
+void zero_bytes(void* p, size_t bytes);
+/// Wait until the work queued on exec's device (its stream) is done; a no-op on the CPU.
+void synchronize(const tile::Exec& exec);
+
+/// Whether this build has the CUDA launchers (kernels/cuda) linked in.
+bool cuda_built();
+/// CUDA devices this process sees: 0 without CUDA in the build, without a driver or a device.
+int cuda_device_count();
+
+}  // namespace bench::kernels
