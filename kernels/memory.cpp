@@ -1,5 +1,6 @@
 #include "memory.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -59,6 +60,33 @@ Regions& regions() {
   return r;
 }
 
+// The reservation of guarded memory, for the fault handler (set once, before it is installed).
+char* g_guarded_base = nullptr;
+size_t g_guarded_size = 0;
+struct sigaction g_previous_segv;
+
+/// SIGSEGV inside guarded memory is host code touching the model's device memory: say so in one
+/// line, then give the fault back to whoever handled it before (the default: a crash; or a
+/// sanitizer), which runs when the instruction faults again. Only async-signal-safe calls.
+void on_guarded_fault(int sig, siginfo_t* info, void* context) {
+  const auto* a = static_cast<const char*>(info->si_addr);
+  if (a >= g_guarded_base && a < g_guarded_base + g_guarded_size) {
+    char msg[256] = "bench: guarded device: host code touched the model's device memory at 0x";
+    size_t n = std::strlen(msg);
+    const auto v = reinterpret_cast<uintptr_t>(a);
+    for (int shift = 60; shift >= 0; shift -= 4) msg[n++] = "0123456789abcdef"[(v >> shift) & 0xf];
+    const char tail[] =
+        " outside a kernel or a copy (on a GPU this reads garbage or crashes); read and write model tensors "
+        "with kernels, ops::copy and ops::on_host (docs/plugins.md)\n";
+    std::memcpy(msg + n, tail, std::min(sizeof tail, sizeof msg - n - 1));
+    n = std::strlen(msg);
+    (void)!write(STDERR_FILENO, msg, n);
+  }
+  sigaction(SIGSEGV, &g_previous_segv, nullptr);
+  (void)sig;
+  (void)context;
+}
+
 /// Guarded memory: one reservation of address space, handed out by a bump pointer (freed memory
 /// is not reused: guarded memory is for tests), PROT_NONE while no HostAccess is open.
 class GuardedPool {
@@ -71,6 +99,13 @@ class GuardedPool {
       void* p = mmap(nullptr, kReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) throw std::runtime_error("guarded memory: cannot reserve address space");
       base_ = static_cast<char*>(p);
+      g_guarded_base = base_;
+      g_guarded_size = kReserve;
+      struct sigaction sa {};
+      sa.sa_sigaction = on_guarded_fault;
+      sa.sa_flags = SA_SIGINFO;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGSEGV, &sa, &g_previous_segv);
     }
     const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
     const size_t rounded = (bytes + page - 1) / page * page;

@@ -26,7 +26,7 @@ build="$out/build"
 mkdir -p "$build"
 sources=(kernels/norm.cpp kernels/softmax.cpp kernels/cross_entropy.cpp kernels/rope.cpp kernels/activation.cpp
          kernels/adamw.cpp kernels/elementwise.cpp kernels/softcap.cpp kernels/caching_allocator.cpp
-         kernels/tile/parallel.cpp)
+         kernels/memory.cpp kernels/dropout.cpp kernels/tile/parallel.cpp)
 cuda_sources=(kernels/cuda/*.cu tests/cuda/cuda_check.cu)
 pids=()
 objs=()
@@ -34,9 +34,9 @@ for f in "${sources[@]}" "${cuda_sources[@]}"; do
   o="$build/$(echo "$f" | tr '/' '_').o"
   objs+=("$o")
   if [[ $f == *.cu ]]; then
-    nvcc -std=c++20 -O3 -arch=sm_90 -Xcompiler=-fopenmp -c "$f" -o "$o" >> "$log" 2>&1 &
+    nvcc -std=c++20 -O3 -arch=sm_90 -DBENCH_HAVE_CUDA=1 -Xcompiler=-fopenmp -c "$f" -o "$o" >> "$log" 2>&1 &
   else
-    g++ -std=c++20 -O3 -march=native -fopenmp -Ikernels -I. -c "$f" -o "$o" >> "$log" 2>&1 &
+    g++ -std=c++20 -O3 -march=native -fopenmp -DBENCH_HAVE_CUDA=1 -Ikernels -I. -c "$f" -o "$o" >> "$log" 2>&1 &
   fi
   pids+=($!)
 done

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernels/memory.h"
 #include "store/store.h"
 #include "support/shell.h"
 #include "support/toml_case.h"
@@ -92,6 +93,23 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
         for (const auto& v : row) sums[i] += v.str() + " ";
   }
   EXPECT_EQ(sums[0], sums[1]);
+}
+
+TEST(Cli, DeviceCudaWithoutAGpuIsOneLineAndExitTwo) {
+  if (kernels::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
+  const std::string exp = test::write_temp("nogpu.toml", kTiny);
+  const std::string db = fresh_db("nogpu.db");
+  const Result r = run("--db " + db + " run --device cuda " + exp);
+  EXPECT_EQ(r.code, 2);
+  const std::string why = kernels::cuda_built() ? "no CUDA device is visible" : "this build has no CUDA";
+  EXPECT_EQ(r.err.rfind("bench: --device cuda: " + why, 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(db));
+  // In the file: its location.
+  const std::string file = test::write_temp("nogpu_file.toml", std::string("device = \"cuda\"\n") + kTiny);
+  const Result f = run("--db " + db + " run " + file);
+  EXPECT_EQ(f.code, 2);
+  EXPECT_EQ(f.err.rfind(file + ":1:1: device \"cuda\": " + why, 0), 0u) << f.err;
 }
 
 TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {

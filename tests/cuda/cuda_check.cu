@@ -33,7 +33,7 @@ using tile::bf16;
 
 #define CUDA_OK(expr)                                                                               \
   do {                                                                                              \
-    const cudaError_t err_ = (expr);                                                                \
+    const auto err_ = static_cast<cudaError_t>(expr);                                               \
     if (err_ != cudaSuccess) {                                                                      \
       std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(err_)); \
       std::exit(1);                                                                                 \
@@ -599,10 +599,46 @@ std::vector<std::pair<kernels::AttentionArgs, std::string>> flash_cases() {
   return cases;
 }
 
+/// The model's attention on CUDA (kernels/cuda/attention.cu: cuBLASLt products and the softmax and
+/// dropout programs, the CPU launcher's algorithm with T x T probabilities) on the flash cases,
+/// against the float64 references: out, max logit, then dqkv from its own probabilities.
+template <class T>
+void check_attention(kernels::AttentionArgs a, const std::string& name) {
+  using A = acc_t<T>;
+  const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  const auto qkv = random_vec<T>(static_cast<size_t>(a.batch * a.seq * width), 35);
+  const auto dout = random_vec<T>(static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head), 36);
+  std::vector<double> qkv64(qkv.size()), dout64(dout.size()), out_ref, max_ref, dqkv_ref;
+  for (size_t i = 0; i < qkv.size(); ++i) qkv64[i] = to_float(qkv[i]);
+  for (size_t i = 0; i < dout.size(); ++i) dout64[i] = to_float(dout[i]);
+  kernels::attention_forward_reference(a, qkv64, out_ref, &max_ref);
+  kernels::attention_backward_reference(a, qkv64, dout64, dqkv_ref);
+  Device<T> d_qkv(qkv), d_dout(dout), d_out(out_ref.size()), d_dqkv(qkv.size());
+  Device<T> probs(static_cast<size_t>(kernels::attention_probs_size(a)));
+  Device<T> work(static_cast<size_t>(kernels::attention_workspace_size(a)));
+  Device<A> d_max(max_ref.size());
+  kernels::cuda::attention_forward<T>(nullptr, a, d_qkv.get(), d_out.get(), probs.get(), d_max.get(), work.get());
+  kernels::cuda::attention_backward<T>(nullptr, a, d_qkv.get(), probs.get(), d_dout.get(), d_dqkv.get(), work.get());
+  CUDA_OK(cudaDeviceSynchronize());
+  const bool half = std::is_same_v<T, bf16>;
+  double scale = 0;
+  for (const double v : dqkv_ref) scale = std::max(scale, std::abs(v));
+  compare("attention (cuBLASLt)", dtype_name<T>(), name + " out", out_ref, d_out.host(), half ? 2e-2 : 1e-4,
+          half ? 2e-2 : 1e-4);
+  compare("attention (cuBLASLt)", dtype_name<T>(), name + " max logit", max_ref, d_max.host(), half ? 2e-2 : 1e-4,
+          half ? 2e-2 : 1e-4);
+  compare("attention (cuBLASLt) bwd", dtype_name<T>(), name + " dqkv", dqkv_ref, d_dqkv.host(),
+          (half ? 2e-2 : 1e-4) * scale, half ? 3e-2 : 1e-4);
+}
+
 double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
 
 void check_flash_all() {
-  for (const auto& [a, name] : flash_cases()) check_flash(a, name);
+  for (const auto& [a, name] : flash_cases()) {
+    check_flash(a, name);
+    check_attention<float>(a, name);
+    check_attention<bf16>(a, name);
+  }
   // Speed: B=4, H=16, T=4096, dh=128, causal (half of the 4 B H T^2 dh FLOPs of a full product).
   kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;

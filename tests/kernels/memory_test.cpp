@@ -82,7 +82,7 @@ using MemoryDeathTest = ::testing::Test;
 TEST_F(MemoryDeathTest, HostCodeThatTouchesGuardedMemoryFaults) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto* p = static_cast<volatile float*>(device_allocate(Memory::kGuarded, 64));
-  EXPECT_DEATH(p[3] = 1.f, "");
+  EXPECT_DEATH(p[3] = 1.f, "guarded device: host code touched the model's device memory at 0x");
   EXPECT_DEATH((void)p[0], "");
   {
     const tile::HostAccess open(exec_for(Memory::kGuarded));  // what a launcher holds while it runs

@@ -24,7 +24,8 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
       kernels::cuda_built() ? "no CUDA device is visible" : "this build has no CUDA (nvcc was not on the PATH)";
   if (wanted == "cuda" && gpus == 0) {
     const SourceLoc loc = device_flag.empty() ? p.file.root.find("device")->loc : SourceLoc{};
-    throw ConfigError(loc, "device \"cuda\": " + why_no_gpu + "; use \"auto\" or \"cpu\"");
+    throw ConfigError(loc, (device_flag.empty() ? "device \"cuda\": " : "bench: --device cuda: ") + why_no_gpu +
+                               "; use \"auto\" or \"cpu\"");
   }
   tile::Backend backend = tile::Backend::kCpu;
   if (wanted == "cuda" || (wanted == "auto" && gpus > 0)) {
