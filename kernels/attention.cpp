@@ -11,10 +11,9 @@ namespace bench::kernels {
 
 namespace {
 
-// Queries per forward task and per backward step. 64 rows keep each GEMM large enough to run
-// near the library's peak, give B*H*T/64 tasks to balance over the cores, and make the causal
-// skip (a block of queries needs keys up to its last row only) save ~(1 - 64/T)/2 of the work.
-constexpr int64_t kQueryBlock = 64;
+// Queries per forward task and per backward step (attention.h); the causal skip (a block of
+// queries needs keys up to its last row only) saves ~(1 - 64/T)/2 of the work.
+constexpr int64_t kQueryBlock = kAttentionQueryBlock;
 
 struct Dims {
   int64_t batch, seq, heads, kv_heads, d_head;
@@ -110,16 +109,6 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
 }
 
 }  // namespace
-
-int64_t attention_probs_size(const AttentionArgs& a) {
-  const int64_t n = a.batch * a.n_heads * a.seq * a.seq;
-  return a.softcap > 0 ? 2 * n : n;
-}
-
-int64_t attention_workspace_size(const AttentionArgs& a) {
-  const Dims d = dims_of(a);
-  return d.batch * d.kv_heads * d.qblock * d.seq;  // one dP/dS block per (batch, kv head) task
-}
 
 template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,

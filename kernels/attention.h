@@ -203,12 +203,23 @@ struct DropoutRows {
 // 3. launchers (float and double are instantiated in attention.cpp)
 // ---------------------------------------------------------------------------------------------
 
+/// Queries per block of the CPU launchers (64 rows keep each GEMM near the library's peak, give
+/// B*H*T/64 tasks to balance over the cores, and let a block skip the keys it cannot see).
+inline constexpr int64_t kAttentionQueryBlock = 64;
+
 /// Elements of `probs` that attention_forward fills and attention_backward reads:
 /// B*H*T*T probabilities, followed by as many capped-logit inputs when softcap > 0.
-int64_t attention_probs_size(const AttentionArgs& args);
+inline int64_t attention_probs_size(const AttentionArgs& a) {
+  const int64_t n = a.batch * a.n_heads * a.seq * a.seq;
+  return a.softcap > 0 ? 2 * n : n;
+}
 
-/// Elements of scratch that attention_backward (and attention_forward with dropout) needs.
-int64_t attention_workspace_size(const AttentionArgs& args);
+/// Elements of scratch that attention_backward (and attention_forward with dropout) needs: one
+/// dP/dS block of min(T, 64) x T per (batch, kv head) task. (Inline, like the size above, so that
+/// the CUDA side, built without the CPU launchers, has them too.)
+inline int64_t attention_workspace_size(const AttentionArgs& a) {
+  return a.batch * a.n_kv_heads * std::min(kAttentionQueryBlock, a.seq) * a.seq;
+}
 
 /// Forward attention of the fused projection qkv ([B*T, (H + 2 Hkv) dh]: q heads, k heads,
 /// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities P, undropped

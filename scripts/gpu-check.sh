@@ -7,10 +7,11 @@
 # flash attention rates, and the bandwidth of the row kernels, RoPE and AdamW at hidden 4096, and
 # writes the table to $OUT; then, where python3 has PyTorch, scripts/torch_baseline.py puts
 # PyTorch eager, torch.compile and SDPA's flash and cuDNN attention beside those figures
-# ($OUT/torch-baseline.md). Bounded at about 7 minutes by its timeouts; expected to take 4 to 5
-# on an H200.
+# ($OUT/torch-baseline.md); and with the bundle of scripts/gpu-bundle.sh carried, it runs
+# `bench run experiments/norms.toml` on the GPU (100 stability steps). Bounded at about 8 minutes
+# by its timeouts.
 #
-#   OUT=/tmp/out scripts/gpu-check.sh
+#   OUT=/tmp/out scripts/gpu-check.sh      (after scripts/gpu-bundle.sh here; carry .gpu-bundle.tar.xz)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/gpu-check}
@@ -47,12 +48,38 @@ if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcub
   tail -n 40 "$log"
   exit 1
 fi
-timeout 300 "$build/cuda_check" "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
+timeout 240 "$build/cuda_check" "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 rm -rf "$build"
+# `bench run` on the GPU: experiments/norms.toml with 100 stability steps instead of 1000, from the
+# bundle scripts/gpu-bundle.sh made here (carried as .gpu-bundle.tar.xz: this machine lacks the
+# project's Debian packages), through the bundle's own loader and C library; CUDA's libraries are
+# this machine's.
+left() { echo $((460 - SECONDS)); }  # the whole check stays under 8 minutes
+if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
+  rm -rf /tmp/gpu-bundle && mkdir -p /tmp/gpu-bundle && tar -C /tmp/gpu-bundle -xJf .gpu-bundle.tar.xz
+  b=/tmp/gpu-bundle/bench-bundle
+  libs="$b/lib"
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64; do
+    [ -d "$d" ] && libs="$libs:$d"
+  done
+  for l in libcublasLt.so.13 libcudart.so.13 libcuda.so.1; do
+    p=$(ldconfig -p 2> /dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
+    [ -n "$p" ] && libs="$libs:$(dirname "$p")"
+  done
+  sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$out/norms-gpu.toml"
+  timeout "$(($(left) - 40))" "$b/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$b/bin/bench" \
+    --db "$out/norms-gpu.db" run --device cuda "$out/norms-gpu.toml" > "$out/norms-gpu.txt" 2> "$out/norms-gpu.log"
+  echo "gpu-check: bench run norms on the GPU exit $?; table in $out/norms-gpu.txt, progress in norms-gpu.log" |
+    tee -a "$log"
+  tail -n 5 "$out/norms-gpu.log"
+else
+  echo "gpu-check: no .gpu-bundle.tar.xz (scripts/gpu-bundle.sh) or no time left: bench run skipped" | tee -a "$log"
+fi
 # PyTorch eager / torch.compile / SDPA (flash, cuDNN) on the same shapes, where python3 has torch.
-if python3 -c "import torch" > /dev/null 2>&1; then
-  timeout 240 python3 scripts/torch_baseline.py --bench "$out/gpu-check.json" --out "$out" 2>&1 | tail -n 40 >> "$log"
+if python3 -c "import torch" > /dev/null 2>&1 && [ "$(left)" -gt 60 ]; then
+  timeout "$(left)" python3 scripts/torch_baseline.py --bench "$out/gpu-check.json" --out "$out" 2>&1 |
+    tail -n 40 >> "$log"
   echo "gpu-check: torch_baseline exit ${PIPESTATUS[0]}; table in $out/torch-baseline.md" | tee -a "$log"
 fi
 echo "gpu-check: exit $status; table in $out/gpu-check.md" | tee -a "$log"

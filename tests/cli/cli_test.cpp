@@ -54,6 +54,7 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
       "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 2\nmin_time = 0.005\nwarmup_time = 0.0\n"
       "[stability]\nsteps = 6\nlr = 1e-2\neval_batches = 1\nlog_every = 2\nsave_weights = true\n"
+      "init_probe_batches = 1\neval_lengths = [32]\nval_every = 3\ngrad_clip = 0.5\n"
       "[[variant]]\nname = \"a\"\nmodel.attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true, "
       "softcap = 20.0, window = 6 }\nmodel.head = { type = \"lm_head\", z_loss = 1e-3, softcap = 30.0 }\n"
       "model.dropout_embedding = 0.1\nmodel.dropout_attention = 0.1\nmodel.dropout_residual = 0.1\n"
