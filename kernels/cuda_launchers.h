@@ -89,6 +89,9 @@ Status scale(Stream stream, acc_t<T> alpha, T* x, int64_t n);
 /// `partial`: sum_squares_partials(n) device doubles; `result`: one device double.
 template <class T>
 Status sum_squares(Stream stream, const T* x, int64_t n, double* partial, double* result);
+/// The same two stages for any SumOf.
+template <class T>
+Status sum_of(Stream stream, SumOf what, const T* x, int64_t n, double* partial, double* result);
 template <class T>
 Status embedding_forward(Stream stream, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim);
 template <class T>

@@ -39,7 +39,7 @@ int64_t sum_squares_partials(int64_t n) {
 }
 
 template <class T>
-double sum_squares(const Exec& exec, const T* x, int64_t n) {
+double sum_of(const Exec& exec, SumOf what, const T* x, int64_t n) {
   const int64_t parts = sum_squares_partials(n);
   if (parts == 0) return 0.0;
   if (exec.backend == tile::Backend::kCuda) {
@@ -47,13 +47,12 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
     // cudaMalloc after the first call), then the one double back to the host.
     double result = 0;
     if constexpr (std::is_same_v<T, double>) {
-      throw std::invalid_argument("sum_squares: float64 has no CUDA path");
+      throw std::invalid_argument("sum_of: float64 has no CUDA path");
     } else {
       void* dev = device_allocate(Memory::kCuda, static_cast<size_t>(parts + 1) * sizeof(double));
       try {
         auto* d = static_cast<double*>(dev);
-        BENCH_CUDA_CALL("sum_squares",
-                        cuda::sum_squares<T>(static_cast<cuda::Stream>(exec.stream), x, n, d, d + parts));
+        BENCH_CUDA_CALL("sum_of", cuda::sum_of<T>(static_cast<cuda::Stream>(exec.stream), what, x, n, d, d + parts));
         copy_bytes(&result, d + parts, sizeof result);
       } catch (...) {
         device_free(dev);
@@ -64,10 +63,26 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
     return result;
   }
   std::vector<double> partial(static_cast<size_t>(parts));
-  tile::launch(exec, tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial.data(), n, parts});
+  const tile::Grid grid{parts};
+  switch (what) {
+    case SumOf::kSquares:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial.data(), n, parts});
+      break;
+    case SumOf::kValues:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial.data(), n, parts});
+      break;
+    case SumOf::kEntropy:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial.data(), n, parts});
+      break;
+  }
   double s = 0;
   for (double p : partial) s += p;  // in order: the result depends on n only
   return s;
+}
+
+template <class T>
+double sum_squares(const Exec& exec, const T* x, int64_t n) {
+  return sum_of<T>(exec, SumOf::kSquares, x, n);
 }
 
 template <class T>
@@ -94,6 +109,7 @@ void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, 
   template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                             \
   template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                      \
   template double sum_squares<T>(const Exec&, const T*, int64_t);                                  \
+  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                \
   template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
   template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)

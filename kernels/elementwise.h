@@ -1,14 +1,16 @@
-// defines: add, axpy, scale, sum_squares, sum_squares_partials, embedding_forward,
+// defines: add, axpy, scale, SumOf, sum_of, sum_squares, sum_squares_partials, embedding_forward,
 //          embedding_backward, and their float64 references
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
 // add:        out = a + b                    axpy:  y += alpha * x         scale: x *= alpha
-// sum_squares: sum x^2, two fixed stages (per-program partials, then an in-order sum), so the
-//              result depends on n only, never on the thread count
+// sum_of:     sum of x^2, x or -x ln x (0 for x <= 0: the terms of an entropy) in double, two
+//             fixed stages (per-program partials, then an in-order sum), so the result depends on
+//             n only, never on the thread count; sum_squares = sum_of(kSquares)
 // embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :]
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -20,9 +22,41 @@ namespace bench::kernels {
 using tile::acc_t;
 using tile::Exec;
 
+/// What sum_of adds up over the elements.
+enum class SumOf : uint8_t {
+  kSquares,  ///< x^2
+  kValues,   ///< x
+  kEntropy,  ///< -x ln x for x > 0, else 0 (summed over probabilities: their entropy in nats)
+};
+
+/// One term of sum_of, in double.
+template <SumOf W>
+struct SumTerm {
+  BENCH_HD double operator()(double v) const {
+    if constexpr (W == SumOf::kSquares) {
+      return v * v;
+    } else if constexpr (W == SumOf::kValues) {
+      return v;
+    } else {
+      return v > 0 ? -v * tile::math::log(v) : 0.0;
+    }
+  }
+};
+
 // ---------------------------------------------------------------------------------------------
 // 1. float64 reference
 // ---------------------------------------------------------------------------------------------
+
+/// float64 reference of sum_of.
+inline double sum_of_reference(SumOf what, const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) {
+    if (what == SumOf::kSquares) s += v * v;
+    if (what == SumOf::kValues) s += v;
+    if (what == SumOf::kEntropy && v > 0) s -= v * std::log(v);
+  }
+  return s;
+}
 
 /// float64 reference of sum_squares.
 inline double sum_squares_reference(const std::vector<double>& x) {
@@ -114,11 +148,11 @@ struct Scale {
   }
 };
 
-/// First stage of sum_squares: program p sums the squares of its contiguous run of B-wide
-/// chunks in double (squares of large floats stay finite; long sums keep their precision) and
-/// writes partial[p]. The runs depend only on n and the grid size, never on the thread count.
-template <class T, int B>
-struct SumSquares {
+/// First stage of sum_of: program p sums the terms of its contiguous run of B-wide chunks in
+/// double (squares of large floats stay finite; long sums keep their precision) and writes
+/// partial[p]. The runs depend only on n and the grid size, never on the thread count.
+template <class T, int B, SumOf W = SumOf::kSquares>
+struct SumTerms {
   static constexpr int kBlock = B;
   const T* x;
   double* partial;  // [parts]
@@ -134,14 +168,16 @@ struct SumSquares {
     auto acc = tl::full<B>(c, 0.0);
     for (int64_t k = first; k < last; ++k) {
       const int64_t off = k * B;
-      auto v = tl::cast<double>(tl::load<B>(c, x + off, n - off));
-      acc = acc + v * v;
+      acc = acc + tl::map(SumTerm<W>{}, tl::cast<double>(tl::load<B>(c, x + off, n - off)));
     }
     tl::store_scalar(c, partial + p, tl::sum(c, acc));
   }
 };
 
-/// Second stage of sum_squares on a device: one program sums the partials (a fixed tree).
+template <class T, int B>
+using SumSquares = SumTerms<T, B, SumOf::kSquares>;
+
+/// Second stage of sum_of on a device: one program sums the partials (a fixed tree).
 template <int B>
 struct SumPartials {
   static constexpr int kBlock = B;
@@ -214,8 +250,14 @@ void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n);
 template <class T>
 void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n);
 
-/// Number of first-stage partial sums sum_squares uses for n elements (a function of n only).
+/// Number of first-stage partial sums sum_of uses for n elements (a function of n only).
 int64_t sum_squares_partials(int64_t n);
+
+/// Sum of the `what` terms of n elements, accumulated in double in a fixed order that does not
+/// depend on the thread count. NaN or inf when a term is. On CUDA the sum is made on the device
+/// and only the result comes back.
+template <class T>
+double sum_of(const Exec& exec, SumOf what, const T* x, int64_t n);
 
 /// Sum of x^2 over n elements, accumulated in double in a fixed order that does not depend on
 /// the thread count. NaN or inf when any element is non-finite.

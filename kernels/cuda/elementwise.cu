@@ -29,19 +29,36 @@ Status scale(cudaStream_t stream, acc_t<T> alpha, T* x, int64_t n) {
   return tile::launch_cuda(flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha}, stream);
 }
 
-/// sum_squares on the device: `partial` holds sum_squares_partials(n) doubles (device memory);
+/// sum_of on the device: `partial` holds sum_squares_partials(n) doubles (device memory);
 /// `result` (one device double) receives their sum, summed by one program in a fixed tree, so
 /// the result is reproducible and nothing waits on the host.
 template <class T>
-Status sum_squares(cudaStream_t stream, const T* x, int64_t n, double* partial, double* result) {
+Status sum_of(cudaStream_t stream, SumOf what, const T* x, int64_t n, double* partial, double* result) {
   constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
   const int64_t parts = n > 0 ? (std::min)(programs::kSumSquaresParts, (n + kFlat - 1) / kFlat) : 0;
   cudaError_t err = cudaSuccess;
-  if (parts > 0)
-    err = tile::launch_cuda(tile::Grid{parts}, programs::SumSquares<T, kFlat>{x, partial, n, parts}, stream);
+  const tile::Grid grid{parts};
+  if (parts > 0) {
+    switch (what) {
+      case SumOf::kSquares:
+        err = tile::launch_cuda(grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts}, stream);
+        break;
+      case SumOf::kValues:
+        err = tile::launch_cuda(grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts}, stream);
+        break;
+      case SumOf::kEntropy:
+        err = tile::launch_cuda(grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts}, stream);
+        break;
+    }
+  }
   if (err == cudaSuccess)
     err = tile::launch_cuda(tile::Grid{1}, programs::SumPartials<kParts>{partial, result, parts}, stream);
   return err;
+}
+
+template <class T>
+Status sum_squares(cudaStream_t stream, const T* x, int64_t n, double* partial, double* result) {
+  return sum_of<T>(stream, SumOf::kSquares, x, n, partial, result);
 }
 
 template <class T>
@@ -69,6 +86,7 @@ Status embedding_backward(cudaStream_t stream, const int32_t* tokens, const T* d
   template Status axpy<T>(cudaStream_t, acc_t<T>, const T*, T*, int64_t);                             \
   template Status scale<T>(cudaStream_t, acc_t<T>, T*, int64_t);                                      \
   template Status sum_squares<T>(cudaStream_t, const T*, int64_t, double*, double*);                  \
+  template Status sum_of<T>(cudaStream_t, SumOf, const T*, int64_t, double*, double*);                \
   template Status embedding_forward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t); \
   template Status embedding_backward<T>(cudaStream_t, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)

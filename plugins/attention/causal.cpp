@@ -14,6 +14,7 @@
 #include "bench/random.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
+#include "kernels/elementwise.h"
 #include "qk_norm.h"
 
 namespace bench::attention {
@@ -112,9 +113,13 @@ class CausalAttention final : public Sublayer {
         if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
       }
       if (ctx.probes && ctx.layer_probes && layer_ >= 0) {
-        std::vector<char> storage;  // probabilities first (and raw scores after them with a cap)
-        const double h = mean_entropy(
-            ops::on_host(Tensor(probs_.raw(), probs_.dtype(), {batch_ * heads_ * seq_ * seq_}), storage).data<T>());
+        // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
+        // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
+        // attends to one key. Summed where the probabilities are (the raw scores that follow them
+        // when there is a cap are not summed).
+        const int64_t rows = batch_ * heads_ * seq_;
+        const double h = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(), rows * seq_) /
+                         static_cast<double>(rows);
         ctx.probe_mean("attn_entropy", h);
         ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
       }
@@ -159,25 +164,6 @@ class CausalAttention final : public Sublayer {
   }
 
  private:
-  /// Mean over (batch, head, query) rows of the attention distribution's entropy
-  /// -sum_j p_j ln p_j in nats (masked keys have p = 0 and add nothing): ln(t + 1) for uniform
-  /// causal attention at query t, 0 when every query attends to one key.
-  template <class T>
-  double mean_entropy(const T* p) const {
-    const int64_t rows = batch_ * heads_ * seq_;
-    double sum = 0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* row = p + r * seq_;
-      double h = 0;
-      for (int64_t j = 0; j < seq_; ++j) {
-        const auto v = static_cast<double>(row[j]);
-        if (v > 0) h -= v * std::log(v);
-      }
-      sum += h;
-    }
-    return sum / static_cast<double>(rows);
-  }
-
   QkView view(const Tensor& buffer) const {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }

@@ -6,6 +6,7 @@
 
 #include "head.h"
 #include "kernels/cross_entropy.h"
+#include "kernels/elementwise.h"
 #include "kernels/softcap.h"
 
 namespace bench::head {
@@ -40,13 +41,10 @@ class LmHead final : public Head {
       });
     // Mean output logit (after the cap), before the cross-entropy overwrites the logits with
     // their gradient: with log Z it shows whether the logits drift as a whole.
-    // (On a device the logits come to the host for it: a copy of rows x vocab.)
+    // Summed where the logits are (on a device: only the sum comes back).
     if (ctx.probes)
       dispatch_float(h.dtype(), [&]<class T>() {
-        std::vector<char> storage;
-        const T* l = ops::on_host(logits_, storage).data<T>();
-        double sum = 0;
-        for (int64_t i = 0; i < logits_.numel(); ++i) sum += static_cast<double>(l[i]);
+        const double sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kValues, logits_.data<T>(), logits_.numel());
         ctx.probe_mean("logit_mean", sum / static_cast<double>(logits_.numel()));
       });
     // targets are in the model's memory: read on the host through a copy when that is a device's.

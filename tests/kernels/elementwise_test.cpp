@@ -78,6 +78,33 @@ TEST_P(ElementwiseTest, SumSquaresMatchesFloat64) {
   EXPECT_NEAR(sum_squares<float>(exec, big.data(), 3000), 3000 * big2, 1e-12 * 3000 * big2);
 }
 
+TEST_P(ElementwiseTest, SumOfValuesAndEntropyMatchFloat64) {
+  const Exec exec{GetParam()};
+  for (int64_t n : {1, 1023, 300001}) {
+    SCOPED_TRACE(n);
+    // Values of both signs: a sum that cancels; probabilities in [0, 1) with exact zeros, as
+    // masked attention has, for the entropy terms (0 ln 0 = 0).
+    const auto x = random_vector(static_cast<size_t>(n), 5, 1.0, 0.2);
+    std::vector<double> p(x.size());
+    for (size_t i = 0; i < p.size(); ++i) p[i] = i % 3 == 0 ? 0.0 : std::abs(x[i]) / 4.0;
+    for (const auto& [what, v] : {std::pair{SumOf::kValues, x}, std::pair{SumOf::kEntropy, p}}) {
+      double scale = 0;
+      for (double e : v) scale += std::abs(e) * (what == SumOf::kEntropy ? 3.0 : 1.0);
+      const auto vf = to_storage<float>(v);
+      EXPECT_NEAR(sum_of<float>(exec, what, vf.data(), n), sum_of_reference(what, to_double(vf)), 1e-12 * scale);
+      EXPECT_NEAR(sum_of<double>(exec, what, v.data(), n), sum_of_reference(what, v), 1e-12 * scale);
+      const auto vb = to_storage<bf16>(v);
+      EXPECT_NEAR(sum_of<bf16>(exec, what, vb.data(), n), sum_of_reference(what, to_double(vb)), 1e-12 * scale);
+    }
+  }
+  // Closed form: the entropy of a uniform distribution over 1000 outcomes is ln 1000.
+  const std::vector<float> uniform(1000, 1e-3f);
+  EXPECT_NEAR(sum_of<float>(exec, SumOf::kEntropy, uniform.data(), 1000), std::log(1000.0), 1e-6);
+  // sum_squares is sum_of(kSquares).
+  const auto y = to_storage<float>(random_vector(5000, 6, 1.0, 0.0));
+  EXPECT_EQ(sum_squares<float>(exec, y.data(), 5000), sum_of<float>(exec, SumOf::kSquares, y.data(), 5000));
+}
+
 TEST_P(ElementwiseTest, SumSquaresPropagatesNonFinite) {
   const Exec exec{GetParam()};
   std::vector<float> x(5000, 1.0f);
