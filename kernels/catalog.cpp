@@ -21,12 +21,16 @@ const std::vector<KernelInfo>& catalog() {
       {"glu_backward", "kernels/activation.h", "d gate = dh * up * act'(gate); d up = dh * act(gate)"},
       {"adamw_update", "kernels/adamw.h", "decoupled weight decay, then bias-corrected Adam"},
       {"add / axpy / scale", "kernels/elementwise.h", "element-wise arithmetic"},
-      {"sum_squares", "kernels/elementwise.h", "deterministic two-stage sum of squares (grad norm)"},
+      {"sum_of / sum_squares", "kernels/elementwise.h",
+       "deterministic two-stage sum of x^2 (grad norm), x (logit mean) or -x ln x (attention entropy)"},
       {"embedding_forward", "kernels/elementwise.h", "gather rows of the embedding table"},
       {"embedding_backward", "kernels/elementwise.h", "scatter-add into the table, race-free"},
-      {"attention_forward", "kernels/attention.h", "causal GQA attention on the CPU: GEMMs + masked softmax"},
+      {"attention_forward", "kernels/attention.h",
+       "causal GQA attention: GEMMs + masked softmax (CPU: oneDNN; CUDA: cuBLASLt, kernels/cuda/attention.cu)"},
       {"attention_backward", "kernels/attention.h", "dq, dk, dv through the saved probabilities"},
-      {"gemm", "kernels/gemm.h", "fp32: oneDNN dnnl_sgemm; fp64: reference loop"},
+      {"gemm", "kernels/gemm.h", "fp32: oneDNN dnnl_sgemm (CUDA: cuBLASLt, no TF32); fp64: reference loop"},
+      {"flash_attention_forward / backward", "kernels/cuda/flash_attention.cuh",
+       "bf16 fused attention on the tensor cores (mma.sync), every variant; CUDA only, not yet a model path"},
   };
   return k;
 }

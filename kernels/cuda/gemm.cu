@@ -54,8 +54,20 @@ struct Plan {
   }
 };
 
-// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue)
-using PlanKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, alignment of a, b, c)
+using PlanKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, uint32_t,
+                           uint32_t, uint32_t>;
+
+/// The largest power of two up to 256 that divides the address: cuBLASLt's heuristic assumes 256
+/// unless told, and a kernel chosen for more alignment than the pointer has fails. Views into a
+/// model's buffers (a head's columns, a parameter inside the flat parameter block, a block of
+/// scores starting at key `lo`) are often less aligned.
+uint32_t alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && a % al != 0) al /= 2;
+  return al;
+}
 
 }  // namespace
 
@@ -91,7 +103,9 @@ void Gemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
   if (epilogue != Epilogue::kNone && bias == nullptr)
     throw std::runtime_error("cuBLASLt: a bias epilogue needs a bias");
   const cudaDataType_t type = data_type<T>();
-  const PlanKey key{static_cast<int>(type), trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(epilogue)};
+  const uint32_t align_a = alignment(a), align_b = alignment(b), align_c = alignment(c);
+  const PlanKey key{static_cast<int>(type),     trans_a, trans_b, m,      n, k, lda, ldb, ldc,
+                    static_cast<int>(epilogue), align_a, align_b, align_c};
   auto& slot = impl_->plans[key];
   if (!slot) {
     auto plan = std::make_unique<Plan>();
@@ -117,6 +131,19 @@ void Gemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
     check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl_->workspace_bytes,
                                                sizeof impl_->workspace_bytes),
           "workspace preference");
+    // Column-major view: cuBLASLt's A is our B, its B our A, its C and D our C.
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_b,
+                                               sizeof align_b),
+          "alignment of B");
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_a,
+                                               sizeof align_a),
+          "alignment of A");
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c,
+                                               sizeof align_c),
+          "alignment of C");
+    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c,
+                                               sizeof align_c),
+          "alignment of D");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(impl_->handle, plan->op, plan->a, plan->b, plan->c, plan->c,

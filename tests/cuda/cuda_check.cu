@@ -468,15 +468,22 @@ void check_runtime() {
 /// cuBLASLt through kernels::cuda::Gemm against a float64 product of the same (stored) inputs.
 template <class T>
 void check_gemm(kernels::cuda::Gemm& g, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                kernels::cuda::Epilogue epi = kernels::cuda::Epilogue::kNone) {
+                kernels::cuda::Epilogue epi = kernels::cuda::Epilogue::kNone, int64_t offset = 0) {
   using kernels::cuda::Epilogue;
   const int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
   const auto a = random_vec<T>(static_cast<size_t>(m * k), 11), b = random_vec<T>(static_cast<size_t>(k * n), 12);
   const auto bias = random_vec<T>(static_cast<size_t>(n), 13), c0 = random_vec<T>(static_cast<size_t>(m * n), 14);
-  Device<T> da(a), db(b), dbias(bias), dc(c0);
+  // With `offset`, A, B and C start that many elements into their buffers: pointers less aligned
+  // than cuBLASLt's default assumption (256 bytes), as views into a model's buffers are.
+  auto shifted = [&](const std::vector<T>& v) {
+    std::vector<T> s(static_cast<size_t>(offset), from_float<T>(0.f));
+    s.insert(s.end(), v.begin(), v.end());
+    return s;
+  };
+  Device<T> da(shifted(a)), db(shifted(b)), dbias(bias), dc(shifted(c0));
   const float alpha = 0.5f, beta = 0.25f;
-  g.run<T>(ta, tb, m, n, k, alpha, da.get(), lda, db.get(), ldb, beta, dc.get(), ldc, nullptr, epi,
-           epi == Epilogue::kNone ? nullptr : dbias.get());
+  g.run<T>(ta, tb, m, n, k, alpha, da.get() + offset, lda, db.get() + offset, ldb, beta, dc.get() + offset, ldc,
+           nullptr, epi, epi == Epilogue::kNone ? nullptr : dbias.get());
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<double> ref(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
@@ -496,12 +503,15 @@ void check_gemm(kernels::cuda::Gemm& g, bool ta, bool tb, int64_t m, int64_t n, 
                          : epi == Epilogue::kReluBias ? " +bias relu"
                                                       : " +bias gelu";
   const std::string what = std::string(ta ? "A^T" : "A") + (tb ? " B^T " : " B ") + std::to_string(m) + "x" +
-                           std::to_string(n) + "x" + std::to_string(k) + epi_name;
+                           std::to_string(n) + "x" + std::to_string(k) + epi_name +
+                           (offset > 0 ? " at +" + std::to_string(offset) + " elements" : "");
+  std::vector<T> got = dc.host();
+  got.erase(got.begin(), got.begin() + offset);
   // float computes in float (no TF32); bf16 rounds its output to 8 bits of mantissa.
   if constexpr (std::is_same_v<T, float>)
-    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, dc.host(), 1e-3, 1e-4);
+    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, got, 1e-3, 1e-4);
   else
-    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, dc.host(), 2e-2, 8e-3);
+    compare("gemm (cuBLASLt)", dtype_name<T>(), what, ref, got, 2e-2, 8e-3);
 }
 
 /// TFLOP/s of an n^3 GEMM: the ceiling MFU is measured against.
@@ -682,6 +692,10 @@ void check_gemms() {
   check_gemm<bf16>(g, false, true, 128, 1000, 768, Epilogue::kReluBias);
   check_gemm<bf16>(g, false, true, 128, 1000, 768, Epilogue::kGeluBias);
   check_gemm<float>(g, false, false, 64, 96, 33, Epilogue::kGeluBias);
+  // Misaligned views (4 and 16 bytes for float, 2 for bf16), as the model's attention takes.
+  check_gemm<float>(g, false, true, 100, 96, 64, Epilogue::kNone, 1);
+  check_gemm<float>(g, true, false, 64, 100, 70, Epilogue::kNone, 4);
+  check_gemm<bf16>(g, false, true, 128, 130, 64, Epilogue::kNone, 1);
   g_bf16_tflops = gemm_tflops<bf16>(g, 8192);
   g_f32_tflops = gemm_tflops<float>(g, 4096);
 }

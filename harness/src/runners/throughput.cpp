@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <functional>
+#include <memory>
 
 #include "bench/interfaces.h"
+#include "kernels/device_runtime.h"
 #include "kernels/memory.h"
 #include "model/model.h"
 #include "plugins/registry.h"
@@ -36,6 +38,16 @@ class CollectingReporter final : public benchmark::BenchmarkReporter {
   int64_t iterations = 0;
   std::string error;
 };
+
+#if BENCH_HAVE_CUDA
+struct GpuTiming {
+  explicit GpuTiming(void* stream) : flusher(kernels::cuda::current_device()), timer(stream) {}
+  kernels::cuda::L2Flusher flusher;
+  kernels::cuda::EventTimer timer;
+};
+#else
+struct GpuTiming {};
+#endif
 
 }  // namespace
 
@@ -68,6 +80,12 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
   const LossInfo first = model.forward(inputs.data(), targets.data(), ctx);
   if (!std::isfinite(first.loss)) throw Error("the initial loss is not finite");
 
+  // On a GPU: CUDA events around each step and an L2 flush before it (kernels/device_runtime.h).
+  std::unique_ptr<GpuTiming> gpu;
+#if BENCH_HAVE_CUDA
+  if (ctx.exec.backend == tile::Backend::kCuda) gpu = std::make_unique<GpuTiming>(ctx.exec.stream);
+#endif
+
   for (const std::string& mode : s.strings("modes")) {
     if (env.stop && env.stop->load()) {
       row.status = "interrupted";
@@ -96,15 +114,32 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     env.progress.update(env.prefix + " · timing " + mode, true);
     CollectingReporter reporter;
     benchmark::ClearRegisteredBenchmarks();
-    benchmark::RegisterBenchmark(mode.c_str(),
-                                 [&](benchmark::State& st) {
-                                   for (auto _ : st) step();
-                                 })
-        ->Repetitions(static_cast<int>(s.integer("repetitions")))
+    auto* bm = benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
+#if BENCH_HAVE_CUDA
+      if (gpu) {
+        // Each step from a cold L2 (flushed outside the timing), timed by CUDA events around it.
+        for (auto _ : st) {
+          st.PauseTiming();
+          gpu->flusher.flush(ctx.exec.stream);
+          st.ResumeTiming();
+          gpu->timer.start();
+          step();
+          st.SetIterationTime(gpu->timer.stop_ms() * 1e-3);
+        }
+        return;
+      }
+#endif
+      for (auto _ : st) step();
+    });
+    bm->Repetitions(static_cast<int>(s.integer("repetitions")))
         ->MinTime(s.number("min_time"))
         ->MinWarmUpTime(s.number("warmup_time"))
-        ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+    if (gpu) {
+      bm->UseManualTime();
+    } else {
+      bm->UseRealTime();
+    }
     benchmark::RunSpecifiedBenchmarks(&reporter);
     benchmark::ClearRegisteredBenchmarks();
     if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
