@@ -36,6 +36,8 @@ std::unique_ptr<AllocatorBackend> make_cuda_backend(int index);
 
 /// cudaGetDevice.
 int current_device();
+/// Free bytes of the current device (cudaMemGetInfo).
+size_t memory_available();
 /// cudaMemcpy (cudaMemcpyDefault: any direction, after the work queued before it). Throws
 /// std::runtime_error on a CUDA error, as do the three below.
 void copy(void* dst, const void* src, size_t bytes);

@@ -222,18 +222,11 @@ void* device_allocate(Memory m, size_t bytes) {
 void device_free(void* p) {
   if (p == nullptr) return;
   const Region r = regions().remove(p);
-  switch (r.memory) {
-    case Memory::kHost:
-      std::free(p);
-      break;
-    case Memory::kGuarded:
-      break;  // address space stays reserved (see GuardedPool)
-    case Memory::kCuda:
+  // Guarded memory's address space stays reserved (see GuardedPool): nothing to do for it.
+  if (r.memory == Memory::kHost) std::free(p);
 #if BENCH_HAVE_CUDA
-      cuda_allocator().free(p);
+  if (r.memory == Memory::kCuda) cuda_allocator().free(p);
 #endif
-      break;
-  }
 }
 
 Memory memory_of(const void* p) { return regions().find(p); }
@@ -304,6 +297,14 @@ void synchronize(const tile::Exec& exec) {
 }
 
 bool cuda_built() { return BENCH_HAVE_CUDA != 0; }
+
+size_t cuda_memory_available() {
+#if BENCH_HAVE_CUDA
+  return cuda::memory_available();
+#else
+  return 0;
+#endif
+}
 
 int cuda_device_count() {
 #if BENCH_HAVE_CUDA

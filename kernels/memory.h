@@ -52,5 +52,7 @@ void synchronize(const tile::Exec& exec);
 bool cuda_built();
 /// CUDA devices this process sees: 0 without CUDA in the build, without a driver or a device.
 int cuda_device_count();
+/// Free memory of the current CUDA device in bytes (cudaMemGetInfo); 0 without CUDA.
+size_t cuda_memory_available();
 
 }  // namespace bench::kernels

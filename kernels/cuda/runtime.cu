@@ -97,6 +97,12 @@ void check_status(Status s, const char* what) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(static_cast<cudaError_t>(s)));
 }
 
+size_t memory_available() {
+  size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return free;
+}
+
 int current_device() {
   int d = 0;
   check(cudaGetDevice(&d), "cudaGetDevice");

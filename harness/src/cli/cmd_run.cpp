@@ -299,9 +299,12 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   }
   int64_t n_tp = 0, n_st = 0;
   for (const auto& c : p.cases) (c.runner == "throughput" ? n_tp : n_st) += 1;
-  const size_t avail = available_memory();
-  // Each of --jobs' processes holds its own model: the memory check counts them all.
-  const int64_t at_once = std::max<int64_t>(1, std::min<int64_t>(n_slots, static_cast<int64_t>(p.cases.size())));
+  const size_t avail = available_memory(p.device);
+  // Each of --jobs' processes holds its own model: the memory check counts them all (but each
+  // process of --devices has a GPU of its own).
+  const int64_t at_once = p.device == "cuda" && !o.devices.empty()
+                              ? 1
+                              : std::max<int64_t>(1, std::min<int64_t>(n_slots, static_cast<int64_t>(p.cases.size())));
   if (o.child_run == 0) {
     std::string what = std::to_string(p.cases.size()) + " cases (" + std::to_string(n_tp) + " throughput, " +
                        std::to_string(n_st) + " stability)";
@@ -311,7 +314,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o) {
     progress.note(p.file.name + ": " + what + " on " + p.device + " with " + std::to_string(tile::num_threads()) +
                   " threads; largest model needs " + mib(static_cast<double>(p.max_model_bytes)) +
                   (at_once > 1 ? " (x" + std::to_string(at_once) + " processes at once)" : "") + " (" +
-                  mib(static_cast<double>(avail)) + " available)");
+                  mib(static_cast<double>(avail)) + " available" + (p.device == "cuda" ? " on the GPU)" : ")"));
   }
   try {
     check_memory(p, avail, at_once);

@@ -8,7 +8,7 @@ namespace bench::cli {
 int cmd_validate(const GlobalOptions& g, const std::string& file, const std::string& device) {
   try {
     const Prepared p = prepare(file, device);
-    check_memory(p, available_memory());
+    check_memory(p, available_memory(p.device));
     if (!g.quiet) {
       int64_t tp = 0, st = 0;
       for (const auto& c : p.cases) (c.runner == "throughput" ? tp : st) += 1;

@@ -76,7 +76,8 @@ void Prepared::keep_only(const std::vector<bool>& keep) {
     }
 }
 
-size_t available_memory() {
+size_t available_memory(const std::string& device) {
+  if (device == "cuda") return kernels::cuda_memory_available();
   std::ifstream in("/proc/meminfo");
   std::string key;
   size_t kb = 0;

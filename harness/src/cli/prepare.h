@@ -32,8 +32,9 @@ struct Prepared {
 /// Everything before the first case runs. Throws ConfigError / Error.
 Prepared prepare(const std::string& path, const std::string& device_flag);
 
-/// Memory the host can give this process now (MemAvailable), in bytes.
-size_t available_memory();
+/// Memory a model can have now, in bytes: the host's (MemAvailable), or the GPU's free memory
+/// for device "cuda".
+size_t available_memory(const std::string& device = "cpu");
 
 /// "123.4 MiB".
 std::string mib(double bytes);
