@@ -7,9 +7,10 @@
 # flash attention rates, and the bandwidth of the row kernels, RoPE and AdamW at hidden 4096, and
 # writes the table to $OUT; then, where python3 has PyTorch, scripts/torch_baseline.py puts
 # PyTorch eager, torch.compile and SDPA's flash and cuDNN attention beside those figures
-# ($OUT/torch-baseline.md); and with the bundle of scripts/gpu-bundle.sh carried, it runs
-# `bench run experiments/norms.toml` on the GPU (100 stability steps). Bounded at about 8 minutes
-# by its timeouts.
+# ($OUT/torch-baseline.md); and with the bundle of scripts/gpu-bundle.sh carried, it runs the
+# model on the GPU: tests/cuda/every_component.toml on CUDA and on the CPU, compared step by step
+# (every-compare.txt; a failure fails the check), and `bench run experiments/norms.toml` (100
+# stability steps; norms-gpu.txt). Bounded at about 8 minutes by its timeouts.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh      (after scripts/gpu-bundle.sh here; carry .gpu-bundle.tar.xz)
 set -uo pipefail
@@ -67,9 +68,36 @@ if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
     p=$(ldconfig -p 2> /dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
     [ -n "$p" ] && libs="$libs:$(dirname "$p")"
   done
+  bench=("$b/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$b/bin/bench")
+  # 1. The model on the GPU against the same model on the CPU: every plugin family, 6 steps
+  #    (float32 both, sums in other orders: losses and grad norms within 1e-3 relative).
+  steps_sql="SELECT c.label, s.step, s.loss, s.grad_norm, s.max_attn_logit FROM steps s
+             JOIN cases c ON c.id = s.case_id ORDER BY c.ordinal, s.step"
+  for dev in cuda cpu; do
+    rm -f "$out/every-$dev.db"
+    timeout 120 "${bench[@]}" --db "$out/every-$dev.db" -q run --device "$dev" tests/cuda/every_component.toml \
+      > "$out/every-$dev.txt" 2>&1
+    echo "gpu-check: every_component on $dev exit $?" | tee -a "$log"
+    "${bench[@]}" --db "$out/every-$dev.db" query "$steps_sql" --format csv > "$out/every-$dev.csv" 2>> "$log"
+  done
+  python3 - "$out/every-cuda.csv" "$out/every-cpu.csv" << 'PY' 2>&1 | tee -a "$log" "$out/every-compare.txt"
+import csv, sys
+gpu, cpu = (list(csv.reader(open(f))) for f in sys.argv[1:3])
+bad = 0 if len(gpu) == len(cpu) > 1 else 1
+worst = 0.0
+for g, c in zip(gpu[1:], cpu[1:]):
+    for x, y in zip(g[2:], c[2:]):
+        rel = abs(float(x) - float(y)) / max(abs(float(y)), 1e-6)
+        worst = max(worst, rel)
+        bad += rel > 1e-3
+print(f"every_component, CUDA vs CPU: {max(len(gpu) - 1, 0)} logged steps, worst relative difference {worst:.2e}, "
+      f"{bad} over 1e-3: {'PASS' if bad == 0 else 'FAIL'}")
+PY
+  grep -q PASS "$out/every-compare.txt" || status=1
+  # 2. experiments/norms.toml on the GPU, with 100 stability steps instead of 1000.
   sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$out/norms-gpu.toml"
-  timeout "$(($(left) - 40))" "$b/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$b/bin/bench" \
-    --db "$out/norms-gpu.db" run --device cuda "$out/norms-gpu.toml" > "$out/norms-gpu.txt" 2> "$out/norms-gpu.log"
+  timeout "$(($(left) - 40))" "${bench[@]}" --db "$out/norms-gpu.db" run --device cuda "$out/norms-gpu.toml" \
+    > "$out/norms-gpu.txt" 2> "$out/norms-gpu.log"
   echo "gpu-check: bench run norms on the GPU exit $?; table in $out/norms-gpu.txt, progress in norms-gpu.log" |
     tee -a "$log"
   tail -n 5 "$out/norms-gpu.log"

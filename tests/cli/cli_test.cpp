@@ -42,31 +42,11 @@ std::string fresh_db(const std::string& name) {
 
 // The "guarded" device runs the CPU executor on memory that faults on any host access outside a
 // kernel or a copy: a component whose host code reads or writes device memory directly (which
-// would crash or read garbage on a GPU) kills the run. Every plugin family is in this experiment,
-// with the CUDA-relevant options (tables made on the host, probes read back, strided copies), and
-// the guarded run must store exactly the CPU run's numbers: same kernels, same order.
+// would crash or read garbage on a GPU) kills the run. Every plugin family is in the experiment
+// (tests/cuda/every_component.toml, which scripts/gpu-check.sh runs on CUDA too), and the guarded
+// run must store exactly the CPU run's numbers: same kernels, same order.
 TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
-  const std::string exp = test::write_temp(
-      "guarded.toml",
-      "name = \"guarded\"\nseed = 5\n"
-      "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\nbatch_size = 2\n"
-      "norm_position = \"pre\"\nnorm = \"rmsnorm\"\nposition = \"rope\"\nffn = \"swiglu\"\n"
-      "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
-      "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 2\nmin_time = 0.005\nwarmup_time = 0.0\n"
-      "[stability]\nsteps = 6\nlr = 1e-2\neval_batches = 1\nlog_every = 2\nsave_weights = true\n"
-      "init_probe_batches = 1\neval_lengths = [32]\nval_every = 3\ngrad_clip = 0.5\n"
-      "[[variant]]\nname = \"a\"\nmodel.attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true, "
-      "softcap = 20.0, window = 6 }\nmodel.head = { type = \"lm_head\", z_loss = 1e-3, softcap = 30.0 }\n"
-      "model.dropout_embedding = 0.1\nmodel.dropout_attention = 0.1\nmodel.dropout_residual = 0.1\n"
-      "[[variant]]\nname = \"b\"\nmodel.block = \"parallel\"\nmodel.norm = \"layernorm\"\n"
-      "model.position = \"sinusoidal\"\nmodel.ffn = { type = \"mlp\", activation = \"gelu\" }\n"
-      "model.tie_embeddings = true\nmodel.n_kv_heads = 1\n"
-      "[[variant]]\nname = \"c\"\nmodel.norm_position = \"double\"\nmodel.position = \"learned\"\n"
-      "model.ffn = \"geglu\"\nmodel.attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"
-      "[[variant]]\nname = \"d\"\nmodel.norm_position = \"post\"\nmodel.norm = \"none\"\n"
-      "model.position = { type = \"rope\", layout = \"interleaved\", scaling = \"yarn\", factor = 2.0, "
-      "apply = \"always\" }\nmodel.ffn = \"reglu\"\n"
-      "[[variant]]\nname = \"e\"\nmodel.norm_position = \"output\"\nmodel.position = \"none\"\n");
+  const std::string exp = std::string(BENCH_SOURCE_DIR) + "/tests/cuda/every_component.toml";
   std::string sums[2];
   const char* devices[2] = {"guarded", "cpu"};
   for (int i = 0; i < 2; ++i) {
