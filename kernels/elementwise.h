@@ -151,7 +151,7 @@ struct Scale {
 /// First stage of sum_of: program p sums the terms of its contiguous run of B-wide chunks in
 /// double (squares of large floats stay finite; long sums keep their precision) and writes
 /// partial[p]. The runs depend only on n and the grid size, never on the thread count.
-template <class T, int B, SumOf W = SumOf::kSquares>
+template <class T, int B, SumOf W>
 struct SumTerms {
   static constexpr int kBlock = B;
   const T* x;
@@ -173,9 +173,6 @@ struct SumTerms {
     tl::store_scalar(c, partial + p, tl::sum(c, acc));
   }
 };
-
-template <class T, int B>
-using SumSquares = SumTerms<T, B, SumOf::kSquares>;
 
 /// Second stage of sum_of on a device: one program sums the partials (a fixed tree).
 template <int B>
