@@ -140,6 +140,23 @@ GuardedPool& guarded_pool() {
   return pool;
 }
 
+/// Guarded memory open for the host while it exists, when `open` (the copies' and tile::HostAccess's
+/// one way of doing it).
+class GuardedOpen {
+ public:
+  explicit GuardedOpen(bool open) : open_(open) {
+    if (open_) guarded_pool().open();
+  }
+  ~GuardedOpen() {
+    if (open_) guarded_pool().close();
+  }
+  GuardedOpen(const GuardedOpen&) = delete;
+  GuardedOpen& operator=(const GuardedOpen&) = delete;
+
+ private:
+  bool open_;
+};
+
 #if BENCH_HAVE_CUDA
 CachingAllocator& cuda_allocator() {
   static CachingAllocator allocator(cuda::make_cuda_backend(cuda::current_device()));
@@ -242,10 +259,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
     no_cuda();
 #endif
   }
-  const bool guarded = md == Memory::kGuarded || ms == Memory::kGuarded;
-  if (guarded) guarded_pool().open();
+  const GuardedOpen open(md == Memory::kGuarded || ms == Memory::kGuarded);
   std::memmove(dst, src, bytes);
-  if (guarded) guarded_pool().close();
 }
 
 void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) {
@@ -259,11 +274,9 @@ void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, siz
     no_cuda();
 #endif
   }
-  const bool guarded = md == Memory::kGuarded || ms == Memory::kGuarded;
-  if (guarded) guarded_pool().open();
+  const GuardedOpen open(md == Memory::kGuarded || ms == Memory::kGuarded);
   for (size_t r = 0; r < rows; ++r)
     std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, width);
-  if (guarded) guarded_pool().close();
 }
 
 void zero_bytes(void* p, size_t bytes) {
@@ -277,13 +290,11 @@ void zero_bytes(void* p, size_t bytes) {
       no_cuda();
 #endif
     case Memory::kGuarded:
-      guarded_pool().open();
-      std::memset(p, 0, bytes);
-      guarded_pool().close();
-      return;
-    case Memory::kHost:
+    case Memory::kHost: {
+      const GuardedOpen open(memory_of(p) == Memory::kGuarded);
       std::memset(p, 0, bytes);
       return;
+    }
   }
 }
 
