@@ -5,15 +5,16 @@
 namespace bench::kernels {
 
 template <class T>
-void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step) {
-  BENCH_ON_CUDA(exec, T, "adamw_update", cuda::adamw_update<T>(stream, p, g, m, v, n, step))
+void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
+                  acc_t<T>* master) {
+  BENCH_ON_CUDA(exec, T, "adamw_update", cuda::adamw_update<T>(stream, p, g, m, v, n, step, master))
   if (n <= 0) return;
   constexpr int kB = programs::kAdamWBlock;
-  tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::make_adamw(p, g, m, v, n, step));
+  tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::make_adamw(p, g, m, v, n, step, master));
 }
 
 #define BENCH_INSTANTIATE(T) \
-  template void adamw_update<T>(const Exec&, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&);
+  template void adamw_update<T>(const Exec&, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
 BENCH_INSTANTIATE(tile::bf16)

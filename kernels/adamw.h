@@ -7,6 +7,9 @@
 //   p *= 1 - decay                                  (decay: the combined lr * weight_decay amount)
 //   m = b1 m + (1 - b1) g';   v = b2 v + (1 - b2) g'^2
 //   p -= lr * (m / (1 - b1^step)) / (sqrt(v / (1 - b2^step)) + eps)
+//
+// With master weights (bf16 models), p is read from and written to the float master copy and
+// the storage copy is its rounding: updates smaller than half a bf16 ulp still accumulate.
 #pragma once
 
 #include <cmath>
@@ -60,8 +63,8 @@ namespace tl = tile::tl;
 /// Elements per program of the AdamW update.
 inline constexpr int kAdamWBlock = 1024;
 
-/// One chunk of B parameters per program; the moments stay in the compute type A. All
-/// constants are folded on the host in double and rounded once.
+/// One chunk of B parameters per program; the moments (and the master copy, when there is one)
+/// stay in the compute type A. All constants are folded on the host in double and rounded once.
 template <class T, int B>
 struct AdamW {
   static constexpr int kBlock = B;
@@ -79,8 +82,9 @@ struct AdamW {
   A eps;
   A keep;  // 1 - decay
   A grad_scale;
-  A inv_bc1;  // 1 / (1 - beta1^step)
-  A inv_bc2;  // 1 / (1 - beta2^step)
+  A inv_bc1;            // 1 / (1 - beta1^step)
+  A inv_bc2;            // 1 / (1 - beta2^step)
+  A* master = nullptr;  // the parameters in A, read and written instead of p (p = its rounding)
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -89,17 +93,19 @@ struct AdamW {
     auto gs = tl::load<B>(c, g + off, rest) * grad_scale;
     auto mm = tl::load<B>(c, m + off, rest) * beta1 + gs * one_minus_beta1;
     auto vv = tl::load<B>(c, v + off, rest) * beta2 + gs * gs * one_minus_beta2;
-    auto pp = tl::load<B>(c, p + off, rest) * keep;
+    auto pp = (master != nullptr ? tl::load<B>(c, master + off, rest) : tl::load<B>(c, p + off, rest)) * keep;
     pp = pp - (mm * inv_bc1) / (tl::sqrt(vv * inv_bc2) + eps) * lr;
     tl::store(c, m + off, mm, rest);
     tl::store(c, v + off, vv, rest);
+    if (master != nullptr) tl::store(c, master + off, pp, rest);
     tl::store(c, p + off, pp, rest);
   }
 };
 
 /// The program for one step, its constants folded in double.
 template <class T>
-AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& s) {
+AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& s,
+                                 acc_t<T>* master = nullptr) {
   using A = acc_t<T>;
   const auto step = static_cast<double>(s.step);
   return AdamW<T, kAdamWBlock>{p,
@@ -116,7 +122,8 @@ AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int
                                static_cast<A>(1 - s.decay),
                                static_cast<A>(s.grad_scale),
                                static_cast<A>(1 / (1 - std::pow(s.beta1, step))),
-                               static_cast<A>(1 / (1 - std::pow(s.beta2, step)))};
+                               static_cast<A>(1 / (1 - std::pow(s.beta2, step))),
+                               master};
 }
 
 }  // namespace programs
@@ -126,8 +133,10 @@ AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int
 // ---------------------------------------------------------------------------------------------
 
 /// One AdamW step over n parameters p with gradient g and moments m, v (compute type, updated
-/// in place). Element-wise, so deterministic under any split.
+/// in place). With `master` (n values in the compute type) the step updates the master copy and
+/// stores its rounding in p. Element-wise, so deterministic under any split.
 template <class T>
-void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step);
+void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
+                  acc_t<T>* master = nullptr);
 
 }  // namespace bench::kernels

@@ -59,8 +59,8 @@ void key_range(const AttentionArgs& a, int64_t q0, int64_t q1, int64_t& lo, int6
 template <class T>
 void zero_outside(T* x, int64_t rows, int64_t cols, int64_t ld, int64_t lo, int64_t hi) {
   for (int64_t r = 0; r < rows; ++r) {
-    std::fill(x + r * ld, x + r * ld + lo, T(0));
-    std::fill(x + r * ld + hi, x + r * ld + cols, T(0));
+    std::fill(x + r * ld, x + r * ld + lo, T{});
+    std::fill(x + r * ld + hi, x + r * ld + cols, T{});
   }
 }
 
@@ -94,7 +94,7 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
   const T* v = qkv + (b * seq + lo) * d.width + (d.heads + d.kv_heads + g) * dh;
   T* p = probs + (bh * seq + q0) * seq;
   T* s = scores + (bh * seq + q0) * seq;
-  gemm<T>(false, true, rows, cols, dh, static_cast<T>(a.scale), q, d.width, k, d.width, T(0), s + lo, seq);
+  gemm<T>(false, true, rows, cols, dh, static_cast<acc_t<T>>(a.scale), q, d.width, k, d.width, 0, s + lo, seq);
   softmax_forward<T>(exec, s + lo, p + lo, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo),
                      row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
   zero_outside(p, rows, seq, seq, lo, hi);
@@ -104,8 +104,7 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
     dropout_block(exec, a, p + lo, scratch, rows, cols, seq, b, h, q0, lo);
     pv = scratch;
   }
-  gemm<T>(false, false, rows, dh, cols, T(1), pv, seq, v, d.width, T(0), out + (b * seq + q0) * ld_out + h * dh,
-          ld_out);
+  gemm<T>(false, false, rows, dh, cols, 1, pv, seq, v, d.width, 0, out + (b * seq + q0) * ld_out + h * dh, ld_out);
 }
 
 }  // namespace
@@ -155,25 +154,26 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
 }
 
 template <class T>
-void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout, T* dqkv,
-                        T* workspace) {
+void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const T* probs,
+                        const T* dout, T* dqkv, T* workspace) {
   if (exec.backend == tile::Backend::kCuda) {
     if constexpr (std::is_same_v<T, double>) {
       throw std::invalid_argument("attention_backward: float64 has no CUDA path");
     } else {
 #if BENCH_HAVE_CUDA
-      cuda::attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, probs, dout, dqkv, workspace);
+      cuda::attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, probs, dout, dqkv, workspace);
       return;
 #else
       BENCH_CUDA_CALL("attention_backward", 0);
 #endif
     }
   }
+  (void)out;  // the CPU path recomputes from the probabilities
   const tile::HostAccess access(exec);
   const Dims d = dims_of(a);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
-  const auto scale = static_cast<T>(a.scale);
+  const auto scale = static_cast<acc_t<T>>(a.scale);
   // One task per (batch, kv head): it alone writes dK and dV of its kv head (summed over the
   // group's query heads in order) and dQ of those query heads.
   tile::parallel_for(d.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {
@@ -184,8 +184,8 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
       T* dk = dqkv + b * seq * d.width + k_col;
       T* dv = dqkv + b * seq * d.width + v_col;
       for (int64_t t = 0; t < seq; ++t) {
-        std::fill(dk + t * d.width, dk + t * d.width + dh, T(0));
-        std::fill(dv + t * d.width, dv + t * d.width + dh, T(0));
+        std::fill(dk + t * d.width, dk + t * d.width + dh, T{});
+        std::fill(dv + t * d.width, dv + t * d.width + dh, T{});
       }
       const T* k = qkv + b * seq * d.width + k_col;
       const T* v = qkv + b * seq * d.width + v_col;
@@ -206,26 +206,28 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
             dropout_block(exec, a, p, ws, rows, cols, seq, b, h, q0, lo);
             pd = ws;
           }
-          gemm<T>(true, false, cols, dh, rows, T(1), pd, seq, d_o, ld_out, T(1), dv + lo * d.width, d.width);
+          gemm<T>(true, false, cols, dh, rows, 1, pd, seq, d_o, ld_out, 1, dv + lo * d.width, d.width);
           // dP = dO V^T (times the same M / (1 - p)), then dS = softmax_backward(P, dP) in place
-          gemm<T>(false, true, rows, cols, dh, T(1), d_o, ld_out, v + lo * d.width, d.width, T(0), ws, seq);
+          gemm<T>(false, true, rows, cols, dh, 1, d_o, ld_out, v + lo * d.width, d.width, 0, ws, seq);
           if (a.dropout > 0) dropout_block(exec, a, ws, ws, rows, cols, seq, b, h, q0, lo);
           softmax_backward<T>(exec, p, ws, s, ws, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo));
           // dQ = scale dS K,  dK[lo:hi] += scale dS^T Q
-          gemm<T>(false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, T(0),
+          gemm<T>(false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, 0,
                   dqkv + (b * seq + q0) * d.width + h * dh, d.width);
-          gemm<T>(true, false, cols, dh, rows, scale, ws, seq, q, d.width, T(1), dk + lo * d.width, d.width);
+          gemm<T>(true, false, cols, dh, rows, scale, ws, seq, q, d.width, 1, dk + lo * d.width, d.width);
         }
       }
     }
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                              \
-  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*); \
-  template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, T*, T*);
+#define BENCH_INSTANTIATE(T)                                                                                         \
+  template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);            \
+  template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, \
+                                      T*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
+BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

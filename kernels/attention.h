@@ -44,6 +44,10 @@ struct AttentionArgs {
   bool causal = true;         ///< queries see keys up to their own position only
   double dropout = 0;         ///< dropout rate on the probabilities, in [0, 1) (0 outside training)
   uint64_t dropout_seed = 0;  ///< seed of the dropout mask (kernels::dropout_seed(case seed, step, site))
+  /// Keep the probabilities in `probs` (the attention-entropy probe reads them): on CUDA in bf16
+  /// this turns the flash kernel off for the call (attention_uses_flash). The backward must see
+  /// the forward's value.
+  bool materialize = false;
 };
 
 /// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.
@@ -233,13 +237,31 @@ template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace);
 
-/// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's probs, writes all of
-/// dqkv (dq, dk, dv in the qkv layout); `args` (dropout rate and seed included) must be the
-/// forward's. Parallel over (batch, kv head), so the dK/dV sums over
+/// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's out and probs, writes
+/// all of dqkv (dq, dk, dv in the qkv layout); `args` (dropout rate and seed included) must be
+/// the forward's. Parallel over (batch, kv head), so the dK/dV sums over
 /// the query heads of a group have one writer and a fixed order. workspace holds
-/// attention_workspace_size(args) elements.
+/// attention_workspace_size(args) elements. (The CPU path does not read `out`; the flash
+/// backward does.)
 template <class T>
-void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* probs, const T* dout,
-                        T* dqkv, T* workspace);
+void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out, const T* probs,
+                        const T* dout, T* dqkv, T* workspace);
+
+/// Whether attention on CUDA in bf16 takes the flash kernels (kernels/cuda/flash_attention.cuh)
+/// for these arguments: d_head 64 or 128, a window only when causal, `materialize` off, and
+/// `probs` large enough (attention_probs_size bf16 elements) to hold what flash keeps instead
+/// of the probabilities: the log-sum-exp per query and, from attention_flash_workspace_offset
+/// floats on, the backward's float workspace: about B H T (d_head + 2) floats, which holds from
+/// T >= 2 (d_head + 2) or so. Then `probs` does not receive
+/// probabilities (the entropy probe needs `materialize`), and the backward needs the forward's
+/// `out`. Otherwise CUDA runs the cuBLASLt path, which materializes them like the CPU.
+inline int64_t attention_flash_workspace_offset(const AttentionArgs& a) {
+  return (a.batch * a.n_heads * a.seq + 63) / 64 * 64;  // floats; the workspace 256-byte aligned
+}
+inline bool attention_uses_flash(const AttentionArgs& a) {
+  if (a.materialize || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal)) return false;
+  const int64_t rows = a.batch * a.n_heads * a.seq;
+  return attention_probs_size(a) * 2 >= (attention_flash_workspace_offset(a) + rows * (a.d_head + 1)) * 4;
+}
 
 }  // namespace bench::kernels

@@ -43,13 +43,14 @@ void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64
 
 /// kernels::attention_forward / attention_backward on the GPU, with the same contract and the same
 /// probs and workspace buffers (kernels/cuda/attention.cu): cuBLASLt products per (batch, head)
-/// and the softmax and dropout tile programs. Throws on failure.
+/// and the softmax and dropout tile programs; bf16 takes the flash kernels where
+/// attention_uses_flash says so. Throws on failure.
 template <class T>
 void attention_forward(Stream stream, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace);
 template <class T>
-void attention_backward(Stream stream, const AttentionArgs& args, const T* qkv, const T* probs, const T* dout, T* dqkv,
-                        T* workspace);
+void attention_backward(Stream stream, const AttentionArgs& args, const T* qkv, const T* out, const T* probs,
+                        const T* dout, T* dqkv, T* workspace);
 
 template <class T>
 Status norm_forward(Stream stream, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
@@ -79,7 +80,8 @@ Status glu_forward(Stream stream, Activation act, const T* gu, T* h, int64_t row
 template <class T>
 Status glu_backward(Stream stream, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff);
 template <class T>
-Status adamw_update(Stream stream, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step);
+Status adamw_update(Stream stream, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
+                    acc_t<T>* master);
 template <class T>
 Status add(Stream stream, const T* a, const T* b, T* out, int64_t n);
 template <class T>

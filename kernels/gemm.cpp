@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "cuda_launchers.h"
 #include "tile/parallel.h"
@@ -19,6 +20,39 @@ void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   const dnnl_status_t st =
       dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (st != dnnl_success) throw std::runtime_error("dnnl_sgemm failed with status " + std::to_string(st));
+}
+
+// bf16 storage: A and B widened to float (exact), one dnnl_sgemm, C rounded once. The
+// scratch is per thread (gemm runs inside parallel_for regions) and grows to the largest call.
+template <>
+void gemm<tile::bf16>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const tile::bf16* a,
+                      int64_t lda, const tile::bf16* b, int64_t ldb, float beta, tile::bf16* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  thread_local std::vector<float> fa, fb, fc;
+  // Widen a rows x cols matrix with row stride ld into a packed float copy.
+  const auto widen = [](std::vector<float>& dst, const tile::bf16* src, int64_t rows, int64_t cols, int64_t ld) {
+    dst.resize(static_cast<size_t>(rows * cols));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) dst[static_cast<size_t>(i * cols + j)] = tile::bf16_to_float(src[i * ld + j]);
+  };
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  if (k > 0) {
+    widen(fa, a, a_rows, a_cols, lda);
+    widen(fb, b, b_rows, b_cols, ldb);
+  }
+  if (beta != 0.0F) {
+    widen(fc, c, m, n, ldc);
+  } else {
+    fc.assign(static_cast<size_t>(m * n), 0.0F);
+  }
+  if (k > 0) {
+    gemm<float>(trans_a, trans_b, m, n, k, alpha, fa.data(), a_cols, fb.data(), b_cols, beta, fc.data(), n);
+  } else {
+    for (float& x : fc) x *= beta;  // an empty product: C = beta C
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = tile::float_to_bf16(fc[static_cast<size_t>(i * n + j)]);
 }
 
 // Double precision: only for float64 reference runs and gradient checks, so clarity and
@@ -44,8 +78,8 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, d
 }
 
 template <class T>
-void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha,
+          const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc) {
   if (exec.backend == tile::Backend::kCuda) {
     if constexpr (std::is_same_v<T, double>) {
       throw std::invalid_argument("gemm: float64 has no CUDA path");
@@ -67,6 +101,8 @@ template void gemm<float>(const tile::Exec&, bool, bool, int64_t, int64_t, int64
                           const float*, int64_t, float, float*, int64_t);
 template void gemm<double>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
+template void gemm<tile::bf16>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*,
+                               int64_t, const tile::bf16*, int64_t, float, tile::bf16*, int64_t);
 
 const char* gemm_backend() {
   static const std::string name = [] {

@@ -3,27 +3,32 @@
 // Dense matrix multiply. float goes to oneDNN's dnnl_sgemm, measured fastest here (see
 // docs/kernels.md: 265-318 GFLOP/s on 2 AVX-512 cores at the model's shapes, ahead of
 // Debian's OpenBLAS and BLIS); double runs a blocked loop of our own, used for gradient checks.
+// bf16 (storage) widens A and B to float, which is exact, multiplies with dnnl_sgemm and rounds
+// C once to bf16: the semantics of cuBLASLt's bf16 GEMM with float compute (products exact,
+// float accumulation, one rounding of the result), at float speed plus the widening.
 // Called inside a parallel_for, dnnl_sgemm runs on the calling thread only.
 #pragma once
 
 #include <cstdint>
 
+#include "tile/defs.h"
 #include "tile/exec.h"
 
 namespace bench::kernels {
 
 /// Row-major C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C, where op(X) = X^T when the
 /// trans flag is set; lda/ldb/ldc are the row strides of A, B, C as stored.
+/// alpha and beta are in the compute type (float for bf16). float, double and tile::bf16.
 template <class T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc);
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc);
 
 /// The same product on exec's backend: cuBLASLt for Backend::kCuda (float computed in float, no
 /// TF32; kernels/cuda/gemm.cuh), the CPU gemm above otherwise (inside a HostAccess for guarded
-/// memory). float and double; double has no CUDA path.
+/// memory). float, double and tile::bf16; double has no CUDA path.
 template <class T>
-void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha,
+          const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc);
 
 /// Name and version of the float GEMM library, e.g. "oneDNN 2.6.3 dnnl_sgemm".
 const char* gemm_backend();

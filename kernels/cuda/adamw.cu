@@ -5,14 +5,16 @@
 namespace bench::kernels::cuda {
 
 template <class T>
-Status adamw_update(cudaStream_t stream, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step) {
+Status adamw_update(cudaStream_t stream, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
+                    acc_t<T>* master) {
   if (n <= 0) return cudaSuccess;
   constexpr int B = programs::kAdamWBlock;
-  return tile::launch_cuda(tile::Grid{(n + B - 1) / B}, programs::make_adamw(p, g, m, v, n, step), stream);
+  return tile::launch_cuda(tile::Grid{(n + B - 1) / B}, programs::make_adamw(p, g, m, v, n, step, master), stream);
 }
 
-#define BENCH_INSTANTIATE(T) \
-  template Status adamw_update<T>(cudaStream_t, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&);
+#define BENCH_INSTANTIATE(T)                                                                                   \
+  template Status adamw_update<T>(cudaStream_t, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&, \
+                                  acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

@@ -8,13 +8,16 @@
 // B * Hkv * min(T, 64) rows of T, which is usually a whole head (one launch sequence per
 // (batch, head)), at the cost of computing the masked upper triangle of S.
 //
-// This path materializes the T x T probabilities like the CPU's; the fast path is the flash
-// kernel (flash_attention.cuh), which needs nothing of size T^2.
+// This path materializes the T x T probabilities like the CPU's. bf16 takes the flash kernels
+// (flash_attention.cuh: nothing of size T^2, tensor cores) where attention_uses_flash says so; it
+// keeps the log-sum-exp per query and the backward's float workspace in the probs buffer, which
+// the model allocates at setup, before it knows where it runs.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "../attention.h"
+#include "flash_attention.cuh"
 #include "launch.cuh"
 
 namespace bench::kernels::cuda {
@@ -81,11 +84,28 @@ void dropout_block(cudaStream_t stream, const AttentionArgs& a, const T* x, T* y
   });
 }
 
+/// Where the flash path keeps its state inside the probs buffer: lse [B, H, T], then, 256-byte
+/// aligned, the backward's workspace (B H T (d_head + 1) floats).
+float* flash_lse(const AttentionArgs& a, void* probs) {
+  (void)a;
+  return static_cast<float*>(probs);
+}
+void* flash_workspace(const AttentionArgs& a, void* probs) {
+  return static_cast<float*>(probs) + attention_flash_workspace_offset(a);
+}
+
 }  // namespace
 
 template <class T>
 void attention_forward(Stream stream, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace) {
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+    if (attention_uses_flash(a)) {
+      (void)dims_of(a, false);  // the same argument checks as the other path
+      ok(flash_attention_forward(stream, a, qkv, out, row_max, flash_lse(a, probs)), "flash forward");
+      return;
+    }
+  }
   const bool drop = a.dropout > 0;
   if (drop && workspace == nullptr) throw std::invalid_argument("attention: dropout needs the workspace");
   const Dims d = dims_of(a, drop);
@@ -124,8 +144,18 @@ void attention_forward(Stream stream, const AttentionArgs& a, const T* qkv, T* o
 }
 
 template <class T>
-void attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, const T* probs, const T* dout, T* dqkv,
-                        T* workspace) {
+void attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, const T* out, const T* probs,
+                        const T* dout, T* dqkv, T* workspace) {
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+    if (attention_uses_flash(a)) {
+      (void)dims_of(a, false);
+      void* p = const_cast<T*>(probs);  // the lse is read, the workspace after it written
+      ok(flash_attention_backward(stream, a, qkv, out, dout, flash_lse(a, p), dqkv, flash_workspace(a, p)),
+         "flash backward");
+      return;
+    }
+  }
+  (void)out;  // the materialized path recomputes from the probabilities
   if (workspace == nullptr) throw std::invalid_argument("attention: backward needs the workspace");
   const Dims d = dims_of(a, true);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
@@ -176,7 +206,7 @@ void attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, con
 
 #define BENCH_INSTANTIATE(T)                                                                         \
   template void attention_forward<T>(Stream, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*); \
-  template void attention_backward<T>(Stream, const AttentionArgs&, const T*, const T*, const T*, T*, T*);
+  template void attention_backward<T>(Stream, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, T*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

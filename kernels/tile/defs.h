@@ -23,8 +23,17 @@ namespace bench::tile {
 
 /// bfloat16 storage type: the upper 16 bits of an IEEE float. Arithmetic always happens in
 /// float after a load (`to_acc`); stores round to nearest even (`from_acc`).
+///
+/// It converts from nothing implicitly or by cast: `bf16{bits}` takes raw bits, and every value
+/// conversion goes through float_to_bf16 / from_acc (bench::scalar_as on the host). Without the
+/// deleted constructor, C++20's parenthesized aggregate initialization would make
+/// `static_cast<bf16>(0.5)` or `T(1)` compile to the raw bits 0 and 1.
 struct bf16 {
   uint16_t bits = 0;
+  bf16() = default;
+  BENCH_HD constexpr explicit bf16(uint16_t raw) : bits(raw) {}
+  template <class U>
+  bf16(U) = delete;
 };
 
 BENCH_HD BENCH_FORCEINLINE float bf16_to_float(bf16 x) {

@@ -98,6 +98,9 @@ class CausalAttention final : public Sublayer {
     // Backward reads the rate and seed of this forward from args_.
     args_.dropout = ctx.training ? dropout_ : 0.0;
     args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+    // The entropy probe reads the probabilities, which the flash kernels never store.
+    const bool entropy = ctx.probes && ctx.layer_probes && layer_ >= 0;
+    args_.materialize = entropy;
     dispatch_float(x.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       A* rm = ctx.probes ? static_cast<A*>(row_max_.raw()) : nullptr;
@@ -112,7 +115,7 @@ class CausalAttention final : public Sublayer {
         ctx.probe_max("max_attn_logit", m);
         if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
       }
-      if (ctx.probes && ctx.layer_probes && layer_ >= 0) {
+      if (entropy) {
         // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
         // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
         // attends to one key. Summed where the probabilities are (the raw scores that follow them
@@ -130,7 +133,7 @@ class CausalAttention final : public Sublayer {
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
     ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, &wo_->grad);
     dispatch_float(dy.dtype(), [&]<class T>() {
-      kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), probs_.data<T>(), datt_.data<T>(),
+      kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), datt_.data<T>(),
                                      dqkv_.data<T>(), work_.data<T>());
     });
     position_->rotate_backward(view(dqkv_), ctx);

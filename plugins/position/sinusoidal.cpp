@@ -29,7 +29,7 @@ class Sinusoidal final : public Position {
         for (int64_t j = 0; j < width_; ++j) {
           const double i2 = static_cast<double>(j - j % 2);  // 2i of the pair (2i, 2i+1)
           const double angle = static_cast<double>(t) / std::pow(base_, i2 / static_cast<double>(width_));
-          p[t * width_ + j] = static_cast<T>(scale_ * (j % 2 == 0 ? std::sin(angle) : std::cos(angle)));
+          p[t * width_ + j] = scalar_as<T>(scale_ * (j % 2 == 0 ? std::sin(angle) : std::cos(angle)));
         }
       ops::copy(Tensor(p, ctx.dtype(), {seq_, width_}), table_);
     });

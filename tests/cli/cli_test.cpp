@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "kernels/memory.h"
 #include "store/store.h"
@@ -45,35 +46,45 @@ std::string fresh_db(const std::string& name) {
 // would crash or read garbage on a GPU) kills the run. Every plugin family is in the experiment
 // (tests/cuda/every_component.toml, which scripts/gpu-check.sh runs on CUDA too), and the guarded
 // run must store exactly the CPU run's numbers: same kernels, same order.
+// The experiment as it is (float32) and as a bfloat16 model (master weights, the bf16 GEMM and
+// attention paths).
 TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
-  const std::string exp = std::string(BENCH_SOURCE_DIR) + "/tests/cuda/every_component.toml";
-  std::string sums[2];
-  const char* devices[2] = {"guarded", "cpu"};
-  for (int i = 0; i < 2; ++i) {
-    const std::string db = fresh_db(std::string("guarded_") + devices[i] + ".db");
-    const Result r = run("--db " + db + " -q run --device " + devices[i] + " " + exp);
-    ASSERT_EQ(r.code, 0) << devices[i] << ": " << r.err;
-    store::Store s(db, store::Store::Mode::kReadOnly);
-    EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 10);
-    if (i == 0) {
-      EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
-                std::string::npos);
+  const std::string file = std::string(BENCH_SOURCE_DIR) + "/tests/cuda/every_component.toml";
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_NE(text.find("[model]\n"), std::string::npos);
+  const std::string bf16 = test::write_temp("every_component_bf16.toml",
+                                            text.replace(text.find("[model]\n"), 8, "[model]\ndtype = \"bfloat16\"\n"));
+  for (const std::string& exp : {file, bf16}) {
+    SCOPED_TRACE(exp);
+    std::string sums[2];
+    const char* devices[2] = {"guarded", "cpu"};
+    for (int i = 0; i < 2; ++i) {
+      const std::string db = fresh_db(std::string("guarded_") + devices[i] + ".db");
+      const Result r = run("--db " + db + " -q run --device " + devices[i] + " " + exp);
+      ASSERT_EQ(r.code, 0) << devices[i] << ": " << r.err;
+      store::Store s(db, store::Store::Mode::kReadOnly);
+      EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 10);
+      if (i == 0) {
+        EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
+                  std::string::npos);
+      }
+      // Every logged number of every step and every summary, at full precision.
+      const auto rows = s.query(
+          "SELECT printf('%.17g %.17g %.17g %.17g %.17g', loss, grad_norm, max_attn_logit, z_mean, z_loss) "
+          "FROM steps ORDER BY case_id, step");
+      const auto series = s.query("SELECT name, printf('%.17g', value) FROM series ORDER BY case_id, name, step");
+      const auto metrics = s.query(
+          "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT LIKE '%_s' AND name NOT LIKE '%ms%' "
+          "ORDER BY case_id, name");
+      ASSERT_EQ(rows.rows.size(), 20u);  // 5 stability cases x steps 0, 2, 4 and the last
+      EXPECT_GT(series.rows.size(), 30u);
+      for (const auto* q : {&rows, &series, &metrics})
+        for (const auto& row : q->rows)
+          for (const auto& v : row) sums[i] += v.str() + " ";
     }
-    // Every logged number of every step and every summary, at full precision.
-    const auto rows = s.query(
-        "SELECT printf('%.17g %.17g %.17g %.17g %.17g', loss, grad_norm, max_attn_logit, z_mean, z_loss) "
-        "FROM steps ORDER BY case_id, step");
-    const auto series = s.query("SELECT name, printf('%.17g', value) FROM series ORDER BY case_id, name, step");
-    const auto metrics = s.query(
-        "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT LIKE '%_s' AND name NOT LIKE '%ms%' "
-        "ORDER BY case_id, name");
-    ASSERT_EQ(rows.rows.size(), 20u);  // 5 stability cases x steps 0, 2, 4 and the last
-    EXPECT_GT(series.rows.size(), 30u);
-    for (const auto* q : {&rows, &series, &metrics})
-      for (const auto& row : q->rows)
-        for (const auto& v : row) sums[i] += v.str() + " ";
+    EXPECT_EQ(sums[0], sums[1]);
   }
-  EXPECT_EQ(sums[0], sums[1]);
 }
 
 TEST(Cli, DeviceCudaWithoutAGpuIsOneLineAndExitTwo) {

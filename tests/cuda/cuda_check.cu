@@ -288,11 +288,26 @@ void check_adamw_and_elementwise() {
   for (int64_t step = 1; step <= 3; ++step) {
     const kernels::AdamWStep s{1e-3, 0.9, 0.95, 1e-8, 1e-4, step, 0.5};
     kernels::adamw_update<T>(tile::Exec{}, p.data(), g.data(), m.data(), v.data(), n, s);
-    CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, gp.get(), gg.get(), gm.get(), gv.get(), n, s));
+    CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, gp.get(), gg.get(), gm.get(), gv.get(), n, s, nullptr));
   }
   CUDA_OK(cudaDeviceSynchronize());
   compare("adamw 3 steps", dtype_name<T>(), "p", p, gp.host(), 1e-6, rtol<T>());
   compare("adamw 3 steps", dtype_name<T>(), "v", v, gv.host(), 1e-9, 1e-5);
+  if constexpr (std::is_same_v<T, bf16>) {
+    // Master weights (the bf16 model's optimizer): the float copy against the CPU's, and the
+    // bf16 parameters its rounding on both.
+    std::vector<A> master(n), m2(n, 0.01f), v2(n, 0.02f);
+    for (int64_t i = 0; i < n; ++i) master[static_cast<size_t>(i)] = to_float(p[static_cast<size_t>(i)]) + 1e-4f;
+    Device<A> gmaster(master), gm2(m2), gv2(v2);
+    for (int64_t step = 1; step <= 3; ++step) {
+      const kernels::AdamWStep s{1e-5, 0.9, 0.95, 1e-8, 0, step, 1.0};
+      kernels::adamw_update<T>(tile::Exec{}, p.data(), g.data(), m2.data(), v2.data(), n, s, master.data());
+      CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, gp.get(), gg.get(), gm2.get(), gv2.get(), n, s, gmaster.get()));
+    }
+    CUDA_OK(cudaDeviceSynchronize());
+    compare("adamw master", "bf16", "master", master, gmaster.host(), 1e-7, 1e-6);
+    compare("adamw master", "bf16", "p", p, gp.host(), 0, 1.0 / 128);  // one ulp: FMA contraction may differ
+  }
 
   std::vector<T> sum(n);
   kernels::add<T>(tile::Exec{}, p.data(), g.data(), sum.data(), n);
@@ -403,7 +418,7 @@ void bandwidth() {
     const kernels::AdamWStep step{1e-4, 0.9, 0.95, 1e-8, 1e-5, 10, 1.0};
     g_timings.push_back({"adamw", dtype_name<T>(), "64M params", 0, 0});
     const double ms = time_ms(
-        [&] { CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, y.get(), dy.get(), m.get(), v.get(), n, step)); });
+        [&] { CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, y.get(), dy.get(), m.get(), v.get(), n, step, nullptr)); });
     g_timings.back().ms = ms;
     g_timings.back().gbps = (3 * e + 4.0 * sizeof(A)) * static_cast<double>(n) / (ms * 1e-3) * 1e-9;
   }
@@ -610,10 +625,15 @@ std::vector<std::pair<kernels::AttentionArgs, std::string>> flash_cases() {
 }
 
 /// The model's attention on CUDA (kernels/cuda/attention.cu: cuBLASLt products and the softmax and
-/// dropout programs, the CPU launcher's algorithm with T x T probabilities) on the flash cases,
-/// against the float64 references: out, max logit, then dqkv from its own probabilities.
+/// dropout programs, the CPU launcher's algorithm with T x T probabilities; or, for bf16 without
+/// `materialize`, the flash kernels where attention_uses_flash says so, with lse and workspace in
+/// the probs buffer) on the flash cases, against the float64 references: out, max logit, then
+/// dqkv.
 template <class T>
-void check_attention(kernels::AttentionArgs a, const std::string& name) {
+void check_attention(kernels::AttentionArgs a, const std::string& name, bool materialize) {
+  a.materialize = materialize;
+  const std::string path =
+      std::is_same_v<T, bf16> && kernels::attention_uses_flash(a) ? "attention (model, flash)" : "attention (cuBLASLt)";
   using A = acc_t<T>;
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
   const auto qkv = random_vec<T>(static_cast<size_t>(a.batch * a.seq * width), 35);
@@ -628,17 +648,16 @@ void check_attention(kernels::AttentionArgs a, const std::string& name) {
   Device<T> work(static_cast<size_t>(kernels::attention_workspace_size(a)));
   Device<A> d_max(max_ref.size());
   kernels::cuda::attention_forward<T>(nullptr, a, d_qkv.get(), d_out.get(), probs.get(), d_max.get(), work.get());
-  kernels::cuda::attention_backward<T>(nullptr, a, d_qkv.get(), probs.get(), d_dout.get(), d_dqkv.get(), work.get());
+  kernels::cuda::attention_backward<T>(nullptr, a, d_qkv.get(), d_out.get(), probs.get(), d_dout.get(), d_dqkv.get(),
+                                       work.get());
   CUDA_OK(cudaDeviceSynchronize());
   const bool half = std::is_same_v<T, bf16>;
   double scale = 0;
   for (const double v : dqkv_ref) scale = std::max(scale, std::abs(v));
-  compare("attention (cuBLASLt)", dtype_name<T>(), name + " out", out_ref, d_out.host(), half ? 2e-2 : 1e-4,
-          half ? 2e-2 : 1e-4);
-  compare("attention (cuBLASLt)", dtype_name<T>(), name + " max logit", max_ref, d_max.host(), half ? 2e-2 : 1e-4,
-          half ? 2e-2 : 1e-4);
-  compare("attention (cuBLASLt) bwd", dtype_name<T>(), name + " dqkv", dqkv_ref, d_dqkv.host(),
-          (half ? 2e-2 : 1e-4) * scale, half ? 3e-2 : 1e-4);
+  compare(path, dtype_name<T>(), name + " out", out_ref, d_out.host(), half ? 2e-2 : 1e-4, half ? 2e-2 : 1e-4);
+  compare(path, dtype_name<T>(), name + " max logit", max_ref, d_max.host(), half ? 2e-2 : 1e-4, half ? 2e-2 : 1e-4);
+  compare(path + " bwd", dtype_name<T>(), name + " dqkv", dqkv_ref, d_dqkv.host(), (half ? 2e-2 : 1e-4) * scale,
+          half ? 3e-2 : 1e-4);
 }
 
 double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
@@ -646,8 +665,9 @@ double g_flash_tflops = 0, g_flash_bwd_tflops = 0;
 void check_flash_all() {
   for (const auto& [a, name] : flash_cases()) {
     check_flash(a, name);
-    check_attention<float>(a, name);
-    check_attention<bf16>(a, name);
+    check_attention<float>(a, name, false);
+    check_attention<bf16>(a, name, true);
+    if (kernels::attention_uses_flash(a)) check_attention<bf16>(a, name, false);
   }
   // Speed: B=4, H=16, T=4096, dh=128, causal (half of the 4 B H T^2 dh FLOPs of a full product).
   kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};

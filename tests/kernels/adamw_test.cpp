@@ -91,6 +91,42 @@ TEST_P(AdamWTest, Bf16ParametersWithFloatMoments) {
   EXPECT_TRUE(all_near(to_double(m), m_ref, 1e-6, 1e-5));
 }
 
+// Master weights: the float copy follows the float64 reference (to float rounding), the bf16
+// parameters are exactly its rounding, and updates far below half a bf16 ulp (lr 1e-5 on
+// parameters near 1, ulp 2^-7) accumulate in the master while plain bf16 parameters keep them
+// rounded away.
+TEST_P(AdamWTest, Bf16MasterWeightsKeepEveryUpdate) {
+  const Exec exec{GetParam()};
+  const int64_t n = 2049;
+  auto p_ref = to_double(to_storage<bf16>(random_vector(static_cast<size_t>(n), 4)));
+  for (double& x : p_ref) x += x >= 0 ? 1.0 : -1.0;  // |p| in [1, 2): a bf16 ulp of 2^-7
+  p_ref = to_double(to_storage<bf16>(p_ref));
+  std::vector<double> m_ref(p_ref.size(), 0.0), v_ref(p_ref.size(), 0.0);
+  auto pb = to_storage<bf16>(p_ref), plain = pb;
+  std::vector<float> master(p_ref.begin(), p_ref.end());
+  std::vector<float> m(pb.size(), 0.0f), v(pb.size(), 0.0f), m2 = m, v2 = v;
+  const auto p0 = p_ref;
+  for (int64_t step = 1; step <= 20; ++step) {
+    AdamWStep s = step_of(step);
+    s.lr = 1e-5;
+    s.decay = 0;
+    const auto g = to_double(to_storage<bf16>(random_vector(pb.size(), static_cast<uint32_t>(40 + step))));
+    const auto gb = to_storage<bf16>(g);
+    adamw_reference(p_ref, g, m_ref, v_ref, s);
+    adamw_update<bf16>(exec, pb.data(), gb.data(), m.data(), v.data(), n, s, master.data());
+    adamw_update<bf16>(exec, plain.data(), gb.data(), m2.data(), v2.data(), n, s);
+  }
+  EXPECT_TRUE(all_near(to_double(master), p_ref, 1e-7, 1e-6));
+  int64_t moved_master = 0, moved_plain = 0;
+  for (size_t i = 0; i < pb.size(); ++i) {
+    ASSERT_EQ(pb[i].bits, tile::float_to_bf16(master[i]).bits) << "at " << i;
+    moved_master += master[i] != static_cast<float>(p0[i]) ? 1 : 0;
+    moved_plain += tile::bf16_to_float(plain[i]) != static_cast<float>(p0[i]) ? 1 : 0;
+  }
+  EXPECT_GT(moved_master, n * 99 / 100);
+  EXPECT_EQ(moved_plain, 0) << "each step is at most lr = 1e-5, below half an ulp (2^-8)";
+}
+
 INSTANTIATE_TEST_SUITE_P(All, AdamWTest, ::testing::Values(Backend::kCpu, Backend::kEmulated),
                          [](const auto& tp) { return backend_name(tp.param); });
 

@@ -50,6 +50,47 @@ TEST(Gemm, MatchesFloat64LoopForEveryTranspose) {
     }
 }
 
+// bf16 storage: A, B and C exact in bf16, so the float64 result of the same inputs is the
+// reference, and the one rounding of C (half an ulp: 2^-9 relative) is all the error there is
+// beyond float accumulation. Every transpose, strides, beta 0 (C never read: poisoned with NaN)
+// and beta != 0, and k = 0 (C = beta C).
+TEST(Gemm, Bf16MatchesFloat64WithinOneRoundingOfC) {
+  using tile::bf16;
+  const int64_t m = 37, n = 53, pad = 3;
+  for (int64_t k : {29, 0})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (double beta : {0.0, -0.5}) {
+          SCOPED_TRACE(std::to_string(k) + " " + std::to_string(ta) + std::to_string(tb) + " " + std::to_string(beta));
+          const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+          const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+          const auto a = to_storage<bf16>(random_vector(static_cast<size_t>(std::max<int64_t>(1, a_rows * lda)), 1));
+          const auto b = to_storage<bf16>(random_vector(static_cast<size_t>(std::max<int64_t>(1, b_rows * ldb)), 2));
+          auto c = to_storage<bf16>(random_vector(static_cast<size_t>(m * ldc), 3));
+          if (beta == 0.0)
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = tile::float_to_bf16(std::nanf(""));
+          const auto ad = to_double(a), bd = to_double(b), c0 = to_double(c);
+          const double alpha = 0.75;
+          std::vector<double> ref = c0;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t p = 0; p < k; ++p)
+                sum += (ta ? ad[p * lda + i] : ad[i * lda + p]) * (tb ? bd[j * ldb + p] : bd[p * ldb + j]);
+              ref[i * ldc + j] = alpha * sum + (beta == 0.0 ? 0.0 : beta * c0[i * ldc + j]);
+            }
+          gemm<bf16>(ta, tb, m, n, k, 0.75F, a.data(), lda, b.data(), ldb, static_cast<float>(beta), c.data(), ldc);
+          EXPECT_TRUE(all_near(to_double(c), ref, 1e-6, 1.0 / 256));
+          // Through an Exec on the CPU (the model's entry point): the same bits.
+          auto c2 = to_storage<bf16>(c0);
+          gemm<bf16>(tile::Exec{}, ta, tb, m, n, k, 0.75F, a.data(), lda, b.data(), ldb, static_cast<float>(beta),
+                     c2.data(), ldc);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) ASSERT_EQ(c2[i * ldc + j].bits, c[i * ldc + j].bits);
+        }
+}
+
 // Run with: kernels_test --gtest_also_run_disabled_tests --gtest_filter='Gemm.DISABLED_Timing'
 TEST(Gemm, DISABLED_Timing) {
   std::printf("threads %d, %s\n", tile::num_threads(), gemm_backend());

@@ -1,4 +1,4 @@
-// defines: bench::DType, dtype_size, dtype_name, parse_dtype, dispatch_float
+// defines: bench::DType, dtype_size, dtype_name, parse_dtype, dispatch_float, scalar_as, scalar_value
 #pragma once
 
 #include <cstddef>
@@ -52,12 +52,26 @@ constexpr DType dtype_of<int32_t>() {
   return DType::kInt32;
 }
 
-/// Call `f.template operator()<T>()` with T = float or double for the model's compute dtype.
-/// Components are written once as templates over T and dispatched with this.
+/// Call `f.template operator()<T>()` with T = float, double or tile::bf16 for the model's
+/// compute dtype. Components are written once as templates over T and dispatched with this; for
+/// bf16, T is the storage type and tile::acc_t<T> (float) the type arithmetic happens in.
 template <class F>
 decltype(auto) dispatch_float(DType t, F&& f) {
   if (t == DType::kFloat64) return f.template operator()<double>();
+  if (t == DType::kBFloat16) return f.template operator()<tile::bf16>();
   return f.template operator()<float>();
+}
+
+/// `v` as a T (bf16: rounded to nearest even); how host code makes a storage value.
+template <class T>
+T scalar_as(double v) {
+  return tile::from_acc<T>(static_cast<tile::acc_t<T>>(v));
+}
+
+/// A storage value as double (exact for float, double and bf16).
+template <class T>
+double scalar_value(T v) {
+  return static_cast<double>(tile::to_acc(v));
 }
 
 }  // namespace bench

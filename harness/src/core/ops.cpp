@@ -24,8 +24,7 @@ void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, Ten
   if (w.size(1) != in || y.numel() != rows * out)
     throw Error("linear_forward: x " + x.shape().str() + ", w " + w.shape().str() + ", y " + y.shape().str());
   dispatch_float(x.dtype(), [&]<class T>() {
-    kernels::gemm<T>(ctx.exec, false, true, rows, out, in, T(1), x.data<T>(), in, w.data<T>(), in, T(0), y.data<T>(),
-                     out);
+    kernels::gemm<T>(ctx.exec, false, true, rows, out, in, 1, x.data<T>(), in, w.data<T>(), in, 0, y.data<T>(), out);
   });
 }
 
@@ -36,11 +35,11 @@ void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, c
     throw Error("linear_backward: dy " + dy.shape().str() + ", x " + x.shape().str() + ", w " + w.shape().str());
   dispatch_float(x.dtype(), [&]<class T>() {
     if (dx != nullptr)
-      kernels::gemm<T>(ctx.exec, false, false, rows, in, out, T(1), dy.data<T>(), out, w.data<T>(), in, T(0),
-                       dx->data<T>(), in);
+      kernels::gemm<T>(ctx.exec, false, false, rows, in, out, 1, dy.data<T>(), out, w.data<T>(), in, 0, dx->data<T>(),
+                       in);
     if (dw != nullptr)
-      kernels::gemm<T>(ctx.exec, true, false, out, in, rows, T(1), dy.data<T>(), out, x.data<T>(), in, T(1),
-                       dw->data<T>(), in);
+      kernels::gemm<T>(ctx.exec, true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dw->data<T>(),
+                       in);
   });
 }
 
@@ -82,7 +81,7 @@ double max_abs(const Tensor& t) {
     const T* p = x.data<T>();
     double m = 0;
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const double v = std::abs(static_cast<double>(p[i]));
+      const double v = std::abs(scalar_value(p[i]));
       if (std::isnan(v)) return v;
       m = v > m ? v : m;
     }

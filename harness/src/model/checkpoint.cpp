@@ -55,16 +55,33 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-/// The parameter's values as doubles.
-std::vector<double> param_values(const Param& p) {
+/// The parameter's values as doubles (a bf16 model's from its float master copy).
+std::vector<double> param_values(const Model& model, const Param& p) {
   std::vector<double> out(static_cast<size_t>(p.value.numel()));
   std::vector<char> storage;
-  const Tensor value = ops::on_host(p.value, storage);  // the model's memory may be a device's
-  dispatch_float(p.value.dtype(), [&]<class T>() {
+  const Tensor master = model.master_of(p);
+  const Tensor value = ops::on_host(master.defined() ? master : p.value, storage);  // may be a device's memory
+  dispatch_float(value.dtype(), [&]<class T>() {
     const T* v = value.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = scalar_value(v[i]);
   });
   return out;
+}
+
+/// Write `v` into elements [begin, begin + v.size()) of a parameter (and of its master copy).
+void set_param_values(const Model& model, const Param& p, int64_t begin, const std::vector<double>& v) {
+  const auto n = static_cast<int64_t>(v.size());
+  dispatch_float(p.value.dtype(), [&]<class T>() {
+    std::vector<T> host(v.size());  // then copied into the model's memory
+    for (size_t i = 0; i < v.size(); ++i) host[i] = scalar_as<T>(v[i]);
+    Tensor dst(p.value.data<T>() + begin, p.value.dtype(), {n});
+    ops::copy(Tensor(host.data(), p.value.dtype(), {n}), dst);
+  });
+  const Tensor master = model.master_of(p);
+  if (!master.defined()) return;
+  std::vector<float> host(v.begin(), v.end());
+  Tensor dst(master.data<float>() + begin, DType::kFloat32, {n});
+  ops::copy(Tensor(host.data(), DType::kFloat32, {n}), dst);
 }
 
 }  // namespace
@@ -128,7 +145,7 @@ void save_weights(const Model& model, const std::string& path, std::string_view 
   for (const CheckpointTensor& t : checkpoint_layout(model)) {
     const Param* p = model.find_param(t.param);
     auto it = cache.find(t.param);
-    if (it == cache.end()) it = cache.emplace(t.param, param_values(*p)).first;
+    if (it == cache.end()) it = cache.emplace(t.param, param_values(model, *p)).first;
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
     const int64_t n = p->shape.rank() > 1 ? t.rows * row_size : p->shape.numel();
@@ -262,12 +279,7 @@ void load_weights(Model& model, const std::string& path) {
     const std::vector<double> v = file.values(t.name);
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
-    dispatch_float(p->value.dtype(), [&]<class T>() {
-      std::vector<T> host(v.size());  // then copied into the model's memory
-      for (size_t i = 0; i < v.size(); ++i) host[i] = static_cast<T>(v[i]);
-      Tensor dst(p->value.data<T>() + begin, p->value.dtype(), {static_cast<int64_t>(host.size())});
-      ops::copy(Tensor(host.data(), p->value.dtype(), {static_cast<int64_t>(host.size())}), dst);
-    });
+    set_param_values(model, *p, begin, v);
   }
 }
 

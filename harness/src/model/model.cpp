@@ -182,6 +182,7 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
   const DType acc = spec_.dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   adam_m_ = arena_.allocate({total}, acc);
   adam_v_ = arena_.allocate({total}, acc);
+  if (spec_.dtype == DType::kBFloat16) master_ = arena_.allocate({total}, DType::kFloat32);
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
   for (const auto& p : params_) {
@@ -198,35 +199,39 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
 
   if (plan_only) return;
   // Initialization: each parameter from its own stream, keyed by seed and name, so adding a
-  // parameter elsewhere never changes another one's initial values.
-  // On a device, the values are made on the host and copied over once.
-  const bool host = arena_.memory() == kernels::Memory::kHost;
-  std::vector<char> staging(host ? 0 : values_.bytes());
-  for (const auto& p : params_) {
-    Rng rng(hash_seed(seed, p->name));
-    dispatch_float(spec_.dtype, [&]<class T>() {
-      T* v =
-          host ? p->value.data<T>() : reinterpret_cast<T*>(staging.data()) + (p->value.data<T>() - values_.data<T>());
-      const int64_t n = p->value.numel();
-      for (int64_t i = 0; i < n; ++i) {
+  // parameter elsewhere never changes another one's initial values. The values are made on the
+  // host (in float for a bf16 model's master copy, whose rounding is the bf16 value) and copied
+  // into the model's memory once.
+  std::vector<char> staging(values_.bytes());
+  std::vector<float> master(master_.defined() ? static_cast<size_t>(total) : 0);
+  dispatch_float(spec_.dtype, [&]<class T>() {
+    T* v = reinterpret_cast<T*>(staging.data());
+    for (const auto& p : params_) {
+      Rng rng(hash_seed(seed, p->name));
+      const int64_t begin = p->value.data<T>() - values_.data<T>();
+      for (int64_t i = begin; i < begin + p->value.numel(); ++i) {
+        double x = 0;
         switch (p->init.kind) {
           case Init::Kind::kNormal:
-            v[i] = static_cast<T>(rng.normal() * p->init.value);
+            x = rng.normal() * p->init.value;
             break;
           case Init::Kind::kZeros:
-            v[i] = T(0);
+            x = 0;
             break;
           case Init::Kind::kOnes:
-            v[i] = T(1);
+            x = 1;
             break;
           case Init::Kind::kConstant:
-            v[i] = static_cast<T>(p->init.value);
+            x = p->init.value;
             break;
         }
+        v[i] = scalar_as<T>(x);
+        if (!master.empty()) master[static_cast<size_t>(i)] = static_cast<float>(x);
       }
-    });
-  }
-  if (!host) kernels::copy_bytes(values_.raw(), staging.data(), staging.size());
+    }
+  });
+  kernels::copy_bytes(values_.raw(), staging.data(), staging.size());
+  if (master_.defined()) kernels::copy_bytes(master_.raw(), master.data(), master_.bytes());
 }
 
 void Model::bind(RunContext& ctx) const {
@@ -306,11 +311,12 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
     T* g = grads_.data<T>();
     A* m = static_cast<A*>(adam_m_.raw());
     A* sq = static_cast<A*>(adam_v_.raw());
+    A* w = master_.defined() ? static_cast<A*>(master_.raw()) : nullptr;
     kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, adam_step_, scale};
-    kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step);
+    kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step, w);
     step.decay = 0;
     kernels::adamw_update<T>(ctx.exec, v + decay_count_, g + decay_count_, m + decay_count_, sq + decay_count_,
-                             total - decay_count_, step);
+                             total - decay_count_, step, w != nullptr ? w + decay_count_ : nullptr);
   });
   return norm;
 }
@@ -328,10 +334,10 @@ int Model::layer_of(std::string_view name) {
 std::vector<double> Model::parameter_values() const {
   std::vector<double> out(static_cast<size_t>(values_.numel()));
   std::vector<char> storage;
-  const Tensor values = ops::on_host(values_, storage);
-  dispatch_float(spec_.dtype, [&]<class T>() {
+  const Tensor values = ops::on_host(master_.defined() ? master_ : values_, storage);
+  dispatch_float(values.dtype(), [&]<class T>() {
     const T* v = values.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(v[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = scalar_value(v[i]);
   });
   return out;
 }
@@ -339,18 +345,21 @@ std::vector<double> Model::parameter_values() const {
 std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) const {
   std::vector<LayerSquares> out(static_cast<size_t>(spec_.dims.n_layers));
   std::vector<char> storage;
-  const Tensor all = ops::on_host(what == LayerQuantity::kGradient ? grads_ : values_, storage);
-  dispatch_float(spec_.dtype, [&]<class T>() {
-    const T* base = values_.data<T>();
+  const Tensor& source = what == LayerQuantity::kGradient ? grads_ : master_.defined() ? master_ : values_;
+  const Tensor all = ops::on_host(source, storage);
+  const size_t esize = dtype_size(spec_.dtype);
+  dispatch_float(all.dtype(), [&]<class T>() {
     for (const auto& p : params_) {
       const int layer = layer_of(p->name);
       if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
-      const auto offset = static_cast<size_t>(p->value.data<T>() - base);
+      const auto offset =
+          static_cast<size_t>(static_cast<const char*>(p->value.raw()) - static_cast<const char*>(values_.raw())) /
+          esize;
       const T* x = all.data<T>() + offset;
       const int64_t n = p->value.numel();
       double ss = 0;
       for (int64_t i = 0; i < n; ++i) {
-        double v = static_cast<double>(x[i]);
+        double v = scalar_value(x[i]);
         if (what == LayerQuantity::kUpdate) v -= (*before)[offset + static_cast<size_t>(i)];
         ss += v * v;
       }
@@ -383,6 +392,9 @@ std::vector<std::string> Model::copy_parameters_from(const Model& src) {
       continue;
     }
     ops::copy(s->value, p->value);
+    const Tensor src_master = src.master_of(*s);
+    Tensor dst_master = master_of(*p);
+    if (src_master.defined() && dst_master.defined()) ops::copy(src_master, dst_master);
   }
   for (const auto& s : src.params_)
     if (find_param(s->name) == nullptr) problems.push_back(s->name);
@@ -393,6 +405,14 @@ Param* Model::find_param(std::string_view name) const {
   for (const auto& p : params_)
     if (p->name == name) return p.get();
   return nullptr;
+}
+
+Tensor Model::master_of(const Param& p) const {
+  if (!master_.defined()) return {};
+  const auto offset =
+      static_cast<size_t>(static_cast<const char*>(p.value.raw()) - static_cast<const char*>(values_.raw())) /
+      dtype_size(spec_.dtype);
+  return Tensor(static_cast<float*>(master_.raw()) + offset, DType::kFloat32, p.shape);
 }
 
 Cost Model::cost() const {

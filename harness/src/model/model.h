@@ -62,7 +62,8 @@ class Model {
 
   /// L2 norm of all parameters (a tied matrix once).
   double parameter_norm(RunContext& ctx) const;
-  /// Every parameter value as double, in storage order: the `before` of an update measurement.
+  /// Every parameter value as double, in storage order (the master copy of a bf16 model): the
+  /// `before` of an update measurement.
   std::vector<double> parameter_values() const;
   /// Per block (index = layer): the squares of the parameter values, of the gradients, or of the
   /// update value - before[i] since `before` was taken with parameter_values(). Parameters
@@ -74,6 +75,9 @@ class Model {
   const ModelSpec& spec() const { return spec_; }
   const std::vector<Param*>& params() const { return param_ptrs_; }
   Param* find_param(std::string_view name) const;
+  /// The float master copy of a parameter of a bf16 model (the optimizer updates it; the bf16
+  /// value is its rounding), or an undefined Tensor for float and double models.
+  Tensor master_of(const Param& p) const;
   /// Trainable parameters, counting a tied matrix once.
   int64_t n_params() const { return n_params_; }
   /// Parameters of the token embedding (and of learned position tables).
@@ -131,6 +135,7 @@ class Model {
   Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
   Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
+  Tensor master_;            // float master weights of a bf16 model (undefined otherwise)
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
   int64_t adam_step_ = 0;

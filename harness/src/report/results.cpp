@@ -151,18 +151,21 @@ ResultsSection other_section(const store::Store& db, int64_t run_id) {
                      Value::string(std::string(kStabilityRunner))}));
 }
 
-// "device: <name>, N threads (isa); fp32 GEMM peak X GFLOP/s (library), copy Y GB/s; bench V (compiler)":
-// every number in the tables is relative to this line (MFU uses the measured GEMM peak).
+// "device: <name>, N threads (isa); fp32 GEMM peak X, bf16 Z GFLOP/s (library), copy Y GB/s; bench V
+// (compiler)": every number in the tables is relative to this line (MFU uses the measured GEMM
+// peak of the model's dtype).
 std::string device_line(const std::string& device_json, const std::string& version, const std::string& compiler) {
   const auto d = nlohmann::json::parse(device_json, nullptr, false);
   if (d.is_discarded() || !d.is_object() || !d.contains("name"))
     return fmt::format("bench {} ({})\n", version, compiler);
   auto str = [&](const char* k) { return d.contains(k) && d[k].is_string() ? d[k].get<std::string>() : std::string(); };
   auto num = [&](const char* k) { return d.contains(k) && d[k].is_number() ? d[k].get<double>() : 0.0; };
+  const std::string bf16 =
+      num("peak_gflops_bf16_gemm") > 0 ? fmt::format(", bf16 {:.0f}", num("peak_gflops_bf16_gemm")) : std::string();
   return fmt::format(
-      "device: {}, {} threads ({}); fp32 GEMM peak {:.0f} GFLOP/s ({}), copy {:.1f} GB/s; bench {} ({})\n", str("name"),
-      static_cast<int>(num("threads")), str("isa"), num("peak_gflops_fp32_gemm"), str("gemm"), num("copy_gbps"),
-      version, compiler);
+      "device: {}, {} threads ({}); fp32 GEMM peak {:.0f}{} GFLOP/s ({}), copy {:.1f} GB/s; bench {} ({})\n",
+      str("name"), static_cast<int>(num("threads")), str("isa"), num("peak_gflops_fp32_gemm"), bf16, str("gemm"),
+      num("copy_gbps"), version, compiler);
 }
 
 }  // namespace

@@ -50,6 +50,7 @@ std::string DeviceInfo::json() const {
                       {"threads", threads},
                       {"isa", isa},
                       {"peak_gflops_fp32_gemm", peak_gflops},
+                      {"peak_gflops_bf16_gemm", peak_gflops_bf16},
                       {"copy_gbps", copy_gbps},
                       {"memory_gib", memory_gib},
                       {"gemm", gemm},
@@ -67,6 +68,7 @@ DeviceInfo device_from_json(const std::string& json) {
     d.threads = j.at("threads").get<int>();
     d.isa = j.at("isa").get<std::string>();
     d.peak_gflops = j.at("peak_gflops_fp32_gemm").get<double>();
+    d.peak_gflops_bf16 = j.value("peak_gflops_bf16_gemm", 0.0);
     d.copy_gbps = j.at("copy_gbps").get<double>();
     d.memory_gib = j.at("memory_gib").get<double>();
     d.gemm = j.at("gemm").get<std::string>();
@@ -110,6 +112,16 @@ DeviceInfo describe_cpu(const std::string& note) {
   const double t = median_seconds(
       5, [&] { kernels::gemm<float>(false, false, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n); });
   d.peak_gflops = 2.0 * static_cast<double>(n * n * n) / t * 1e-9;
+  // The same product in bf16 storage (kernels/gemm.h: widened to float, one rounding of C).
+  std::vector<tile::bf16> a16(a.size()), b16(b.size()), c16(c.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    a16[i] = tile::float_to_bf16(a[i]);
+    b16[i] = tile::float_to_bf16(b[i]);
+  }
+  const double t16 = median_seconds(5, [&] {
+    kernels::gemm<tile::bf16>(false, false, n, n, n, 1.f, a16.data(), n, b16.data(), n, 0.f, c16.data(), n);
+  });
+  d.peak_gflops_bf16 = 2.0 * static_cast<double>(n * n * n) / t16 * 1e-9;
 
   // Copy bandwidth: 64 MiB memcpy, bytes read + written.
   const size_t bytes = 64u << 20;
@@ -132,7 +144,7 @@ DeviceInfo describe_cuda(const std::string& note) {
     d.isa = "sm_" + std::to_string(f.cc_major) + std::to_string(f.cc_minor);
     d.memory_gib = static_cast<double>(f.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
     d.copy_gbps = f.copy_gbps;
-    d.gemm = "cuBLASLt fp32 (CUBLAS_COMPUTE_32F, no TF32)";
+    d.gemm = "cuBLASLt fp32 (CUBLAS_COMPUTE_32F, no TF32) and bf16 (float accumulation)";
     d.note = note + "; driver " + std::to_string(f.driver_version) + ", runtime " + std::to_string(f.runtime_version);
 
     // GEMM ceiling: fp32 4096^3 on random data in device memory, synchronized around each call.
@@ -157,6 +169,17 @@ DeviceInfo describe_cuda(const std::string& note) {
       kernels::synchronize(exec);
     });
     d.peak_gflops = 2.0 * static_cast<double>(n * n * n) / t * 1e-9;
+    // bf16 4096^3: the same values rounded, in the first halves of the same buffers.
+    std::vector<tile::bf16> host16(host.size());
+    for (size_t i = 0; i < host.size(); ++i) host16[i] = tile::float_to_bf16(host[i]);
+    kernels::copy_bytes(a.p, host16.data(), bytes / 2);
+    kernels::copy_bytes(b.p, host16.data(), bytes / 2);
+    const double t16 = median_seconds(5, [&] {
+      kernels::gemm<tile::bf16>(exec, false, false, n, n, n, 1.f, static_cast<const tile::bf16*>(a.p), n,
+                                static_cast<const tile::bf16*>(b.p), n, 0.f, static_cast<tile::bf16*>(c.p), n);
+      kernels::synchronize(exec);
+    });
+    d.peak_gflops_bf16 = 2.0 * static_cast<double>(n * n * n) / t16 * 1e-9;
   } catch (const std::exception& e) {
     throw Error(std::string("measuring the CUDA device: ") + e.what());
   }

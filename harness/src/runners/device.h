@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace bench {
 
@@ -12,11 +13,18 @@ struct DeviceInfo {
   int cores = 0;           ///< logical CPUs visible
   int threads = 0;         ///< worker threads used
   std::string isa;         ///< relevant ISA extensions (avx2, avx512f, amx ...)
-  double peak_gflops = 0;  ///< measured fp32 GEMM rate at 1024^3 (MFU denominator)
-  double copy_gbps = 0;    ///< measured memcpy bandwidth, 64 MiB
-  double memory_gib = 0;   ///< physical memory
-  std::string gemm;        ///< GEMM library and version
-  std::string note;        ///< how the device was chosen
+  double peak_gflops = 0;  ///< measured fp32 GEMM rate at 1024^3 (MFU denominator of float32 models)
+  /// Measured bf16 GEMM rate (bf16 in and out, float accumulation): MFU denominator of bfloat16
+  /// models; 0 when not measured (databases written before it existed).
+  double peak_gflops_bf16 = 0;
+  /// The MFU denominator for a model of dtype `dtype` ("bfloat16" or another).
+  double peak_for(std::string_view dtype) const {
+    return dtype == "bfloat16" && peak_gflops_bf16 > 0 ? peak_gflops_bf16 : peak_gflops;
+  }
+  double copy_gbps = 0;   ///< measured memcpy bandwidth, 64 MiB
+  double memory_gib = 0;  ///< physical memory
+  std::string gemm;       ///< GEMM library and version
+  std::string note;       ///< how the device was chosen
   /// JSON object of all fields.
   std::string json() const;
 };
@@ -25,9 +33,9 @@ struct DeviceInfo {
 DeviceInfo describe_cpu(const std::string& note);
 
 /// The current CUDA device, with its ceilings measured: copy bandwidth (256 MiB device to device)
-/// and the fp32 cuBLASLt GEMM rate at 4096^3 without TF32 (the rate of the models' float32
-/// GEMMs: MFU's denominator). cores = SMs, isa = "sm_XY", note += driver and runtime versions.
-/// Throws bench::Error in a build without CUDA or on a CUDA error.
+/// and the cuBLASLt GEMM rates at 4096^3, fp32 without TF32 and bf16 with float accumulation (the
+/// rates of the float32 and bfloat16 models' GEMMs: MFU's denominators). cores = SMs, isa = "sm_XY", note += driver and
+/// runtime versions. Throws bench::Error in a build without CUDA or on a CUDA error.
 DeviceInfo describe_cuda(const std::string& note);
 
 /// describe_cuda for device "cuda", else describe_cpu.

@@ -23,7 +23,7 @@ void append_rows(const Tensor& t, int64_t row, int64_t n, std::vector<double>& o
                    storage);
   dispatch_float(t.dtype(), [&]<class T>() {
     const T* p = host.data<T>();
-    for (int64_t i = 0; i < n * width; ++i) out.push_back(static_cast<double>(p[i]));
+    for (int64_t i = 0; i < n * width; ++i) out.push_back(scalar_value(p[i]));
   });
 }
 

@@ -159,7 +159,8 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     t.tokens_per_s = static_cast<double>(d.tokens()) / (sum.median * 1e-3);
     t.flops_per_iter = flops;
     t.gflops_per_s = flops / (sum.median * 1e-3) * 1e-9;
-    if (env.device.peak_gflops > 0) t.mfu = t.gflops_per_s / env.device.peak_gflops;
+    const double peak = env.device.peak_for(dtype_name(rc.model.dtype));
+    if (peak > 0) t.mfu = t.gflops_per_s / peak;
     t.peak_bytes = static_cast<int64_t>(model.bytes());
     t.samples_ms = reporter.ms;
     row.throughput.push_back(std::move(t));
