@@ -30,7 +30,8 @@ const std::vector<KernelInfo>& catalog() {
       {"attention_backward", "kernels/attention.h", "dq, dk, dv through the saved probabilities"},
       {"gemm", "kernels/gemm.h", "fp32: oneDNN dnnl_sgemm (CUDA: cuBLASLt, no TF32); fp64: reference loop"},
       {"flash_attention_forward / backward", "kernels/cuda/flash_attention.cuh",
-       "bf16 fused attention on the tensor cores (mma.sync), every variant; CUDA only, not yet a model path"},
+       "bf16 fused attention on the tensor cores (mma.sync), every variant; CUDA only, the bf16 model's attention "
+       "where attention_uses_flash says so"},
   };
   return k;
 }

@@ -19,9 +19,13 @@ struct DeviceFacts {
   int cc_major = 0, cc_minor = 0;
   size_t memory_bytes = 0;
   size_t l2_bytes = 0;
-  int driver_version = 0;   ///< cudaDriverGetVersion, e.g. 12080
-  int runtime_version = 0;  ///< cudaRuntimeGetVersion
-  double copy_gbps = 0;     ///< measured device-to-device copy, bytes read + written per second / 1e9
+  int driver_version = 0;       ///< cudaDriverGetVersion, e.g. 12080
+  int runtime_version = 0;      ///< cudaRuntimeGetVersion
+  size_t cublaslt_version = 0;  ///< cublasLtGetVersion, e.g. 130001
+  /// cudnnGetVersion of the libcudnn.so.9 the loader finds (dlopen: bench does not link cuDNN,
+  /// so a machine without it still runs), e.g. 91300; 0 when there is none.
+  size_t cudnn_version = 0;
+  double copy_gbps = 0;  ///< measured device-to-device copy, bytes read + written per second / 1e9
 };
 
 /// CUDA devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without a driver.

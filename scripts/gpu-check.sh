@@ -8,9 +8,11 @@
 # writes the table to $OUT; then, where python3 has PyTorch, scripts/torch_baseline.py puts
 # PyTorch eager, torch.compile and SDPA's flash and cuDNN attention beside those figures
 # ($OUT/torch-baseline.md); and with the bundle of scripts/gpu-bundle.sh carried, it runs the
-# model on the GPU: tests/cuda/every_component.toml on CUDA and on the CPU, compared step by step
-# (every-compare.txt; a failure fails the check), and `bench run experiments/norms.toml` (100
-# stability steps; norms-gpu.txt). Bounded at about 8 minutes by its timeouts.
+# model on the GPU: tests/cuda/every_component.toml on CUDA and on the CPU, in float32 and in
+# bfloat16, compared step by step (every-compare.txt; a failure fails the check), the GPT-2-small
+# train step's MFU in bf16 and float32 (tests/cuda/gpt2_small.toml; gpt2-small.txt), and `bench
+# run experiments/norms.toml` (100 stability steps; norms-gpu.txt). Bounded at about 8 minutes by
+# its timeouts.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh      (after scripts/gpu-bundle.sh here; carry .gpu-bundle.tar.xz)
 set -uo pipefail
@@ -69,31 +71,49 @@ if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
     [ -n "$p" ] && libs="$libs:$(dirname "$p")"
   done
   bench=("$b/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$b/bin/bench")
-  # 1. The model on the GPU against the same model on the CPU: every plugin family, 6 steps
-  #    (float32 both, sums in other orders: losses and grad norms within 1e-3 relative).
+  # 1. The model on the GPU against the same model on the CPU: every plugin family, 6 steps;
+  #    float32 both (sums in other orders: losses, grad norms and max logits within 1e-3
+  #    relative), then bfloat16 both (bf16 roundings of values that differ in the last float
+  #    bits: within 3e-2, and 1e-3 absolute for values near zero).
   steps_sql="SELECT c.label, s.step, s.loss, s.grad_norm, s.max_attn_logit FROM steps s
              JOIN cases c ON c.id = s.case_id ORDER BY c.ordinal, s.step"
-  for dev in cuda cpu; do
-    rm -f "$out/every-$dev.db"
-    timeout 120 "${bench[@]}" --db "$out/every-$dev.db" -q run --device "$dev" tests/cuda/every_component.toml \
-      > "$out/every-$dev.txt" 2>&1
-    echo "gpu-check: every_component on $dev exit $?" | tee -a "$log"
-    "${bench[@]}" --db "$out/every-$dev.db" query "$steps_sql" --format csv > "$out/every-$dev.csv" 2>> "$log"
-  done
-  python3 - "$out/every-cuda.csv" "$out/every-cpu.csv" << 'PY' 2>&1 | tee -a "$log" "$out/every-compare.txt"
+  sed -e 's/^\[model\]$/[model]\ndtype = "bfloat16"/' tests/cuda/every_component.toml > "$out/every_component_bf16.toml"
+  : > "$out/every-compare.txt"
+  for kind in f32 bf16; do
+    exp=tests/cuda/every_component.toml tol=1e-3 floor=1e-6
+    [ $kind = bf16 ] && exp="$out/every_component_bf16.toml" tol=3e-2 floor=1e-3
+    for dev in cuda cpu; do
+      rm -f "$out/every-$kind-$dev.db"
+      timeout 120 "${bench[@]}" --db "$out/every-$kind-$dev.db" -q run --device "$dev" "$exp" \
+        > "$out/every-$kind-$dev.txt" 2>&1
+      echo "gpu-check: every_component $kind on $dev exit $?" | tee -a "$log"
+      "${bench[@]}" --db "$out/every-$kind-$dev.db" query "$steps_sql" --format csv > "$out/every-$kind-$dev.csv" \
+        2>> "$log"
+    done
+    python3 - "$out/every-$kind-cuda.csv" "$out/every-$kind-cpu.csv" "$kind" "$tol" "$floor" << 'PY' 2>&1 |
 import csv, sys
 gpu, cpu = (list(csv.reader(open(f))) for f in sys.argv[1:3])
+kind, tol, floor = sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
 bad = 0 if len(gpu) == len(cpu) > 1 else 1
 worst = 0.0
 for g, c in zip(gpu[1:], cpu[1:]):
     for x, y in zip(g[2:], c[2:]):
-        rel = abs(float(x) - float(y)) / max(abs(float(y)), 1e-6)
+        rel = abs(float(x) - float(y)) / max(abs(float(y)), floor)
         worst = max(worst, rel)
-        bad += rel > 1e-3
-print(f"every_component, CUDA vs CPU: {max(len(gpu) - 1, 0)} logged steps, worst relative difference {worst:.2e}, "
-      f"{bad} over 1e-3: {'PASS' if bad == 0 else 'FAIL'}")
+        bad += rel > tol
+print(f"every_component {kind}, CUDA vs CPU: {max(len(gpu) - 1, 0)} logged steps, worst relative difference "
+      f"{worst:.2e}, {bad} over {tol:g}: {'PASS' if bad == 0 else 'FAIL'}")
 PY
-  grep -q PASS "$out/every-compare.txt" || status=1
+      tee -a "$log" "$out/every-compare.txt"
+  done
+  grep -q FAIL "$out/every-compare.txt" && status=1
+  [ "$(grep -c PASS "$out/every-compare.txt")" -eq 2 ] || status=1
+  # The MFU target: a GPT-2-small-sized train step, bf16 and float32 (tests/cuda/gpt2_small.toml).
+  rm -f "$out/gpt2-small.db"
+  timeout 150 "${bench[@]}" --db "$out/gpt2-small.db" run --device cuda tests/cuda/gpt2_small.toml \
+    > "$out/gpt2-small.txt" 2> "$out/gpt2-small.log"
+  echo "gpu-check: gpt2_small exit $?; table in $out/gpt2-small.txt" | tee -a "$log"
+  grep -A4 "^throughput" "$out/gpt2-small.txt" | tee -a "$log"
   # 2. experiments/norms.toml on the GPU, with 100 stability steps instead of 1000.
   sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$out/norms-gpu.toml"
   timeout "$(($(left) - 40))" "${bench[@]}" --db "$out/norms-gpu.db" run --device cuda "$out/norms-gpu.toml" \

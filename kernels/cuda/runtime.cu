@@ -1,6 +1,8 @@
 // The CUDA runtime pieces of kernels/device_runtime.h: device facts with a measured copy
 // bandwidth, the cudaMalloc backend of the caching allocator, event timing, L2 flushing.
+#include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -67,6 +69,12 @@ DeviceFacts describe_device(int index) {
   f.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
   check(cudaDriverGetVersion(&f.driver_version), "cudaDriverGetVersion");
   check(cudaRuntimeGetVersion(&f.runtime_version), "cudaRuntimeGetVersion");
+  f.cublaslt_version = cublasLtGetVersion();
+  if (void* cudnn = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL)) {
+    using GetVersion = size_t (*)();
+    if (auto* get = reinterpret_cast<GetVersion>(dlsym(cudnn, "cudnnGetVersion"))) f.cudnn_version = get();
+    dlclose(cudnn);
+  }
 
   // Copy bandwidth on non-zero data: 256 MiB device to device.
   const size_t bytes = size_t{256} << 20;

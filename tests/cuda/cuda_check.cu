@@ -417,8 +417,9 @@ void bandwidth() {
     CUDA_OK(cudaMemset(v.get(), 0, static_cast<size_t>(n) * sizeof(A)));
     const kernels::AdamWStep step{1e-4, 0.9, 0.95, 1e-8, 1e-5, 10, 1.0};
     g_timings.push_back({"adamw", dtype_name<T>(), "64M params", 0, 0});
-    const double ms = time_ms(
-        [&] { CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, y.get(), dy.get(), m.get(), v.get(), n, step, nullptr)); });
+    const double ms = time_ms([&] {
+      CUDA_OK(kernels::cuda::adamw_update<T>(nullptr, y.get(), dy.get(), m.get(), v.get(), n, step, nullptr));
+    });
     g_timings.back().ms = ms;
     g_timings.back().gbps = (3 * e + 4.0 * sizeof(A)) * static_cast<double>(n) / (ms * 1e-3) * 1e-9;
   }

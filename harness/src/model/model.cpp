@@ -9,6 +9,7 @@
 #include "bench/random.h"
 #include "kernels/adamw.h"
 #include "kernels/dropout.h"
+#include "kernels/elementwise.h"
 #include "plugins/registry.h"
 
 namespace bench {
@@ -342,29 +343,59 @@ std::vector<double> Model::parameter_values() const {
   return out;
 }
 
-std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) const {
+void Model::snapshot_parameters() {
+  const Tensor& source = master_.defined() ? master_ : values_;
+  if (!snapshot_.defined()) snapshot_ = arena_.allocate(source.shape(), source.dtype());
+  ops::copy(source, snapshot_);
+  snapshot_valid_ = true;
+}
+
+std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) {
   std::vector<LayerSquares> out(static_cast<size_t>(spec_.dims.n_layers));
-  std::vector<char> storage;
   const Tensor& source = what == LayerQuantity::kGradient ? grads_ : master_.defined() ? master_ : values_;
-  const Tensor all = ops::on_host(source, storage);
   const size_t esize = dtype_size(spec_.dtype);
-  dispatch_float(all.dtype(), [&]<class T>() {
+  // Element offset of a parameter in the flat blocks (values_, grads_, master_, snapshot_).
+  const auto offset_of = [&](const Param& p) {
+    return static_cast<int64_t>(static_cast<const char*>(p.value.raw()) - static_cast<const char*>(values_.raw())) /
+           static_cast<int64_t>(esize);
+  };
+  if (what == LayerQuantity::kUpdate && before != nullptr) {  // against host values
+    std::vector<char> storage;
+    const Tensor all = ops::on_host(source, storage);
+    dispatch_float(all.dtype(), [&]<class T>() {
+      for (const auto& p : params_) {
+        const int layer = layer_of(p->name);
+        if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
+        const int64_t offset = offset_of(*p);
+        const T* x = all.data<T>() + offset;
+        double ss = 0;
+        for (int64_t i = 0; i < p->value.numel(); ++i) {
+          const double v = scalar_value(x[i]) - (*before)[static_cast<size_t>(offset + i)];
+          ss += v * v;
+        }
+        out[static_cast<size_t>(layer)].sum_squares += ss;
+        out[static_cast<size_t>(layer)].count += p->value.numel();
+      }
+    });
+    return out;
+  }
+  const bool update = what == LayerQuantity::kUpdate;
+  if (update && !snapshot_valid_)
+    throw Error("squares_by_layer(kUpdate) needs `before` or a snapshot_parameters() since the last one");
+  const tile::Exec exec = arena_.memory() == kernels::Memory::kHost ? tile::Exec{} : kernels::exec_for(arena_.memory());
+  dispatch_float(source.dtype(), [&]<class T>() {
+    T* diff = update ? snapshot_.data<T>() : nullptr;
+    if (update) {  // snapshot = snapshot - value, in place, over all parameters at once
+      kernels::axpy<T>(exec, -1, source.data<T>(), diff, source.numel());
+      snapshot_valid_ = false;
+    }
+    const T* base = update ? diff : source.data<T>();
     for (const auto& p : params_) {
       const int layer = layer_of(p->name);
       if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
-      const auto offset =
-          static_cast<size_t>(static_cast<const char*>(p->value.raw()) - static_cast<const char*>(values_.raw())) /
-          esize;
-      const T* x = all.data<T>() + offset;
-      const int64_t n = p->value.numel();
-      double ss = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        double v = scalar_value(x[i]);
-        if (what == LayerQuantity::kUpdate) v -= (*before)[offset + static_cast<size_t>(i)];
-        ss += v * v;
-      }
-      out[static_cast<size_t>(layer)].sum_squares += ss;
-      out[static_cast<size_t>(layer)].count += n;
+      out[static_cast<size_t>(layer)].sum_squares +=
+          kernels::sum_of<T>(exec, kernels::SumOf::kSquares, base + offset_of(*p), p->value.numel());
+      out[static_cast<size_t>(layer)].count += p->value.numel();
     }
   });
   return out;

@@ -65,10 +65,16 @@ class Model {
   /// Every parameter value as double, in storage order (the master copy of a bf16 model): the
   /// `before` of an update measurement.
   std::vector<double> parameter_values() const;
+  /// Keep a copy of every parameter (the master copy of a bf16 model) in the model's memory: the
+  /// `before` of squares_by_layer(kUpdate) without a host vector. The copy's buffer is allocated
+  /// at the first call.
+  void snapshot_parameters();
   /// Per block (index = layer): the squares of the parameter values, of the gradients, or of the
-  /// update value - before[i] since `before` was taken with parameter_values(). Parameters
-  /// outside the blocks (embedding, final norm, head) are not counted.
-  std::vector<LayerSquares> squares_by_layer(LayerQuantity what, const std::vector<double>* before = nullptr) const;
+  /// update: value - before[i] since `before` was taken with parameter_values(), or, without
+  /// `before`, value - the snapshot_parameters() copy (which this consumes). Summed on the device
+  /// per parameter (nothing of the parameters' size comes to the host) unless `before` is given.
+  /// Parameters outside the blocks (embedding, final norm, head) are not counted.
+  std::vector<LayerSquares> squares_by_layer(LayerQuantity what, const std::vector<double>* before = nullptr);
   /// The block index of a parameter name ("blocks.3.attn.wqkv" -> 3), -1 outside the blocks.
   static int layer_of(std::string_view name);
 
@@ -135,7 +141,9 @@ class Model {
   Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
   Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
-  Tensor master_;            // float master weights of a bf16 model (undefined otherwise)
+  Tensor master_;    // float master weights of a bf16 model (undefined otherwise)
+  Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
+  bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
   int64_t adam_step_ = 0;

@@ -145,7 +145,9 @@ DeviceInfo describe_cuda(const std::string& note) {
     d.memory_gib = static_cast<double>(f.memory_bytes) / (1024.0 * 1024.0 * 1024.0);
     d.copy_gbps = f.copy_gbps;
     d.gemm = "cuBLASLt fp32 (CUBLAS_COMPUTE_32F, no TF32) and bf16 (float accumulation)";
-    d.note = note + "; driver " + std::to_string(f.driver_version) + ", runtime " + std::to_string(f.runtime_version);
+    d.note = note + "; driver " + std::to_string(f.driver_version) + ", runtime " + std::to_string(f.runtime_version) +
+             ", cuBLASLt " + std::to_string(f.cublaslt_version) + ", cuDNN " +
+             (f.cudnn_version > 0 ? std::to_string(f.cudnn_version) : std::string("not found"));
 
     // GEMM ceiling: fp32 4096^3 on random data in device memory, synchronized around each call.
     const int64_t n = 4096;

@@ -132,12 +132,11 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     opt.lr = lr_at(step, steps, peak, warmup, schedule, s.number("min_lr_ratio"));
     opt.decay_lr = independent ? opt.lr / peak : opt.lr;
     std::vector<LayerSquares> grad_sq;
-    std::vector<double> before;
     double snapshot_ms = 0;  // measurement work, not part of the step's time
     if (logging) {
       const auto t_snap = std::chrono::steady_clock::now();
       grad_sq = model.squares_by_layer(LayerQuantity::kGradient);
-      before = model.parameter_values();
+      model.snapshot_parameters();  // in the model's memory: nothing of its size to the host
       snapshot_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_snap).count();
     }
     const double norm = model.optimizer_step(opt, ctx);
@@ -166,7 +165,7 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
         if (layer < 0 && (name == "max_attn_logit" || name == "z_mean")) continue;
         logged.push_back({name, layer, step, v});
       }
-      const auto update_sq = model.squares_by_layer(LayerQuantity::kUpdate, &before);
+      const auto update_sq = model.squares_by_layer(LayerQuantity::kUpdate);
       for (size_t i = 0; i < grad_sq.size(); ++i) {
         const auto count = static_cast<double>(std::max<int64_t>(1, grad_sq[i].count));
         logged.push_back({"grad_rms", static_cast<int64_t>(i), step, std::sqrt(grad_sq[i].sum_squares / count)});
