@@ -141,6 +141,11 @@ void expect_round_trip(const std::string& toml, const std::string& dtype_key) {
     const Param* q = b.find_param(p->name);
     ASSERT_NE(q, nullptr);
     ASSERT_EQ(std::memcmp(p->value.raw(), q->value.raw(), p->value.bytes()), 0) << p->name;
+    const Tensor ma = a.master_of(*p), mb = b.master_of(*q);  // a bf16 model's float copies
+    ASSERT_EQ(ma.defined(), mb.defined());
+    if (ma.defined()) {
+      ASSERT_EQ(std::memcmp(ma.raw(), mb.raw(), ma.bytes()), 0) << p->name;
+    }
   }
   RunContext ctx;
   const std::vector<int32_t> tokens = some_tokens(45);
@@ -165,6 +170,10 @@ TEST(Checkpoint, RoundTripIsBitExact) {
   std::string f64 = kLlama;
   f64.insert(f64.find("[data]"), "dtype = \"float64\"\n");
   expect_round_trip(f64, "F64");
+  // A bf16 model saves its float master weights: F32 keeps them, and the bf16 values follow.
+  std::string bf16 = kLlama;
+  bf16.insert(bf16.find("[data]"), "dtype = \"bfloat16\"\n");
+  expect_round_trip(bf16, "F32");
 }
 
 TEST(Checkpoint, Bfloat16AndHalfRoundToNearest) {
