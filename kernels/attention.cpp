@@ -221,10 +221,20 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
   });
 }
 
+template <class T>
+void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
+  (void)dims_of(a);  // the argument checks
+  BENCH_ON_CUDA(exec, T, "attention_entropy", cuda::attention_entropy<T>(stream, a, qkv, entropy))
+  tile::dispatch_block(a.seq, [&]<int B>() {
+    tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_entropy<T, B>(a, qkv, entropy));
+  });
+}
+
 #define BENCH_INSTANTIATE(T)                                                                                         \
   template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);            \
   template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, \
-                                      T*);
+                                      T*);                                                                           \
+  template void attention_entropy<T>(const Exec&, const AttentionArgs&, const T*, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
 BENCH_INSTANTIATE(tile::bf16)

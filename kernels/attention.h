@@ -1,6 +1,8 @@
 // defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
-//          attention_backward (CPU: GEMM + the masked softmax kernels), and the float64
-//          references attention_forward_reference, attention_backward_reference
+//          attention_backward (CPU: GEMM + the masked softmax kernels), attention_entropy,
+//          attention_uses_flash, attention_keeps_probs, attention_flash_state_size, and the
+//          float64 references attention_forward_reference, attention_backward_reference,
+//          attention_entropy_reference
 //
 // Sections, in order: 1. float64 reference  2. tile programs (only the dropout of probability
 // blocks: the rest is built from gemm and the softmax kernels; the CUDA path is a
@@ -19,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "dropout.h"
@@ -44,9 +47,9 @@ struct AttentionArgs {
   bool causal = true;         ///< queries see keys up to their own position only
   double dropout = 0;         ///< dropout rate on the probabilities, in [0, 1) (0 outside training)
   uint64_t dropout_seed = 0;  ///< seed of the dropout mask (kernels::dropout_seed(case seed, step, site))
-  /// Keep the probabilities in `probs` (the attention-entropy probe reads them): on CUDA in bf16
-  /// this turns the flash kernel off for the call (attention_uses_flash). The backward must see
-  /// the forward's value.
+  /// Keep the probabilities in `probs` (then sized attention_probs_size): on CUDA in bf16 this
+  /// turns the flash kernels off for the call (attention_uses_flash). The backward must see the
+  /// forward's value.
   bool materialize = false;
 };
 
@@ -166,12 +169,126 @@ inline void attention_backward_reference(const AttentionArgs& a, const std::vect
     }
 }
 
+/// float64 reference of attention_entropy: per query row (b, h, t) of [B, H, T], the entropy
+/// -sum_j p_j ln p_j of its (undropped) attention probabilities, in nats.
+inline void attention_entropy_reference(const AttentionArgs& a, const std::vector<double>& qkv,
+                                        std::vector<double>& entropy) {
+  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
+  const int64_t width = (n_h + 2 * n_kv) * dh;
+  entropy.assign(static_cast<size_t>(a.batch * n_h * n_t), 0.0);
+  std::vector<double> l(static_cast<size_t>(n_t));
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < n_h; ++h) {
+      const int64_t g = h / (n_h / n_kv);
+      for (int64_t t = 0; t < n_t; ++t) {
+        const int64_t hi = a.causal ? t + 1 : n_t;
+        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+        const double* q = &qkv[(b * n_t + t) * width + h * dh];
+        double m = -HUGE_VAL;
+        for (int64_t j = lo; j < hi; ++j) {
+          const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
+          double s = 0;
+          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
+          s *= a.scale;
+          l[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
+          m = std::max(m, l[j]);
+        }
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
+        double e = 0;
+        for (int64_t j = lo; j < hi; ++j) {
+          const double p = std::exp(l[j] - m) / z;
+          if (p > 0) e -= p * std::log(p);
+        }
+        entropy[static_cast<size_t>((b * n_h + h) * n_t + t)] = e;
+      }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. tile programs
 // ---------------------------------------------------------------------------------------------
 
 namespace programs {
 namespace tl = tile::tl;
+
+/// The entropy of one query row's attention probabilities, recomputed from qkv without storing
+/// any of them (what the flash path, which keeps none, offers the entropy probe): program (t, bh)
+/// takes the keys of row t in chunks of B, one key per lane, each score a dot product over
+/// d_head (K read by a strided gather); a first pass finds the row's max logit m, a second sums
+/// z = sum e^(l - m) and w = sum e^(l - m) (l - m), and
+///   H = -sum p ln p = ln z - w / z   (p = e^(l - m) / z).
+/// O(T^2 d_head) work per head, as a forward: the stability runner asks for it on logging steps.
+template <class T, int B>
+struct AttentionEntropyRows {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  const T* qkv;
+  A* entropy;  // [B, H, T]
+  int64_t seq;
+  int64_t heads;
+  int64_t group;  // query heads per kv head
+  int64_t d_head;
+  int64_t width;  // (H + 2 Hkv) d_head
+  A scale;
+  A softcap;  // 0: no cap
+  SoftmaxMask mask;
+
+  /// Logits of the n keys from k (rows width apart) for query q; lanes from n on are garbage.
+  template <class Ctx>
+  BENCH_HD auto logits(Ctx& c, const T* q, const T* k, int64_t n) const {
+    const auto rows = tl::arange<B>(c) * static_cast<int>(width);
+    auto s = tl::full<B>(c, A(0));
+    for (int64_t d = 0; d < d_head; ++d) s = s + tl::gather(c, k + d, rows, n) * tile::to_acc(q[d]);
+    s = s * scale;
+    if (softcap > A(0)) s = tl::tanh(s * (A(1) / softcap)) * softcap;
+    return s;
+  }
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
+    const int64_t b = bh / heads, h = bh % heads, g = h / group;
+    int64_t lo = 0, hi = 0;
+    softmax_row_range(mask, t, seq, lo, hi);
+    const T* q = qkv + (b * seq + t) * width + h * d_head;
+    const T* k = qkv + b * seq * width + (heads + g) * d_head;
+    const A lowest = static_cast<A>(-HUGE_VAL);
+    auto mt = tl::full<B>(c, lowest);
+    for (int64_t j0 = lo; j0 < hi; j0 += B) {
+      const auto valid = tl::arange<B>(c) < static_cast<int>(hi - j0 < B ? hi - j0 : B);
+      mt = tl::maximum(mt, tl::where(valid, logits(c, q, k + j0 * width, hi - j0), lowest));
+    }
+    const A m = tl::max(c, mt);
+    auto zt = tl::full<B>(c, A(0));
+    auto wt = tl::full<B>(c, A(0));
+    for (int64_t j0 = lo; j0 < hi; j0 += B) {
+      const auto valid = tl::arange<B>(c) < static_cast<int>(hi - j0 < B ? hi - j0 : B);
+      const auto l = tl::where(valid, logits(c, q, k + j0 * width, hi - j0) - m, A(0));
+      const auto e = tl::where(valid, tl::exp(l), A(0));
+      zt = zt + e;
+      wt = wt + e * l;
+    }
+    const A z = tl::sum(c, zt), w = tl::sum(c, wt);
+    tl::store_scalar(c, entropy + bh * seq + t, hi > lo ? tile::math::log(z) - w / z : A(0));
+  }
+};
+
+/// The program of attention_entropy for `a`.
+template <class T, int B>
+AttentionEntropyRows<T, B> make_attention_entropy(const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
+  using A = acc_t<T>;
+  return AttentionEntropyRows<T, B>{qkv,
+                                    entropy,
+                                    a.seq,
+                                    a.n_heads,
+                                    a.n_heads / a.n_kv_heads,
+                                    a.d_head,
+                                    (a.n_heads + 2 * a.n_kv_heads) * a.d_head,
+                                    static_cast<A>(a.scale),
+                                    static_cast<A>(a.softcap),
+                                    SoftmaxMask{a.causal, 0, a.window}};
+}
 
 /// Dropout of a block of probabilities, one row per program: y[r, c] = x[r, c] * M / (1 - p) for
 /// columns c in [0, cols), with M the mask of element base + r * row_step + c (rows of x and y
@@ -247,21 +364,42 @@ template <class T>
 void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out, const T* probs,
                         const T* dout, T* dqkv, T* workspace);
 
-/// Whether attention on CUDA in bf16 takes the flash kernels (kernels/cuda/flash_attention.cuh)
-/// for these arguments: d_head 64 or 128, a window only when causal, `materialize` off, and
-/// `probs` large enough (attention_probs_size bf16 elements) to hold what flash keeps instead
-/// of the probabilities: the log-sum-exp per query and, from attention_flash_workspace_offset
-/// floats on, the backward's float workspace: about B H T (d_head + 2) floats, which holds from
-/// T >= 2 (d_head + 2) or so. Then `probs` does not receive
-/// probabilities (the entropy probe needs `materialize`), and the backward needs the forward's
-/// `out`. Otherwise CUDA runs the cuBLASLt path, which materializes them like the CPU.
+/// Per query row (b, h, t) the entropy -sum_j p_j ln p_j (nats) of its attention probabilities
+/// (undropped, as attention_forward stores them), recomputed from qkv (the forward's, after
+/// rotation): entropy is [B, H, T] in the compute type. For when the probabilities were not kept
+/// (attention_keeps_probs); otherwise kernels::sum_of(kEntropy) over them is cheaper. The grid is
+/// (T, B H): on CUDA B H must stay under 65536.
+template <class T>
+void attention_entropy(const Exec& exec, const AttentionArgs& args, const T* qkv, acc_t<T>* entropy);
+
+/// Elements of bf16 the flash path keeps in `probs` instead of the probabilities: the
+/// log-sum-exp per query [B, H, T] and, from attention_flash_workspace_offset floats on (256-byte
+/// aligned), the backward's float workspace of B H T (d_head + 1) floats.
 inline int64_t attention_flash_workspace_offset(const AttentionArgs& a) {
-  return (a.batch * a.n_heads * a.seq + 63) / 64 * 64;  // floats; the workspace 256-byte aligned
+  return (a.batch * a.n_heads * a.seq + 63) / 64 * 64;  // floats
 }
+inline int64_t attention_flash_state_size(const AttentionArgs& a) {
+  return 2 * (attention_flash_workspace_offset(a) + a.batch * a.n_heads * a.seq * (a.d_head + 1));
+}
+
+/// Whether attention on CUDA in bf16 takes the flash kernels (kernels/cuda/flash_attention.cuh)
+/// for these arguments: d_head 64 or 128, a window only when causal, `materialize` off, and a
+/// state no larger than the probabilities (attention_flash_state_size <= attention_probs_size,
+/// from T >= 2 (d_head + 2) or so), so that a buffer sized for either path holds it. Then
+/// `probs` holds that state instead of probabilities (attention_flash_state_size elements are
+/// enough), the entropy probe needs attention_entropy, and the backward needs the forward's
+/// `out`. Otherwise CUDA runs the cuBLASLt path, which materializes them like the CPU.
 inline bool attention_uses_flash(const AttentionArgs& a) {
   if (a.materialize || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal)) return false;
-  const int64_t rows = a.batch * a.n_heads * a.seq;
-  return attention_probs_size(a) * 2 >= (attention_flash_workspace_offset(a) + rows * (a.d_head + 1)) * 4;
+  return attention_flash_state_size(a) <= attention_probs_size(a);
+}
+
+/// Whether attention_forward on `exec` in T leaves the probabilities in `probs` (all but the
+/// flash path), and so how many elements `probs` needs: attention_probs_size, or
+/// attention_flash_state_size when it does not.
+template <class T>
+bool attention_keeps_probs(const Exec& exec, const AttentionArgs& a) {
+  return !(exec.backend == tile::Backend::kCuda && std::is_same_v<T, tile::bf16> && attention_uses_flash(a));
 }
 
 }  // namespace bench::kernels

@@ -53,6 +53,9 @@ void attention_backward(Stream stream, const AttentionArgs& args, const T* qkv, 
                         const T* dout, T* dqkv, T* workspace);
 
 template <class T>
+Status attention_entropy(Stream stream, const AttentionArgs& args, const T* qkv, acc_t<T>* entropy);
+
+template <class T>
 Status norm_forward(Stream stream, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                     acc_t<T>* rstd, int64_t rows, int64_t cols, double eps);
 template <class T>

@@ -204,9 +204,22 @@ void attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, con
     }
 }
 
-#define BENCH_INSTANTIATE(T)                                                                         \
-  template void attention_forward<T>(Stream, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*); \
-  template void attention_backward<T>(Stream, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, T*);
+template <class T>
+Status attention_entropy(Stream stream, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
+  (void)dims_of(a, false);
+  if (a.batch * a.n_heads > 65535) return cudaErrorInvalidConfiguration;  // the grid's y
+  Status st = cudaSuccess;
+  tile::dispatch_block(a.seq, [&]<int B>() {
+    st = tile::launch_cuda(tile::Grid{a.seq, a.batch * a.n_heads},
+                           programs::make_attention_entropy<T, B>(a, qkv, entropy), stream);
+  });
+  return st;
+}
+
+#define BENCH_INSTANTIATE(T)                                                                                         \
+  template void attention_forward<T>(Stream, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);                 \
+  template void attention_backward<T>(Stream, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, T*); \
+  template Status attention_entropy<T>(Stream, const AttentionArgs&, const T*, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

@@ -84,7 +84,10 @@ class CausalAttention final : public Sublayer {
     dqkv_ = ctx.buffer({rows_, qkv_width_});
     att_ = ctx.buffer({rows_, heads_ * d_head_});
     datt_ = ctx.buffer({rows_, heads_ * d_head_});
-    probs_ = ctx.buffer({kernels::attention_probs_size(args_)});
+    // Where the flash kernels will run, probs_ holds their state, not the T x T probabilities.
+    flash_ = !dispatch_float(
+        ctx.dtype(), [&]<class T>() { return kernels::attention_keeps_probs<T>(tile::Exec{ctx.backend()}, args_); });
+    probs_ = ctx.buffer({flash_ ? kernels::attention_flash_state_size(args_) : kernels::attention_probs_size(args_)});
     work_ = ctx.buffer({kernels::attention_workspace_size(args_)});
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
     esize_ = dtype_size(ctx.dtype());
@@ -98,12 +101,13 @@ class CausalAttention final : public Sublayer {
     // Backward reads the rate and seed of this forward from args_.
     args_.dropout = ctx.training ? dropout_ : 0.0;
     args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
-    // The entropy probe reads the probabilities, which the flash kernels never store.
     const bool entropy = ctx.probes && ctx.layer_probes && layer_ >= 0;
-    args_.materialize = entropy;
     dispatch_float(x.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       A* rm = ctx.probes ? static_cast<A*>(row_max_.raw()) : nullptr;
+      if (kernels::attention_keeps_probs<T>(ctx.exec, args_) == flash_)
+        throw Error("attention: set up for " + std::string(flash_ ? "the flash kernels" : "stored probabilities") +
+                    " but run where the other path runs");
       kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm,
                                     work_.data<T>());
       if (rm != nullptr) {
@@ -121,8 +125,15 @@ class CausalAttention final : public Sublayer {
         // attends to one key. Summed where the probabilities are (the raw scores that follow them
         // when there is a cap are not summed).
         const int64_t rows = batch_ * heads_ * seq_;
-        const double h = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(), rows * seq_) /
-                         static_cast<double>(rows);
+        double sum = 0;
+        if (flash_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
+          A* per_row = static_cast<A*>(row_max_.raw());
+          kernels::attention_entropy<T>(ctx.exec, args_, qkv_.data<T>(), per_row);
+          sum = kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
+        } else {
+          sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(), rows * seq_);
+        }
+        const double h = sum / static_cast<double>(rows);
         ctx.probe_mean("attn_entropy", h);
         ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
       }
@@ -159,7 +170,8 @@ class CausalAttention final : public Sublayer {
     const double e = static_cast<double>(esize_);
     const double act = rows * static_cast<double>(d_model_) * e;
     const double weights = static_cast<double>(wqkv_->shape.numel() + wo_->shape.numel()) * e;
-    const double probs = static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
+    // The probabilities written and read back, unless the flash kernels keep them on chip.
+    const double probs = flash_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
     c += qk_norm_.cost(esize_);
@@ -181,6 +193,7 @@ class CausalAttention final : public Sublayer {
   double dropout_ = 0;
   int64_t site_ = 0;
   size_t esize_ = 4;
+  bool flash_ = false;  // the flash kernels will run: probs_ holds their state, not probabilities
   Position* position_ = nullptr;
   Param* wqkv_ = nullptr;
   Param* wo_ = nullptr;

@@ -659,6 +659,14 @@ void check_attention(kernels::AttentionArgs a, const std::string& name, bool mat
   compare(path, dtype_name<T>(), name + " max logit", max_ref, d_max.host(), half ? 2e-2 : 1e-4, half ? 2e-2 : 1e-4);
   compare(path + " bwd", dtype_name<T>(), name + " dqkv", dqkv_ref, d_dqkv.host(), (half ? 2e-2 : 1e-4) * scale,
           half ? 3e-2 : 1e-4);
+  if (!materialize) {  // the entropy recomputed from qkv (the flash path's probe), once per case and dtype
+    std::vector<double> ent_ref;
+    kernels::attention_entropy_reference(a, qkv64, ent_ref);
+    Device<A> d_ent(ent_ref.size());
+    CUDA_OK(kernels::cuda::attention_entropy<T>(nullptr, a, d_qkv.get(), d_ent.get()));
+    CUDA_OK(cudaDeviceSynchronize());
+    compare("attention entropy", dtype_name<T>(), name, ent_ref, d_ent.host(), 1e-4, 1e-4);
+  }
 }
 
 double g_flash_tflops = 0, g_flash_bwd_tflops = 0;

@@ -170,6 +170,61 @@ TEST_P(AttentionTest, Bf16MatchesFloat64Reference) {
   EXPECT_TRUE(all_near(to_double(r.row_max), ref_max, 1e-6, 1.0 / 256));  // the max of bf16 scores
 }
 
+// The entropy recomputed from qkv (what the flash path's probe uses) against the float64
+// reference and against the entropy summed over the probabilities the forward stores.
+TEST_P(AttentionTest, EntropyMatchesFloat64ReferenceAndTheStoredProbabilities) {
+  const auto& [name, a, backend] = GetParam();
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 8, 1.5);
+  std::vector<double> ref;
+  attention_entropy_reference(a, qkv, ref);
+  const size_t rows = ref.size();
+  std::vector<double> ed(rows, -1.0);
+  attention_entropy<double>(exec, a, qkv.data(), ed.data());
+  EXPECT_TRUE(all_near(ed, ref, 1e-12, 1e-12));
+  const auto rd = run<double>(exec, a, qkv, nullptr);
+  double stored = 0;  // sum over rows of -sum p ln p of the stored probabilities (then scores)
+  for (size_t i = 0; i < rows * static_cast<size_t>(a.seq); ++i)
+    if (rd.probs[i] > 0) stored -= rd.probs[i] * std::log(rd.probs[i]);
+  double total = 0;
+  for (double e : ed) total += e;
+  EXPECT_NEAR(total, stored, 1e-9 * stored);
+  const auto qkvf = to_storage<float>(qkv);
+  std::vector<float> ef(rows, -1.0f);
+  attention_entropy<float>(exec, a, qkvf.data(), ef.data());
+  std::vector<double> reff;
+  attention_entropy_reference(a, to_double(qkvf), reff);
+  EXPECT_TRUE(all_near(to_double(ef), reff, 2e-5, 1e-4));
+  const auto qkvb = to_storage<tile::bf16>(qkv);
+  std::vector<float> eb(rows, -1.0f);
+  attention_entropy<tile::bf16>(exec, a, qkvb.data(), eb.data());
+  std::vector<double> refb;  // of the bf16 inputs: only the float sums differ
+  attention_entropy_reference(a, to_double(qkvb), refb);
+  EXPECT_TRUE(all_near(to_double(eb), refb, 2e-5, 1e-4));
+}
+
+// Which path keeps the probabilities: only CUDA in bf16 at d_head 64/128 with room for the
+// flash state (the predicate the causal attention sizes its buffer by; no kernel runs here).
+TEST(AttentionFlash, KeepsProbabilitiesOffTheFlashPathOnly) {
+  const Exec cuda{Backend::kCuda}, cpu{Backend::kCpu};
+  AttentionArgs a = make_args(2, 256, 4, 2, 64);
+  EXPECT_FALSE(attention_keeps_probs<tile::bf16>(cuda, a));
+  EXPECT_LE(attention_flash_state_size(a), attention_probs_size(a));
+  EXPECT_TRUE(attention_keeps_probs<float>(cuda, a));
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(cpu, a));
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(Exec{Backend::kGuarded}, a));
+  a.materialize = true;
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(cuda, a));
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(cuda, make_args(2, 256, 4, 2, 32)));  // d_head 32
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(cuda, make_args(2, 64, 4, 2, 64)));   // T too short
+  EXPECT_FALSE(attention_keeps_probs<tile::bf16>(cuda, make_args(1, 512, 2, 1, 128, 30.0, 100)));
+  EXPECT_TRUE(attention_keeps_probs<tile::bf16>(cuda, make_args(1, 512, 2, 1, 128, 0, 100, false)));
+  // The state: the log-sum-exp, then 256-byte aligned the backward's B H T (d_head + 1) floats.
+  a = make_args(2, 256, 4, 2, 64);
+  EXPECT_EQ(attention_flash_workspace_offset(a), 2 * 4 * 256);
+  EXPECT_EQ(attention_flash_state_size(a), 2 * (2 * 4 * 256 + 2 * 4 * 256 * 65));
+}
+
 // The float64 backward reference (what the CUDA flash backward is checked against) against the
 // CPU kernel, itself checked by finite differences above.
 TEST_P(AttentionTest, BackwardMatchesFloat64Reference) {

@@ -10,6 +10,7 @@
 
 #include "bench/interfaces.h"
 #include "bench/ops.h"
+#include "kernels/attention.h"
 #include "model/model.h"
 #include "support/toml_case.h"
 
@@ -200,6 +201,35 @@ TEST(Bf16Model, TrainsLikeFloat32WithMasterWeights) {
   EXPECT_GT(moved_master, n * 9 / 10) << "the master copy takes (nearly) every update";
   EXPECT_LT(moved_bf16, moved_master / 4) << "most updates are below half a bf16 ulp";
   delete small;
+}
+
+}  // namespace
+}  // namespace bench
+
+namespace bench {
+namespace {
+
+// Where the flash kernels will run (CUDA, bf16, d_head 64), each attention keeps their state
+// instead of the T x T probabilities: the plan of the same model on CUDA is smaller by exactly
+// that, per layer (nothing is allocated on a device to find out).
+TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
+  const std::string lines = "d_model = 128\nn_heads = 2\nseq_len = 256\n";
+  const std::string toml = "[model]\nn_layers = 3\nbatch_size = 2\ndtype = \"bfloat16\"\n" + lines +
+                           "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
+  ModelSpec spec = test::resolve_first(toml).model;
+  const size_t cpu = Model::estimate_bytes(spec, test::builtin_registry());
+  spec.backend = tile::Backend::kCuda;
+  const size_t cuda = Model::estimate_bytes(spec, test::builtin_registry());
+  kernels::AttentionArgs a{2, 256, 2, 2, 64, 0.125};
+  const auto padded = [](int64_t elements) { return (static_cast<size_t>(elements) * 2 + 63) / 64 * 64; };
+  const size_t tokens = size_t{2} * 512 * 4;  // on a device the step's inputs and targets get buffers too
+  EXPECT_EQ(cpu + tokens - cuda,
+            3 * (padded(kernels::attention_probs_size(a)) - padded(kernels::attention_flash_state_size(a))));
+  EXPECT_LT(cuda, cpu);
+  spec.dtype = DType::kFloat32;  // float32 on CUDA materializes the probabilities like the CPU
+  const size_t cuda32 = Model::estimate_bytes(spec, test::builtin_registry());
+  spec.backend = tile::Backend::kCpu;
+  EXPECT_EQ(cuda32, Model::estimate_bytes(spec, test::builtin_registry()) + tokens);
 }
 
 }  // namespace

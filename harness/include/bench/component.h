@@ -117,8 +117,13 @@ class SetupContext {
  public:
   virtual ~SetupContext();
   virtual const ModelDims& dims() const = 0;
-  /// Compute dtype of parameters and activations (float32, or float64 for gradient checks).
+  /// Compute dtype of parameters and activations (float32, bfloat16, or float64 for gradient
+  /// checks).
   virtual DType dtype() const = 0;
+  /// Where the model will run (RunContext::exec's backend on every call): a component may size
+  /// its buffers for the kernels that run there (the causal attention keeps no T x T
+  /// probabilities where the flash kernels run).
+  virtual tile::Backend backend() const { return tile::Backend::kCpu; }
   /// Shape of this component's input: rows x width (B*T x d_model for most sublayers).
   virtual int64_t rows() const = 0;
   virtual int64_t width() const = 0;

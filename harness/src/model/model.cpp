@@ -77,6 +77,7 @@ class ModelSetupContext final : public SetupContext {
 
   const ModelDims& dims() const override { return m_.spec_.dims; }
   DType dtype() const override { return m_.spec_.dtype; }
+  tile::Backend backend() const override { return m_.spec_.backend; }
   int64_t rows() const override { return rows_; }
   int64_t width() const override { return width_; }
   int layer() const override { return layer_; }
