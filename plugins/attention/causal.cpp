@@ -122,8 +122,9 @@ class CausalAttention final : public Sublayer {
       if (entropy) {
         // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
         // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
-        // attends to one key. Summed where the probabilities are (the raw scores that follow them
-        // when there is a cap are not summed).
+        // attends to one key. Summed on the device over the stored probabilities (not the raw
+        // scores that follow them when there is a cap), or, where the flash kernels keep none,
+        // recomputed per row from qkv.
         const int64_t rows = batch_ * heads_ * seq_;
         double sum = 0;
         if (flash_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
