@@ -59,6 +59,7 @@ rm -rf "$build"
 # project's Debian packages), through the bundle's own loader and C library; CUDA's libraries are
 # this machine's.
 left() { echo $((460 - SECONDS)); }  # the whole check stays under 8 minutes
+cap() { local l=$(($(left) - 10)); echo $((l < $1 ? (l > 1 ? l : 1) : $1)); }  # min(N, time left)
 if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
   rm -rf /tmp/gpu-bundle && mkdir -p /tmp/gpu-bundle && tar -C /tmp/gpu-bundle -xJf .gpu-bundle.tar.xz
   b=/tmp/gpu-bundle/bench-bundle
@@ -84,7 +85,7 @@ if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
     [ $kind = bf16 ] && exp="$out/every_component_bf16.toml" tol=3e-2 floor=1e-3
     for dev in cuda cpu; do
       rm -f "$out/every-$kind-$dev.db"
-      timeout 120 "${bench[@]}" --db "$out/every-$kind-$dev.db" -q run --device "$dev" "$exp" \
+      timeout "$(cap 120)" "${bench[@]}" --db "$out/every-$kind-$dev.db" -q run --device "$dev" "$exp" \
         > "$out/every-$kind-$dev.txt" 2>&1
       echo "gpu-check: every_component $kind on $dev exit $?" | tee -a "$log"
       "${bench[@]}" --db "$out/every-$kind-$dev.db" query "$steps_sql" --format csv > "$out/every-$kind-$dev.csv" \
@@ -110,7 +111,7 @@ PY
   [ "$(grep -c PASS "$out/every-compare.txt")" -eq 2 ] || status=1
   # The MFU target: a GPT-2-small-sized train step, bf16 and float32 (tests/cuda/gpt2_small.toml).
   rm -f "$out/gpt2-small.db"
-  timeout 150 "${bench[@]}" --db "$out/gpt2-small.db" run --device cuda tests/cuda/gpt2_small.toml \
+  timeout "$(cap 150)" "${bench[@]}" --db "$out/gpt2-small.db" run --device cuda tests/cuda/gpt2_small.toml \
     > "$out/gpt2-small.txt" 2> "$out/gpt2-small.log"
   echo "gpu-check: gpt2_small exit $?; table in $out/gpt2-small.txt" | tee -a "$log"
   grep -A4 "^throughput" "$out/gpt2-small.txt" | tee -a "$log"
