@@ -103,18 +103,27 @@ TEST(Gemm, DISABLED_Timing) {
     const auto a = to_storage<float>(random_vector(static_cast<size_t>(m * k), 4));
     const auto b = to_storage<float>(random_vector(static_cast<size_t>(k * n), 5));
     std::vector<float> c(static_cast<size_t>(m * n));
+    const auto a16 = to_storage<tile::bf16>(to_double(a)), b16 = to_storage<tile::bf16>(to_double(b));
+    std::vector<tile::bf16> c16(c.size());
     const int reps = m * n * k > 100000000 ? 21 : 201;
-    std::vector<double> ms;
-    for (int r = 0; r <= reps; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
-      if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(ms.begin(), ms.end());
     const double flops = 2.0 * static_cast<double>(m * n * k);
-    std::printf("%ldx%ldx%ld: median %.4f ms (%.1f GFLOP/s), best %.4f ms (%.1f GFLOP/s)\n", static_cast<long>(m),
-                static_cast<long>(n), static_cast<long>(k), ms[ms.size() / 2], flops / ms[ms.size() / 2] * 1e-6,
-                ms.front(), flops / ms.front() * 1e-6);
+    for (const bool bf16 : {false, true}) {
+      std::vector<double> ms;
+      for (int r = 0; r <= reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (bf16) {
+          gemm<tile::bf16>(false, false, m, n, k, 1.0f, a16.data(), k, b16.data(), n, 0.0f, c16.data(), n);
+        } else {
+          gemm<float>(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+        }
+        if (r > 0)
+          ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      std::printf("%ldx%ldx%ld %s: median %.4f ms (%.1f GFLOP/s), best %.4f ms (%.1f GFLOP/s)\n", static_cast<long>(m),
+                  static_cast<long>(n), static_cast<long>(k), bf16 ? "bf16" : "fp32", ms[ms.size() / 2],
+                  flops / ms[ms.size() / 2] * 1e-6, ms.front(), flops / ms.front() * 1e-6);
+    }
   }
 }
 
