@@ -34,10 +34,13 @@ namespace {
 // (gemm runs inside parallel_for regions), and kept: a model asks for a few dozen shapes, and
 // making one takes milliseconds. Where oneDNN offers only its reference implementation for a
 // layout, the widening path below is faster, and is taken instead.
-struct MatmulKey {  // no padding: compared and hashed as bytes
+struct MatmulKey {  // no padding: hashed as bytes
   int64_t trans_a, trans_b, m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  bool operator==(const MatmulKey& o) const { return std::memcmp(this, &o, sizeof o) == 0; }
+  bool operator==(const MatmulKey& o) const {
+    return trans_a == o.trans_a && trans_b == o.trans_b && m == o.m && n == o.n && k == o.k && lda == o.lda &&
+           ldb == o.ldb && ldc == o.ldc && alpha == o.alpha && beta == o.beta;
+  }
 };
 static_assert(sizeof(MatmulKey) == 72, "MatmulKey has padding");
 struct MatmulKeyHash {

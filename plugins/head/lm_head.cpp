@@ -2,6 +2,7 @@
 // optionally soft-capped to c * tanh(logits / c) (Gemma 2: c = 30), mean softmax cross-entropy,
 // and optionally PaLM's z-loss coef * mean(log Z ^ 2), which pulls the softmax normalizer log Z
 // towards 0 (softmax itself is invariant to a shift of the logits).
+#include <algorithm>
 #include <cmath>
 
 #include "head.h"
@@ -47,12 +48,14 @@ class LmHead final : public Head {
         const double sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kValues, logits_.data<T>(), logits_.numel());
         ctx.probe_mean("logit_mean", sum / static_cast<double>(logits_.numel()));
       });
-    // targets are in the model's memory: read on the host through a copy when that is a device's.
+    // The targets on the host: the model's copy (ctx.host_targets), else (a head driven directly)
+    // read here, through a copy when they are in a device's memory.
     std::vector<char> target_storage;
-    const int32_t* host_targets =
-        ops::on_host(Tensor(const_cast<int32_t*>(targets), DType::kInt32, {rows_}), target_storage).data<int32_t>();
-    int64_t valid = 0;
-    for (int64_t i = 0; i < rows_; ++i) valid += host_targets[i] >= 0 ? 1 : 0;
+    const int32_t* host_targets = ctx.host_targets;
+    if (host_targets == nullptr)
+      host_targets =
+          ops::on_host(Tensor(const_cast<int32_t*>(targets), DType::kInt32, {rows_}), target_storage).data<int32_t>();
+    const auto valid = std::count_if(host_targets, host_targets + rows_, [](int32_t t) { return t >= 0; });
     const double scale = valid > 0 ? 1.0 / static_cast<double>(valid) : 0.0;
     LossInfo info;
     dispatch_float(h.dtype(), [&]<class T>() {

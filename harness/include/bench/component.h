@@ -165,6 +165,10 @@ class RunContext {
   /// Seed of this case; dropout masks are drawn from (seed, step, site), so they are
   /// reproducible and backward can recompute them.
   uint64_t seed = 0;
+  /// This forward's targets as the model got them, in host memory (the head's own pointer may be
+  /// into a device's copy), so that a head on a device need not read them back; null when the
+  /// caller did not set them.
+  const int32_t* host_targets = nullptr;
 
   /// Record `v` under `name`, keeping the maximum over the step.
   void probe_max(std::string_view name, double v);

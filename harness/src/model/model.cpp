@@ -252,6 +252,7 @@ Model::~Model() {
 
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
   bind(ctx);
+  const int32_t* host_targets = targets;
   if (inputs_.defined()) {  // tokens into the model's memory
     kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());
     kernels::copy_bytes(targets_.raw(), targets, targets_.bytes());
@@ -271,6 +272,11 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
     for (size_t i = 0; i < blocks_.size(); ++i) ctx.probe_mean("block_rms/" + std::to_string(i), rms(acts_[i + 1]));
   }
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
+  struct HostTargets {  // for the head, which then need not read the device's copy back
+    RunContext& ctx;
+    ~HostTargets() { ctx.host_targets = nullptr; }
+  } scope{ctx};
+  ctx.host_targets = host_targets;
   return head_->forward(normed_, targets, ctx);
 }
 
