@@ -108,20 +108,14 @@ TEST(Probes, LayerSquaresSumTheBlocksParameters) {
   m.backward(ctx);
   const auto grads = m.squares_by_layer(LayerQuantity::kGradient);
   const auto values = m.squares_by_layer(LayerQuantity::kValue);
-  const std::vector<double> before = m.parameter_values();
-  m.snapshot_parameters();  // the device path: a copy in the model's memory, summed there
+  m.snapshot_parameters();  // a copy in the model's memory; the update is summed there
   EXPECT_THROW(Model(rc.model, test::builtin_registry(), 6).squares_by_layer(LayerQuantity::kUpdate), Error);
   OptimizerStep opt;
   opt.lr = 1e-2;
   opt.eps = 1e-8;
   m.optimizer_step(opt, ctx);
-  const auto updates = m.squares_by_layer(LayerQuantity::kUpdate, &before);
-  const auto device_updates = m.squares_by_layer(LayerQuantity::kUpdate);
+  const auto updates = m.squares_by_layer(LayerQuantity::kUpdate);
   EXPECT_THROW(m.squares_by_layer(LayerQuantity::kUpdate), Error) << "the snapshot is consumed";
-  for (size_t l = 0; l < updates.size(); ++l) {
-    EXPECT_NEAR(device_updates[l].sum_squares, updates[l].sum_squares, 1e-12 * updates[l].sum_squares);
-    EXPECT_EQ(device_updates[l].count, updates[l].count);
-  }
   ASSERT_EQ(grads.size(), 3u);
   for (int layer = 0; layer < 3; ++layer) {
     double g = 0, v = 0, u = 0;

@@ -357,7 +357,7 @@ void Model::snapshot_parameters() {
   snapshot_valid_ = true;
 }
 
-std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std::vector<double>* before) {
+std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what) {
   std::vector<LayerSquares> out(static_cast<size_t>(spec_.dims.n_layers));
   const Tensor& source = what == LayerQuantity::kGradient ? grads_ : master_.defined() ? master_ : values_;
   const size_t esize = dtype_size(spec_.dtype);
@@ -366,29 +366,9 @@ std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what, const std:
     return static_cast<int64_t>(static_cast<const char*>(p.value.raw()) - static_cast<const char*>(values_.raw())) /
            static_cast<int64_t>(esize);
   };
-  if (what == LayerQuantity::kUpdate && before != nullptr) {  // against host values
-    std::vector<char> storage;
-    const Tensor all = ops::on_host(source, storage);
-    dispatch_float(all.dtype(), [&]<class T>() {
-      for (const auto& p : params_) {
-        const int layer = layer_of(p->name);
-        if (layer < 0 || layer >= static_cast<int>(out.size())) continue;
-        const int64_t offset = offset_of(*p);
-        const T* x = all.data<T>() + offset;
-        double ss = 0;
-        for (int64_t i = 0; i < p->value.numel(); ++i) {
-          const double v = scalar_value(x[i]) - (*before)[static_cast<size_t>(offset + i)];
-          ss += v * v;
-        }
-        out[static_cast<size_t>(layer)].sum_squares += ss;
-        out[static_cast<size_t>(layer)].count += p->value.numel();
-      }
-    });
-    return out;
-  }
   const bool update = what == LayerQuantity::kUpdate;
   if (update && !snapshot_valid_)
-    throw Error("squares_by_layer(kUpdate) needs `before` or a snapshot_parameters() since the last one");
+    throw Error("squares_by_layer(kUpdate) needs a snapshot_parameters() since the last one");
   const tile::Exec exec = arena_.memory() == kernels::Memory::kHost ? tile::Exec{} : kernels::exec_for(arena_.memory());
   dispatch_float(source.dtype(), [&]<class T>() {
     T* diff = update ? snapshot_.data<T>() : nullptr;

@@ -66,15 +66,13 @@ class Model {
   /// `before` of an update measurement.
   std::vector<double> parameter_values() const;
   /// Keep a copy of every parameter (the master copy of a bf16 model) in the model's memory: the
-  /// `before` of squares_by_layer(kUpdate) without a host vector. The copy's buffer is allocated
-  /// at the first call.
+  /// "before" of squares_by_layer(kUpdate). The copy's buffer is allocated at the first call.
   void snapshot_parameters();
   /// Per block (index = layer): the squares of the parameter values, of the gradients, or of the
-  /// update: value - before[i] since `before` was taken with parameter_values(), or, without
-  /// `before`, value - the snapshot_parameters() copy (which this consumes). Summed on the device
-  /// per parameter (nothing of the parameters' size comes to the host) unless `before` is given.
-  /// Parameters outside the blocks (embedding, final norm, head) are not counted.
-  std::vector<LayerSquares> squares_by_layer(LayerQuantity what, const std::vector<double>* before = nullptr);
+  /// update (value - the snapshot_parameters() copy, which this consumes). Summed in the model's
+  /// memory per parameter: nothing of the parameters' size comes to the host. Parameters outside
+  /// the blocks (embedding, final norm, head) are not counted.
+  std::vector<LayerSquares> squares_by_layer(LayerQuantity what);
   /// The block index of a parameter name ("blocks.3.attn.wqkv" -> 3), -1 outside the blocks.
   static int layer_of(std::string_view name);
 
