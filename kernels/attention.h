@@ -62,6 +62,34 @@ inline int64_t attention_prob_index(const AttentionArgs& a, int64_t b, int64_t h
 // 1. float64 reference
 // ---------------------------------------------------------------------------------------------
 
+/// One query row (b, h, t) of the float64 references: the visible keys [lo, hi), their logits
+/// (scale, then cap) in l[j] and their undropped probabilities in p[j]; returns the row's max
+/// logit.
+inline double attention_reference_row(const AttentionArgs& a, const std::vector<double>& qkv, int64_t b, int64_t h,
+                                      int64_t t, std::vector<double>& l, std::vector<double>& p, int64_t& lo,
+                                      int64_t& hi) {
+  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
+  const int64_t width = (n_h + 2 * n_kv) * dh, g = h / (n_h / n_kv);
+  l.resize(static_cast<size_t>(n_t));
+  p.resize(static_cast<size_t>(n_t));
+  hi = a.causal ? t + 1 : n_t;
+  lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+  const double* q = &qkv[(b * n_t + t) * width + h * dh];
+  double m = -HUGE_VAL;
+  for (int64_t j = lo; j < hi; ++j) {
+    const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
+    double s = 0;
+    for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
+    s *= a.scale;
+    l[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
+    m = std::max(m, l[j]);
+  }
+  double z = 0;
+  for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
+  for (int64_t j = lo; j < hi; ++j) p[j] = std::exp(l[j] - m) / z;
+  return m;
+}
+
 /// float64 reference of attention_forward, per head and per query, straight from the formula:
 /// out is [B*T, H*dh]; row_max (may be null) is [B, H, T].
 inline void attention_forward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
@@ -70,29 +98,16 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
   const int64_t width = (n_h + 2 * n_kv) * dh;
   out.assign(static_cast<size_t>(a.batch * n_t * n_h * dh), 0.0);
   if (row_max != nullptr) row_max->assign(static_cast<size_t>(a.batch * n_h * n_t), 0.0);
-  std::vector<double> l(static_cast<size_t>(n_t));
+  std::vector<double> l, p;
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < n_h; ++h) {
       const int64_t g = h / (n_h / n_kv);
       for (int64_t t = 0; t < n_t; ++t) {
-        const int64_t hi = a.causal ? t + 1 : n_t;
-        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
-        const double* q = &qkv[(b * n_t + t) * width + h * dh];
-        double m = -HUGE_VAL;
-        for (int64_t j = lo; j < hi; ++j) {
-          const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
-          double s = 0;
-          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
-          s *= a.scale;
-          if (a.softcap > 0) s = a.softcap * std::tanh(s / a.softcap);
-          l[j] = s;
-          m = std::max(m, s);
-        }
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
+        int64_t lo = 0, hi = 0;
+        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
         double* o = &out[(b * n_t + t) * n_h * dh + h * dh];
         for (int64_t j = lo; j < hi; ++j) {
-          double pj = std::exp(l[j] - m) / z;
+          double pj = p[j];
           if (a.dropout > 0)
             pj *= dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
                       ? 1 / (1 - a.dropout)
@@ -113,31 +128,19 @@ inline void attention_backward_reference(const AttentionArgs& a, const std::vect
   const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
   const int64_t width = (n_h + 2 * n_kv) * dh;
   dqkv.assign(qkv.size(), 0.0);
-  std::vector<double> capped(static_cast<size_t>(n_t)), p(static_cast<size_t>(n_t)), dp(static_cast<size_t>(n_t));
+  std::vector<double> capped, p, dp(static_cast<size_t>(n_t));
   for (int64_t b = 0; b < a.batch; ++b)
     for (int64_t h = 0; h < n_h; ++h) {
       const int64_t g = h / (n_h / n_kv);
       const auto row = [&](int64_t t, int64_t head) { return (b * n_t + t) * width + head * dh; };
       for (int64_t t = 0; t < n_t; ++t) {
-        const int64_t hi = a.causal ? t + 1 : n_t;
-        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
+        int64_t lo = 0, hi = 0;
+        (void)attention_reference_row(a, qkv, b, h, t, capped, p, lo, hi);
         const double* q = &qkv[row(t, h)];
         const double* d_o = &dout[(b * n_t + t) * n_h * dh + h * dh];
-        double m = -HUGE_VAL;
-        for (int64_t j = lo; j < hi; ++j) {
-          const double* k = &qkv[row(j, n_h + g)];
-          double s = 0;
-          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
-          s *= a.scale;
-          capped[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
-          m = std::max(m, capped[j]);
-        }
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(capped[j] - m);
         // dP of the undropped probabilities: dO . v_j times the mask's keep / (1 - p).
         double dot_pdp = 0;
         for (int64_t j = lo; j < hi; ++j) {
-          p[j] = std::exp(capped[j] - m) / z;
           double keep = 1;
           if (a.dropout > 0)
             keep = dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
@@ -173,36 +176,18 @@ inline void attention_backward_reference(const AttentionArgs& a, const std::vect
 /// -sum_j p_j ln p_j of its (undropped) attention probabilities, in nats.
 inline void attention_entropy_reference(const AttentionArgs& a, const std::vector<double>& qkv,
                                         std::vector<double>& entropy) {
-  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
-  const int64_t width = (n_h + 2 * n_kv) * dh;
-  entropy.assign(static_cast<size_t>(a.batch * n_h * n_t), 0.0);
-  std::vector<double> l(static_cast<size_t>(n_t));
+  entropy.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), 0.0);
+  std::vector<double> l, p;
   for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < n_h; ++h) {
-      const int64_t g = h / (n_h / n_kv);
-      for (int64_t t = 0; t < n_t; ++t) {
-        const int64_t hi = a.causal ? t + 1 : n_t;
-        const int64_t lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
-        const double* q = &qkv[(b * n_t + t) * width + h * dh];
-        double m = -HUGE_VAL;
-        for (int64_t j = lo; j < hi; ++j) {
-          const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
-          double s = 0;
-          for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
-          s *= a.scale;
-          l[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
-          m = std::max(m, l[j]);
-        }
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      for (int64_t t = 0; t < a.seq; ++t) {
+        int64_t lo = 0, hi = 0;
+        (void)attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
         double e = 0;
-        for (int64_t j = lo; j < hi; ++j) {
-          const double p = std::exp(l[j] - m) / z;
-          if (p > 0) e -= p * std::log(p);
-        }
-        entropy[static_cast<size_t>((b * n_h + h) * n_t + t)] = e;
+        for (int64_t j = lo; j < hi; ++j)
+          if (p[j] > 0) e -= p[j] * std::log(p[j]);
+        entropy[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = e;
       }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,19 +28,8 @@ std::string experiment(const std::string& dtype, const std::string& model_lines)
          dtype + "\"\n" + model_lines + "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
 }
 
-struct Batch {
-  std::vector<int32_t> in, tg;
-};
-
-Batch batch_of(const ResolvedCase& rc, int64_t index) {
-  std::unique_ptr<Component> ds = test::builtin_registry().create(*rc.data.info, rc.data.params);
-  Batch b;
-  b.in.resize(static_cast<size_t>(rc.model.dims.tokens()));
-  b.tg.resize(b.in.size());
-  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, index, rc.model.dims.batch_size, rc.model.dims.seq_len,
-                                          b.in.data(), b.tg.data());
-  return b;
-}
+using test::Batch;
+using test::batch_of;
 
 /// A host tensor's values as doubles.
 std::vector<double> values_of(const Tensor& t) {

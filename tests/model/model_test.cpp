@@ -15,19 +15,8 @@ const char* kBase =
     "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = 16\nbatch_size = 4\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
 
-struct Batch {
-  std::vector<int32_t> in, tg;
-};
-
-Batch batch_of(const ResolvedCase& rc, int64_t index) {
-  std::unique_ptr<Component> ds = test::builtin_registry().create(*rc.data.info, rc.data.params);
-  Batch b;
-  b.in.resize(static_cast<size_t>(rc.model.dims.tokens()));
-  b.tg.resize(b.in.size());
-  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, index, rc.model.dims.batch_size, rc.model.dims.seq_len,
-                                          b.in.data(), b.tg.data());
-  return b;
-}
+using test::Batch;
+using test::batch_of;
 
 TEST(Model, ParameterCountMatchesClosedForm) {
   const ResolvedCase rc = test::resolve_first(kBase);

@@ -21,19 +21,8 @@ std::string config(const std::string& norm_position) {
          norm_position + "\"\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
 }
 
-struct Batch {
-  std::vector<int32_t> in, tg;
-};
-
-Batch batch_of(const ResolvedCase& rc) {
-  std::unique_ptr<Component> ds = test::builtin_registry().create(*rc.data.info, rc.data.params);
-  Batch b;
-  b.in.resize(static_cast<size_t>(rc.model.dims.tokens()));
-  b.tg.resize(b.in.size());
-  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, 0, rc.model.dims.batch_size, rc.model.dims.seq_len,
-                                          b.in.data(), b.tg.data());
-  return b;
-}
+using test::Batch;
+using test::batch_of;
 
 std::map<std::string, double, std::less<>> probe(Model& m, const Batch& b) {
   RunContext ctx;

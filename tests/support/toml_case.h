@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/interfaces.h"
 #include "experiment/experiment.h"
 #include "experiment/resolve.h"
 #include "plugins/registry.h"
@@ -43,6 +44,22 @@ inline std::vector<Case> cases_of(const std::string& toml, const std::string& de
 inline ResolvedCase resolve_first(const std::string& toml) {
   const auto cases = cases_of(toml);
   return resolve_case(cases.at(0), builtin_registry());
+}
+
+/// One batch of a case's dataset: inputs and targets, batch_size x seq_len each.
+struct Batch {
+  std::vector<int32_t> in, tg;
+};
+
+/// Training batch `index` of the case's dataset.
+inline Batch batch_of(const ResolvedCase& rc, int64_t index = 0) {
+  std::unique_ptr<Component> ds = builtin_registry().create(*rc.data.info, rc.data.params);
+  Batch b;
+  b.in.resize(static_cast<size_t>(rc.model.dims.tokens()));
+  b.tg.resize(b.in.size());
+  dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, index, rc.model.dims.batch_size, rc.model.dims.seq_len,
+                                          b.in.data(), b.tg.data());
+  return b;
 }
 
 }  // namespace bench::test
