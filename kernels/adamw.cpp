@@ -13,6 +13,11 @@ void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, 
   tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::make_adamw(p, g, m, v, n, step, master));
 }
 
+void adamw_scalars(const Exec& exec, double* state, double beta1, double beta2, double clip) {
+  BENCH_ON_CUDA(exec, float, "adamw_scalars", cuda::adamw_scalars(stream, state, beta1, beta2, clip))
+  tile::launch(exec, tile::Grid{1}, programs::AdamWScalars<32>{state, beta1, beta2, clip});
+}
+
 #define BENCH_INSTANTIATE(T) \
   template void adamw_update<T>(const Exec&, T*, const T*, acc_t<T>*, acc_t<T>*, int64_t, const AdamWStep&, acc_t<T>*);
 BENCH_INSTANTIATE(float)

@@ -1,5 +1,5 @@
-// defines: AdamWStep, adamw_update (AdamW, PyTorch order: decoupled decay, then Adam) and its
-//          float64 reference
+// defines: AdamWStep, AdamWState, adamw_scalars, adamw_update (AdamW, PyTorch order: decoupled
+//          decay, then Adam) and its float64 reference
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
@@ -10,6 +10,10 @@
 //
 // With master weights (bf16 models), p is read from and written to the float master copy and
 // the storage copy is its rounding: updates smaller than half a bf16 ulp still accumulate.
+//
+// Capturable steps: the step number and the clip factor may live in device memory (AdamWState,
+// written by adamw_scalars from the gradients' sum of squares), so that the host need not read
+// the gradient norm back, and a step captured into a CUDA graph counts its own steps on replay.
 #pragma once
 
 #include <cmath>
@@ -33,7 +37,22 @@ struct AdamWStep {
   double decay;       ///< multiplicative decay amount (lr * weight_decay), applied first
   int64_t step;       ///< 1-based step number, for the bias corrections
   double grad_scale;  ///< multiplies the gradient first (gradient clipping, loss scaling)
+  /// When set: an AdamWState in exec's memory, from which the kernel reads the gradient scale and
+  /// the bias corrections when it runs (`step` and `grad_scale` above are then unused).
+  const double* state = nullptr;
 };
+
+/// The doubles of a capturable step's state, by index: the gradients' sum of squares (written by
+/// sum_of_into), the number of steps taken, and what adamw_scalars derives from them for the
+/// next adamw_update.
+enum AdamWState : int { kAdamSumSquares = 0, kAdamStep, kAdamGradScale, kAdamInvBc1, kAdamInvBc2, kAdamStateSize };
+
+/// The gradient scale of clipping to global norm `clip` (0: off): clip / (norm + 1e-6) when the
+/// norm exceeds it, else 1 (also for a NaN norm, which then reaches the parameters).
+BENCH_HD inline double adamw_clip_scale(double sum_squares, double clip) {
+  const double norm = ::sqrt(sum_squares);
+  return clip > 0 && norm > clip ? clip / (norm + 1e-6) : 1.0;
+}
 
 // ---------------------------------------------------------------------------------------------
 // 1. float64 reference
@@ -82,19 +101,23 @@ struct AdamW {
   A eps;
   A keep;  // 1 - decay
   A grad_scale;
-  A inv_bc1;            // 1 / (1 - beta1^step)
-  A inv_bc2;            // 1 / (1 - beta2^step)
-  A* master = nullptr;  // the parameters in A, read and written instead of p (p = its rounding)
+  A inv_bc1;                      // 1 / (1 - beta1^step)
+  A inv_bc2;                      // 1 / (1 - beta2^step)
+  A* master = nullptr;            // the parameters in A, read and written instead of p (p = its rounding)
+  const double* state = nullptr;  // an AdamWState: grad_scale, inv_bc1 and inv_bc2 read from it
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
     const int64_t rest = n - off;
-    auto gs = tl::load<B>(c, g + off, rest) * grad_scale;
+    const A scale = state != nullptr ? static_cast<A>(state[kAdamGradScale]) : grad_scale;
+    const A bc1 = state != nullptr ? static_cast<A>(state[kAdamInvBc1]) : inv_bc1;
+    const A bc2 = state != nullptr ? static_cast<A>(state[kAdamInvBc2]) : inv_bc2;
+    auto gs = tl::load<B>(c, g + off, rest) * scale;
     auto mm = tl::load<B>(c, m + off, rest) * beta1 + gs * one_minus_beta1;
     auto vv = tl::load<B>(c, v + off, rest) * beta2 + gs * gs * one_minus_beta2;
     auto pp = (master != nullptr ? tl::load<B>(c, master + off, rest) : tl::load<B>(c, p + off, rest)) * keep;
-    pp = pp - (mm * inv_bc1) / (tl::sqrt(vv * inv_bc2) + eps) * lr;
+    pp = pp - (mm * bc1) / (tl::sqrt(vv * bc2) + eps) * lr;
     tl::store(c, m + off, mm, rest);
     tl::store(c, v + off, vv, rest);
     if (master != nullptr) tl::store(c, master + off, pp, rest);
@@ -123,8 +146,31 @@ AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int
                                static_cast<A>(s.grad_scale),
                                static_cast<A>(1 / (1 - std::pow(s.beta1, step))),
                                static_cast<A>(1 / (1 - std::pow(s.beta2, step))),
-                               master};
+                               master,
+                               s.state};
 }
+
+/// One program: step += 1, then the clip scale of the summed squares and the bias corrections
+/// of the new step, into the AdamWState (in double; adamw_update rounds them once).
+template <int B>
+struct AdamWScalars {
+  static constexpr int kBlock = B;
+  double* state;
+  double beta1;
+  double beta2;
+  double clip;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    // Read before any store (the stores are one thread's, after its own reads).
+    const double t = state[kAdamStep] + 1;
+    const double scale = adamw_clip_scale(state[kAdamSumSquares], clip);
+    tl::store_scalar(c, state + kAdamStep, t);
+    tl::store_scalar(c, state + kAdamGradScale, scale);
+    tl::store_scalar(c, state + kAdamInvBc1, 1 / (1 - ::pow(beta1, t)));
+    tl::store_scalar(c, state + kAdamInvBc2, 1 / (1 - ::pow(beta2, t)));
+  }
+};
 
 }  // namespace programs
 
@@ -138,5 +184,11 @@ AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int
 template <class T>
 void adamw_update(const Exec& exec, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
                   acc_t<T>* master = nullptr);
+
+/// The device side of a capturable step: with state[kAdamSumSquares] holding the gradients' sum
+/// of squares, count the step and write the clip scale (to global norm `clip`, 0: off) and the
+/// bias corrections of beta1 and beta2 for adamw_update with step.state = state. `state` is
+/// kAdamStateSize doubles in exec's memory; nothing is read back to the host.
+void adamw_scalars(const Exec& exec, double* state, double beta1, double beta2, double clip);
 
 }  // namespace bench::kernels

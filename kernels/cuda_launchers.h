@@ -85,6 +85,7 @@ Status glu_backward(Stream stream, Activation act, const T* gu, const T* dh, T* 
 template <class T>
 Status adamw_update(Stream stream, T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int64_t n, const AdamWStep& step,
                     acc_t<T>* master);
+Status adamw_scalars(Stream stream, double* state, double beta1, double beta2, double clip);
 template <class T>
 Status add(Stream stream, const T* a, const T* b, T* out, int64_t n);
 template <class T>

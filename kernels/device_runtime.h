@@ -1,5 +1,10 @@
 // defines: bench::kernels::cuda::DeviceFacts, device_count, describe_device, make_cuda_backend,
-// current_device, copy, zero, synchronize, EventTimer, L2Flusher — the CUDA runtime pieces the harness measures with.
+// current_device, thread_stream, copy, zero, synchronize, EventTimer, L2Flusher, StepGraph — the CUDA
+// runtime pieces the harness measures with.
+//
+// Streams: every kernel, copy and memset of the model runs on thread_stream(), one created stream
+// per host thread and device (never the legacy default stream), so that a train step can be
+// captured into a CUDA graph (StepGraph) and threads do not serialize on one queue.
 // Declared without CUDA headers (CONTRIBUTING.md); defined in kernels/cuda/runtime.cu, so only a CUDA build links them.
 #pragma once
 
@@ -42,12 +47,18 @@ std::unique_ptr<AllocatorBackend> make_cuda_backend(int index);
 int current_device();
 /// Free bytes of the current device (cudaMemGetInfo).
 size_t memory_available();
-/// cudaMemcpy (cudaMemcpyDefault: any direction, after the work queued before it). Throws
-/// std::runtime_error on a CUDA error, as do the three below.
-void copy(void* dst, const void* src, size_t bytes);
-/// cudaMemcpy2D (cudaMemcpyDefault).
-void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows);
-/// cudaMemsetAsync to zero on `stream` (a cudaStream_t; nullptr: the default stream).
+/// This host thread's stream on the current device (a cudaStream_t): created at the first call,
+/// blocking (ordered with the legacy default stream, so stray default-stream work is not raced),
+/// kept until the thread ends. The Exec of device memory (kernels::exec_for) carries it.
+void* thread_stream();
+/// cudaMemcpyAsync (cudaMemcpyDefault: any direction) on thread_stream(), after the work queued
+/// there; with `wait`, then waits for it. Throws std::runtime_error on a CUDA error, as do the
+/// three below.
+void copy(void* dst, const void* src, size_t bytes, bool wait);
+/// cudaMemcpy2DAsync (cudaMemcpyDefault) on thread_stream(); with `wait`, then waits for it.
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows, bool wait);
+/// cudaMemsetAsync to zero on `stream` (a cudaStream_t; nullptr: thread_stream()). Does not wait:
+/// the work queued after it on the same stream sees zeros.
 void zero(void* p, size_t bytes, void* stream);
 /// cudaStreamSynchronize, then the stream's sticky error if any.
 void synchronize(void* stream);
@@ -84,6 +95,37 @@ class L2Flusher {
   void* buffer_ = nullptr;
   size_t bytes_ = 0;
   int value_ = 0;
+};
+
+/// A CUDA graph of the work one callable enqueues on a stream: capture() records it (stream
+/// capture in thread-local mode: the callable must not synchronize, copy to or from pageable
+/// host memory, or allocate from the driver), launch() replays it on the same stream. Replays
+/// use the same addresses and kernel arguments as the capture: whatever must change between
+/// replays has to be read by the kernels from device memory.
+class StepGraph {
+ public:
+  explicit StepGraph(void* stream) : stream_(stream) {}
+  ~StepGraph();
+  StepGraph(const StepGraph&) = delete;
+  StepGraph& operator=(const StepGraph&) = delete;
+  /// Capture what `enqueue(ctx)` puts on the stream and instantiate it. On failure the capture is
+  /// ended and discarded, the stream is usable again, and std::runtime_error says what failed
+  /// (the CUDA error of the first call that broke the capture, or the exception of `enqueue`).
+  void capture(void (*enqueue)(void*), void* ctx);
+  template <class F>
+  void capture(F& f) {
+    capture([](void* p) { (*static_cast<F*>(p))(); }, &f);
+  }
+  /// Enqueue one replay (does not wait).
+  void launch();
+  /// Kernel and memset/memcpy nodes of the captured graph.
+  size_t nodes() const { return nodes_; }
+
+ private:
+  void* stream_;
+  void* graph_ = nullptr;
+  void* exec_ = nullptr;
+  size_t nodes_ = 0;
 };
 
 }  // namespace bench::kernels::cuda

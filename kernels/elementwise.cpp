@@ -86,6 +86,28 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
 }
 
 template <class T>
+void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result) {
+  BENCH_ON_CUDA(exec, T, "sum_of_into", cuda::sum_of<T>(stream, what, x, n, partial, result))
+  const int64_t parts = sum_squares_partials(n);
+  const tile::Grid grid{parts};
+  if (parts > 0) {
+    switch (what) {
+      case SumOf::kSquares:
+        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts});
+        break;
+      case SumOf::kValues:
+        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts});
+        break;
+      case SumOf::kEntropy:
+        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts});
+        break;
+    }
+  }
+  constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
+  tile::launch(exec, tile::Grid{1}, programs::SumPartials<kParts>{partial, result, parts});
+}
+
+template <class T>
 void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim) {
   BENCH_ON_CUDA(exec, T, "embedding_forward", cuda::embedding_forward<T>(stream, tokens, table, out, n_tokens, dim))
   if (n_tokens <= 0 || dim <= 0) return;
@@ -110,6 +132,7 @@ void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, 
   template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                      \
   template double sum_squares<T>(const Exec&, const T*, int64_t);                                  \
   template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                \
+  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);           \
   template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
   template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);
 BENCH_INSTANTIATE(float)

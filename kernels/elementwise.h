@@ -261,6 +261,13 @@ double sum_of(const Exec& exec, SumOf what, const T* x, int64_t n);
 template <class T>
 double sum_squares(const Exec& exec, const T* x, int64_t n);
 
+/// sum_of without the trip to the host: `partial` (sum_squares_partials(n) doubles, at least one)
+/// and `result` (one double) are in exec's memory, and the partials are summed by one program in
+/// a fixed tree, on every backend, so the result does not depend on the thread count and is the
+/// same on the CPU and on a device. Waits for nothing (a CUDA graph may capture it).
+template <class T>
+void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result);
+
 /// out[i, :] = table[tokens[i], :] for n_tokens rows of dim elements; tokens must index rows
 /// of table.
 template <class T>

@@ -164,6 +164,15 @@ CachingAllocator& cuda_allocator() {
 }
 #endif
 
+thread_local int capture_depth = 0;
+
+/// Throws when this thread is inside a CaptureScope.
+void not_while_capturing(const char* what) {
+  if (capture_depth > 0)
+    throw std::logic_error(std::string(what) +
+                           " while a step is captured into a CUDA graph: it would wait for the device or allocate");
+}
+
 [[noreturn, maybe_unused]] void no_cuda() {
   throw std::runtime_error("device memory \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
 }
@@ -198,7 +207,11 @@ Memory memory_for(tile::Backend backend) {
 tile::Exec exec_for(Memory m) {
   switch (m) {
     case Memory::kCuda:
-      return tile::Exec{tile::Backend::kCuda, nullptr};
+#if BENCH_HAVE_CUDA
+      return tile::Exec{tile::Backend::kCuda, cuda::thread_stream()};
+#else
+      return tile::Exec{tile::Backend::kCuda, nullptr};  // its launchers say that CUDA is not built
+#endif
     case Memory::kGuarded:
       return tile::Exec{tile::Backend::kGuarded, nullptr};
     case Memory::kHost:
@@ -208,6 +221,7 @@ tile::Exec exec_for(Memory m) {
 }
 
 void* device_allocate(Memory m, size_t bytes) {
+  not_while_capturing("device_allocate");
   const size_t rounded = (bytes == 0 ? 1 : bytes + kAlign - 1) / kAlign * kAlign;
   void* p = nullptr;
   switch (m) {
@@ -222,7 +236,9 @@ void* device_allocate(Memory m, size_t bytes) {
     case Memory::kCuda:
 #if BENCH_HAVE_CUDA
       try {
-        p = cuda_allocator().allocate(rounded);
+        // Keyed by this thread's stream: a block freed by another thread is not handed out here
+        // while that thread's kernels may still use it.
+        p = cuda_allocator().allocate(rounded, cuda::thread_stream());
       } catch (const OutOfMemory& e) {
         throw std::runtime_error(e.what());
       }
@@ -251,9 +267,11 @@ Memory memory_of(const void* p) { return regions().find(p); }
 void copy_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
   const Memory md = memory_of(dst), ms = memory_of(src);
+  const bool crosses = (md == Memory::kHost) != (ms == Memory::kHost);
+  if (crosses) not_while_capturing("copy_bytes between the host and a device");
   if (md == Memory::kCuda || ms == Memory::kCuda) {
 #if BENCH_HAVE_CUDA
-    cuda::copy(dst, src, bytes);
+    cuda::copy(dst, src, bytes, /*wait=*/crosses);
     return;
 #else
     no_cuda();
@@ -266,9 +284,11 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
 void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) {
   if (width == 0 || rows == 0) return;
   const Memory md = memory_of(dst), ms = memory_of(src);
+  const bool crosses = (md == Memory::kHost) != (ms == Memory::kHost);
+  if (crosses) not_while_capturing("copy_2d between the host and a device");
   if (md == Memory::kCuda || ms == Memory::kCuda) {
 #if BENCH_HAVE_CUDA
-    cuda::copy_2d(dst, dst_pitch, src, src_pitch, width, rows);
+    cuda::copy_2d(dst, dst_pitch, src, src_pitch, width, rows, /*wait=*/crosses);
     return;
 #else
     no_cuda();
@@ -299,6 +319,7 @@ void zero_bytes(void* p, size_t bytes) {
 }
 
 void synchronize(const tile::Exec& exec) {
+  not_while_capturing("synchronize");
   if (exec.backend != tile::Backend::kCuda) return;
 #if BENCH_HAVE_CUDA
   cuda::synchronize(exec.stream);
@@ -306,6 +327,10 @@ void synchronize(const tile::Exec& exec) {
   no_cuda();
 #endif
 }
+
+CaptureScope::CaptureScope() { ++capture_depth; }
+CaptureScope::~CaptureScope() { --capture_depth; }
+bool CaptureScope::active() { return capture_depth > 0; }
 
 bool cuda_built() { return BENCH_HAVE_CUDA != 0; }
 

@@ -1,6 +1,6 @@
 // defines: bench::kernels::Memory, memory_name, memory_for, exec_for, device_allocate,
 //          device_free, memory_of, copy_bytes, copy_2d, zero_bytes, synchronize, cuda_built,
-//          cuda_device_count
+//          cuda_device_count, CaptureScope
 //
 // Where a model's tensors live, and the few operations the host may do on them. Host code never
 // dereferences device memory: it copies (copy_bytes) or launches a kernel. Three memories:
@@ -26,7 +26,8 @@ enum class Memory : uint8_t { kHost, kCuda, kGuarded };
 std::string_view memory_name(Memory m);
 /// The memory that kernels of `backend` read and write.
 Memory memory_for(tile::Backend backend);
-/// An Exec whose kernels run on `m` (kCpu for host memory).
+/// An Exec whose kernels run on `m` (kCpu for host memory; for kCuda, on this thread's stream,
+/// cuda::thread_stream()).
 tile::Exec exec_for(Memory m);
 
 /// `bytes` (at least one byte's worth) of zeroed memory in `m`, 256-byte aligned. Throws
@@ -37,16 +38,33 @@ void device_free(void* p);
 /// The memory of `p`: the memory of the allocation it points into, kHost for any other address.
 Memory memory_of(const void* p);
 
-/// Copy `bytes` from src to dst, each in whatever memory it is; returns when the copy is done
-/// (after the work queued before it on the device).
+/// Copy `bytes` from src to dst, each in whatever memory it is, after the work queued before it
+/// on the device. A copy to or from the host returns when it is done; a copy within a device's
+/// memory is only enqueued (on this thread's stream: later kernels there see it).
 void copy_bytes(void* dst, const void* src, size_t bytes);
 /// Copy `rows` runs of `width` bytes, `src_pitch` bytes apart in src to `dst_pitch` bytes apart
-/// in dst (cudaMemcpy2D on a device; ordered after the work queued before it).
+/// in dst (cudaMemcpy2DAsync on a device; ordered and waited for as copy_bytes).
 void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows);
 /// Set `bytes` at p to zero.
 void zero_bytes(void* p, size_t bytes);
 /// Wait until the work queued on exec's device (its stream) is done; a no-op on the CPU.
 void synchronize(const tile::Exec& exec);
+
+/// While one exists on this thread, what CUDA stream capture forbids throws std::logic_error
+/// naming it: copy_bytes and copy_2d between the host and a device (they wait for the copy),
+/// synchronize, and device_allocate.
+/// Held around a CUDA-graph capture (the throughput runner's cuda_graph), so that a component
+/// that reads back gets a clear message, and in tests on every backend, so that the
+/// capture-safety of a step is checked without a GPU.
+class CaptureScope {
+ public:
+  CaptureScope();
+  ~CaptureScope();
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+  /// Whether this thread is inside a CaptureScope.
+  static bool active();
+};
 
 /// Whether this build has the CUDA launchers (kernels/cuda) linked in.
 bool cuda_built();

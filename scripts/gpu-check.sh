@@ -46,7 +46,7 @@ for f in "${sources[@]}" "${cuda_sources[@]}"; do
 done
 ok=1
 for p in "${pids[@]}"; do wait "$p" || ok=0; done
-if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcublasLt -lgomp >> "$log" 2>&1; then
+if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcublasLt -lgomp -ldl >> "$log" 2>&1; then
   echo "gpu-check: build failed, see $log" | tee -a "$log"
   tail -n 40 "$log"
   exit 1
@@ -114,7 +114,7 @@ PY
   timeout "$(cap 150)" "${bench[@]}" --db "$out/gpt2-small.db" run --device cuda tests/cuda/gpt2_small.toml \
     > "$out/gpt2-small.txt" 2> "$out/gpt2-small.log"
   echo "gpu-check: gpt2_small exit $?; table in $out/gpt2-small.txt" | tee -a "$log"
-  grep -A4 "^throughput" "$out/gpt2-small.txt" | tee -a "$log"
+  grep -A8 "^throughput" "$out/gpt2-small.txt" | tee -a "$log"
   # 2. experiments/norms.toml on the GPU, with 100 stability steps instead of 1000.
   sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$out/norms-gpu.toml"
   timeout "$(($(left) - 40))" "${bench[@]}" --db "$out/norms-gpu.db" run --device cuda "$out/norms-gpu.toml" \

@@ -117,15 +117,38 @@ int current_device() {
   return d;
 }
 
-void copy(void* dst, const void* src, size_t bytes) {
-  check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
+void* thread_stream() {
+  // One stream per device for this thread; destroyed with the thread (errors ignored: at process
+  // exit the driver may already be gone).
+  struct Streams {
+    std::vector<cudaStream_t> by_device;
+    ~Streams() {
+      for (cudaStream_t s : by_device)
+        if (s != nullptr) cudaStreamDestroy(s);
+    }
+  };
+  thread_local Streams streams;
+  const int d = current_device();
+  if (static_cast<size_t>(d) >= streams.by_device.size()) streams.by_device.resize(static_cast<size_t>(d) + 1, nullptr);
+  cudaStream_t& s = streams.by_device[static_cast<size_t>(d)];
+  if (s == nullptr) check(cudaStreamCreateWithFlags(&s, cudaStreamDefault), "cudaStreamCreateWithFlags");
+  return s;
 }
 
-void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows) {
-  check(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault), "cudaMemcpy2D");
+void copy(void* dst, const void* src, size_t bytes, bool wait) {
+  auto* s = static_cast<cudaStream_t>(thread_stream());
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+  if (wait) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows, bool wait) {
+  auto* s = static_cast<cudaStream_t>(thread_stream());
+  check(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault, s), "cudaMemcpy2DAsync");
+  if (wait) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
 void zero(void* p, size_t bytes, void* stream) {
+  if (stream == nullptr) stream = thread_stream();
   check(cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
 }
 
@@ -172,6 +195,46 @@ L2Flusher::~L2Flusher() { cudaFree(buffer_); }
 void L2Flusher::flush(void* stream) {
   value_ = (value_ + 1) & 0xff;  // a different value each time, so no write can be elided
   check(cudaMemsetAsync(buffer_, value_, bytes_, static_cast<cudaStream_t>(stream)), "cudaMemsetAsync");
+}
+
+StepGraph::~StepGraph() {
+  if (exec_ != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec_));
+  if (graph_ != nullptr) cudaGraphDestroy(static_cast<cudaGraph_t>(graph_));
+}
+
+void StepGraph::capture(void (*enqueue)(void*), void* ctx) {
+  auto* s = static_cast<cudaStream_t>(stream_);
+  if (exec_ != nullptr || graph_ != nullptr) throw std::logic_error("StepGraph::capture: already captured");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  check(cudaGetLastError(), "a kernel before the capture");
+  // Thread-local mode: other threads' unsafe calls (cudaMalloc of a sibling --jobs case) do not
+  // break this capture; this thread's own unsafe calls do.
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  std::string failed;
+  try {
+    enqueue(ctx);
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(s, &graph);  // always: leaves the stream usable
+  cudaGetLastError();
+  if (failed.empty() && end != cudaSuccess) failed = std::string("cudaStreamEndCapture: ") + cudaGetErrorString(end);
+  if (!failed.empty()) {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw std::runtime_error("the step could not be captured into a CUDA graph: " + failed);
+  }
+  graph_ = graph;
+  check(cudaGraphGetNodes(graph, nullptr, &nodes_), "cudaGraphGetNodes");
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  exec_ = exec;
+  check(cudaGraphUpload(exec, s), "cudaGraphUpload");
+}
+
+void StepGraph::launch() {
+  if (exec_ == nullptr) throw std::logic_error("StepGraph::launch: nothing captured");
+  check(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec_), static_cast<cudaStream_t>(stream_)), "cudaGraphLaunch");
 }
 
 }  // namespace bench::kernels::cuda

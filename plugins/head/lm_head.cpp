@@ -63,6 +63,10 @@ class LmHead final : public Head {
       // Without the cap the gradient overwrites the logits in place: they are not needed after this.
       kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, static_cast<A*>(loss_.raw()),
                                 static_cast<A*>(z_.raw()), ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
+      if (ctx.capturing) {  // the per-row losses stay on the device: nothing is read back
+        info.loss = info.z_mean = info.z_loss = std::nan("");
+        return;
+      }
       std::vector<char> loss_storage, z_storage;
       const A* loss = ops::on_host(loss_, loss_storage).data<A>();
       const A* z = ops::on_host(z_, z_storage).data<A>();

@@ -127,6 +127,52 @@ TEST_P(AdamWTest, Bf16MasterWeightsKeepEveryUpdate) {
   EXPECT_EQ(moved_plain, 0) << "each step is at most lr = 1e-5, below half an ulp (2^-8)";
 }
 
+// The capturable step: adamw_scalars counts the steps and derives the clip scale and the bias
+// corrections from the summed squares in the state; adamw_update reading them from the state
+// gives bitwise what the host-folded step gives (the same doubles, rounded once).
+TEST_P(AdamWTest, StateStepMatchesTheFoldedStepBitwise) {
+  const Exec exec{GetParam()};
+  const int64_t n = 3001;
+  const double clip = 1.0;
+  auto p_host = to_storage<float>(random_vector(static_cast<size_t>(n), 5));
+  auto p_state = p_host;
+  std::vector<float> m1(p_host.size(), 0.0f), v1 = m1, m2 = m1, v2 = m1;
+  std::vector<double> state(kAdamStateSize, 0.0);
+  for (int64_t step = 1; step <= 4; ++step) {
+    SCOPED_TRACE(step);
+    // Gradients whose norm is above the clip on odd steps and below it on even ones.
+    const double size = step % 2 == 1 ? 3.0 : 0.001;
+    const auto g = to_storage<float>(random_vector(p_host.size(), static_cast<uint32_t>(60 + step), size));
+    double ss = 0;
+    for (float x : g) ss += static_cast<double>(x) * static_cast<double>(x);
+    state[kAdamSumSquares] = ss;
+    adamw_scalars(exec, state.data(), 0.9, 0.95, clip);
+    const double norm = std::sqrt(ss);
+    const double scale = norm > clip ? clip / (norm + 1e-6) : 1.0;
+    EXPECT_EQ(state[kAdamStep], static_cast<double>(step));
+    EXPECT_EQ(state[kAdamGradScale], scale);
+    EXPECT_EQ(state[kAdamInvBc1], 1 / (1 - std::pow(0.9, static_cast<double>(step))));
+    EXPECT_EQ(state[kAdamInvBc2], 1 / (1 - std::pow(0.95, static_cast<double>(step))));
+    EXPECT_EQ(scale < 1.0, step % 2 == 1);
+    AdamWStep folded = step_of(step);
+    folded.grad_scale = scale;
+    AdamWStep from_state = step_of(0);  // step and grad_scale must come from the state
+    from_state.grad_scale = 1e9;
+    from_state.state = state.data();
+    adamw_update<float>(exec, p_host.data(), g.data(), m1.data(), v1.data(), n, folded);
+    adamw_update<float>(exec, p_state.data(), g.data(), m2.data(), v2.data(), n, from_state);
+    for (size_t i = 0; i < p_host.size(); ++i) ASSERT_EQ(p_host[i], p_state[i]) << "at " << i;
+  }
+  // No clip: the scale is 1 whatever the norm, and a NaN norm is not clipped (it shows).
+  state[kAdamSumSquares] = 1e30;
+  adamw_scalars(exec, state.data(), 0.9, 0.95, 0.0);
+  EXPECT_EQ(state[kAdamGradScale], 1.0);
+  state[kAdamSumSquares] = std::nan("");
+  adamw_scalars(exec, state.data(), 0.9, 0.95, clip);
+  EXPECT_EQ(state[kAdamGradScale], 1.0);
+  EXPECT_EQ(state[kAdamStep], 6.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(All, AdamWTest, ::testing::Values(Backend::kCpu, Backend::kEmulated),
                          [](const auto& tp) { return backend_name(tp.param); });
 

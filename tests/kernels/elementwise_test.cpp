@@ -105,6 +105,42 @@ TEST_P(ElementwiseTest, SumOfValuesAndEntropyMatchFloat64) {
   EXPECT_EQ(sum_squares<float>(exec, y.data(), 5000), sum_of<float>(exec, SumOf::kSquares, y.data(), 5000));
 }
 
+// sum_of_into keeps the sum where the data is: the same terms as sum_of, its partials summed by
+// one program (a tree), so it agrees with the float64 reference and with itself under any
+// thread count, and the result is written, not added.
+TEST_P(ElementwiseTest, SumOfIntoMatchesFloat64AndIgnoresTheThreadCount) {
+  const Exec exec{GetParam()};
+  for (int64_t n : {1, 1023, 300001}) {
+    SCOPED_TRACE(n);
+    const auto x = random_vector(static_cast<size_t>(n), 7, 1.0, 0.2);
+    const auto xf = to_storage<float>(x);
+    const auto xb = to_storage<bf16>(x);
+    std::vector<double> partial(static_cast<size_t>(sum_squares_partials(n)), -1.0);
+    for (SumOf what : {SumOf::kSquares, SumOf::kValues}) {
+      double scale = 0;
+      for (double e : x) scale += what == SumOf::kSquares ? e * e : std::abs(e);
+      double result = 12345.0, again = 0;
+      sum_of_into<float>(exec, what, xf.data(), n, partial.data(), &result);
+      EXPECT_NEAR(result, sum_of_reference(what, to_double(xf)), 1e-12 * scale);
+      sum_of_into<bf16>(exec, what, xb.data(), n, partial.data(), &result);
+      EXPECT_NEAR(result, sum_of_reference(what, to_double(xb)), 1e-12 * scale);
+      sum_of_into<double>(exec, what, x.data(), n, partial.data(), &result);
+      EXPECT_NEAR(result, sum_of_reference(what, x), 1e-12 * scale);
+      {
+        ThreadCountGuard guard(1);
+        sum_of_into<double>(exec, what, x.data(), n, partial.data(), &again);
+      }
+      EXPECT_EQ(result, again);  // bitwise
+    }
+  }
+  std::vector<float> x(5000, 1.0f);
+  x[17] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<double> partial(static_cast<size_t>(sum_squares_partials(5000)));
+  double result = 0;
+  sum_of_into<float>(exec, SumOf::kSquares, x.data(), 5000, partial.data(), &result);
+  EXPECT_TRUE(std::isnan(result));
+}
+
 TEST_P(ElementwiseTest, SumSquaresPropagatesNonFinite) {
   const Exec exec{GetParam()};
   std::vector<float> x(5000, 1.0f);

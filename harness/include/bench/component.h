@@ -169,6 +169,11 @@ class RunContext {
   /// into a device's copy), so that a head on a device need not read them back; null when the
   /// caller did not set them.
   const int32_t* host_targets = nullptr;
+  /// Set while a step is captured into a CUDA graph (the throughput runner's `cuda_graph`):
+  /// components must then neither wait for the device nor read results back to the host (a
+  /// result stays in device memory: the head's loss is NaN to the caller, the optimizer's grad
+  /// norm too), and the model copies no tokens (a replay reuses the last uncaptured forward's).
+  bool capturing = false;
 
   /// Record `v` under `name`, keeping the maximum over the step.
   void probe_max(std::string_view name, double v);

@@ -98,6 +98,9 @@ const std::vector<ParamSpec>& runner_params(std::string_view runner) {
       ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least").at_least(0),
       ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
       ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
+      ParamSpec::boolean("cuda_graph", false,
+                         "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
+                         "(no launch overhead); ignored on the CPU"),
   };
   static const std::vector<ParamSpec> stability = {
       ParamSpec::integer("steps", 200, "optimizer steps").at_least(1),

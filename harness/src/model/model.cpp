@@ -185,6 +185,8 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
   adam_m_ = arena_.allocate({total}, acc);
   adam_v_ = arena_.allocate({total}, acc);
   if (spec_.dtype == DType::kBFloat16) master_ = arena_.allocate({total}, DType::kFloat32);
+  adam_state_ = arena_.allocate({kernels::kAdamStateSize + std::max<int64_t>(1, kernels::sum_squares_partials(total))},
+                                DType::kFloat64);
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
   for (const auto& p : params_) {
@@ -253,9 +255,11 @@ Model::~Model() {
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
   bind(ctx);
   const int32_t* host_targets = targets;
-  if (inputs_.defined()) {  // tokens into the model's memory
+  if (inputs_.defined() && !ctx.capturing) {  // tokens into the model's memory
     kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());
     kernels::copy_bytes(targets_.raw(), targets, targets_.bytes());
+  }
+  if (inputs_.defined()) {
     inputs = inputs_.data<int32_t>();
     targets = targets_.data<int32_t>();
   }
@@ -308,10 +312,7 @@ double Model::grad_norm(RunContext& ctx) const {
 
 double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
   bind(ctx);
-  const double norm = grad_norm(ctx);
-  double scale = 1.0;
-  if (s.grad_clip > 0 && norm > s.grad_clip) scale = s.grad_clip / (norm + 1e-6);
-  ++adam_step_;
+  auto* state = static_cast<double*>(adam_state_.raw());
   const int64_t total = values_.numel();
   dispatch_float(spec_.dtype, [&]<class T>() {
     using A = tile::acc_t<T>;
@@ -320,13 +321,19 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
     A* m = static_cast<A*>(adam_m_.raw());
     A* sq = static_cast<A*>(adam_v_.raw());
     A* w = master_.defined() ? static_cast<A*>(master_.raw()) : nullptr;
-    kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, adam_step_, scale};
+    kernels::sum_of_into<T>(ctx.exec, kernels::SumOf::kSquares, g, total, state + kernels::kAdamStateSize,
+                            state + kernels::kAdamSumSquares);
+    kernels::adamw_scalars(ctx.exec, state, s.beta1, s.beta2, s.grad_clip);
+    kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, 0, 1.0, state};
     kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step, w);
     step.decay = 0;
     kernels::adamw_update<T>(ctx.exec, v + decay_count_, g + decay_count_, m + decay_count_, sq + decay_count_,
                              total - decay_count_, step, w != nullptr ? w + decay_count_ : nullptr);
   });
-  return norm;
+  if (ctx.capturing) return std::nan("");
+  double sum_squares = 0;
+  kernels::copy_bytes(&sum_squares, state + kernels::kAdamSumSquares, sizeof sum_squares);
+  return std::sqrt(sum_squares);
 }
 
 int Model::layer_of(std::string_view name) {

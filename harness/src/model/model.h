@@ -57,7 +57,11 @@ class Model {
   void zero_grad();
   /// L2 norm of all gradients.
   double grad_norm(RunContext& ctx) const;
-  /// Clip (when set) and apply one AdamW step; returns the grad norm before clipping.
+  /// Clip (when set) and apply one AdamW step; returns the grad norm before clipping (NaN while
+  /// ctx.capturing). Everything runs where the model is: the norm, the clip factor and the step
+  /// count are computed in its memory (kernels::adamw_scalars), so that on a device nothing
+  /// waits for the host until the norm is read back at the end, and a captured step replays
+  /// with its own step count and clip factor.
   double optimizer_step(const OptimizerStep& s, RunContext& ctx);
 
   /// L2 norm of all parameters (a tied matrix once).
@@ -139,12 +143,12 @@ class Model {
   Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
   Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
-  Tensor master_;    // float master weights of a bf16 model (undefined otherwise)
-  Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
+  Tensor adam_state_;  // float64: kernels::AdamWState, then the partial sums of the grad norm
+  Tensor master_;      // float master weights of a bf16 model (undefined otherwise)
+  Tensor snapshot_;    // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
-  int64_t adam_step_ = 0;
 };
 
 }  // namespace bench

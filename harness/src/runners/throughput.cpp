@@ -86,31 +86,61 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
   if (ctx.exec.backend == tile::Backend::kCuda) gpu = std::make_unique<GpuTiming>(ctx.exec.stream);
 #endif
 
+  // With cuda_graph on a GPU, each mode's step is captured once (after an uncaptured run that
+  // stages the tokens and makes every cuBLASLt plan) and the timed step replays the graph.
+  const bool use_graph = s.boolean("cuda_graph") && ctx.exec.backend == tile::Backend::kCuda;
+  row.metrics.push_back({"cuda_graph", use_graph ? 1.0 : 0.0, ""});
+
   for (const std::string& mode : s.strings("modes")) {
     if (env.stop && env.stop->load()) {
       row.status = "interrupted";
       break;
     }
-    std::function<void()> step;
+    // What one step enqueues; `step` below also waits for it (a step ends when the device is done).
+    std::function<void()> enqueue;
     double flops = cost.flops_forward;
     if (mode == "forward") {
-      step = [&] {
+      enqueue = [&] {
         ctx.training = false;
         benchmark::DoNotOptimize(model.forward(inputs.data(), targets.data(), ctx));
-        kernels::synchronize(ctx.exec);  // a step ends when the device is done with it
       };
     } else {
       flops += cost.flops_backward;
       const bool update = mode == "train_step";
-      step = [&, update] {
+      enqueue = [&, update] {
         ctx.training = true;
         model.zero_grad();
         model.forward(inputs.data(), targets.data(), ctx);
         model.backward(ctx);
         if (update) model.optimizer_step(opt, ctx);
+      };
+    }
+    std::function<void()> step = [&] {
+      enqueue();
+      kernels::synchronize(ctx.exec);
+    };
+#if BENCH_HAVE_CUDA
+    std::unique_ptr<kernels::cuda::StepGraph> graph;
+    if (use_graph) {
+      env.progress.update(env.prefix + " · capturing " + mode, true);
+      step();  // uncaptured: stages the tokens, makes the plans and workspaces the capture reuses
+      graph = std::make_unique<kernels::cuda::StepGraph>(ctx.exec.stream);
+      ctx.capturing = true;
+      try {
+        const kernels::CaptureScope scope;  // a read-back names itself instead of breaking the capture
+        graph->capture(enqueue);
+      } catch (const std::exception& e) {
+        ctx.capturing = false;
+        throw Error("cuda_graph, mode " + mode + ": " + e.what());
+      }
+      ctx.capturing = false;
+      row.metrics.push_back({"graph_nodes/" + mode, static_cast<double>(graph->nodes()), ""});
+      step = [&] {
+        graph->launch();
         kernels::synchronize(ctx.exec);
       };
     }
+#endif
     env.progress.update(env.prefix + " · timing " + mode, true);
     CollectingReporter reporter;
     benchmark::ClearRegisteredBenchmarks();
@@ -145,6 +175,18 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
     if (reporter.ms.empty()) throw Error("timing " + mode + " produced no measurement");
 
+#if BENCH_HAVE_CUDA
+    if (graph) {
+      // The replays must have done the step's work: a broken capture shows as a loss that is not
+      // finite (or as a CUDA error in this synchronizing forward).
+      ctx.training = false;
+      const LossInfo after = model.forward(inputs.data(), targets.data(), ctx);
+      if (!std::isfinite(after.loss))
+        throw Error("cuda_graph, mode " + mode + ": the loss after the graph's replays is not finite (" +
+                    std::to_string(after.loss) + ")");
+      row.metrics.push_back({"loss_after_graph/" + mode, after.loss, "nats"});
+    }
+#endif
     const Summary sum = summarize(reporter.ms);
     store::ThroughputRow t;
     t.mode = mode;

@@ -1,0 +1,144 @@
+// A train step under the rules of CUDA-graph capture, checked without a GPU: on the guarded
+// device (the CPU executor on memory that faults on host access) with a kernels::CaptureScope,
+// which makes every copy between the host and the device, every synchronize and every allocation
+// throw. A "replay" here is the step run again under those rules: it must need nothing from the
+// host (tokens, loss, grad norm, step count, clip factor all stay in the model's memory) and
+// give bitwise the parameters of the same steps run the ordinary way.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "bench/interfaces.h"
+#include "kernels/memory.h"
+#include "model/model.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+using test::Batch;
+using test::batch_of;
+
+// GQA with QK-norm (strided copies within the device), dropout (masks from the seed and step),
+// grad clipping that acts (a norm above 0.05) and weight decay.
+std::string experiment(const std::string& dtype) {
+  return "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\nbatch_size = 2\n"
+         "dtype = \"" +
+         dtype +
+         "\"\ndropout_attention = 0.1\ndropout_residual = 0.1\n"
+         "attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"
+         "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
+}
+
+OptimizerStep clipped() {
+  OptimizerStep opt;
+  opt.lr = 1e-2;
+  opt.decay_lr = opt.lr;
+  opt.weight_decay = 0.1;
+  opt.grad_clip = 0.05;
+  return opt;
+}
+
+void train_step(Model& m, const Batch& b, const OptimizerStep& opt, RunContext& ctx, double* loss, double* norm) {
+  ctx.training = true;
+  m.zero_grad();
+  *loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
+  m.backward(ctx);
+  *norm = m.optimizer_step(opt, ctx);
+}
+
+class CapturedStep : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CapturedStep, ReplaysMatchUncapturedStepsBitwise) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.backend = tile::Backend::kGuarded;
+  const Batch b = batch_of(rc, 0);
+  const OptimizerStep opt = clipped();
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4);
+  ASSERT_EQ(plain.memory(), kernels::Memory::kGuarded);
+  RunContext c1, c2;
+  c1.seed = c2.seed = 4;
+  c1.probes = c2.probes = false;  // as the throughput runner times them
+  double loss = 0, norm = 0;
+  std::vector<double> norms;
+  for (int s = 0; s < 4; ++s) {
+    train_step(plain, b, opt, c1, &loss, &norm);
+    norms.push_back(norm);
+  }
+  EXPECT_GT(norms[0], opt.grad_clip) << "the clip must act for the test to cover it";
+
+  train_step(captured, b, opt, c2, &loss, &norm);  // uncaptured: stages the tokens
+  EXPECT_EQ(norm, norms[0]);
+  c2.capturing = true;
+  {
+    const kernels::CaptureScope scope;
+    for (int replay = 0; replay < 3; ++replay) {
+      train_step(captured, b, opt, c2, &loss, &norm);
+      EXPECT_TRUE(std::isnan(loss)) << "a captured step reads no loss back";
+      EXPECT_TRUE(std::isnan(norm)) << "nor the grad norm";
+    }
+  }
+  c2.capturing = false;
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  // The next ordinary step continues the same run: the step count went on during the replays.
+  train_step(plain, b, opt, c1, &loss, &norm);
+  const double expected = loss, expected_norm = norm;
+  train_step(captured, b, opt, c2, &loss, &norm);
+  EXPECT_EQ(loss, expected);
+  EXPECT_EQ(norm, expected_norm);
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+}
+
+INSTANTIATE_TEST_SUITE_P(Model, CapturedStep, ::testing::Values("float32", "bfloat16"),
+                         [](const auto& tp) { return tp.param; });
+
+// What a capture forbids says what it is: a probe that reads the attention's max logit back.
+TEST(CapturedStep, AReadBackDuringCaptureNamesItself) {
+  ResolvedCase rc = test::resolve_first(experiment("float32"));
+  rc.model.backend = tile::Backend::kGuarded;
+  const Batch b = batch_of(rc, 0);
+  Model m(rc.model, test::builtin_registry(), 4);
+  RunContext ctx;
+  ctx.training = false;
+  (void)m.forward(b.in.data(), b.tg.data(), ctx);
+  ctx.capturing = true;
+  const kernels::CaptureScope scope;
+  try {
+    (void)m.forward(b.in.data(), b.tg.data(), ctx);  // probes are on: the max logit comes back
+    FAIL() << "expected a read-back to throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("copy_bytes between the host and a device while a step is captured"),
+              std::string::npos)
+        << e.what();
+  }
+  ctx.probes = false;
+  EXPECT_NO_THROW((void)m.forward(b.in.data(), b.tg.data(), ctx));
+}
+
+TEST(CaptureScope, ForbidsWhatCaptureForbidsAndNests) {
+  void* d = kernels::device_allocate(kernels::Memory::kGuarded, 64);
+  void* e = kernels::device_allocate(kernels::Memory::kGuarded, 64);
+  char host[64] = {};
+  {
+    const kernels::CaptureScope outer;
+    {
+      const kernels::CaptureScope inner;
+      EXPECT_TRUE(kernels::CaptureScope::active());
+    }
+    EXPECT_TRUE(kernels::CaptureScope::active());
+    EXPECT_THROW(kernels::copy_bytes(host, d, 64), std::logic_error);
+    EXPECT_THROW(kernels::copy_bytes(d, host, 64), std::logic_error);
+    EXPECT_THROW(kernels::device_allocate(kernels::Memory::kGuarded, 64), std::logic_error);
+    EXPECT_THROW(kernels::synchronize(tile::Exec{tile::Backend::kCuda}), std::logic_error);
+    EXPECT_NO_THROW(kernels::copy_bytes(e, d, 64));  // within the device: an async copy
+    EXPECT_NO_THROW(kernels::zero_bytes(d, 64));
+  }
+  EXPECT_FALSE(kernels::CaptureScope::active());
+  EXPECT_NO_THROW(kernels::copy_bytes(host, d, 64));
+  kernels::device_free(d);
+  kernels::device_free(e);
+}
+
+}  // namespace
+}  // namespace bench
