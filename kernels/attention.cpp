@@ -230,11 +230,83 @@ void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, a
   });
 }
 
+template <class T>
+void attention_row_max(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
+  (void)dims_of(a);
+  BENCH_ON_CUDA(exec, T, "attention_row_max", cuda::attention_row_max<T>(stream, a, qkv, row_max))
+  tile::dispatch_block(a.seq, [&]<int B>() {
+    tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_row_max<T, B>(a, qkv, row_max));
+  });
+}
+
+// --- the cuDNN SDPA baseline: the checks that need no GPU here, the rest in kernels/cuda ------
+
+namespace {
+
+/// Throws unless `exec` is CUDA and T bf16 and cuDNN covers the variant.
+template <class T>
+void cudnn_checks(const Exec& exec, const AttentionArgs& a, const char* name) {
+  if (exec.backend != tile::Backend::kCuda)
+    throw std::invalid_argument(std::string(name) + ": cuDNN's fused attention runs on CUDA only");
+  if (!std::is_same_v<T, tile::bf16>)
+    throw std::invalid_argument(std::string(name) + ": cuDNN's fused attention is bf16 only here");
+  if (const std::string why = attention_cudnn_unsupported(a); !why.empty())
+    throw std::invalid_argument(std::string(name) + ": " + why);
+}
+
+}  // namespace
+
+bool attention_cudnn_available(std::string* why) {
+#if BENCH_HAVE_CUDA
+  return cuda::cudnn_attention_available(why);
+#else
+  if (why != nullptr) *why = "this build has no CUDA";
+  return false;
+#endif
+}
+
+template <class T>
+void attention_cudnn_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, float* stats) {
+  cudnn_checks<T>(exec, a, "attention_cudnn_forward");
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+#if BENCH_HAVE_CUDA
+    cuda::cudnn_attention_forward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, stats);
+#else
+    (void)qkv;
+    (void)out;
+    (void)stats;
+    BENCH_CUDA_CALL("attention_cudnn_forward", 0);
+#endif
+  }
+}
+
+template <class T>
+void attention_cudnn_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const float* stats,
+                              const T* dout, T* dqkv) {
+  cudnn_checks<T>(exec, a, "attention_cudnn_backward");
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+#if BENCH_HAVE_CUDA
+    cuda::cudnn_attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, stats, dout, dqkv);
+#else
+    (void)qkv;
+    (void)out;
+    (void)stats;
+    (void)dout;
+    (void)dqkv;
+    BENCH_CUDA_CALL("attention_cudnn_backward", 0);
+#endif
+  }
+}
+
 #define BENCH_INSTANTIATE(T)                                                                                         \
   template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);            \
   template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, \
                                       T*);                                                                           \
-  template void attention_entropy<T>(const Exec&, const AttentionArgs&, const T*, acc_t<T>*);
+  template void attention_entropy<T>(const Exec&, const AttentionArgs&, const T*, acc_t<T>*);                        \
+  template void attention_row_max<T>(const Exec&, const AttentionArgs&, const T*, acc_t<T>*);                        \
+  template void attention_cudnn_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, float*);                 \
+  template void attention_cudnn_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const float*,     \
+                                            const T*, T*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(double)
 BENCH_INSTANTIATE(tile::bf16)

@@ -1,12 +1,15 @@
 // defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
 //          attention_backward (CPU: GEMM + the masked softmax kernels), attention_entropy,
-//          attention_uses_flash, attention_keeps_probs, attention_flash_state_size, and the
-//          float64 references attention_forward_reference, attention_backward_reference,
-//          attention_entropy_reference
+//          attention_row_max, attention_uses_flash, attention_keeps_probs,
+//          attention_flash_state_size, the float64 references attention_forward_reference,
+//          attention_backward_reference, attention_entropy_reference, and the cuDNN SDPA baseline
+//          attention_cudnn_unsupported, attention_cudnn_available, attention_cudnn_forward,
+//          attention_cudnn_backward
 //
-// Sections, in order: 1. float64 reference  2. tile programs (only the dropout of probability
-// blocks: the rest is built from gemm and the softmax kernels; the CUDA path is a
-// flash-attention kernel of its own)  3. launchers.
+// Sections, in order: 1. float64 reference  2. tile programs (the entropy and row-max probes and
+// the dropout of probability blocks: the rest is built from gemm and the softmax kernels; the
+// CUDA path is a flash-attention kernel of its own)  3. launchers  4. the cuDNN SDPA baseline
+// (kernels/cuda/cudnn_attention.cu), CUDA and bf16 only.
 //
 // Per batch b and query head h (kv head g = h / (H / Hkv)), with Q, K, V the [T, dh] slices of
 // the fused qkv rows:
@@ -21,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -230,21 +234,35 @@ struct AttentionEntropyRows {
     return s;
   }
 
-  template <class Ctx>
-  BENCH_HD void operator()(Ctx& c) const {
-    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
+  /// Query row t of program (t, bh): its q, the first key row of its kv head, and the visible
+  /// keys [lo, hi).
+  BENCH_HD void row(int64_t t, int64_t bh, const T*& q, const T*& k, int64_t& lo, int64_t& hi) const {
     const int64_t b = bh / heads, h = bh % heads, g = h / group;
-    int64_t lo = 0, hi = 0;
     softmax_row_range(mask, t, seq, lo, hi);
-    const T* q = qkv + (b * seq + t) * width + h * d_head;
-    const T* k = qkv + b * seq * width + (heads + g) * d_head;
+    q = qkv + (b * seq + t) * width + h * d_head;
+    k = qkv + b * seq * width + (heads + g) * d_head;
+  }
+
+  /// The largest logit of query q over the keys [lo, hi) from k (the first pass).
+  template <class Ctx>
+  BENCH_HD A max_logit(Ctx& c, const T* q, const T* k, int64_t lo, int64_t hi) const {
     const A lowest = static_cast<A>(-HUGE_VAL);
     auto mt = tl::full<B>(c, lowest);
     for (int64_t j0 = lo; j0 < hi; j0 += B) {
       const auto valid = tl::arange<B>(c) < static_cast<int>(hi - j0 < B ? hi - j0 : B);
       mt = tl::maximum(mt, tl::where(valid, logits(c, q, k + j0 * width, hi - j0), lowest));
     }
-    const A m = tl::max(c, mt);
+    return tl::max(c, mt);
+  }
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
+    const T* q = nullptr;
+    const T* k = nullptr;
+    int64_t lo = 0, hi = 0;
+    row(t, bh, q, k, lo, hi);
+    const A m = max_logit(c, q, k, lo, hi);
     auto zt = tl::full<B>(c, A(0));
     auto wt = tl::full<B>(c, A(0));
     for (int64_t j0 = lo; j0 < hi; j0 += B) {
@@ -273,6 +291,33 @@ AttentionEntropyRows<T, B> make_attention_entropy(const AttentionArgs& a, const 
                                     static_cast<A>(a.scale),
                                     static_cast<A>(a.softcap),
                                     SoftmaxMask{a.causal, 0, a.window}};
+}
+
+/// The largest logit of each query row (after scale and soft-cap, over the keys the mask keeps),
+/// recomputed from qkv: the first pass of AttentionEntropyRows alone, for the max-logit probe
+/// where the forward reports no row max (the cuDNN baseline, which keeps only the log-sum-exp).
+template <class T, int B>
+struct AttentionRowMaxRows {
+  static constexpr int kBlock = B;
+  using A = acc_t<T>;
+  AttentionEntropyRows<T, B> rows;  // the logits and the shape (its entropy is not written)
+  A* row_max;                       // [B, H, T]
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
+    const T* q = nullptr;
+    const T* k = nullptr;
+    int64_t lo = 0, hi = 0;
+    rows.row(t, bh, q, k, lo, hi);
+    tl::store_scalar(c, row_max + bh * rows.seq + t, rows.max_logit(c, q, k, lo, hi));
+  }
+};
+
+/// The program of attention_row_max for `a`.
+template <class T, int B>
+AttentionRowMaxRows<T, B> make_attention_row_max(const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
+  return AttentionRowMaxRows<T, B>{make_attention_entropy<T, B>(a, qkv, nullptr), row_max};
 }
 
 /// Dropout of a block of probabilities, one row per program: y[r, c] = x[r, c] * M / (1 - p) for
@@ -357,6 +402,13 @@ void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qk
 template <class T>
 void attention_entropy(const Exec& exec, const AttentionArgs& args, const T* qkv, acc_t<T>* entropy);
 
+/// Per query row (b, h, t) the largest logit (after scale and soft-cap, over the keys it may see),
+/// recomputed from qkv into row_max [B, H, T]: what attention_forward's row_max holds, for a
+/// forward that reports none (the cuDNN baseline). O(T^2 d_head) per head, like the entropy; the
+/// same grid limit on CUDA.
+template <class T>
+void attention_row_max(const Exec& exec, const AttentionArgs& args, const T* qkv, acc_t<T>* row_max);
+
 /// Elements of bf16 the flash path keeps in `probs` instead of the probabilities: the
 /// log-sum-exp per query [B, H, T] and, from attention_flash_workspace_offset floats on (256-byte
 /// aligned), the backward's float workspace of B H T (d_head + 1) floats.
@@ -386,5 +438,65 @@ template <class T>
 bool attention_keeps_probs(const Exec& exec, const AttentionArgs& a) {
   return !(exec.backend == tile::Backend::kCuda && std::is_same_v<T, tile::bf16> && attention_uses_flash(a));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. the cuDNN SDPA baseline: cuDNN's fused flash attention on the same qkv rows (CUDA, bf16),
+//    to compare our kernels against; cuDNN is loaded at run time, never linked
+// ---------------------------------------------------------------------------------------------
+
+/// Why cuDNN's fused attention, as kernels/cuda/cudnn_attention.cu builds its graph, cannot run
+/// `a`; "" when it can. Covered: MHA, GQA and MQA, causal or not, a sliding window with causal
+/// masking, any scale, d_head a multiple of 8 up to 256. Not covered: soft-capping (not in the
+/// graph built here), dropout (cuDNN draws its own Philox mask, not kernels/dropout.h's, so the
+/// two would not train alike), a window without causal masking (not a band cuDNN expresses),
+/// `materialize` (the fused kernels keep no probabilities). Pure C++ on any build; cuDNN may still
+/// refuse a shape at run time (d_head above 128 before Hopper, an old cuDNN), which its launchers
+/// report.
+inline std::string attention_cudnn_unsupported(const AttentionArgs& a) {
+  const auto num = [](double v) {
+    std::string s = std::to_string(v);
+    s.erase(s.find_last_not_of('0') + 1);
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+  };
+  if (a.batch <= 0 || a.seq <= 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
+    return "the shape is inconsistent (positive sizes, n_heads a multiple of n_kv_heads)";
+  if (a.d_head % 8 != 0)
+    return "d_head = " + std::to_string(a.d_head) + " is not a multiple of 8, which cuDNN's fused attention needs";
+  if (a.d_head > 256) return "d_head = " + std::to_string(a.d_head) + " is above 256, cuDNN's fused attention's limit";
+  if (a.softcap > 0) return "soft-capping (softcap = " + num(a.softcap) + ") is not in the cuDNN graph built here";
+  if (a.dropout > 0)
+    return "dropout on the probabilities (rate " + num(a.dropout) +
+           "): cuDNN draws its own Philox mask, not ours, so the two would not train alike";
+  if (a.window > 0 && !a.causal) return "a sliding window needs causal masking here";
+  if (a.materialize) return "materialize: cuDNN's fused attention keeps no probabilities";
+  return "";
+}
+
+/// Whether cuDNN's fused attention can run here: bench was built with cuDNN's headers, and
+/// libcudnn.so.9 (cuDNN 9) loads and has the backend API. `why` (may be null) receives the reason
+/// when not, and the library and version ("cuDNN 9.19.0 (libcudnn.so.9)") when it does. Answers
+/// without a GPU; false in a build without CUDA.
+bool attention_cudnn_available(std::string* why);
+
+/// Floats of `stats` that attention_cudnn_forward writes and attention_cudnn_backward reads: the
+/// log-sum-exp of each query's logits, [B, H, T].
+inline int64_t attention_cudnn_stats_size(const AttentionArgs& a) { return a.batch * a.n_heads * a.seq; }
+
+/// attention_forward's contract (qkv fused rows in, out [B*T, H*dh]) through cuDNN's fused flash
+/// attention, leaving the log-sum-exp per query in `stats` (attention_cudnn_stats_size floats)
+/// instead of probabilities; no row max (attention_row_max recomputes it) and no workspace of the
+/// caller's (cuDNN's comes from a per-thread buffer that grows on first use of a larger shape).
+/// Backend::kCuda and bf16 only; throws std::invalid_argument for another backend, another type
+/// or a variant attention_cudnn_unsupported names, std::runtime_error naming the cuDNN call and
+/// its status when cuDNN fails (or is missing).
+template <class T>
+void attention_cudnn_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, float* stats);
+
+/// Gradient of attention_cudnn_forward: from the forward's qkv, out and stats and dout, writes all
+/// of dqkv (dQ, and dK, dV summed over each kv head's query heads). The same limits and errors.
+template <class T>
+void attention_cudnn_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out,
+                              const float* stats, const T* dout, T* dqkv);
 
 }  // namespace bench::kernels

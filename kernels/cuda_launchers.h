@@ -54,6 +54,22 @@ void attention_backward(Stream stream, const AttentionArgs& args, const T* qkv, 
 
 template <class T>
 Status attention_entropy(Stream stream, const AttentionArgs& args, const T* qkv, acc_t<T>* entropy);
+template <class T>
+Status attention_row_max(Stream stream, const AttentionArgs& args, const T* qkv, acc_t<T>* row_max);
+
+/// The cuDNN SDPA baseline (kernels/cuda/cudnn_attention.cu), the CUDA side of
+/// kernels::attention_cudnn_*: libcudnn.so.9 is loaded with dlopen at the first call, never
+/// linked. available: whether it loads (`why`, may be null: the reason, or the version loaded);
+/// false, never a throw, where bench was built without cuDNN's headers or runs without the
+/// library. forward / backward: kernels::attention_cudnn_forward / _backward's contract (stats:
+/// the log-sum-exp [B, H, T] in float); bf16 only (float throws); std::runtime_error naming the
+/// cuDNN call and its status on failure.
+bool cudnn_attention_available(std::string* why);
+template <class T>
+void cudnn_attention_forward(Stream stream, const AttentionArgs& args, const T* qkv, T* out, float* stats);
+template <class T>
+void cudnn_attention_backward(Stream stream, const AttentionArgs& args, const T* qkv, const T* out, const float* stats,
+                              const T* dout, T* dqkv);
 
 template <class T>
 Status norm_forward(Stream stream, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,

@@ -216,10 +216,23 @@ Status attention_entropy(Stream stream, const AttentionArgs& a, const T* qkv, ac
   return st;
 }
 
+template <class T>
+Status attention_row_max(Stream stream, const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
+  (void)dims_of(a, false);
+  if (a.batch * a.n_heads > 65535) return cudaErrorInvalidConfiguration;  // the grid's y
+  Status st = cudaSuccess;
+  tile::dispatch_block(a.seq, [&]<int B>() {
+    st = tile::launch_cuda(tile::Grid{a.seq, a.batch * a.n_heads},
+                           programs::make_attention_row_max<T, B>(a, qkv, row_max), stream);
+  });
+  return st;
+}
+
 #define BENCH_INSTANTIATE(T)                                                                                         \
   template void attention_forward<T>(Stream, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);                 \
   template void attention_backward<T>(Stream, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, T*); \
-  template Status attention_entropy<T>(Stream, const AttentionArgs&, const T*, acc_t<T>*);
+  template Status attention_entropy<T>(Stream, const AttentionArgs&, const T*, acc_t<T>*);                           \
+  template Status attention_row_max<T>(Stream, const AttentionArgs&, const T*, acc_t<T>*);
 BENCH_INSTANTIATE(float)
 BENCH_INSTANTIATE(tile::bf16)
 #undef BENCH_INSTANTIATE

@@ -7,6 +7,8 @@
 //   y = o Wo^T,
 // where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
 // letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
+// `kernel = "cudnn"` runs the attention itself through cuDNN's fused flash attention instead of
+// ours (kernels/attention.h, section 4: the baseline; CUDA and bf16, no soft-cap or dropout).
 #include <cmath>
 #include <string>
 
@@ -29,6 +31,21 @@ int64_t layer_window(const std::string& pattern, int64_t window, int layer) {
   return pattern[i] == 'L' ? window : 0;
 }
 
+/// "cpu", "cuda", ... as `--device` names them.
+const char* backend_name(tile::Backend b) {
+  switch (b) {
+    case tile::Backend::kCpu:
+      return "cpu";
+    case tile::Backend::kEmulated:
+      return "emulated CUDA executor";
+    case tile::Backend::kCuda:
+      return "cuda";
+    case tile::Backend::kGuarded:
+      return "guarded cpu";
+  }
+  return "?";
+}
+
 }  // namespace
 
 class CausalAttention final : public Sublayer {
@@ -38,6 +55,8 @@ class CausalAttention final : public Sublayer {
         pattern_(p.string("pattern")),
         softcap_(p.number("softcap")),
         out_scale_(p.boolean("scaled_output_init")),
+        cudnn_(p.string("kernel") == "cudnn"),
+        kernel_where_(p.where("kernel")),
         qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias")) {
     // Checked here, from the parameters alone, so that both `bench validate` and a model build
     // point at the key.
@@ -52,6 +71,16 @@ class CausalAttention final : public Sublayer {
     if (pattern_.find('L') != std::string::npos && window_ <= 0)
       throw ConfigError(p.given("window") ? p.where("window") : p.where("pattern"),
                         "pattern \"" + pattern_ + "\" has local (L) layers: set window > 0 tokens");
+  }
+
+  // What cuDNN's fused attention cannot run is known from the model's shape: `bench validate`
+  // reports it at the key (the device and dtype are known at setup only).
+  void validate(const ModelDims& d) const override {
+    if (!cudnn_ || d.n_kv_heads <= 0 || d.n_heads % d.n_kv_heads != 0) return;  // heads: not ours to report
+    kernels::AttentionArgs a{d.batch_size, d.seq_len, d.n_heads, d.n_kv_heads, d.d_head, 1.0, softcap_, window_, true};
+    a.dropout = d.dropout_attention;
+    if (const std::string why = kernels::attention_cudnn_unsupported(a); !why.empty())
+      throw ConfigError(kernel_where_, "kernel = \"cudnn\": " + why);
   }
 
   void setup(SetupContext& ctx) override {
@@ -79,16 +108,23 @@ class CausalAttention final : public Sublayer {
     const int64_t window = layer_window(pattern_, window_, layer_);
     args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
     args_.scale = position_->attention_scale() / std::sqrt(static_cast<double>(d_head_));
+    if (cudnn_) check_cudnn(ctx);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
     dqkv_ = ctx.buffer({rows_, qkv_width_});
     att_ = ctx.buffer({rows_, heads_ * d_head_});
     datt_ = ctx.buffer({rows_, heads_ * d_head_});
-    // Where the flash kernels will run, probs_ holds their state, not the T x T probabilities.
-    flash_ = !dispatch_float(
-        ctx.dtype(), [&]<class T>() { return kernels::attention_keeps_probs<T>(tile::Exec{ctx.backend()}, args_); });
-    probs_ = ctx.buffer({flash_ ? kernels::attention_flash_state_size(args_) : kernels::attention_probs_size(args_)});
-    work_ = ctx.buffer({kernels::attention_workspace_size(args_)});
+    if (cudnn_) {
+      // cuDNN keeps the log-sum-exp per query (its own workspace is its launcher's).
+      probs_ = ctx.buffer({kernels::attention_cudnn_stats_size(args_)}, DType::kFloat32);
+      work_ = ctx.buffer({1});
+    } else {
+      // Where the flash kernels will run, probs_ holds their state, not the T x T probabilities.
+      flash_ = !dispatch_float(
+          ctx.dtype(), [&]<class T>() { return kernels::attention_keeps_probs<T>(tile::Exec{ctx.backend()}, args_); });
+      probs_ = ctx.buffer({flash_ ? kernels::attention_flash_state_size(args_) : kernels::attention_probs_size(args_)});
+      work_ = ctx.buffer({kernels::attention_workspace_size(args_)});
+    }
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
     esize_ = dtype_size(ctx.dtype());
   }
@@ -105,11 +141,17 @@ class CausalAttention final : public Sublayer {
     dispatch_float(x.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       A* rm = ctx.probes ? static_cast<A*>(row_max_.raw()) : nullptr;
-      if (kernels::attention_keeps_probs<T>(ctx.exec, args_) == flash_)
-        throw Error("attention: set up for " + std::string(flash_ ? "the flash kernels" : "stored probabilities") +
-                    " but run where the other path runs");
-      kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm,
-                                    work_.data<T>());
+      if (cudnn_) {
+        kernels::attention_cudnn_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>());
+        // cuDNN reports the log-sum-exp, not the max: the probe's max takes a pass of its own.
+        if (rm != nullptr) kernels::attention_row_max<T>(ctx.exec, args_, qkv_.data<T>(), rm);
+      } else {
+        if (kernels::attention_keeps_probs<T>(ctx.exec, args_) == flash_)
+          throw Error("attention: set up for " + std::string(flash_ ? "the flash kernels" : "stored probabilities") +
+                      " but run where the other path runs");
+        kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm,
+                                      work_.data<T>());
+      }
       if (rm != nullptr) {
         // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
         std::vector<char> storage;
@@ -127,7 +169,7 @@ class CausalAttention final : public Sublayer {
         // recomputed per row from qkv.
         const int64_t rows = batch_ * heads_ * seq_;
         double sum = 0;
-        if (flash_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
+        if (flash_ || cudnn_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
           A* per_row = static_cast<A*>(row_max_.raw());
           kernels::attention_entropy<T>(ctx.exec, args_, qkv_.data<T>(), per_row);
           sum = kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
@@ -145,8 +187,12 @@ class CausalAttention final : public Sublayer {
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
     ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, &wo_->grad);
     dispatch_float(dy.dtype(), [&]<class T>() {
-      kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), datt_.data<T>(),
-                                     dqkv_.data<T>(), work_.data<T>());
+      if (cudnn_)
+        kernels::attention_cudnn_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>(),
+                                             datt_.data<T>(), dqkv_.data<T>());
+      else
+        kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(),
+                                       datt_.data<T>(), dqkv_.data<T>(), work_.data<T>());
     });
     position_->rotate_backward(view(dqkv_), ctx);
     qk_norm_.backward(dqkv_, ctx);
@@ -171,8 +217,8 @@ class CausalAttention final : public Sublayer {
     const double e = static_cast<double>(esize_);
     const double act = rows * static_cast<double>(d_model_) * e;
     const double weights = static_cast<double>(wqkv_->shape.numel() + wo_->shape.numel()) * e;
-    // The probabilities written and read back, unless the flash kernels keep them on chip.
-    const double probs = flash_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
+    // The probabilities written and read back, unless the flash kernels (ours or cuDNN's) keep them on chip.
+    const double probs = flash_ || cudnn_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
     c += qk_norm_.cost(esize_);
@@ -184,10 +230,27 @@ class CausalAttention final : public Sublayer {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }
 
+  /// kernel = "cudnn" at setup: CUDA, bf16, a variant cuDNN covers (this layer's window and the
+  /// training dropout rate included), and a cuDNN that loads; else a ConfigError at the key.
+  void check_cudnn(const SetupContext& ctx) const {
+    if (ctx.backend() != tile::Backend::kCuda || ctx.dtype() != DType::kBFloat16)
+      throw ConfigError(kernel_where_, "kernel = \"cudnn\" runs on CUDA in bfloat16 only; this case runs on the " +
+                                           std::string(backend_name(ctx.backend())) + " in " +
+                                           std::string(dtype_name(ctx.dtype())));
+    kernels::AttentionArgs a = args_;
+    a.dropout = dropout_;
+    if (const std::string why = kernels::attention_cudnn_unsupported(a); !why.empty())
+      throw ConfigError(kernel_where_, "kernel = \"cudnn\": " + why);
+    if (std::string why; !kernels::attention_cudnn_available(&why))
+      throw ConfigError(kernel_where_, "kernel = \"cudnn\", but cuDNN cannot be used here: " + why);
+  }
+
   int64_t window_;
   std::string pattern_;
   double softcap_;
   bool out_scale_;
+  bool cudnn_;  // kernel = "cudnn": probs_ holds cuDNN's log-sum-exp per query (float)
+  SourceLoc kernel_where_;
   QkNorm qk_norm_;
   int64_t batch_ = 0, seq_ = 0, heads_ = 0, kv_heads_ = 0, d_head_ = 0, d_model_ = 0, rows_ = 0, qkv_width_ = 0;
   int layer_ = -1;
@@ -217,7 +280,9 @@ ComponentInfo causal_info() {
                          "normalize each q and k head over d_head before RoPE (gains of size d_head)"),
        ParamSpec::number("qk_norm_eps", 1e-6, "epsilon of the QK-norm").at_least(0),
        ParamSpec::boolean("qk_norm_bias", false, "learnable QK-norm biases of size d_head (default: gains only)"),
-       ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)")});
+       ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
+       ParamSpec::choice("kernel", "ours", {"ours", "cudnn"},
+                         "attention kernel on CUDA in bf16: ours (flash) or cudnn (cuDNN SDPA, the baseline)")});
 }
 
 }  // namespace bench::attention

@@ -1,19 +1,24 @@
 // GPU check of the CUDA path: each tile kernel's CUDA launcher against its CPU launcher on the
 // same random inputs (float and bf16 storage), the cuBLASLt GEMM and the flash attention forward
-// and backward against float64 references, the runtime pieces (caching allocator, events, L2 flush, device
-// facts), then the GEMM ceiling, the flash attention rate and the bandwidth of the row kernels at
-// hidden 4096 against the device's measured copy bandwidth. Every output buffer starts as NaN.
+// and backward against float64 references, the runtime pieces (caching allocator, events, L2
+// flush, device facts, an optimizer step captured into a CUDA graph and replayed), then the GEMM
+// ceiling, the flash attention rate and the bandwidth of the row kernels at hidden 4096 against
+// the device's measured copy bandwidth. Every output buffer starts as NaN. The cuDNN SDPA
+// baseline (kernels/cuda/cudnn_attention.cu) is checked against the same float64 references and
+// timed beside the flash kernels where libcudnn.so.9 loads (else SKIPPED, with why).
 //
 //   cuda_check [OUT.md [OUT.json]]     exit 0: all match, 1: a mismatch or CUDA error, 77: no GPU
 //
-// Standalone on purpose (CUDA runtime, cuBLASLt, libgomp and the kernel sources only), so that
-// scripts/gpu-check.sh can build it with nvcc on a machine without the project's Debian packages.
+// Standalone on purpose (CUDA runtime, cuBLASLt, libgomp, libdl and the kernel sources only; cuDNN
+// is opened at run time), so that scripts/gpu-check.sh can build it with nvcc on a machine without
+// the project's Debian packages.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <random>
 #include <string>
@@ -481,6 +486,65 @@ void check_runtime() {
                     f.sm_count > 0 && f.memory_bytes > 0 && f.copy_gbps > 100 && f.copy_gbps < 20000});
 }
 
+/// The capturable optimizer step (what cuda_graph = true replays): the gradients' sum of squares
+/// into device memory (sum_of_into's program pair), adamw_scalars (step count, clip factor, bias
+/// corrections) and adamw_update reading them from AdamWStep::state, captured once into a
+/// StepGraph on this thread's stream and replayed three times, against three CPU steps of the
+/// same launchers: the step count, the clip factor and the parameters (bf16 with master weights).
+template <class T>
+void check_captured_step() {
+  using A = acc_t<T>;
+  const int64_t n = 300'007;
+  const int64_t parts = kernels::sum_squares_partials(n);
+  auto p = random_vec<T>(n, 21), g = random_vec<T>(n, 22);  // |g| ~ sqrt(n): the clip at 1 acts
+  std::vector<A> m(n, 0.0f), v(n, 0.0f), master(n);
+  for (int64_t i = 0; i < n; ++i) master[static_cast<size_t>(i)] = to_float(p[static_cast<size_t>(i)]);
+  A* const cpu_master = std::is_same_v<T, bf16> ? master.data() : nullptr;
+  std::vector<double> state(kernels::kAdamStateSize, 0.0), partial(static_cast<size_t>(parts));
+  const auto step_of = [](const double* st) { return kernels::AdamWStep{1e-3, 0.9, 0.95, 1e-8, 1e-4, 0, 1.0, st}; };
+  Device<T> gp(p), gg(g);
+  Device<A> gm(m), gv(v), gmaster(master);
+  Device<double> gstate(std::vector<double>(kernels::kAdamStateSize, 0.0)), gpartial(static_cast<size_t>(parts));
+  A* const dev_master = std::is_same_v<T, bf16> ? gmaster.get() : nullptr;
+  for (int replay = 0; replay < 3; ++replay) {
+    kernels::sum_of_into<T>(tile::Exec{}, kernels::SumOf::kSquares, g.data(), n, partial.data(),
+                            state.data() + kernels::kAdamSumSquares);
+    kernels::adamw_scalars(tile::Exec{}, state.data(), 0.9, 0.95, 1.0);
+    kernels::adamw_update<T>(tile::Exec{}, p.data(), g.data(), m.data(), v.data(), n, step_of(state.data()),
+                             cpu_master);
+  }
+  auto* stream = static_cast<cudaStream_t>(kernels::cuda::thread_stream());
+  kernels::cuda::StepGraph graph(stream);
+  auto enqueue = [&] {
+    CUDA_OK(kernels::cuda::sum_of<T>(stream, kernels::SumOf::kSquares, gg.get(), n, gpartial.get(),
+                                     gstate.get() + kernels::kAdamSumSquares));
+    CUDA_OK(kernels::cuda::adamw_scalars(stream, gstate.get(), 0.9, 0.95, 1.0));
+    CUDA_OK(kernels::cuda::adamw_update<T>(stream, gp.get(), gg.get(), gm.get(), gv.get(), n, step_of(gstate.get()),
+                                           dev_master));
+  };
+  bool captured = true;
+  try {
+    graph.capture(enqueue);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "StepGraph: %s\n", e.what());
+    captured = false;
+  }
+  g_rows.push_back({"captured step (StepGraph)", dtype_name<T>(), "graph nodes (expect 4)",
+                    static_cast<double>(graph.nodes()), 0, captured && graph.nodes() == 4});
+  if (!captured) return;
+  for (int replay = 0; replay < 3; ++replay) graph.launch();
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const std::vector<double> got = gstate.host();
+  g_rows.push_back({"captured step (StepGraph)", dtype_name<T>(), "step count after 3 replays", got[kernels::kAdamStep],
+                    0, got[kernels::kAdamStep] == 3.0});
+  compare("captured step (StepGraph)", dtype_name<T>(), "clip factor",
+          std::vector<double>{state[kernels::kAdamGradScale]}, std::vector<double>{got[kernels::kAdamGradScale]}, 0,
+          1e-9);
+  compare("captured step (StepGraph)", dtype_name<T>(), "p", p, gp.host(), 1e-6, rtol<T>());
+  if constexpr (std::is_same_v<T, bf16>)
+    compare("captured step (StepGraph)", "bf16", "master", master, gmaster.host(), 1e-7, 1e-5);
+}
+
 /// cuBLASLt through kernels::cuda::Gemm against a float64 product of the same (stored) inputs.
 template <class T>
 void check_gemm(kernels::cuda::Gemm& g, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
@@ -540,6 +604,22 @@ double gemm_tflops(kernels::cuda::Gemm& g, int64_t n) {
   return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / (ms * 1e-3) * 1e-12;
 }
 
+/// The log-sum-exp of each query's logits [B, H, T] (what the flash forward's lse and cuDNN's stats
+/// hold), from the float64 reference's rows.
+std::vector<double> lse_reference(const kernels::AttentionArgs& a, const std::vector<double>& qkv64) {
+  std::vector<double> lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)), l, p;
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      for (int64_t i = 0; i < a.seq; ++i) {
+        int64_t lo = 0, hi = 0;
+        const double m = kernels::attention_reference_row(a, qkv64, b, h, i, l, p, lo, hi);
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[static_cast<size_t>(j)] - m);
+        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + i)] = m + std::log(z);
+      }
+  return lse;
+}
+
 /// The flash attention forward against the float64 reference of kernels/attention.h on the same
 /// bf16 inputs: output, max logit and log-sum-exp per query.
 void check_flash(kernels::AttentionArgs a, const std::string& name) {
@@ -549,26 +629,7 @@ void check_flash(kernels::AttentionArgs a, const std::string& name) {
   for (size_t i = 0; i < qkv.size(); ++i) qkv64[i] = to_float(qkv[i]);
   std::vector<double> out_ref, max_ref;
   kernels::attention_forward_reference(a, qkv64, out_ref, &max_ref);
-  // log-sum-exp of each query's logits, from the same formula.
-  std::vector<double> lse_ref(max_ref.size());
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t i = 0; i < a.seq; ++i) {
-        const int64_t g = h / (a.n_heads / a.n_kv_heads);
-        const int64_t hi = a.causal ? i + 1 : a.seq, lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
-        const double m = max_ref[(b * a.n_heads + h) * a.seq + i];
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) {
-          double dot = 0;
-          for (int64_t d = 0; d < a.d_head; ++d)
-            dot += qkv64[(b * a.seq + i) * width + h * a.d_head + d] *
-                   qkv64[(b * a.seq + j) * width + (a.n_heads + g) * a.d_head + d];
-          dot *= a.scale;
-          if (a.softcap > 0) dot = a.softcap * std::tanh(dot / a.softcap);
-          z += std::exp(dot - m);
-        }
-        lse_ref[(b * a.n_heads + h) * a.seq + i] = m + std::log(z);
-      }
+  const std::vector<double> lse_ref = lse_reference(a, qkv64);
   Device<bf16> d_qkv(qkv), d_out(out_ref.size());
   Device<float> d_max(max_ref.size()), d_lse(max_ref.size());
   CUDA_OK(kernels::cuda::flash_attention_forward(nullptr, a, d_qkv.get(), d_out.get(), d_max.get(), d_lse.get()));
@@ -707,6 +768,103 @@ void check_flash_all() {
   g_flash_bwd_tflops = 2.5 * flops / (bwd_ms * 1e-3) * 1e-12;
 }
 
+// --- cuDNN SDPA, the baseline (kernels/cuda/cudnn_attention.cu) ------------------------------
+
+std::string g_cudnn;          // the cuDNN loaded ("cuDNN 9.19.0 (libcudnn.so.9)"), or why none was
+bool g_cudnn_loaded = false;  // libcudnn.so.9 loaded
+bool g_cudnn_ok = false;      // and its timing ran
+double g_cudnn_tflops = 0, g_cudnn_bwd_tflops = 0;
+
+/// cuDNN's fused attention forward and backward against the float64 references of
+/// kernels/attention.h on the same bf16 inputs: output, stats (the log-sum-exp per query) and
+/// dQ, dK, dV, every output poisoned first. A cuDNN error (a shape it refuses) fails the case's
+/// row with its message instead of ending the check.
+void check_cudnn(kernels::AttentionArgs a, const std::string& name) {
+  const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  const auto qkv = random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * width), 37);
+  const auto dout = random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head), 38);
+  std::vector<double> qkv64(qkv.size()), dout64(dout.size()), out_ref, dqkv_ref;
+  for (size_t i = 0; i < qkv.size(); ++i) qkv64[i] = to_float(qkv[i]);
+  for (size_t i = 0; i < dout.size(); ++i) dout64[i] = to_float(dout[i]);
+  kernels::attention_forward_reference(a, qkv64, out_ref, nullptr);
+  kernels::attention_backward_reference(a, qkv64, dout64, dqkv_ref);
+  const std::vector<double> lse_ref = lse_reference(a, qkv64);
+  Device<bf16> d_qkv(qkv), d_dout(dout), d_out(out_ref.size()), d_dqkv(qkv.size());
+  Device<float> d_stats(lse_ref.size());
+  try {
+    kernels::cuda::cudnn_attention_forward<bf16>(nullptr, a, d_qkv.get(), d_out.get(), d_stats.get());
+    kernels::cuda::cudnn_attention_backward<bf16>(nullptr, a, d_qkv.get(), d_out.get(), d_stats.get(), d_dout.get(),
+                                                  d_dqkv.get());
+    CUDA_OK(cudaDeviceSynchronize());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuDNN SDPA, %s: %s\n", name.c_str(), e.what());
+    g_rows.push_back({"cudnn sdpa", "bf16", name + ": " + e.what(), INFINITY, 0, false});
+    return;
+  }
+  double scale = 0;
+  for (const double v : dqkv_ref) scale = std::max(scale, std::abs(v));
+  compare("cudnn sdpa", "bf16", name + " out", out_ref, d_out.host(), 2e-2, 2e-2);
+  compare("cudnn sdpa", "bf16", name + " stats (lse)", lse_ref, d_stats.host(), 1e-3, 1e-3);
+  compare("cudnn sdpa bwd", "bf16", name + " dqkv", dqkv_ref, d_dqkv.host(), 2e-2 * scale, 3e-2);
+}
+
+/// The variants cuDNN's fused attention covers (kernels::attention_cudnn_unsupported): MHA, GQA
+/// with a window, MQA not causal, a long MHA, and a d_head our flash kernels lack.
+std::vector<std::pair<kernels::AttentionArgs, std::string>> cudnn_cases() {
+  std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
+  kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
+  cases.emplace_back(a, "MHA T=257 dh=64");
+  a = {1, 300, 8, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 100;
+  cases.emplace_back(a, "GQA 8/2 T=300 dh=128 window=100");
+  a = {2, 128, 4, 1, 64, 0.5};
+  a.causal = false;
+  cases.emplace_back(a, "MQA non-causal dh=64");
+  a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  cases.emplace_back(a, "MHA T=1000 dh=128");
+  a = {2, 256, 4, 2, 96, 1.0 / std::sqrt(96.0)};
+  cases.emplace_back(a, "GQA 4/2 T=256 dh=96");
+  return cases;
+}
+
+/// The checks above, then the rate at the flash timing's shape (B=4, H=16, T=4096, dh=128,
+/// causal; the same FLOP counts). Without a loadable cuDNN: SKIPPED, not a failure.
+void check_cudnn_all() {
+  if (!kernels::cuda::cudnn_attention_available(&g_cudnn)) {
+    std::printf("cuDNN SDPA: SKIPPED (%s)\n", g_cudnn.c_str());
+    return;
+  }
+  g_cudnn_loaded = true;
+  std::printf("cuDNN SDPA: %s\n", g_cudnn.c_str());
+  for (const auto& [a, name] : cudnn_cases()) check_cudnn(a, name);
+  const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
+  const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
+  const auto qkv = random_vec<bf16>(static_cast<size_t>(big.batch * big.seq * width), 32);
+  const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
+  Device<bf16> d_qkv(qkv), d_out(n_out), d_dout(n_out), d_dqkv(qkv.size());
+  CUDA_OK(cudaMemcpy(d_dout.get(), d_qkv.get(), n_out * sizeof(bf16), cudaMemcpyDeviceToDevice));
+  Device<float> d_stats(static_cast<size_t>(kernels::attention_cudnn_stats_size(big)));
+  const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
+  try {
+    const double ms = time_ms(
+        [&] { kernels::cuda::cudnn_attention_forward<bf16>(nullptr, big, d_qkv.get(), d_out.get(), d_stats.get()); },
+        10);
+    const double bwd_ms = time_ms(
+        [&] {
+          kernels::cuda::cudnn_attention_backward<bf16>(nullptr, big, d_qkv.get(), d_out.get(), d_stats.get(),
+                                                        d_dout.get(), d_dqkv.get());
+        },
+        10);
+    g_cudnn_tflops = flops / (ms * 1e-3) * 1e-12;
+    g_cudnn_bwd_tflops = 2.5 * flops / (bwd_ms * 1e-3) * 1e-12;
+    g_cudnn_ok = true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuDNN SDPA timing: %s\n", e.what());
+    g_rows.push_back(
+        {"cudnn sdpa", "bf16", std::string("timing B=4 H=16 T=4096 dh=128: ") + e.what(), INFINITY, 0, false});
+  }
+}
+
 double g_bf16_tflops = 0, g_f32_tflops = 0;
 
 void check_gemms() {
@@ -774,8 +932,11 @@ int main(int argc, char** argv) {
   check_adamw_and_elementwise<bf16>();
 
   check_runtime();
+  check_captured_step<float>();
+  check_captured_step<bf16>();
   check_gemms();
   check_flash_all();
+  check_cudnn_all();
   const double copy = copy_bandwidth();
   bandwidth<float>();
   bandwidth<bf16>();
@@ -800,6 +961,15 @@ int main(int argc, char** argv) {
                 "%.0f TFLOP/s, backward %.0f TFLOP/s (2.5x the forward's FLOPs)\n",
                 g_bf16_tflops, g_f32_tflops, g_flash_tflops, g_flash_bwd_tflops);
   out += line;
+  if (g_cudnn_ok)
+    std::snprintf(line, sizeof line,
+                  "\ncuDNN SDPA (%s), bf16, B=4 H=16 T=4096 dh=128 causal: forward %.0f TFLOP/s, backward %.0f "
+                  "TFLOP/s (ours, flash: forward %.0f, backward %.0f)\n",
+                  g_cudnn.c_str(), g_cudnn_tflops, g_cudnn_bwd_tflops, g_flash_tflops, g_flash_bwd_tflops);
+  else
+    std::snprintf(line, sizeof line, "\ncuDNN SDPA: %s (%s)\n", g_cudnn_loaded ? "FAILED, see the table" : "SKIPPED",
+                  g_cudnn.c_str());
+  out += line;
   std::snprintf(line, sizeof line,
                 "\n## Bandwidth (median of 20, L2 flushed; copy = cudaMemcpy D2D 1 GiB, read + write: %.0f GB/s)\n\n"
                 "| kernel | dtype | shape | median ms | GB/s | %% of copy |\n|---|---|---|---|---|---|\n",
@@ -817,8 +987,13 @@ int main(int argc, char** argv) {
     if (FILE* f = std::fopen(argv[2], "w")) {
       std::fprintf(f,
                    "{\"device\": \"%s\", \"copy_gbps\": %.1f, \"bf16_gemm_tflops\": %.1f, "
-                   "\"flash_forward_tflops\": %.1f, \"flash_backward_tflops\": %.1f, \"rows\": [",
+                   "\"flash_forward_tflops\": %.1f, \"flash_backward_tflops\": %.1f, ",
                    prop.name, copy, g_bf16_tflops, g_flash_tflops, g_flash_bwd_tflops);
+      if (g_cudnn_ok)
+        std::fprintf(f, "\"cudnn_forward_tflops\": %.1f, \"cudnn_backward_tflops\": %.1f, \"rows\": [", g_cudnn_tflops,
+                     g_cudnn_bwd_tflops);
+      else
+        std::fputs("\"cudnn_forward_tflops\": null, \"cudnn_backward_tflops\": null, \"rows\": [", f);
       for (size_t i = 0; i < g_timings.size(); ++i)
         std::fprintf(f, "%s{\"kernel\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", \"ms\": %.5f, \"gbps\": %.1f}",
                      i ? ", " : "", g_timings[i].kernel.c_str(), g_timings[i].dtype.c_str(), g_timings[i].shape.c_str(),

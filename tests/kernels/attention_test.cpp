@@ -2,8 +2,9 @@
 // sliding window, soft-cap, probability dropout, several query blocks), backward against
 // central differences in double, float against double, GQA against MHA with repeated kv heads,
 // dropout's closed forms (P stored undropped, the mask of the global index, the expectation),
-// and bitwise equality of results across thread counts (the GEMM runs single-threaded inside
-// the parallel tasks).
+// bitwise equality of results across thread counts (the GEMM runs single-threaded inside
+// the parallel tasks), the entropy and row-max probes recomputed from qkv, and the cuDNN
+// baseline's host side (which variants it takes; its launchers' refusals off CUDA).
 // DISABLED_Timing measures the CPU speed reported in docs/kernels.md.
 #include "attention.h"
 
@@ -14,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -201,6 +203,76 @@ TEST_P(AttentionTest, EntropyMatchesFloat64ReferenceAndTheStoredProbabilities) {
   std::vector<double> refb;  // of the bf16 inputs: only the float sums differ
   attention_entropy_reference(a, to_double(qkvb), refb);
   EXPECT_TRUE(all_near(to_double(eb), refb, 2e-5, 1e-4));
+}
+
+// The row max recomputed from qkv (the max-logit probe of the cuDNN baseline) against the float64
+// reference's, in double, float and bf16 storage (each against the reference of its own inputs).
+TEST_P(AttentionTest, RowMaxMatchesFloat64Reference) {
+  const auto& [name, a, backend] = GetParam();
+  const Exec exec{backend};
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 9, 1.5);
+  std::vector<double> out, ref;
+  attention_forward_reference(a, qkv, out, &ref);
+  std::vector<double> md(ref.size(), -1.0);
+  attention_row_max<double>(exec, a, qkv.data(), md.data());
+  EXPECT_TRUE(all_near(md, ref, 1e-12, 1e-12));
+  const auto qkvf = to_storage<float>(qkv);
+  std::vector<float> mf(ref.size(), -1.0f);
+  attention_row_max<float>(exec, a, qkvf.data(), mf.data());
+  attention_forward_reference(a, to_double(qkvf), out, &ref);
+  EXPECT_TRUE(all_near(to_double(mf), ref, 2e-6, 1e-5));
+  const auto qkvb = to_storage<tile::bf16>(qkv);
+  std::vector<float> mb(ref.size(), -1.0f);
+  attention_row_max<tile::bf16>(exec, a, qkvb.data(), mb.data());
+  attention_forward_reference(a, to_double(qkvb), out, &ref);
+  EXPECT_TRUE(all_near(to_double(mb), ref, 2e-5, 1e-4));  // bf16 inputs, float sums
+}
+
+// The variants the cuDNN baseline covers, and its reason for each it does not (no cuDNN here).
+TEST(AttentionCudnn, NamesTheVariantsItCannotRun) {
+  EXPECT_EQ(attention_cudnn_unsupported(make_args(2, 256, 8, 2, 64)), "");                // GQA, causal
+  EXPECT_EQ(attention_cudnn_unsupported(make_args(2, 300, 8, 1, 128, 0, 100)), "");       // MQA, window
+  EXPECT_EQ(attention_cudnn_unsupported(make_args(1, 100, 4, 4, 256, 0, 0, false)), "");  // MHA, not causal
+  const auto says = [](const AttentionArgs& a, const std::string& what) {
+    const std::string why = attention_cudnn_unsupported(a);
+    EXPECT_NE(why.find(what), std::string::npos) << "got: " << why;
+  };
+  says(make_args(1, 64, 4, 4, 64, 30.0), "soft-capping (softcap = 30)");
+  says(make_args(1, 64, 4, 4, 64, 0, 0, true, 0.1), "dropout on the probabilities (rate 0.1)");
+  says(make_args(1, 64, 4, 4, 36), "d_head = 36 is not a multiple of 8");
+  says(make_args(1, 64, 4, 4, 512), "d_head = 512 is above 256");
+  says(make_args(1, 64, 4, 4, 64, 0, 16, false), "a sliding window needs causal masking");
+  says(make_args(1, 64, 4, 3, 64), "the shape is inconsistent");
+  AttentionArgs m = make_args(1, 64, 4, 4, 64);
+  m.materialize = true;
+  says(m, "materialize");
+  EXPECT_EQ(attention_cudnn_stats_size(make_args(2, 64, 4, 2, 64)), 2 * 4 * 64);
+}
+
+// The cuDNN launchers refuse another backend, another type and an uncovered variant before they
+// touch anything; a build without CUDA has no cuDNN.
+TEST(AttentionCudnn, RefusesOtherBackendsTypesAndVariants) {
+  const AttentionArgs a = make_args(1, 16, 2, 2, 8);
+  std::vector<tile::bf16> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a)));
+  std::vector<float> xf(x.size()), of(o.size()), stats(static_cast<size_t>(attention_cudnn_stats_size(a)));
+  const Exec cuda{Backend::kCuda};
+  EXPECT_THROW(attention_cudnn_forward<tile::bf16>(Exec{}, a, x.data(), o.data(), stats.data()), std::invalid_argument);
+  EXPECT_THROW(attention_cudnn_forward<float>(cuda, a, xf.data(), of.data(), stats.data()), std::invalid_argument);
+  EXPECT_THROW(attention_cudnn_backward<tile::bf16>(Exec{}, a, x.data(), o.data(), stats.data(), o.data(), x.data()),
+               std::invalid_argument);
+  const AttentionArgs capped = make_args(1, 16, 2, 2, 8, 5.0);
+  try {
+    attention_cudnn_forward<tile::bf16>(cuda, capped, x.data(), o.data(), stats.data());
+    ADD_FAILURE() << "accepted a soft-cap";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("soft-capping"), std::string::npos) << e.what();
+  }
+#if !BENCH_HAVE_CUDA
+  std::string why;
+  EXPECT_FALSE(attention_cudnn_available(&why));
+  EXPECT_EQ(why, "this build has no CUDA");
+  EXPECT_THROW(attention_cudnn_forward<tile::bf16>(cuda, a, x.data(), o.data(), stats.data()), std::runtime_error);
+#endif
 }
 
 // Which path keeps the probabilities: only CUDA in bf16 at d_head 64/128 with room for the

@@ -5,7 +5,8 @@
 // local/global pattern gives each layer its window; QK-norm makes every q and k head unit-RMS
 // (the max attention logit of a head whose k equals its q is exactly sqrt(d_head) at any input
 // scale, with RoPE too); the soft-cap bounds the logits; dropout acts only while training, with
-// masks that follow (seed, step, layer); and bad patterns are errors at their key.
+// masks that follow (seed, step, layer); bad patterns are errors at their key; and the cuDNN
+// kernel is refused at its key where it cannot run (here: everywhere, on the CPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -351,6 +352,51 @@ TEST(AttentionPattern, BadPatternsAreErrorsAtTheirKey) {
   // Global-only patterns need no window.
   const ResolvedCase ok = test::resolve_first(experiment("attention = { type = \"causal\", pattern = \"G\" }\n"));
   EXPECT_NO_THROW(validate_case(ok, test::builtin_registry()));
+}
+
+// kernel = "cudnn" (the cuDNN SDPA baseline) runs on CUDA in bf16 only: on the CPU the model's
+// setup refuses it at the key; `bench validate` reports what cuDNN's fused attention cannot run
+// (soft-capping, dropout, d_head) at the key too, from the shape alone.
+TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
+  try {
+    Attention a("attention = { type = \"causal\", kernel = \"cudnn\" }\n");
+    ADD_FAILURE() << "set up kernel = cudnn on the cpu";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.loc().line, 9) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "kernel = \"cudnn\" runs on CUDA in bfloat16 only; this case runs on the cpu in float64"),
+              std::string::npos)
+        << e.what();
+  }
+  struct Bad {
+    std::string lines;
+    int line;  // of the attention table: experiment() puts 7 lines before these (they set d_model)
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {"d_model = 64\nattention = { type = \"causal\", kernel = \"cudnn\", softcap = 30.0 }\n", 9,
+       "soft-capping (softcap = 30)"},
+      {"d_model = 64\ndropout_attention = 0.1\nattention = { type = \"causal\", kernel = \"cudnn\" }\n", 10,
+       "dropout on the probabilities (rate 0.1)"},
+      {"d_model = 16\nattention = { type = \"causal\", kernel = \"cudnn\" }\n", 9, "d_head = 4 is not a multiple of 8"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.lines);
+    try {
+      validate_case(test::resolve_first(experiment(b.lines)), test::builtin_registry());
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.loc().line, b.line) << e.what();
+      EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+    }
+  }
+  // d_head 16, a window: a variant cuDNN runs (on a GPU); the default kernel is ours.
+  EXPECT_NO_THROW(validate_case(
+      test::resolve_first(
+          experiment("d_model = 64\nattention = { type = \"causal\", kernel = \"cudnn\", window = 4 }\n")),
+      test::builtin_registry()));
+  Attention ours("attention = { type = \"causal\", kernel = \"ours\" }\n"), def("");
+  EXPECT_EQ(ours.forward(), def.forward());
 }
 
 }  // namespace

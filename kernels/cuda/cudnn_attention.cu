@@ -1,0 +1,765 @@
+// defines: bench::kernels::cuda::cudnn_attention_available, cudnn_attention_forward,
+//          cudnn_attention_backward — cuDNN's fused flash attention (SDPA) on the fused qkv rows,
+//          the baseline our flash kernels are measured against (kernels/attention.h, section 4)
+//
+// cuDNN is never linked: libcudnn.so.9 is opened with dlopen at the first call and the dozen
+// backend-API functions below are resolved from it, so bench builds, links and runs where cuDNN
+// is absent (cudnn_attention_available then says why, the launchers throw). Its headers are
+// needed at build time for the enums only; a build without them gets launchers that throw.
+//
+// The graphs are cuDNN's backend (graph) API written out by hand, in the pattern its fused
+// flash-attention engines recognize: the one cudnn_frontend's sdpa and sdpa_backward nodes lower
+// to for cuDNN 9 before 9.21 (their composite form), op for op, tensor types included:
+//   forward:  S = Q K^T -> S * scale -> [causal: GEN_INDEX row, col; row >= col;
+//             BINARY_SELECT(S, -inf)] -> [window: GEN_INDEX row, col; col + window > row;
+//             BINARY_SELECT(S, -inf)] -> m = max S, e = exp(S - m), z = sum e,
+//             stats = m + log z (output), P = e / z (bf16) -> O = P V
+//   backward: D = sum(dO * O) * 1 (a non-virtual float tensor: cuDNN's own scratch);
+//             P = exp(mask(Q K^T * scale - stats)); dV = P^T dO; dS = P * (dO V^T - D) * scale;
+//             dK = dS^T Q; dQ = dS K into a non-virtual float accumulator, then IDENTITY to bf16.
+//             With GQA/MQA, dV and dK are [B, H, T, dh] products summed over each kv head's query
+//             heads by a reduction to [B, Hkv, T, dh] (cuDNN takes fewer K/V heads directly).
+// Q, K, V, O, dO, dQ, dK, dV are strided views into the model's rows (no copies): Q [B, H, T, dh]
+// with strides (T W, dh, W, 1) for qkv rows W wide, K and V with Hkv heads (K^T, and V^T in the
+// backward, by swapping the last two strides), O and dO (T H dh, dh, H dh, 1).
+//
+// One cudnnHandle per (host thread, device) holds the finalized execution plans, cached per
+// shape and variant (the scale, -inf and window are by-value scalars given at execution), and a
+// grow-only workspace (cudaMalloc only when a larger plan first runs); the caller's stream is set
+// on every call. A plan is the first of cuDNN's heuristic (mode A) list that finalizes.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../cuda_launchers.h"
+
+#if __has_include(<cudnn_graph.h>)
+#include <cudnn_graph.h>
+#define BENCH_CUDNN_HEADERS 1
+#else
+#define BENCH_CUDNN_HEADERS 0
+#endif
+
+namespace bench::kernels::cuda {
+
+#if BENCH_CUDNN_HEADERS
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// the library, loaded once
+// ---------------------------------------------------------------------------------------------
+
+/// The functions used, resolved from libcudnn.so.9; `error` says why not when it is not empty.
+struct Api {
+  std::string error;
+  size_t version = 0;
+  decltype(&cudnnGetVersion) get_version = nullptr;
+  decltype(&cudnnGetErrorString) error_string = nullptr;
+  decltype(&cudnnGetLastErrorString) last_error = nullptr;  // detail for messages; may be missing
+  decltype(&cudnnCreate) create = nullptr;
+  decltype(&cudnnDestroy) destroy = nullptr;
+  decltype(&cudnnSetStream) set_stream = nullptr;
+  decltype(&cudnnBackendCreateDescriptor) create_descriptor = nullptr;
+  decltype(&cudnnBackendDestroyDescriptor) destroy_descriptor = nullptr;
+  decltype(&cudnnBackendSetAttribute) set_attribute = nullptr;
+  decltype(&cudnnBackendGetAttribute) get_attribute = nullptr;
+  decltype(&cudnnBackendFinalize) finalize = nullptr;
+  decltype(&cudnnBackendExecute) execute = nullptr;
+};
+
+/// "9.19.0" from cuDNN 9's version number (major * 10000 + minor * 100 + patch).
+std::string version_string(size_t v) {
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+/// The library, opened at the first call (thread-safe) and never closed: descriptors and handles
+/// of any thread may outlive every caller.
+const Api& api() {
+  static const Api loaded = [] {
+    Api a;
+    void* lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* e = dlerror();
+      a.error = std::string("dlopen(\"libcudnn.so.9\") failed: ") + (e != nullptr ? e : "unknown error");
+      return a;
+    }
+    const auto resolve = [&](auto& fn, const char* name, bool required) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (fn == nullptr && required && a.error.empty()) a.error = std::string("libcudnn.so.9 has no ") + name;
+    };
+    resolve(a.get_version, "cudnnGetVersion", true);
+    resolve(a.error_string, "cudnnGetErrorString", true);
+    resolve(a.last_error, "cudnnGetLastErrorString", false);
+    resolve(a.create, "cudnnCreate", true);
+    resolve(a.destroy, "cudnnDestroy", true);
+    resolve(a.set_stream, "cudnnSetStream", true);
+    resolve(a.create_descriptor, "cudnnBackendCreateDescriptor", true);
+    resolve(a.destroy_descriptor, "cudnnBackendDestroyDescriptor", true);
+    resolve(a.set_attribute, "cudnnBackendSetAttribute", true);
+    resolve(a.get_attribute, "cudnnBackendGetAttribute", true);
+    resolve(a.finalize, "cudnnBackendFinalize", true);
+    resolve(a.execute, "cudnnBackendExecute", true);
+    if (a.error.empty()) {
+      a.version = a.get_version();
+      if (a.version < 90000 || a.version >= 100000)
+        a.error = "libcudnn.so.9 reports version " + std::to_string(a.version) + ", not cuDNN 9";
+    }
+    return a;
+  }();
+  return loaded;
+}
+
+/// The library, or std::runtime_error saying why it is not there.
+const Api& loaded_api() {
+  const Api& a = api();
+  if (!a.error.empty()) throw std::runtime_error("cuDNN SDPA: cuDNN is not available: " + a.error);
+  return a;
+}
+
+/// " (<cuDNN's last error message>)" on one line, or "" when it has none.
+std::string last_error_detail() {
+  const Api& a = api();
+  if (a.last_error == nullptr) return "";
+  std::array<char, 512> detail{};
+  a.last_error(detail.data(), detail.size());
+  std::string d(detail.data());
+  std::replace(d.begin(), d.end(), '\n', ' ');
+  return d.empty() ? "" : " (" + d + ")";
+}
+
+/// Throws std::runtime_error "cuDNN SDPA: <call> failed: <status> (<cuDNN's last message>)".
+[[noreturn]] void fail(const std::string& call, cudnnStatus_t status) {
+  throw std::runtime_error("cuDNN SDPA: " + call + " failed: " + api().error_string(status) + last_error_detail());
+}
+
+void check(cudnnStatus_t status, const std::string& call) {
+  if (status != CUDNN_STATUS_SUCCESS) fail(call, status);
+}
+
+void check_cuda(cudaError_t e, const char* call) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("cuDNN SDPA: ") + call + " failed: " + cudaGetErrorString(e));
+}
+
+// ---------------------------------------------------------------------------------------------
+// descriptors and graphs
+// ---------------------------------------------------------------------------------------------
+
+/// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  Desc(cudnnBackendDescriptorType_t type, const char* name) : name_(name) {
+    check(api().create_descriptor(type, &d_), std::string("cudnnBackendCreateDescriptor(") + name + ")");
+  }
+  ~Desc() {
+    if (d_ != nullptr) api().destroy_descriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+
+  cudnnBackendDescriptor_t get() const { return d_; }
+
+  /// cudnnBackendSetAttribute; `attr` names the attribute in the error.
+  void set(cudnnBackendAttributeName_t attr, const char* attr_name, cudnnBackendAttributeType_t type, int64_t count,
+           const void* values) {
+    check(api().set_attribute(d_, attr, type, count, values),
+          std::string("cudnnBackendSetAttribute(") + name_ + ", " + attr_name + ")");
+  }
+  void set_desc(cudnnBackendAttributeName_t attr, const char* attr_name, cudnnBackendDescriptor_t value) {
+    set(attr, attr_name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value);
+  }
+  void finalize() { check(api().finalize(d_), std::string("cudnnBackendFinalize(") + name_ + ")"); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+  const char* name_;
+};
+
+// Sets attribute ATTR (named in errors) of descriptor D.
+#define BENCH_SET(D, ATTR, TYPE, COUNT, VALUES) (D).set(ATTR, #ATTR, TYPE, COUNT, VALUES)
+#define BENCH_SET_DESC(D, ATTR, VALUE) (D).set_desc(ATTR, #ATTR, VALUE)
+
+/// A finalized execution plan and everything it was built from (kept alive with it).
+struct Plan {
+  std::vector<std::unique_ptr<Desc>> parts;
+  Desc* plan = nullptr;
+  int64_t workspace = 0;  // bytes
+};
+
+using Dims = std::array<int64_t, 4>;
+
+// Unique ids of the tensors the caller binds at execution; virtual tensors count from kVirtual.
+enum Uid : int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kStats,
+  kDO,
+  kDQ,
+  kDK,
+  kDV,
+  kScale,
+  kNegInf,        // -inf of the causal mask
+  kWindow,        // the window, a float as the frontend passes it
+  kNegInfWindow,  // -inf of the window mask
+  kOne,
+  kSoftmaxSum,
+  kDQAccum,
+  kVirtual = 100,
+};
+
+/// An operation graph under construction, then its plan.
+class GraphBuilder {
+ public:
+  /// A tensor descriptor: 16-byte aligned, virtual (intermediate) or bound at execution.
+  cudnnBackendDescriptor_t tensor(int64_t uid, cudnnDataType_t type, const Dims& dims, const Dims& strides,
+                                  bool is_virtual = false, bool by_value = false) {
+    Desc& t = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR, "TENSOR");
+    const int64_t alignment = 16;
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid);
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+    BENCH_SET(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
+    if (by_value) BENCH_SET(t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+    t.finalize();
+    return t.get();
+  }
+  cudnnBackendDescriptor_t virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) {
+    return tensor(next_uid_++, type, dims, strides, true);
+  }
+  /// A float scalar passed by value (its host address goes into the variant pack).
+  cudnnBackendDescriptor_t scalar(int64_t uid) {
+    return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  }
+
+  /// y = mode(x[, b[, t]]) elementwise, computed in `prec`; `axis` for GEN_INDEX.
+  void pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                 cudnnBackendDescriptor_t t, cudnnBackendDescriptor_t y, cudnnDataType_t prec = CUDNN_DATA_FLOAT,
+                 int64_t axis = -1) {
+    Desc& pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, "POINTWISE");
+    BENCH_SET(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+    BENCH_SET(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
+    if (axis >= 0) BENCH_SET(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis);
+    pw.finalize();
+    Desc& op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, "OPERATION_POINTWISE");
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, pw.get());
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (b != nullptr) BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
+    if (t != nullptr) BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, t);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+    op.finalize();
+    ops_.push_back(op.get());
+  }
+  void unary(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    pointwise(mode, x, nullptr, nullptr, y);
+  }
+  void binary(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+              cudnnBackendDescriptor_t y) {
+    pointwise(mode, x, b, nullptr, y);
+  }
+
+  /// y = op over the dimensions where y is smaller than x (float accumulation).
+  void reduction(cudnnReduceTensorOp_t reduce, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    Desc& r = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR, "REDUCTION");
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    BENCH_SET(r, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &reduce);
+    BENCH_SET(r, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    r.finalize();
+    Desc& op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR, "OPERATION_REDUCTION");
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, r.get());
+    op.finalize();
+    ops_.push_back(op.get());
+  }
+
+  /// c = a b over the last two dimensions, batched (and broadcast over heads) in the first two.
+  void matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
+    Desc& mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR, "MATMUL");
+    const cudnnDataType_t comp = CUDNN_DATA_FLOAT;
+    BENCH_SET(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &comp);
+    mm.finalize();
+    Desc& op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR, "OPERATION_MATMUL");
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, a);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, b);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, c);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, mm.get());
+    op.finalize();
+    ops_.push_back(op.get());
+  }
+
+  /// y: x's elements under y's dimensions and strides (a transpose, for a product's operand).
+  void reshape(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    Desc& op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR, "OPERATION_RESHAPE");
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x);
+    BENCH_SET_DESC(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
+    op.finalize();
+    ops_.push_back(op.get());
+  }
+
+  /// The operation graph, cuDNN's heuristic (mode A) list of engine configs for it, and the plan
+  /// of the first config that finalizes. `what` names the graph in errors.
+  std::unique_ptr<Plan> build(cudnnHandle_t handle, const std::string& what) {
+    Desc& graph = make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "OPERATIONGRAPH");
+    BENCH_SET(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops_.size()),
+              ops_.data());
+    BENCH_SET(graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    if (const cudnnStatus_t s = api().finalize(graph.get()); s != CUDNN_STATUS_SUCCESS)
+      fail("cudnnBackendFinalize(OPERATIONGRAPH) of the " + what + " graph", s);
+    Desc& heur = make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, "ENGINEHEUR");
+    const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+    BENCH_SET_DESC(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph.get());
+    BENCH_SET(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
+    heur.finalize();
+    int64_t count = 0;
+    check(api().get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count,
+                              nullptr),
+          "cudnnBackendGetAttribute(ENGINEHEUR, CUDNN_ATTR_ENGINEHEUR_RESULTS) count");
+    const auto no_engine = [&] {
+      return std::runtime_error("cuDNN SDPA: cuDNN " + version_string(api().version) +
+                                "'s heuristics (mode A) offer no engine config for the " + what + " graph" +
+                                last_error_detail());
+    };
+    if (count <= 0) throw no_engine();
+    std::vector<cudnnBackendDescriptor_t> configs;
+    for (int64_t i = 0; i < count; ++i) configs.push_back(make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, "ENGINECFG").get());
+    int64_t got = 0;
+    check(api().get_attribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got,
+                              configs.data()),
+          "cudnnBackendGetAttribute(ENGINEHEUR, CUDNN_ATTR_ENGINEHEUR_RESULTS)");
+    if (got <= 0) throw no_engine();  // listed, but none could be set up (e.g. no driver to compile)
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    for (int64_t i = 0; i < got; ++i) {
+      auto plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, "EXECUTION_PLAN");
+      BENCH_SET(*plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+      BENCH_SET_DESC(*plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[static_cast<size_t>(i)]);
+      last = api().finalize(plan->get());
+      if (last != CUDNN_STATUS_SUCCESS) continue;  // this engine refuses the graph: try the next
+      auto result = std::make_unique<Plan>();
+      check(api().get_attribute(plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, nullptr,
+                                &result->workspace),
+            "cudnnBackendGetAttribute(EXECUTION_PLAN, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE)");
+      result->plan = plan.get();
+      result->parts = std::move(descs_);
+      result->parts.push_back(std::move(plan));
+      return result;
+    }
+    fail("cudnnBackendFinalize(EXECUTION_PLAN) of each of the " + std::to_string(got) + " engine configs for the " +
+             what + " graph",
+         last);
+  }
+
+ private:
+  Desc& make(cudnnBackendDescriptorType_t type, const char* name) {
+    descs_.push_back(std::make_unique<Desc>(type, name));
+    return *descs_.back();
+  }
+
+  std::vector<std::unique_ptr<Desc>> descs_;
+  std::vector<cudnnBackendDescriptor_t> ops_;
+  int64_t next_uid_ = kVirtual;
+};
+
+/// The shapes of one call.
+struct Shape {
+  int64_t b, h, hk, t, d, w;                // batch, heads, kv heads, tokens, d_head, qkv row width
+  Dims ss() const { return {b, h, t, t}; }  // scores [B, H, T, T]
+  Dims ss_strides() const { return {h * t * t, t * t, t, 1}; }
+  Dims sst_strides() const { return {h * t * t, t * t, 1, t}; }  // the same, transposed
+  Dims rows() const { return {b, h, t, 1}; }                     // per query [B, H, T, 1]
+  Dims rows_strides() const { return {h * t, t, 1, 1}; }
+  Dims q_strides() const { return {t * w, d, w, 1}; }          // [B, H or Hkv, T, dh] in the qkv rows
+  Dims kt_strides() const { return {t * w, d, 1, w}; }         // [B, Hkv, dh, T]: K^T, V^T in the qkv rows
+  Dims o_strides() const { return {t * h * d, d, h * d, 1}; }  // [B, H, T, dh] in out / dout rows
+  Dims bhtd() const { return {b, h, t, d}; }
+  Dims bhtd_strides() const { return {h * t * d, t * d, d, 1}; }  // packed
+};
+
+Shape shape_of(const AttentionArgs& a) {
+  return {a.batch, a.n_heads, a.n_kv_heads, a.seq, a.d_head, (a.n_heads + 2 * a.n_kv_heads) * a.d_head};
+}
+
+/// The causal and window masks on scores s, as cudnn_frontend's diagonal band masks (top-left
+/// aligned): keep row >= col, then keep col + window > row (the last `window` keys); each mask
+/// generates its own indices and -inf, as the frontend's graphs do.
+cudnnBackendDescriptor_t masked(GraphBuilder& g, const AttentionArgs& a, const Shape& sh, cudnnBackendDescriptor_t s) {
+  const auto indices = [&](cudnnBackendDescriptor_t x) {
+    cudnnBackendDescriptor_t row = g.virt(CUDNN_DATA_INT32, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, row, CUDNN_DATA_FLOAT, 2);
+    cudnnBackendDescriptor_t col = g.virt(CUDNN_DATA_INT32, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, col, CUDNN_DATA_FLOAT, 3);
+    return std::pair{row, col};
+  };
+  // y = keep ? x : -inf
+  const auto select = [&](cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t keep, int64_t neg_inf_uid) {
+    cudnnBackendDescriptor_t y = g.virt(CUDNN_DATA_FLOAT, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, x, g.scalar(neg_inf_uid), keep, y);
+    return y;
+  };
+  if (a.causal) {
+    const auto [row, col] = indices(s);
+    cudnnBackendDescriptor_t keep = g.virt(CUDNN_DATA_BOOLEAN, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, nullptr, keep, CUDNN_DATA_BOOLEAN);
+    s = select(s, keep, kNegInf);
+  }
+  if (a.window > 0) {
+    const auto [row, col] = indices(s);
+    cudnnBackendDescriptor_t shifted = g.virt(CUDNN_DATA_FLOAT, sh.ss(), sh.ss_strides());
+    g.binary(CUDNN_POINTWISE_ADD, col, g.scalar(kWindow), shifted);
+    cudnnBackendDescriptor_t keep = g.virt(CUDNN_DATA_BOOLEAN, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_CMP_GT, shifted, row, nullptr, keep, CUDNN_DATA_BOOLEAN);
+    s = select(s, keep, kNegInfWindow);
+  }
+  return s;
+}
+
+/// The forward graph of `a` (see the top of the file).
+std::unique_ptr<Plan> build_forward(cudnnHandle_t handle, const AttentionArgs& a) {
+  const Shape sh = shape_of(a);
+  GraphBuilder g;
+  const auto bf16 = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  auto* q = g.tensor(kQ, bf16, {sh.b, sh.h, sh.t, sh.d}, sh.q_strides());
+  auto* kt = g.tensor(kK, bf16, {sh.b, sh.hk, sh.d, sh.t}, sh.kt_strides());
+  auto* v = g.tensor(kV, bf16, {sh.b, sh.hk, sh.t, sh.d}, sh.q_strides());
+  auto* o = g.tensor(kO, bf16, sh.bhtd(), sh.o_strides());
+  auto* stats = g.tensor(kStats, f32, sh.rows(), sh.rows_strides());
+  auto* s0 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.matmul(q, kt, s0);
+  auto* s1 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_MUL, s0, g.scalar(kScale), s1);
+  auto* s2 = masked(g, a, sh, s1);
+  // softmax, keeping stats = m + log z for the backward
+  auto* m = g.virt(f32, sh.rows(), sh.rows_strides());
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, s2, m);
+  auto* centered = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_SUB, s2, m, centered);
+  auto* e = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.unary(CUDNN_POINTWISE_EXP, centered, e);
+  auto* z = g.virt(f32, sh.rows(), sh.rows_strides());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, z);
+  auto* log_z = g.virt(f32, sh.rows(), sh.rows_strides());
+  g.unary(CUDNN_POINTWISE_LOG, z, log_z);
+  g.binary(CUDNN_POINTWISE_ADD, m, log_z, stats);
+  auto* p = g.virt(bf16, sh.ss(), sh.ss_strides());  // the second product's operand: bf16
+  g.binary(CUDNN_POINTWISE_DIV, e, z, p);
+  g.matmul(p, v, o);
+  return g.build(handle, "forward");
+}
+
+/// The backward graph of `a` (see the top of the file).
+std::unique_ptr<Plan> build_backward(cudnnHandle_t handle, const AttentionArgs& a) {
+  const Shape sh = shape_of(a);
+  GraphBuilder g;
+  const auto bf16 = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
+  const Dims kv_dims{sh.b, sh.hk, sh.t, sh.d}, kvt_dims{sh.b, sh.hk, sh.d, sh.t};
+  auto* q = g.tensor(kQ, bf16, sh.bhtd(), sh.q_strides());
+  auto* kt = g.tensor(kK, bf16, kvt_dims, sh.kt_strides());
+  auto* vt = g.tensor(kV, bf16, kvt_dims, sh.kt_strides());
+  auto* o = g.tensor(kO, bf16, sh.bhtd(), sh.o_strides());
+  auto* d_o = g.tensor(kDO, bf16, sh.bhtd(), sh.o_strides());
+  auto* stats = g.tensor(kStats, f32, sh.rows(), sh.rows_strides());
+  auto* dq = g.tensor(kDQ, bf16, sh.bhtd(), sh.q_strides());
+  auto* dk = g.tensor(kDK, bf16, kv_dims, sh.q_strides());
+  auto* dv = g.tensor(kDV, bf16, kv_dims, sh.q_strides());
+  auto* scale = g.scalar(kScale);
+  // D = rowsum(dO * O), kept in memory (the frontend's softmax_sum)
+  auto* do_o = g.virt(f32, sh.bhtd(), {sh.h * sh.t * sh.d, sh.t * sh.d, sh.h * sh.d, 1});
+  g.binary(CUDNN_POINTWISE_MUL, d_o, o, do_o);
+  auto* rowsum = g.virt(f32, sh.rows(), sh.rows_strides());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, do_o, rowsum);
+  auto* softmax_sum = g.tensor(kSoftmaxSum, f32, sh.rows(), sh.rows_strides());
+  g.binary(CUDNN_POINTWISE_MUL, rowsum, g.scalar(kOne), softmax_sum);
+  // P = exp(mask(scale Q K^T - stats))
+  auto* s0 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.matmul(q, kt, s0);
+  auto* s1 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_MUL, s0, scale, s1);
+  auto* s2 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_SUB, s1, stats, s2);
+  auto* s3 = masked(g, a, sh, s2);
+  auto* p = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.unary(CUDNN_POINTWISE_EXP, s3, p);
+  // dV = P^T dO, summed over each kv head's query heads
+  const bool grouped = sh.h != sh.hk;
+  auto* pt = g.virt(bf16, sh.ss(), sh.sst_strides());
+  g.reshape(p, pt);
+  if (grouped) {
+    auto* dv_heads = g.virt(bf16, sh.bhtd(), sh.bhtd_strides());
+    g.matmul(pt, d_o, dv_heads);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_heads, dv);
+  } else {
+    g.matmul(pt, d_o, dv);
+  }
+  // dS = P * (dO V^T - D) * scale
+  auto* dp = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.matmul(d_o, vt, dp);
+  auto* ds0 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_SUB, dp, softmax_sum, ds0);
+  auto* ds1 = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_MUL, ds0, p, ds1);
+  auto* ds = g.virt(f32, sh.ss(), sh.ss_strides());
+  g.binary(CUDNN_POINTWISE_MUL, ds1, scale, ds);
+  // dK = dS^T Q, summed likewise
+  auto* dst = g.virt(bf16, sh.ss(), sh.sst_strides());
+  g.reshape(ds, dst);
+  if (grouped) {
+    auto* dk_heads = g.virt(bf16, sh.bhtd(), sh.bhtd_strides());
+    g.matmul(dst, q, dk_heads);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_heads, dk);
+  } else {
+    g.matmul(dst, q, dk);
+  }
+  // dQ = dS K, accumulated in float, then cast
+  auto* k = g.virt(f32, kv_dims, sh.q_strides());  // K^T read back as K (type as the frontend's)
+  g.reshape(kt, k);
+  auto* dq_accum = g.tensor(kDQAccum, f32, sh.bhtd(), sh.bhtd_strides());
+  g.matmul(ds, k, dq_accum);
+  g.unary(CUDNN_POINTWISE_IDENTITY, dq_accum, dq);
+  return g.build(handle, "backward");
+}
+
+// ---------------------------------------------------------------------------------------------
+// per-thread state: handle, plans, workspace
+// ---------------------------------------------------------------------------------------------
+
+struct PlanKey {
+  bool backward;
+  int64_t batch, seq, heads, kv_heads, d_head, window;
+  bool causal;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+PlanKey key_of(bool backward, const AttentionArgs& a) {
+  return {backward, a.batch, a.seq, a.n_heads, a.n_kv_heads, a.d_head, a.window, a.causal};
+}
+
+/// One host thread's cuDNN on one device.
+struct ThreadState {
+  cudnnHandle_t handle = nullptr;
+  std::map<PlanKey, std::unique_ptr<Plan>> plans;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+
+  ThreadState() { check(api().create(&handle), "cudnnCreate"); }
+  ~ThreadState() {
+    plans.clear();  // before the handle they were built on
+    if (workspace != nullptr) cudaFree(workspace);
+    if (handle != nullptr) api().destroy(handle);
+  }
+  ThreadState(const ThreadState&) = delete;
+  ThreadState& operator=(const ThreadState&) = delete;
+};
+
+ThreadState& thread_state() {
+  thread_local std::map<int, std::unique_ptr<ThreadState>> states;  // by device
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  auto& s = states[device];
+  if (s == nullptr) s = std::make_unique<ThreadState>();
+  return *s;
+}
+
+/// Whether work queued on `stream` is being captured into a CUDA graph (nothing may allocate or
+/// plan then).
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+const char* const kNotDuringCapture =
+    " while the stream is captured into a CUDA graph: run the shape once uncaptured first";
+
+/// The cached plan of `key`, built on first use.
+template <class Build>
+const Plan& plan_for(ThreadState& st, const PlanKey& key, cudaStream_t stream, Build&& build) {
+  auto it = st.plans.find(key);
+  if (it != st.plans.end()) return *it->second;
+  if (capturing(stream)) throw std::runtime_error(std::string("cuDNN SDPA: planning a new shape") + kNotDuringCapture);
+  return *st.plans.emplace(key, build()).first->second;
+}
+
+/// At least `bytes` of this thread's workspace (grown, never shrunk; the old buffer is freed,
+/// which waits for the work that used it).
+void* workspace(ThreadState& st, size_t bytes, cudaStream_t stream) {
+  if (bytes <= st.workspace_bytes) return st.workspace;
+  if (capturing(stream)) throw std::runtime_error(std::string("cuDNN SDPA: growing the workspace") + kNotDuringCapture);
+  if (st.workspace != nullptr) check_cuda(cudaFree(st.workspace), "cudaFree (cuDNN workspace)");
+  st.workspace = nullptr;
+  st.workspace_bytes = 0;
+  const size_t rounded = (bytes + (size_t{1} << 20) - 1) & ~((size_t{1} << 20) - 1);  // whole MiB
+  check_cuda(cudaMalloc(&st.workspace, rounded), "cudaMalloc (cuDNN workspace)");
+  st.workspace_bytes = rounded;
+  return st.workspace;
+}
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/// Runs `plan` on `stream` with the tensors uids[i] at ptrs[i].
+void execute(const ThreadState& st, const Plan& plan, const std::vector<int64_t>& uids, std::vector<void*> ptrs,
+             void* ws) {
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, "VARIANT_PACK");
+  BENCH_SET(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(uids.size()), uids.data());
+  BENCH_SET(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(ptrs.size()),
+            ptrs.data());
+  BENCH_SET(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &ws);
+  pack.finalize();
+  check(api().execute(st.handle, plan.plan->get(), pack.get()), "cudnnBackendExecute");
+}
+
+/// The checks every call makes: a variant cuDNN covers, its library, a version without the bugs
+/// the frontend works around, and the 16-byte alignment the tensors declare.
+void check_call(const AttentionArgs& a, bool backward, std::initializer_list<const void*> pointers) {
+  if (const std::string why = attention_cudnn_unsupported(a); !why.empty())
+    throw std::invalid_argument("cuDNN SDPA: " + why);
+  const Api& lib = loaded_api();
+  if (lib.version == 91000 || lib.version == 91001)
+    throw std::runtime_error("cuDNN SDPA: cuDNN " + version_string(lib.version) +
+                             "'s fused attention has known bugs (cudnn_frontend refuses it): use 9.10.2 or later");
+  if (backward && lib.version < 91600 && a.seq % 128 != 0)
+    throw std::runtime_error("cuDNN SDPA: the backward on cuDNN " + version_string(lib.version) +
+                             " needs T a multiple of 128 (cudnn_frontend's padding-mask workaround before 9.16 is "
+                             "not built here), got T = " +
+                             std::to_string(a.seq));
+  for (const void* p : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument("cuDNN SDPA: qkv, out, dout, dqkv and stats must be 16-byte aligned");
+}
+
+}  // namespace
+
+bool cudnn_attention_available(std::string* why) {
+  const Api& a = api();
+  if (why != nullptr) *why = a.error.empty() ? "cuDNN " + version_string(a.version) + " (libcudnn.so.9)" : a.error;
+  return a.error.empty();
+}
+
+template <class T>
+void cudnn_attention_forward(Stream stream, const AttentionArgs& a, const T* qkv, T* out, float* stats) {
+  if constexpr (!std::is_same_v<T, tile::bf16>) {
+    (void)stream, (void)a, (void)qkv, (void)out, (void)stats;
+    throw std::invalid_argument("cuDNN SDPA is bf16 only here");
+  } else {
+    const Shape sh = shape_of(a);
+    const T* k = qkv + sh.h * sh.d;
+    const T* v = qkv + (sh.h + sh.hk) * sh.d;
+    check_call(a, false, {qkv, k, v, out, stats});
+    ThreadState& st = thread_state();
+    const Plan& plan = plan_for(st, key_of(false, a), stream, [&] { return build_forward(st.handle, a); });
+    check(api().set_stream(st.handle, stream), "cudnnSetStream");
+    void* ws = workspace(st, static_cast<size_t>(plan.workspace), stream);
+    float scale = static_cast<float>(a.scale), window = static_cast<float>(a.window);
+    float neg_inf = api().version >= 91000 ? -std::numeric_limits<float>::infinity()
+                                           : std::numeric_limits<float>::lowest();  // what the frontend passes
+    std::vector<int64_t> uids{kQ, kK, kV, kO, kStats, kScale};
+    std::vector<void*> ptrs{const_cast<T*>(qkv), const_cast<T*>(k), const_cast<T*>(v), out, stats, &scale};
+    if (a.causal) {
+      uids.push_back(kNegInf);
+      ptrs.push_back(&neg_inf);
+    }
+    if (a.window > 0) {
+      uids.insert(uids.end(), {kWindow, kNegInfWindow});
+      ptrs.insert(ptrs.end(), {&window, &neg_inf});
+    }
+    execute(st, plan, uids, ptrs, ws);
+  }
+}
+
+template <class T>
+void cudnn_attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, const T* out, const float* stats,
+                              const T* dout, T* dqkv) {
+  if constexpr (!std::is_same_v<T, tile::bf16>) {
+    (void)stream, (void)a, (void)qkv, (void)out, (void)stats, (void)dout, (void)dqkv;
+    throw std::invalid_argument("cuDNN SDPA is bf16 only here");
+  } else {
+    const Shape sh = shape_of(a);
+    const int64_t k_col = sh.h * sh.d, v_col = (sh.h + sh.hk) * sh.d;
+    check_call(a, true, {qkv, qkv + k_col, qkv + v_col, out, stats, dout, dqkv, dqkv + k_col, dqkv + v_col});
+    ThreadState& st = thread_state();
+    const Plan& plan = plan_for(st, key_of(true, a), stream, [&] { return build_backward(st.handle, a); });
+    check(api().set_stream(st.handle, stream), "cudnnSetStream");
+    // cuDNN's workspace, then the graph's two float tensors: D [B, H, T] and dQ [B, H, T, dh].
+    const size_t ws_bytes = round_up(static_cast<size_t>(plan.workspace), 256);
+    const size_t sum_bytes = round_up(static_cast<size_t>(sh.b * sh.h * sh.t) * sizeof(float), 256);
+    const size_t dq_bytes = static_cast<size_t>(sh.b * sh.h * sh.t * sh.d) * sizeof(float);
+    char* ws = static_cast<char*>(workspace(st, ws_bytes + sum_bytes + dq_bytes, stream));
+    void* softmax_sum = ws + ws_bytes;
+    void* dq_accum = ws + ws_bytes + sum_bytes;
+    if (api().version < 90600)  // before 9.6 the caller zeroes the dQ accumulator (the frontend did)
+      check_cuda(cudaMemsetAsync(dq_accum, 0, dq_bytes, stream), "cudaMemsetAsync (dQ accumulator)");
+    float scale = static_cast<float>(a.scale), window = static_cast<float>(a.window), one = 1.0f;
+    float neg_inf =
+        api().version >= 91000 ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::lowest();
+    std::vector<int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kScale, kOne, kSoftmaxSum, kDQAccum};
+    std::vector<void*> ptrs{const_cast<T*>(qkv),
+                            const_cast<T*>(qkv + k_col),
+                            const_cast<T*>(qkv + v_col),
+                            const_cast<T*>(out),
+                            const_cast<T*>(dout),
+                            const_cast<float*>(stats),
+                            dqkv,
+                            dqkv + k_col,
+                            dqkv + v_col,
+                            &scale,
+                            &one,
+                            softmax_sum,
+                            dq_accum};
+    if (a.causal) {
+      uids.push_back(kNegInf);
+      ptrs.push_back(&neg_inf);
+    }
+    if (a.window > 0) {
+      uids.insert(uids.end(), {kWindow, kNegInfWindow});
+      ptrs.insert(ptrs.end(), {&window, &neg_inf});
+    }
+    execute(st, plan, uids, ptrs, ws);
+  }
+}
+
+#undef BENCH_SET
+#undef BENCH_SET_DESC
+
+#else  // BENCH_CUDNN_HEADERS
+
+bool cudnn_attention_available(std::string* why) {
+  if (why != nullptr) *why = "cuDNN headers were not found when bench was built";
+  return false;
+}
+
+template <class T>
+void cudnn_attention_forward(Stream, const AttentionArgs&, const T*, T*, float*) {
+  throw std::runtime_error("cuDNN headers were not found when bench was built");
+}
+
+template <class T>
+void cudnn_attention_backward(Stream, const AttentionArgs&, const T*, const T*, const float*, const T*, T*) {
+  throw std::runtime_error("cuDNN headers were not found when bench was built");
+}
+
+#endif  // BENCH_CUDNN_HEADERS
+
+template void cudnn_attention_forward<float>(Stream, const AttentionArgs&, const float*, float*, float*);
+template void cudnn_attention_forward<tile::bf16>(Stream, const AttentionArgs&, const tile::bf16*, tile::bf16*, float*);
+template void cudnn_attention_backward<float>(Stream, const AttentionArgs&, const float*, const float*, const float*,
+                                              const float*, float*);
+template void cudnn_attention_backward<tile::bf16>(Stream, const AttentionArgs&, const tile::bf16*, const tile::bf16*,
+                                                   const float*, const tile::bf16*, tile::bf16*);
+
+}  // namespace bench::kernels::cuda
