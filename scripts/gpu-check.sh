@@ -9,7 +9,8 @@
 # PyTorch eager, torch.compile and SDPA's flash and cuDNN attention beside those figures
 # ($OUT/torch-baseline.md); and with the bundle of scripts/gpu-bundle.sh carried, it runs the
 # model on the GPU: tests/cuda/every_component.toml on CUDA and on the CPU, in float32 and in
-# bfloat16, compared step by step (every-compare.txt; a failure fails the check), the GPT-2-small
+# bfloat16, compared step by step (every-compare.txt; a failure fails the check), the model with
+# cuDNN's SDPA against our flash kernels (tests/cuda/cudnn_vs_ours.toml; cudnn-compare.txt), the GPT-2-small
 # train step's MFU in bf16 and float32 (tests/cuda/gpt2_small.toml; gpt2-small.txt), and `bench
 # run experiments/norms.toml` (100 stability steps; norms-gpu.txt). Bounded at about 8 minutes by
 # its timeouts.
@@ -51,7 +52,22 @@ if [ $ok -ne 1 ] || ! nvcc -arch=sm_90 "${objs[@]}" -o "$build/cuda_check" -lcub
   tail -n 40 "$log"
   exit 1
 fi
-timeout 240 "$build/cuda_check" "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
+# cuDNN (opened with dlopen by the cuDNN SDPA baseline): the system's, else the pip wheel's that
+# PyTorch brings (nvidia-cudnn-cu13; only its folder is added, so CUDA's own libraries stay the
+# system's).
+extra_libs=$(python3 - << 'PY' 2> /dev/null
+import glob, os, site
+seen = []
+for d in site.getsitepackages():
+    for f in glob.glob(os.path.join(d, "nvidia", "**", "libcudnn.so.9"), recursive=True):
+        if os.path.dirname(f) not in seen:
+            seen.append(os.path.dirname(f))
+print(":".join(seen))
+PY
+)
+echo "gpu-check: libraries from Python wheels: ${extra_libs:-none}" >> "$log"
+LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra_libs" timeout 240 "$build/cuda_check" \
+  "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}
 rm -rf "$build"
 # `bench run` on the GPU: experiments/norms.toml with 100 stability steps instead of 1000, from the
@@ -71,6 +87,7 @@ if [ -f .gpu-bundle.tar.xz ] && [ "$(left)" -gt 60 ]; then
     p=$(ldconfig -p 2> /dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
     [ -n "$p" ] && libs="$libs:$(dirname "$p")"
   done
+  [ -n "$extra_libs" ] && libs="$libs:$extra_libs"
   bench=("$b/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$b/bin/bench")
   # 1. The model on the GPU against the same model on the CPU: every plugin family, 6 steps;
   #    float32 both (sums in other orders: losses, grad norms and max logits within 1e-3
@@ -109,6 +126,35 @@ PY
   done
   grep -q FAIL "$out/every-compare.txt" && status=1
   [ "$(grep -c PASS "$out/every-compare.txt")" -eq 2 ] || status=1
+  # 1b. The cuDNN SDPA baseline inside the model against our flash kernels: the same bf16 model
+  #     trained with kernel = "ours" and "cudnn" (tests/cuda/cudnn_vs_ours.toml), the two cases'
+  #     logged steps within 3e-2 (cudnn-compare.txt; SKIPPED where cuDNN does not load).
+  rm -f "$out/cudnn-vs-ours.db"
+  timeout "$(cap 90)" "${bench[@]}" --db "$out/cudnn-vs-ours.db" -q run --device cuda tests/cuda/cudnn_vs_ours.toml \
+    > "$out/cudnn-vs-ours.txt" 2>&1
+  echo "gpu-check: cudnn_vs_ours exit $?" | tee -a "$log"
+  "${bench[@]}" --db "$out/cudnn-vs-ours.db" query "$steps_sql" --format csv > "$out/cudnn-vs-ours.csv" 2>> "$log"
+  python3 - "$out/cudnn-vs-ours.csv" "$out/cudnn-vs-ours.txt" << 'PY' 2>&1 | tee -a "$log" "$out/cudnn-compare.txt"
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1])))[1:]
+labels = sorted({r[0] for r in rows})
+ours = [r for r in rows if "ours" in r[0]]
+cudnn = [r for r in rows if "cudnn" in r[0]]
+if not cudnn:  # SKIPPED only where cuDNN does not load; any other failure fails
+    text = open(sys.argv[2]).read()
+    why = [l.strip() for l in text.splitlines() if "cudnn" in l.lower()][:1]
+    skip = "cuDNN cannot be used here" in text
+    print(f"cudnn_vs_ours: {'SKIPPED' if skip else 'FAIL'} (no cuDNN step: {why[0] if why else 'see cudnn-vs-ours.txt'})")
+    sys.exit(0)
+worst, bad = 0.0, 0 if len(ours) == len(cudnn) > 0 else 1
+for o, c in zip(ours, cudnn):
+    for x, y in zip(o[2:], c[2:]):
+        rel = abs(float(x) - float(y)) / max(abs(float(x)), 1e-3)
+        worst, bad = max(worst, rel), bad + (rel > 3e-2)
+print(f"cudnn_vs_ours ({', '.join(labels)}): {len(ours)} logged steps, worst relative difference {worst:.2e}, "
+      f"{bad} over 3e-2: {'PASS' if bad == 0 else 'FAIL'}")
+PY
+  grep -q FAIL "$out/cudnn-compare.txt" && status=1
   # The MFU target: a GPT-2-small-sized train step, bf16 and float32 (tests/cuda/gpt2_small.toml).
   rm -f "$out/gpt2-small.db"
   timeout "$(cap 150)" "${bench[@]}" --db "$out/gpt2-small.db" run --device cuda tests/cuda/gpt2_small.toml \
