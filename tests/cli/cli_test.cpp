@@ -33,6 +33,7 @@ const char* kTiny =
     "norm_position = [\"post\", \"pre\"]\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
     "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = 0.0\n"
+    "cuda_graph = true\n"  // CUDA only: ignored here, and the case says so
     "[stability]\nsteps = 30\nlr = 1e-2\neval_batches = 2\n";
 
 std::string fresh_db(const std::string& name) {
@@ -129,6 +130,9 @@ TEST(Cli, RunStoresEveryCaseAndPrintsTheTable) {
             one("SELECT loss FROM steps WHERE step = 0 LIMIT 1").as_double());
   EXPECT_GT(one("SELECT count(*) FROM metrics WHERE name = 'final_loss'").as_int(), 1);
   EXPECT_GT(one("SELECT value FROM metrics WHERE name = 'unigram_entropy' LIMIT 1").as_double(), 1.0);
+  // cuda_graph = true on the CPU: timed the ordinary way, and recorded as not used.
+  EXPECT_EQ(one("SELECT count(*) FROM metrics WHERE name = 'cuda_graph' AND value = 0").as_int(), 2);
+  EXPECT_EQ(one("SELECT count(*) FROM metrics WHERE name LIKE 'graph_nodes/%'").as_int(), 0);
 
   // results and query read the same database.
   const Result res = run("--db " + db + " results --format csv");
