@@ -349,6 +349,28 @@ void check_call(const AttentionArgs& a, bool backward, std::initializer_list<con
       throw std::invalid_argument("cuDNN SDPA: qkv, out, dout, dqkv and stats must be 16-byte aligned");
 }
 
+/// The by-value scalars of the masks: the window as a float, and the fill of masked scores
+/// (-inf from 9.10 on, the lowest float before, as the frontend passes them).
+struct MaskScalars {
+  explicit MaskScalars(const AttentionArgs& a)
+      : window(static_cast<float>(a.window)),
+        fill(api().version >= 91000 ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::lowest()) {}
+  float window;
+  float fill;
+};
+
+/// Adds the masks' scalars that the graph of `a` declares to the execution's bindings.
+void bind_masks(const AttentionArgs& a, MaskScalars& m, std::vector<int64_t>& uids, std::vector<void*>& ptrs) {
+  if (a.causal) {
+    uids.push_back(kNegInf);
+    ptrs.push_back(&m.fill);
+  }
+  if (a.window > 0) {
+    uids.insert(uids.end(), {kWindow, kNegInfWindow});
+    ptrs.insert(ptrs.end(), {&m.window, &m.fill});
+  }
+}
+
 }  // namespace
 
 bool cudnn_attention_available(std::string* why) {
@@ -371,19 +393,11 @@ void cudnn_attention_forward(Stream stream, const AttentionArgs& a, const T* qkv
     const Plan& plan = plan_for(st, key_of(false, a), stream, [&] { return build_forward(st.handle, a); });
     check(api().set_stream(st.handle, stream), "cudnnSetStream");
     void* ws = workspace(st, static_cast<size_t>(plan.workspace), stream);
-    float scale = static_cast<float>(a.scale), window = static_cast<float>(a.window);
-    float neg_inf = api().version >= 91000 ? -std::numeric_limits<float>::infinity()
-                                           : std::numeric_limits<float>::lowest();  // what the frontend passes
+    float scale = static_cast<float>(a.scale);
+    MaskScalars scalars(a);
     std::vector<int64_t> uids{kQ, kK, kV, kO, kStats, kScale};
     std::vector<void*> ptrs{const_cast<T*>(qkv), const_cast<T*>(k), const_cast<T*>(v), out, stats, &scale};
-    if (a.causal) {
-      uids.push_back(kNegInf);
-      ptrs.push_back(&neg_inf);
-    }
-    if (a.window > 0) {
-      uids.insert(uids.end(), {kWindow, kNegInfWindow});
-      ptrs.insert(ptrs.end(), {&window, &neg_inf});
-    }
+    bind_masks(a, scalars, uids, ptrs);
     execute(st, plan, uids, ptrs, ws);
   }
 }
@@ -410,9 +424,8 @@ void cudnn_attention_backward(Stream stream, const AttentionArgs& a, const T* qk
     void* dq_accum = ws + ws_bytes + sum_bytes;
     if (api().version < 90600)  // before 9.6 the caller zeroes the dQ accumulator (the frontend did)
       check_cuda(cudaMemsetAsync(dq_accum, 0, dq_bytes, stream), "cudaMemsetAsync (dQ accumulator)");
-    float scale = static_cast<float>(a.scale), window = static_cast<float>(a.window), one = 1.0f;
-    float neg_inf =
-        api().version >= 91000 ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::lowest();
+    float scale = static_cast<float>(a.scale), one = 1.0f;
+    MaskScalars scalars(a);
     std::vector<int64_t> uids{kQ, kK, kV, kO, kDO, kStats, kDQ, kDK, kDV, kScale, kOne, kSoftmaxSum, kDQAccum};
     std::vector<void*> ptrs{const_cast<T*>(qkv),
                             const_cast<T*>(qkv + k_col),
@@ -427,14 +440,7 @@ void cudnn_attention_backward(Stream stream, const AttentionArgs& a, const T* qk
                             &one,
                             softmax_sum,
                             dq_accum};
-    if (a.causal) {
-      uids.push_back(kNegInf);
-      ptrs.push_back(&neg_inf);
-    }
-    if (a.window > 0) {
-      uids.insert(uids.end(), {kWindow, kNegInfWindow});
-      ptrs.insert(ptrs.end(), {&window, &neg_inf});
-    }
+    bind_masks(a, scalars, uids, ptrs);
     execute(st, plan, uids, ptrs, ws);
   }
 }
