@@ -66,6 +66,8 @@ print(":".join(seen))
 PY
 )
 echo "gpu-check: libraries from Python wheels: ${extra_libs:-none}" >> "$log"
+# cuDNN's runtime-compiled engines (its flash attention among them) load NVRTC: the toolkit's.
+[ -d /usr/local/cuda/lib64 ] && extra_libs="${extra_libs:+$extra_libs:}/usr/local/cuda/lib64"
 LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra_libs" timeout 240 "$build/cuda_check" \
   "$out/gpu-check.md" "$out/gpu-check.json" 2>&1 | tee -a "$log"
 status=${PIPESTATUS[0]}

@@ -88,6 +88,33 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
   }
 }
 
+// cuda_graph = true on the guarded device: the runner's capture-and-replay path with the replays
+// emulated (the step run again under the capture rules: no tokens copied, nothing read back).
+// Forward replays leave the weights alone; train-step replays are real AdamW steps on the timed
+// batch, so the loss after them is well below the initial loss.
+TEST(Cli, GuardedDeviceReplaysTheCapturedStepUnderCaptureRules) {
+  const std::string exp = test::write_temp(
+      "graph.toml",
+      "name = \"graph\"\nseed = 3\n"
+      "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\nbatch_size = 4\n"
+      "attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
+      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.02\nwarmup_time = 0.0\n"
+      "lr = 3e-3\ncuda_graph = true\n");
+  const std::string db = fresh_db("graph.db");
+  const Result r = run("--db " + db + " run --device guarded " + exp);
+  ASSERT_EQ(r.code, 0) << r.err;
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  auto metric = [&](const std::string& name) {
+    return s.query("SELECT value FROM metrics WHERE name = '" + name + "'").rows.at(0).at(0).as_double();
+  };
+  EXPECT_EQ(metric("cuda_graph"), 1.0);
+  const double initial = metric("initial_loss");
+  EXPECT_NEAR(metric("loss_after_graph/forward"), initial, 1e-6 * initial);
+  EXPECT_LT(metric("loss_after_graph/train_step"), initial - 0.05) << "the replays must train";
+  EXPECT_EQ(s.query("SELECT count(*) FROM throughput").rows.at(0).at(0).as_int(), 2);
+}
+
 TEST(Cli, DeviceCudaWithoutAGpuIsOneLineAndExitTwo) {
   if (kernels::cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
   const std::string exp = test::write_temp("nogpu.toml", kTiny);

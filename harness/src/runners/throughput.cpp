@@ -49,6 +49,56 @@ struct GpuTiming {
 struct GpuTiming {};
 #endif
 
+/// A mode's step captured once and then replayed (cuda_graph = true): a CUDA graph on a GPU; on
+/// the guarded device an emulation that runs the step again, at each replay, under the rules of
+/// capture (ctx.capturing and a kernels::CaptureScope: no tokens copied, nothing read back), so
+/// that CI runs this path, replays included, without a GPU. Capturing runs nothing.
+class Replay {
+ public:
+  Replay(RunContext& ctx, std::function<void()>& enqueue) : ctx_(ctx), enqueue_(enqueue) {
+#if BENCH_HAVE_CUDA
+    if (ctx.exec.backend == tile::Backend::kCuda) {
+      graph_ = std::make_unique<kernels::cuda::StepGraph>(ctx.exec.stream);
+      const Capturing on(ctx_);
+      graph_->capture(enqueue_);
+    }
+#endif
+  }
+  void launch() {
+#if BENCH_HAVE_CUDA
+    if (graph_) {
+      graph_->launch();
+      return;
+    }
+#endif
+    const Capturing on(ctx_);
+    enqueue_();
+  }
+  /// Nodes of the CUDA graph; 0 for the emulation.
+  size_t nodes() const {
+#if BENCH_HAVE_CUDA
+    if (graph_) return graph_->nodes();
+#endif
+    return 0;
+  }
+
+ private:
+  /// ctx.capturing and a CaptureScope (a read-back names itself instead of breaking the capture).
+  struct Capturing {
+    explicit Capturing(RunContext& c) : ctx(c) { ctx.capturing = true; }
+    ~Capturing() { ctx.capturing = false; }
+    Capturing(const Capturing&) = delete;
+    Capturing& operator=(const Capturing&) = delete;
+    RunContext& ctx;
+    const kernels::CaptureScope scope;
+  };
+  RunContext& ctx_;
+  std::function<void()>& enqueue_;
+#if BENCH_HAVE_CUDA
+  std::unique_ptr<kernels::cuda::StepGraph> graph_;
+#endif
+};
+
 }  // namespace
 
 store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
@@ -87,8 +137,10 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
 #endif
 
   // With cuda_graph on a GPU, each mode's step is captured once (after an uncaptured run that
-  // stages the tokens and makes every cuBLASLt plan) and the timed step replays the graph.
-  const bool use_graph = s.boolean("cuda_graph") && ctx.exec.backend == tile::Backend::kCuda;
+  // stages the tokens and makes every cuBLASLt plan) and the timed step replays the graph; on the
+  // guarded device the replays are emulated (Replay).
+  const bool use_graph = s.boolean("cuda_graph") &&
+                         (ctx.exec.backend == tile::Backend::kCuda || ctx.exec.backend == tile::Backend::kGuarded);
   row.metrics.push_back({"cuda_graph", use_graph ? 1.0 : 0.0, ""});
 
   for (const std::string& mode : s.strings("modes")) {
@@ -119,28 +171,21 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
       enqueue();
       kernels::synchronize(ctx.exec);
     };
-#if BENCH_HAVE_CUDA
-    std::unique_ptr<kernels::cuda::StepGraph> graph;
+    std::unique_ptr<Replay> graph;
     if (use_graph) {
       env.progress.update(env.prefix + " · capturing " + mode, true);
       step();  // uncaptured: stages the tokens, makes the plans and workspaces the capture reuses
-      graph = std::make_unique<kernels::cuda::StepGraph>(ctx.exec.stream);
-      ctx.capturing = true;
       try {
-        const kernels::CaptureScope scope;  // a read-back names itself instead of breaking the capture
-        graph->capture(enqueue);
+        graph = std::make_unique<Replay>(ctx, enqueue);
       } catch (const std::exception& e) {
-        ctx.capturing = false;
         throw Error("cuda_graph, mode " + mode + ": " + e.what());
       }
-      ctx.capturing = false;
       row.metrics.push_back({"graph_nodes/" + mode, static_cast<double>(graph->nodes()), ""});
       step = [&] {
         graph->launch();
         kernels::synchronize(ctx.exec);
       };
     }
-#endif
     env.progress.update(env.prefix + " · timing " + mode, true);
     CollectingReporter reporter;
     benchmark::ClearRegisteredBenchmarks();
@@ -175,7 +220,6 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
     if (reporter.ms.empty()) throw Error("timing " + mode + " produced no measurement");
 
-#if BENCH_HAVE_CUDA
     if (graph) {
       // The replays must have done the step's work: a broken capture shows as a loss that is not
       // finite (or as a CUDA error in this synchronizing forward).
@@ -186,7 +230,6 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
                     std::to_string(after.loss) + ")");
       row.metrics.push_back({"loss_after_graph/" + mode, after.loss, "nats"});
     }
-#endif
     const Summary sum = summarize(reporter.ms);
     store::ThroughputRow t;
     t.mode = mode;
