@@ -727,6 +727,11 @@ void check_attention(kernels::AttentionArgs a, const std::string& name, bool mat
     CUDA_OK(kernels::cuda::attention_entropy<T>(nullptr, a, d_qkv.get(), d_ent.get()));
     CUDA_OK(cudaDeviceSynchronize());
     compare("attention entropy", dtype_name<T>(), name, ent_ref, d_ent.host(), 1e-4, 1e-4);
+    // The row max recomputed from qkv (the cuDNN baseline's max-logit probe), on poisoned output.
+    Device<A> d_rmax(max_ref.size());
+    CUDA_OK(kernels::cuda::attention_row_max<T>(nullptr, a, d_qkv.get(), d_rmax.get()));
+    CUDA_OK(cudaDeviceSynchronize());
+    compare("attention row max", dtype_name<T>(), name, max_ref, d_rmax.host(), 1e-4, 1e-4);
   }
 }
 
