@@ -234,13 +234,20 @@ struct AttentionEntropyRows {
     return s;
   }
 
-  /// Query row t of program (t, bh): its q, the first key row of its kv head, and the visible
-  /// keys [lo, hi).
-  BENCH_HD void row(int64_t t, int64_t bh, const T*& q, const T*& k, int64_t& lo, int64_t& hi) const {
+  /// Query row t of program (t, bh): its q, the first key row of its kv head, the visible keys
+  /// [lo, hi), and its index bh * seq + t in [B, H, T].
+  struct Row {
+    const T* q;
+    const T* k;
+    int64_t lo, hi, index;
+  };
+  template <class Ctx>
+  BENCH_HD Row row_of(Ctx& c) const {
+    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
     const int64_t b = bh / heads, h = bh % heads, g = h / group;
-    softmax_row_range(mask, t, seq, lo, hi);
-    q = qkv + (b * seq + t) * width + h * d_head;
-    k = qkv + b * seq * width + (heads + g) * d_head;
+    Row r{qkv + (b * seq + t) * width + h * d_head, qkv + b * seq * width + (heads + g) * d_head, 0, 0, bh * seq + t};
+    softmax_row_range(mask, t, seq, r.lo, r.hi);
+    return r;
   }
 
   /// The largest logit of query q over the keys [lo, hi) from k (the first pass).
@@ -257,11 +264,10 @@ struct AttentionEntropyRows {
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
-    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
-    const T* q = nullptr;
-    const T* k = nullptr;
-    int64_t lo = 0, hi = 0;
-    row(t, bh, q, k, lo, hi);
+    const Row r = row_of(c);
+    const T* q = r.q;
+    const T* k = r.k;
+    const int64_t lo = r.lo, hi = r.hi;
     const A m = max_logit(c, q, k, lo, hi);
     auto zt = tl::full<B>(c, A(0));
     auto wt = tl::full<B>(c, A(0));
@@ -273,7 +279,7 @@ struct AttentionEntropyRows {
       wt = wt + e * l;
     }
     const A z = tl::sum(c, zt), w = tl::sum(c, wt);
-    tl::store_scalar(c, entropy + bh * seq + t, hi > lo ? tile::math::log(z) - w / z : A(0));
+    tl::store_scalar(c, entropy + r.index, hi > lo ? tile::math::log(z) - w / z : A(0));
   }
 };
 
@@ -305,12 +311,8 @@ struct AttentionRowMaxRows {
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
-    const int64_t t = tl::program_id(c, 0), bh = tl::program_id(c, 1);
-    const T* q = nullptr;
-    const T* k = nullptr;
-    int64_t lo = 0, hi = 0;
-    rows.row(t, bh, q, k, lo, hi);
-    tl::store_scalar(c, row_max + bh * rows.seq + t, rows.max_logit(c, q, k, lo, hi));
+    const auto r = rows.row_of(c);
+    tl::store_scalar(c, row_max + r.index, rows.max_logit(c, r.q, r.k, r.lo, r.hi));
   }
 };
 

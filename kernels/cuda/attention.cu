@@ -204,28 +204,26 @@ void attention_backward(Stream stream, const AttentionArgs& a, const T* qkv, con
     }
 }
 
-template <class T>
-Status attention_entropy(Stream stream, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
+/// One program per query row (t, bh): the grid attention_entropy and attention_row_max share.
+template <class Make>
+Status launch_rows(Stream stream, const AttentionArgs& a, Make make) {
   (void)dims_of(a, false);
   if (a.batch * a.n_heads > 65535) return cudaErrorInvalidConfiguration;  // the grid's y
   Status st = cudaSuccess;
   tile::dispatch_block(a.seq, [&]<int B>() {
-    st = tile::launch_cuda(tile::Grid{a.seq, a.batch * a.n_heads},
-                           programs::make_attention_entropy<T, B>(a, qkv, entropy), stream);
+    st = tile::launch_cuda(tile::Grid{a.seq, a.batch * a.n_heads}, make.template operator()<B>(), stream);
   });
   return st;
 }
 
 template <class T>
+Status attention_entropy(Stream stream, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
+  return launch_rows(stream, a, [&]<int B>() { return programs::make_attention_entropy<T, B>(a, qkv, entropy); });
+}
+
+template <class T>
 Status attention_row_max(Stream stream, const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
-  (void)dims_of(a, false);
-  if (a.batch * a.n_heads > 65535) return cudaErrorInvalidConfiguration;  // the grid's y
-  Status st = cudaSuccess;
-  tile::dispatch_block(a.seq, [&]<int B>() {
-    st = tile::launch_cuda(tile::Grid{a.seq, a.batch * a.n_heads},
-                           programs::make_attention_row_max<T, B>(a, qkv, row_max), stream);
-  });
-  return st;
+  return launch_rows(stream, a, [&]<int B>() { return programs::make_attention_row_max<T, B>(a, qkv, row_max); });
 }
 
 #define BENCH_INSTANTIATE(T)                                                                                         \
