@@ -202,17 +202,20 @@ std::unique_ptr<Plan> build_backward(cudnnHandle_t handle, const AttentionArgs& 
   auto* s3 = masked(g, a, sh, s2);
   auto* p = g.virt(f32, sh.ss(), sh.ss_strides());
   g.unary(CUDNN_POINTWISE_EXP, s3, p);
-  // dV = P^T dO, summed over each kv head's query heads
-  const bool grouped = sh.h != sh.hk;
-  auto* pt = g.virt(bf16, sh.ss(), sh.sst_strides());
-  g.reshape(p, pt);
-  if (grouped) {
-    auto* dv_heads = g.virt(bf16, sh.bhtd(), sh.bhtd_strides());
-    g.matmul(pt, d_o, dv_heads);
-    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_heads, dv);
-  } else {
-    g.matmul(pt, d_o, dv);
-  }
+  // out = x^T y for a kv-head gradient: per query head, then (GQA/MQA) summed over each kv
+  // head's query heads.
+  const auto kv_grad = [&](cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t out) {
+    auto* xt = g.virt(bf16, sh.ss(), sh.sst_strides());
+    g.reshape(x, xt);
+    if (sh.h == sh.hk) {
+      g.matmul(xt, y, out);
+      return;
+    }
+    auto* per_head = g.virt(bf16, sh.bhtd(), sh.bhtd_strides());
+    g.matmul(xt, y, per_head);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, per_head, out);
+  };
+  kv_grad(p, d_o, dv);  // dV = P^T dO
   // dS = P * (dO V^T - D) * scale
   auto* dp = g.virt(f32, sh.ss(), sh.ss_strides());
   g.matmul(d_o, vt, dp);
@@ -222,16 +225,7 @@ std::unique_ptr<Plan> build_backward(cudnnHandle_t handle, const AttentionArgs& 
   g.binary(CUDNN_POINTWISE_MUL, ds0, p, ds1);
   auto* ds = g.virt(f32, sh.ss(), sh.ss_strides());
   g.binary(CUDNN_POINTWISE_MUL, ds1, scale, ds);
-  // dK = dS^T Q, summed likewise
-  auto* dst = g.virt(bf16, sh.ss(), sh.sst_strides());
-  g.reshape(ds, dst);
-  if (grouped) {
-    auto* dk_heads = g.virt(bf16, sh.bhtd(), sh.bhtd_strides());
-    g.matmul(dst, q, dk_heads);
-    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_heads, dk);
-  } else {
-    g.matmul(dst, q, dk);
-  }
+  kv_grad(ds, q, dk);  // dK = dS^T Q
   // dQ = dS K, accumulated in float, then cast
   auto* k = g.virt(f32, kv_dims, sh.q_strides());  // K^T read back as K (type as the frontend's)
   g.reshape(kt, k);
