@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages bench builds and runs with. Idempotent and quiet: packages that
 # are already installed are left alone, and apt runs only when something is missing.
+#   scripts/setup.sh --list     prints the list instead (tests/scripts/setup_packages_test.py
+#                               checks it against what the configure and build read)
 set -euo pipefail
 
 packages=(
@@ -10,7 +12,8 @@ packages=(
   libtomlplusplus-dev                               # TOML++
   libcli11-dev libfmt-dev nlohmann-json3-dev        # CLI11, fmt, nlohmann-json
   libsqlite3-dev sqlite3                            # results database
-  libdnnl-dev                                       # oneDNN: the CPU GEMM
+  libdnnl-dev ocl-icd-opencl-dev                    # oneDNN: the CPU GEMM (its CMake config requires
+                                                    # OpenCL, which libdnnl-dev only recommends)
   libbenchmark-dev                                  # Google Benchmark: the timing engine
   libgtest-dev libgmock-dev                         # GoogleTest
   clang-format clang-tidy                           # house style, checked by the tests
@@ -18,6 +21,11 @@ packages=(
   clang libclang-rt-14-dev libomp-14-dev            # libFuzzer build (scripts/fuzz.sh)
   slurm-wlm munge                                   # tests/cluster: a one-node Slurm cluster for bench submit
 )
+
+if [ "${1:-}" = "--list" ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
