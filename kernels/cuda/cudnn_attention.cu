@@ -10,7 +10,8 @@
 //
 // The graphs are cuDNN's backend (graph) API written out by hand, in the pattern its fused
 // flash-attention engines recognize: the one cudnn_frontend's sdpa and sdpa_backward nodes lower
-// to for cuDNN 9 before 9.21 (their composite form), op for op, tensor types included:
+// to for cuDNN 9 before 9.21 (their composite form), op for op, tensor and compute types
+// included (INT32 index generation and window arithmetic, BOOLEAN comparisons):
 //   forward:  S = Q K^T -> S * scale -> [causal: GEN_INDEX row, col; row >= col;
 //             BINARY_SELECT(S, -inf)] -> [window: GEN_INDEX row, col; col + window > row;
 //             BINARY_SELECT(S, -inf)] -> m = max S, e = exp(S - m), z = sum e,
@@ -75,7 +76,7 @@ enum Uid : int64_t {
   kDV,
   kScale,
   kNegInf,        // -inf of the causal mask
-  kWindow,        // the window, a float as the frontend passes it
+  kWindow,        // the window, an int32 as the frontend's diagonal band mask takes its bound
   kNegInfWindow,  // -inf of the window mask
   kOne,
   kSoftmaxSum,
@@ -104,13 +105,15 @@ Shape shape_of(const AttentionArgs& a) {
 
 /// The causal and window masks on scores s, as cudnn_frontend's diagonal band masks (top-left
 /// aligned): keep row >= col, then keep col + window > row (the last `window` keys); each mask
-/// generates its own indices and -inf, as the frontend's graphs do.
+/// generates its own indices and -inf, as the frontend's graphs do. Types as the frontend's: the
+/// indices are INT32 computed in INT32, the window is an INT32 scalar added in INT32, and the
+/// comparisons compute in BOOLEAN; no float enters the index arithmetic.
 cudnnBackendDescriptor_t masked(GraphBuilder& g, const AttentionArgs& a, const Shape& sh, cudnnBackendDescriptor_t s) {
   const auto indices = [&](cudnnBackendDescriptor_t x) {
     cudnnBackendDescriptor_t row = g.virt(CUDNN_DATA_INT32, sh.ss(), sh.ss_strides());
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, row, CUDNN_DATA_FLOAT, 2);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, row, CUDNN_DATA_INT32, 2);
     cudnnBackendDescriptor_t col = g.virt(CUDNN_DATA_INT32, sh.ss(), sh.ss_strides());
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, col, CUDNN_DATA_FLOAT, 3);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, x, nullptr, nullptr, col, CUDNN_DATA_INT32, 3);
     return std::pair{row, col};
   };
   // y = keep ? x : -inf
@@ -127,8 +130,8 @@ cudnnBackendDescriptor_t masked(GraphBuilder& g, const AttentionArgs& a, const S
   }
   if (a.window > 0) {
     const auto [row, col] = indices(s);
-    cudnnBackendDescriptor_t shifted = g.virt(CUDNN_DATA_FLOAT, sh.ss(), sh.ss_strides());
-    g.binary(CUDNN_POINTWISE_ADD, col, g.scalar(kWindow), shifted);
+    cudnnBackendDescriptor_t shifted = g.virt(CUDNN_DATA_INT32, sh.ss(), sh.ss_strides());
+    g.pointwise(CUDNN_POINTWISE_ADD, col, g.scalar(kWindow, CUDNN_DATA_INT32), nullptr, shifted, CUDNN_DATA_INT32);
     cudnnBackendDescriptor_t keep = g.virt(CUDNN_DATA_BOOLEAN, sh.ss(), sh.ss_strides());
     g.pointwise(CUDNN_POINTWISE_CMP_GT, shifted, row, nullptr, keep, CUDNN_DATA_BOOLEAN);
     s = select(s, keep, kNegInfWindow);
@@ -343,13 +346,14 @@ void check_call(const AttentionArgs& a, bool backward, std::initializer_list<con
       throw std::invalid_argument("cuDNN SDPA: qkv, out, dout, dqkv and stats must be 16-byte aligned");
 }
 
-/// The by-value scalars of the masks: the window as a float, and the fill of masked scores
-/// (-inf from 9.10 on, the lowest float before, as the frontend passes them).
+/// The by-value scalars of the masks: the window as an int32 (windows past 2^31 - 1 keys mask
+/// nothing and are clamped), and the fill of masked scores (-inf from 9.10 on, the lowest float
+/// before, as the frontend passes them).
 struct MaskScalars {
   explicit MaskScalars(const AttentionArgs& a)
-      : window(static_cast<float>(a.window)),
+      : window(static_cast<int32_t>(std::min<int64_t>(a.window, std::numeric_limits<int32_t>::max()))),
         fill(api().version >= 91000 ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::lowest()) {}
-  float window;
+  int32_t window;
   float fill;
 };
 

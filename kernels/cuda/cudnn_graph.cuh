@@ -189,9 +189,9 @@ class GraphBuilder {
   cudnnBackendDescriptor_t virt(cudnnDataType_t type, const Dims& dims, const Dims& strides) {
     return tensor(next_uid_++, type, dims, strides, true);
   }
-  /// A float scalar passed by value (its host address goes into the variant pack).
-  cudnnBackendDescriptor_t scalar(int64_t uid) {
-    return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  /// A scalar passed by value (its host address goes into the variant pack): float unless said.
+  cudnnBackendDescriptor_t scalar(int64_t uid, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
+    return tensor(uid, type, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
   }
 
   /// y = mode(x[, b[, t]]) elementwise, computed in `prec`; `axis` for GEN_INDEX.

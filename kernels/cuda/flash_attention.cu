@@ -32,7 +32,37 @@ struct CudaThread {
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
+  __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) const {
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+  __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) const {
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+  __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) const {
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(addr), "l"(src), "r"(valid ? 16 : 0)
+                 : "memory");
+  }
+  __device__ __forceinline__ void cp_async_commit() const { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+  __device__ __forceinline__ void cp_async_wait(int pending) const {
+    if (pending == 0)
+      asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    else
+      asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  }
   __device__ __forceinline__ float exp(float x) const { return __expf(x); }
+  /// 2^x by the SFU (ex2.approx: relative error about 2^-22; -inf gives +0).
+  __device__ __forceinline__ float exp2(float x) const {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+  }
   __device__ __forceinline__ void atomic_add(float* p, float v) const { atomicAdd(p, v); }
   __device__ __forceinline__ uint8_t* shared() const { return g_shared; }
 };

@@ -38,6 +38,7 @@ class Block {
     float value[32] = {};
     uint32_t a[32][4] = {};
     uint32_t b[32][2] = {};
+    const uint16_t* row[32] = {};
   };
 
   uint8_t* shared() { return shared_.data(); }
@@ -94,13 +95,64 @@ class EmulatedThread {
     }
     w.barrier.arrive_and_wait();
   }
+  /// ldmatrix.x4: row r of matrix m is at the address lane 8 m + r gave; this lane receives,
+  /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
+  void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, false); }
+  void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, true); }
+  /// cp.async as late as the hardware may land it: a copy is queued with its group and done only
+  /// when cp_async_wait lets no more than `pending` newer groups stay in flight, so a read of the
+  /// tile before its wait sees stale data and fails the test.
+  void cp_async_16(void* dst, const void* src, bool valid) { open_.push_back({dst, src, valid}); }
+  void cp_async_commit() {
+    groups_.push_back(std::move(open_));
+    open_.clear();
+  }
+  void cp_async_wait(int pending) {
+    while (static_cast<int>(groups_.size()) > pending) {
+      for (const Copy& c : groups_.front()) {
+        if (c.valid)
+          std::memcpy(c.dst, c.src, 16);
+        else
+          std::memset(c.dst, 0, 16);
+      }
+      groups_.erase(groups_.begin());
+    }
+  }
   float exp(float x) const { return std::exp(x); }
+  float exp2(float x) const { return std::exp2(x); }
   void atomic_add(float* p, float v) const { std::atomic_ref<float>(*p).fetch_add(v); }
   uint8_t* shared() const { return block_.shared(); }
 
  private:
+  struct Copy {
+    void* dst;
+    const void* src;
+    bool valid;
+  };
+
+  void ldmatrix(uint32_t (&r)[4], const uint16_t* row, bool trans) const {
+    Block::Warp& w = block_.warp(tid_);
+    const int lane = tid_ % 32;
+    w.row[lane] = row;
+    w.barrier.arrive_and_wait();
+    for (int m = 0; m < 4; ++m) {
+      uint16_t lo = 0, hi = 0;
+      if (trans) {
+        lo = w.row[8 * m + 2 * (lane % 4)][lane / 4];
+        hi = w.row[8 * m + 2 * (lane % 4) + 1][lane / 4];
+      } else {
+        lo = w.row[8 * m + lane / 4][2 * (lane % 4)];
+        hi = w.row[8 * m + lane / 4][2 * (lane % 4) + 1];
+      }
+      r[m] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+    }
+    w.barrier.arrive_and_wait();
+  }
+
   Block& block_;
   int tid_, bx_, by_, dim_;
+  std::vector<Copy> open_;
+  std::vector<std::vector<Copy>> groups_;
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
@@ -260,6 +312,14 @@ std::vector<FlashCase> cases() {
   a = {1, 65, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
   c.push_back({"mqa_t65_dh128_softcap30", a});
+  // Interior tiles (no mask) and edge tiles in one block row, several stages of the K/V double
+  // buffer, a window whose edge falls inside tiles.
+  a = {2, 150, 1, 1, 64, 0.125};
+  a.causal = false;
+  c.push_back({"mha_noncausal_t150_b2", a});
+  a = {1, 200, 1, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 100;
+  c.push_back({"mha_t200_dh128_window100", a});
   a = {1, 90, 4, 2, 64, 0.125};
   a.dropout = 0.2;
   a.dropout_seed = 77;
