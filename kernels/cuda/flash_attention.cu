@@ -1,7 +1,12 @@
 // Flash attention forward and backward (kernels/cuda/flash_attention.cuh): the kernels of
 // flash_attention_kernels.cuh (which describes them) with the hardware as their Thread, and
 // their launchers.
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "flash_attention.cuh"
 #include "flash_attention_kernels.cuh"
@@ -103,6 +108,24 @@ __global__ void flash_backward_dq(const float* __restrict__ dq_accum, uint16_t* 
   flash::flash_backward_dq<D>(th, dq_accum, dqkv, n_t, n_h, n_kv, pairs);
 }
 
+/// Refuses, with the reason, what the flash kernels cannot launch: a grid dimension over CUDA's
+/// limits (x: 2^31 - 1 blocks; y, the (batch, head) pairs: 65535), or a base pointer that is not
+/// 16-byte aligned (tiles move with 16-byte loads; rows are multiples of 64 elements).
+void check_launchable(const char* what, const AttentionArgs& a, int64_t y,
+                      std::initializer_list<std::pair<const char*, const void*>> pointers) {
+  const int64_t x = (a.seq + kBlockM - 1) / kBlockM;
+  if (y > 65535)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(y) +
+                                " (batch, head) pairs exceed CUDA's 65535 blocks in grid y: split the batch");
+  if (x > 2147483647)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(x) +
+                                " query tiles exceed CUDA's grid x limit");
+  for (const auto& [name, p] : pointers)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument(std::string(what) + ": " + name +
+                                  " is not 16-byte aligned (the flash kernels load 16 bytes at a time)");
+}
+
 template <int D, bool kDropout>
 cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* out,
                             const uint16_t* dout, const float* lse, uint16_t* dqkv, float* dvec, float* dq_accum) {
@@ -147,6 +170,7 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
+  check_launchable("flash_attention_forward", a, a.batch * a.n_heads, {{"qkv", qkv}, {"out", out}});
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
   // Dropout is a template parameter: its index arithmetic and hashing cost registers that the
@@ -169,6 +193,8 @@ cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
+  check_launchable("flash_attention_backward", a, a.batch * std::max(a.n_heads, a.n_kv_heads),
+                   {{"qkv", qkv}, {"out", out}, {"dout", dout}, {"dqkv", dqkv}, {"workspace", workspace}});
   auto* dq_accum = static_cast<float*>(workspace);
   float* dvec = dq_accum + a.batch * a.n_heads * a.seq * a.d_head;
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);

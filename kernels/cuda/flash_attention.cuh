@@ -22,7 +22,8 @@ namespace bench::kernels::cuda {
 /// the softmax in float. d_head 64 or 128. Dropout on the probabilities with the CPU path's mask
 /// (a.dropout, a.dropout_seed: kernels/attention.h), recomputed, never stored. A rate outside
 /// [0, 1), another d_head or a window with causal = false return cudaErrorNotSupported without
-/// launching.
+/// launching; a grid over CUDA's limits (more than 65535 (batch, head) pairs) or a base pointer
+/// that is not 16-byte aligned throws std::invalid_argument saying which.
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse);
 
