@@ -107,6 +107,8 @@ Unsupported::Unsupported(std::string kernel, std::string target, std::string why
       why_(std::move(why)),
       module_(std::move(module)) {}
 
+Unsupported::~Unsupported() = default;
+
 std::string target_name(const Exec& exec) {
   switch (exec.backend) {
     case Backend::kCpu:

@@ -60,9 +60,14 @@ std::string program_name(const char* type);
 /// Thrown when a target cannot run a kernel: names the kernel, the target (device) and why.
 /// `module` is the library the kernel belongs to ("" for named launchers), so that the harness
 /// can say which component's plugin it comes from.
-class Unsupported : public std::runtime_error {
+class __attribute__((visibility("default"))) Unsupported : public std::runtime_error {
  public:
   Unsupported(std::string kernel, std::string target, std::string why, std::string module = "");
+  /// Out of line: the key function, so that the class's type information lives in libbench_api
+  /// and an Unsupported thrown in a plugin is caught as one in the harness.
+  ~Unsupported() override;
+  Unsupported(const Unsupported&) = default;
+  Unsupported& operator=(const Unsupported&) = default;
   const std::string& kernel() const { return kernel_; }
   const std::string& target() const { return target_; }
   const std::string& why() const { return why_; }
