@@ -87,8 +87,10 @@ void on_guarded_fault(int sig, siginfo_t* info, void* context) {
   (void)context;
 }
 
-/// Guarded memory: one reservation of address space, handed out by a bump pointer (freed memory
-/// is not reused: guarded memory is for tests), PROT_NONE while no HostAccess is open.
+/// Guarded memory: one reservation of address space, handed out by a bump pointer and reused
+/// for a later allocation of the same rounded size (so that a test allocating and freeing many
+/// buffers keeps the region, and every mprotect of it, small), PROT_NONE while no HostAccess is
+/// open.
 class GuardedPool {
  public:
   static constexpr size_t kReserve = size_t{1} << 36;  // 64 GiB of address space, committed on use
@@ -109,11 +111,25 @@ class GuardedPool {
     }
     const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
     const size_t rounded = (bytes + page - 1) / page * page;
+    if (const auto it = free_.find(rounded); it != free_.end()) {  // a freed block: zeroed again
+      char* p = it->second;
+      free_.erase(it);
+      if (open_ == 0) protect(p, rounded, true);
+      std::memset(p, 0, rounded);
+      if (open_ == 0) protect(p, rounded, false);
+      return p;
+    }
     if (used_ + rounded > kReserve) throw std::runtime_error("guarded memory: 64 GiB reservation exhausted");
     char* p = base_ + used_;
     used_ += rounded;
     if (open_ > 0) protect(p, rounded, true);
     return p;
+  }
+  /// A block of `bytes` (as allocated) for reuse.
+  void release(void* p, size_t bytes) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+    const std::lock_guard lock(mutex_);
+    free_.emplace((bytes + page - 1) / page * page, static_cast<char*>(p));
   }
   void open() {
     const std::lock_guard lock(mutex_);
@@ -133,6 +149,7 @@ class GuardedPool {
   char* base_ = nullptr;
   size_t used_ = 0;
   int open_ = 0;
+  std::multimap<size_t, char*> free_;  // freed blocks by size
 };
 
 GuardedPool& guarded_pool() {
@@ -245,7 +262,7 @@ void* device_allocate(Memory m, size_t bytes) {
 void device_free(void* p) {
   if (p == nullptr) return;
   const Region r = regions().remove(p);
-  // Guarded memory's address space stays reserved (see GuardedPool): nothing to do for it.
+  if (r.memory == Memory::kGuarded) guarded_pool().release(p, r.bytes);
   if (r.memory == Memory::kHost) std::free(p);
   if (r.memory == Memory::kCuda) cuda_allocator().free(p);
 }

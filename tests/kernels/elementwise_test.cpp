@@ -71,8 +71,9 @@ TEST_P(ElementwiseTest, SumSquaresMatchesFloat64) {
     const auto xf = to_storage<float>(x);
     const double ref = sum_squares_reference(to_double(xf));  // of the float-rounded values
     EXPECT_NEAR(sum_squares<float>(exec, Dev<float>(t, xf).get(), n), ref, 1e-12 * ref);
-    if (t.float64())
+    if (t.float64()) {
       EXPECT_NEAR(sum_squares<double>(exec, Dev<double>(t, x).get(), n), sum_squares_reference(x), 1e-12 * ref);
+    }
     const auto xb = to_storage<bf16>(x);
     EXPECT_NEAR(sum_squares<bf16>(exec, Dev<bf16>(t, xb).get(), n), sum_squares_reference(to_double(xb)), 1e-12 * ref);
   }
@@ -98,8 +99,9 @@ TEST_P(ElementwiseTest, SumOfValuesAndEntropyMatchFloat64) {
       const auto vf = to_storage<float>(v);
       EXPECT_NEAR(sum_of<float>(exec, what, Dev<float>(t, vf).get(), n), sum_of_reference(what, to_double(vf)),
                   1e-12 * scale);
-      if (t.float64())
+      if (t.float64()) {
         EXPECT_NEAR(sum_of<double>(exec, what, Dev<double>(t, v).get(), n), sum_of_reference(what, v), 1e-12 * scale);
+      }
       const auto vb = to_storage<bf16>(v);
       EXPECT_NEAR(sum_of<bf16>(exec, what, Dev<bf16>(t, vb).get(), n), sum_of_reference(what, to_double(vb)),
                   1e-12 * scale);

@@ -86,7 +86,9 @@ TEST(ExamplePlugin, Relu2RunsOnEveryHostExecutorAsTheBuiltinMlpWithRelu2) {
   }
   // The guarded device: the model's memory faults on host access outside kernels and copies; the
   // plugin's programs run as kernels, and give the CPU's numbers bit for bit.
-  const ResolvedCase cpu = resolve("\"relu2\"", "cpu"), guarded = resolve("\"relu2\"", "guarded");
+  const ResolvedCase cpu = resolve("\"relu2\"", "cpu");
+  ResolvedCase guarded = cpu;
+  guarded.model.backend = tile::Backend::kGuarded;
   Model a(cpu.model, registry(), 3), g(guarded.model, registry(), 3);
   EXPECT_EQ(g.memory(), kernels::Memory::kGuarded);
   EXPECT_EQ(step(g, guarded, tile::Backend::kGuarded), step(a, cpu, tile::Backend::kCpu));
