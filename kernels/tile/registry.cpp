@@ -128,10 +128,14 @@ namespace detail {
 
 void launch_cuda_program(const Exec& exec, const Grid& grid, const void* program, const char* module, const char* type,
                          std::atomic<CudaProgram*>& entry) {
+  // The cache is a function-local static of tile::launch<Program>: where two libraries launch
+  // the same program type with default visibility, the dynamic linker may give them one cache
+  // (vague linkage), so an entry is used only for the module it belongs to.
   CudaProgram* e = entry.load(std::memory_order_acquire);
-  if (e == nullptr) {
-    e = find_cuda_program(module, type);
-    if (e != nullptr) entry.store(e, std::memory_order_release);
+  if (e == nullptr || e->module != module) {
+    CudaProgram* found = find_cuda_program(module, type);
+    if (e == nullptr && found != nullptr) entry.store(found, std::memory_order_release);
+    e = found;
   }
   const CudaLaunch launch = e != nullptr ? e->launch.load(std::memory_order_acquire) : nullptr;
   if (launch == nullptr) throw Unsupported(program_name(type), target_name(exec), missing_reason(module, type), module);

@@ -133,6 +133,7 @@ TEST_P(AttentionTest, ForwardMatchesFloat64Reference) {
 TEST_P(AttentionTest, BackwardMatchesFiniteDifferences) {
   const auto& [name, a0, t] = GetParam();
   SKIP_UNLESS_FINITE_DIFFERENCES(t);
+  if (a0.d_head >= 64) GTEST_SKIP() << "the wide heads are covered by the reference tests";
   AttentionArgs a = a0;
   a.batch = 1;  // one sequence: finite differences cost a forward per sample
   const Exec exec = t.exec();
@@ -420,6 +421,9 @@ std::vector<AttentionCase> cases() {
     out.push_back({"mha_t5_dropout" + suffix, make_args(2, 5, 4, 4, 8, 0, 0, true, 0.3), be});
     out.push_back({"gqa_t70_dropout" + suffix, make_args(2, 70, 4, 2, 4, 0, 0, true, 0.1), be});
     out.push_back({"mqa_t130_window20_softcap_dropout" + suffix, make_args(1, 130, 4, 1, 4, 1.5, 20, true, 0.5), be});
+    // d_head 64, T long enough for the flash state: bf16 on CUDA takes the flash kernels here
+    // (attention_uses_flash), every other target and type the materializing path.
+    out.push_back({"gqa_t160_d64_window100" + suffix, make_args(1, 160, 2, 1, 64, 0, 100), be});
   }
   return out;
 }
