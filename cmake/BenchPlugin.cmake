@@ -1,26 +1,109 @@
-# bench_add_plugin(<name> SOURCES <files...> [OUTPUT_DIRECTORY <dir>])
+# bench_add_plugin(<name> SOURCES <files...> [CUDA_SOURCES <files...>] [OUTPUT_DIRECTORY <dir>])
 #
-# Builds a plugin shared library `bench_<name>` linked against the harness library. In the bench
-# tree it lands in the build's plugin directory; out of tree (find_package(bench)) in
-# OUTPUT_DIRECTORY or the current binary directory, to be named in an experiment's plugin_paths.
-function(bench_add_plugin name)
-  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
-  set(target "bench_${name}")
-  add_library(${target} MODULE ${ARG_SOURCES})
-  if(TARGET bench_core)
-    target_link_libraries(${target} PRIVATE bench_core bench_warnings)
+# Builds a plugin: the module `libbench_<name>.so`, linked against the plugin API library
+# (bench_api) and nothing else of bench. Where CUDA is available (bench was built with it, and
+# this project has a CUDA compiler: BENCH_PLUGIN_CUDA), nvcc compiles the sources that launch
+# tile programs a second time, into `cuda/libbench_<name>_cuda.so` beside the module, which
+# links it: the CUDA builds of the plugin's programs, registered when it loads, which
+# tile::launch runs for Backend::kCuda. CUDA_SOURCES names those sources; by default they are the
+# SOURCES that contain `tile::launch(`, themselves or in a header of their own directory.
+#
+# In the bench tree the plugin lands in the build's plugin directory; out of tree
+# (find_package(bench)) in OUTPUT_DIRECTORY or the current binary directory, to be named in an
+# experiment's plugin_paths. docs/plugins.md.
+
+# Whether `src` (or a header of its directory that it includes) launches a tile program.
+function(_bench_launches_programs src out)
+  get_filename_component(_dir "${src}" DIRECTORY)
+  file(READ "${src}" _text)
+  set(_files "${src}")
+  string(REGEX MATCHALL "#include \"[^\"]+\"" _incs "${_text}")
+  foreach(_inc IN LISTS _incs)
+    string(REGEX REPLACE "#include \"([^\"]+)\"" "\\1" _f "${_inc}")
+    if(EXISTS "${_dir}/${_f}")
+      file(READ "${_dir}/${_f}" _t)
+      string(APPEND _text "${_t}")
+      list(APPEND _files "${_dir}/${_f}")
+    endif()
+  endforeach()
+  # Re-decided when one of them changes.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_files})
+  if(_text MATCHES "tile::launch[ \t\r\n]*\\(")
+    set(${out} ON PARENT_SCOPE)
   else()
-    target_link_libraries(${target} PRIVATE bench::bench_core)
+    set(${out} OFF PARENT_SCOPE)
   endif()
-  set_target_properties(${target} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden
-                                             VISIBILITY_INLINES_HIDDEN ON)
+endfunction()
+
+function(bench_add_plugin name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES;CUDA_SOURCES" ${ARGN})
+  set(target "bench_${name}")
+  # The module the tile registry files the plugin's programs under, in both passes.
+  set(module "libbench_${name}.so")
+  add_library(${target} MODULE ${ARG_SOURCES})
+  if(TARGET bench_api)
+    set(api bench_api)
+    target_link_libraries(${target} PRIVATE bench_warnings)
+  else()
+    set(api bench::bench_api)
+  endif()
+  target_link_libraries(${target} PRIVATE ${api})
+  target_compile_definitions(${target} PRIVATE "BENCH_KERNEL_MODULE=\"${module}\"")
+  set_target_properties(${target} PROPERTIES PREFIX "lib" CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  set(rpath "$ORIGIN/cuda")
   if(ARG_OUTPUT_DIRECTORY)
-    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIRECTORY}")
+    set(outdir "${ARG_OUTPUT_DIRECTORY}")
   elseif(DEFINED BENCH_PLUGIN_OUTPUT_DIR)
-    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${BENCH_PLUGIN_OUTPUT_DIR}"
-                                               INSTALL_RPATH "$ORIGIN/../..")
+    set(outdir "${BENCH_PLUGIN_OUTPUT_DIR}")
+    set(rpath "$ORIGIN/../..;$ORIGIN/cuda")
     install(TARGETS ${target} LIBRARY DESTINATION ${BENCH_PLUGIN_SUBDIR})
   else()
-    set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}")
+    set(outdir "${CMAKE_CURRENT_BINARY_DIR}")
   endif()
+  set_target_properties(${target} PROPERTIES LIBRARY_OUTPUT_DIRECTORY "${outdir}" INSTALL_RPATH "${rpath}")
+
+  if(NOT BENCH_PLUGIN_CUDA)
+    return()
+  endif()
+  set(cuda_sources ${ARG_CUDA_SOURCES})
+  if(NOT ARG_CUDA_SOURCES)
+    foreach(src IN LISTS ARG_SOURCES)
+      get_filename_component(abs "${src}" ABSOLUTE)
+      _bench_launches_programs("${abs}" launches)
+      if(launches)
+        list(APPEND cuda_sources "${src}")
+      endif()
+    endforeach()
+  endif()
+  if(NOT cuda_sources)
+    return()
+  endif()
+  set(wrappers "")
+  foreach(src IN LISTS cuda_sources)
+    get_filename_component(abs "${src}" ABSOLUTE)
+    get_filename_component(stem "${src}" NAME_WE)
+    set(w "${CMAKE_CURRENT_BINARY_DIR}/${target}_cuda_pass/${stem}.cu")
+    file(CONFIGURE OUTPUT "${w}" CONTENT "// generated by bench_add_plugin: the CUDA pass of ${src}
+#include \"${abs}\"
+")
+    list(APPEND wrappers "${w}")
+  endforeach()
+  set(cuda_target "${target}_cuda")
+  add_library(${cuda_target} SHARED ${wrappers})
+  target_compile_definitions(${cuda_target} PRIVATE "BENCH_KERNEL_MODULE=\"${module}\"" BENCH_CUDA_PASS=1)
+  # nvcc 13's C++20 has no CMake 3.25 flag: passed here (CUDA_STANDARD_REQUIRED off below).
+  target_compile_options(${cuda_target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
+  target_link_libraries(${cuda_target} PRIVATE ${api} CUDA::cudart)
+  set_target_properties(${cuda_target} PROPERTIES PREFIX "lib" CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON
+                                                  CUDA_STANDARD_REQUIRED OFF CUDA_EXTENSIONS OFF
+                                                  LIBRARY_OUTPUT_DIRECTORY "${outdir}/cuda")
+  if(TARGET bench_api)
+    target_compile_options(${cuda_target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--Werror all-warnings -Xcompiler=-Wall,-Wextra>)
+  endif()
+  if(DEFINED BENCH_PLUGIN_OUTPUT_DIR AND NOT ARG_OUTPUT_DIRECTORY)
+    set_target_properties(${cuda_target} PROPERTIES INSTALL_RPATH "$ORIGIN/../../..")
+    install(TARGETS ${cuda_target} LIBRARY DESTINATION ${BENCH_PLUGIN_SUBDIR}/cuda)
+  endif()
+  # Linked even though the module names none of its symbols: loading the plugin loads it.
+  target_link_libraries(${target} PRIVATE "-Wl,--push-state,--no-as-needed" ${cuda_target} "-Wl,--pop-state")
 endfunction()

@@ -1,8 +1,13 @@
 #include "activation.h"
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(activation_forward, "relu, gelu (erf, tanh), silu, relu^2");
+BENCH_KERNEL(activation_backward, "derivatives of the activations");
+BENCH_KERNEL(glu_forward, "h = act(gate) * up on [gate | up] rows (SwiGLU, GeGLU, ReGLU)");
+BENCH_KERNEL(glu_backward, "d gate = dh * up * act'(gate); d up = dh * act(gate)");
 
 namespace {
 constexpr int kFlat = programs::kActivationBlock;
@@ -11,7 +16,6 @@ constexpr int kGlu = programs::kGluBlock;
 
 template <class T>
 void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int64_t n) {
-  BENCH_ON_CUDA(exec, T, "activation_forward", cuda::activation_forward<T>(stream, act, x, y, n))
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
     tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationForward<T, kAct, kFlat>{x, y, n});
@@ -20,7 +24,6 @@ void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int6
 
 template <class T>
 void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
-  BENCH_ON_CUDA(exec, T, "activation_backward", cuda::activation_backward<T>(stream, act, x, dy, dx, n))
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
     tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
@@ -29,7 +32,6 @@ void activation_backward(const Exec& exec, Activation act, const T* x, const T* 
 
 template <class T>
 void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
-  BENCH_ON_CUDA(exec, T, "glu_forward", cuda::glu_forward<T>(stream, act, gu, h, rows, d_ff))
   if (rows <= 0 || d_ff <= 0) return;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   dispatch_activation(act, [&]<Activation kAct>() {
@@ -39,7 +41,6 @@ void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t ro
 
 template <class T>
 void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff) {
-  BENCH_ON_CUDA(exec, T, "glu_backward", cuda::glu_backward<T>(stream, act, gu, dh, dgu, rows, d_ff))
   if (rows <= 0 || d_ff <= 0) return;
   const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
   dispatch_activation(act, [&]<Activation kAct>() {
@@ -52,9 +53,7 @@ void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T*
   template void activation_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t); \
   template void glu_forward<T>(const Exec&, Activation, const T*, T*, int64_t, int64_t);          \
   template void glu_backward<T>(const Exec&, Activation, const T*, const T*, T*, int64_t, int64_t);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

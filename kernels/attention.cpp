@@ -3,17 +3,37 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda_launchers.h"
+#include "catalog.h"
+#include "cuda_backend.h"
+#include "elementwise.h"
 #include "gemm.h"
 #include "tile/parallel.h"
 
 namespace bench::kernels {
 
+BENCH_KERNEL(attention_forward,
+             "causal GQA attention: GEMMs + masked softmax + dropout (bf16 on CUDA: the flash kernels, see "
+             "flash_attention)");
+BENCH_KERNEL(attention_backward, "dq, dk, dv through the saved probabilities: four GEMMs and the softmax backward");
+BENCH_KERNEL(attention_entropy, "per query row -sum p ln p, recomputed from qkv in two passes (probe)");
+BENCH_KERNEL(attention_row_max, "per query row the largest logit, recomputed from qkv (probe)");
+BENCH_KERNEL_TYPES(flash_attention,
+                   "bf16 fused attention on the tensor cores (mma.sync), every variant: attention_forward and "
+                   "_backward on CUDA where attention_uses_flash says so",
+                   0);
+BENCH_KERNEL_TYPES(attention_cudnn_forward, "cuDNN's fused SDPA on the qkv rows, the baseline (CUDA, bf16)", 0);
+BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
+
 namespace {
 
-// Queries per forward task and per backward step (attention.h); the causal skip (a block of
-// queries needs keys up to its last row only) saves ~(1 - 64/T)/2 of the work.
-constexpr int64_t kQueryBlock = kAttentionQueryBlock;
+// The materializing path, composed once from the gemm, softmax, dropout and block launchers and
+// run by every target. How its independent tasks run is a property of the target
+// (tile::runs_as_device): the CPU executor runs them concurrently (parallel_for, each launch
+// inside on the calling thread), in blocks of kAttentionQueryBlock queries, so that tasks balance
+// over the cores and fully masked key blocks are skipped; a device (and the emulated-block
+// executor, which stands in for one in tests) queues them one after another, in blocks of as
+// many queries as the workspace holds rows (usually a whole head: fewer launches, at the cost of
+// the masked upper triangle of S).
 
 struct Dims {
   int64_t batch, seq, heads, kv_heads, d_head;
@@ -21,9 +41,12 @@ struct Dims {
   int64_t width;    // elements of a qkv row
   int64_t qblock;   // queries per block
   int64_t qblocks;  // blocks per sequence
+  bool concurrent;  // tasks run in parallel, each with its own block of the workspace
 };
 
-Dims dims_of(const AttentionArgs& a) {
+/// `workspace_rows`: a device's block is as many rows as the workspace holds (with a workspace),
+/// else the whole sequence.
+Dims dims_of(const Exec& exec, const AttentionArgs& a, bool workspace_rows) {
   if (a.batch <= 0 || a.seq <= 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.d_head <= 0 || a.window < 0 ||
       a.n_heads % a.n_kv_heads != 0)
     throw std::invalid_argument("attention: need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
@@ -39,9 +62,32 @@ Dims dims_of(const AttentionArgs& a) {
   d.d_head = a.d_head;
   d.group = a.n_heads / a.n_kv_heads;
   d.width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
-  d.qblock = std::min(kQueryBlock, a.seq);
+  d.concurrent = !tile::runs_as_device(exec);
+  if (d.concurrent) {
+    d.qblock = std::min(kAttentionQueryBlock, a.seq);
+  } else {
+    d.qblock = workspace_rows ? std::max<int64_t>(1, std::min(a.seq, attention_workspace_size(a) / a.seq)) : a.seq;
+  }
   d.qblocks = (d.seq + d.qblock - 1) / d.qblock;
   return d;
+}
+
+/// Run f(task) for every task in [0, n): concurrently on the host, in order on a device.
+template <class F>
+void for_each_task(const Dims& d, int64_t n, F&& f) {
+  if (!d.concurrent) {
+    for (int64_t t = 0; t < n; ++t) f(t);
+    return;
+  }
+  tile::parallel_for(n, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) f(t);
+  });
+}
+
+/// A task's block of the workspace: its own where tasks run concurrently.
+template <class T>
+T* task_scratch(const Dims& d, T* workspace, int64_t task) {
+  return d.concurrent ? workspace + task * d.qblock * d.seq : workspace;
 }
 
 /// Mask of the block of queries starting at q0 whose columns start at key `lo`.
@@ -57,11 +103,9 @@ void key_range(const AttentionArgs& a, int64_t q0, int64_t q1, int64_t& lo, int6
 
 /// Zero columns [0, lo) and [hi, cols) of `rows` rows, ld apart.
 template <class T>
-void zero_outside(T* x, int64_t rows, int64_t cols, int64_t ld, int64_t lo, int64_t hi) {
-  for (int64_t r = 0; r < rows; ++r) {
-    std::fill(x + r * ld, x + r * ld + lo, T{});
-    std::fill(x + r * ld + hi, x + r * ld + cols, T{});
-  }
+void zero_outside(const Exec& exec, T* x, int64_t rows, int64_t cols, int64_t ld, int64_t lo, int64_t hi) {
+  zero_block<T>(exec, x, ld, rows, lo);
+  zero_block<T>(exec, x + hi, ld, rows, cols - hi);
 }
 
 /// y = x * M / (1 - p) on the rows x cols block of probabilities (b, h, q0.., lo..), rows ld
@@ -94,17 +138,24 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
   const T* v = qkv + (b * seq + lo) * d.width + (d.heads + d.kv_heads + g) * dh;
   T* p = probs + (bh * seq + q0) * seq;
   T* s = scores + (bh * seq + q0) * seq;
-  gemm<T>(false, true, rows, cols, dh, static_cast<acc_t<T>>(a.scale), q, d.width, k, d.width, 0, s + lo, seq);
+  gemm<T>(exec, false, true, rows, cols, dh, static_cast<acc_t<T>>(a.scale), q, d.width, k, d.width, 0, s + lo, seq);
   softmax_forward<T>(exec, s + lo, p + lo, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo),
                      row_max != nullptr ? row_max + bh * seq + q0 : nullptr);
-  zero_outside(p, rows, seq, seq, lo, hi);
-  if (s != p) zero_outside(s, rows, seq, seq, lo, hi);
+  zero_outside(exec, p, rows, seq, seq, lo, hi);
+  if (s != p) zero_outside(exec, s, rows, seq, seq, lo, hi);
   const T* pv = p + lo;
   if (a.dropout > 0) {
     dropout_block(exec, a, p + lo, scratch, rows, cols, seq, b, h, q0, lo);
     pv = scratch;
   }
-  gemm<T>(false, false, rows, dh, cols, 1, pv, seq, v, d.width, 0, out + (b * seq + q0) * ld_out + h * dh, ld_out);
+  gemm<T>(exec, false, false, rows, dh, cols, 1, pv, seq, v, d.width, 0, out + (b * seq + q0) * ld_out + h * dh,
+          ld_out);
+}
+
+/// Where the flash path keeps its state: the probs buffer (attention_flash_state_size).
+template <class T>
+bool takes_flash(const Exec& exec, const AttentionArgs& a) {
+  return std::is_same_v<T, tile::bf16> && exec.backend == tile::Backend::kCuda && attention_uses_flash(a);
 }
 
 }  // namespace
@@ -112,110 +163,94 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
 template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace) {
-  if (exec.backend == tile::Backend::kCuda) {
-    if constexpr (std::is_same_v<T, double>) {
-      throw std::invalid_argument("attention_forward: float64 has no CUDA path");
-    } else {
-#if BENCH_HAVE_CUDA
-      cuda::attention_forward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, probs, row_max, workspace);
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+    if (takes_flash<T>(exec, a)) {
+      (void)dims_of(exec, a, false);  // the argument checks of the other path
+      require_cuda_backend("attention_forward").flash_forward(exec.stream, a, qkv, out, row_max, probs);
       return;
-#else
-      BENCH_CUDA_CALL("attention_forward", 0);
-#endif
     }
   }
-  const tile::HostAccess access(exec);  // the fills and GEMMs below touch the buffers directly
-  const Dims d = dims_of(a);
+  const tile::HostAccess access(exec);  // one opening of guarded memory for all the launches below
+  const bool drop = a.dropout > 0;
+  const Dims d = dims_of(exec, a, drop);
   T* scores = a.softcap > 0 ? probs + d.batch * d.heads * d.seq * d.seq : probs;
   // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
-  // Inside the parallel region, gemm and the softmax launcher run on the calling thread.
-  if (a.dropout <= 0) {
-    tile::parallel_for(d.batch * d.heads * d.qblocks, [&](int64_t t0, int64_t t1) {
-      for (int64_t task = t0; task < t1; ++task) {
-        const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
-        forward_block(exec, a, d, qkv, out, probs, scores, row_max, bh / d.heads, bh % d.heads, qb,
-                      static_cast<T*>(nullptr));
-      }
+  if (!drop) {
+    for_each_task(d, d.batch * d.heads * d.qblocks, [&](int64_t task) {
+      const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
+      forward_block(exec, a, d, qkv, out, probs, scores, row_max, bh / d.heads, bh % d.heads, qb,
+                    static_cast<T*>(nullptr));
     });
     return;
   }
   if (workspace == nullptr) throw std::invalid_argument("attention: dropout needs the workspace");
-  // With dropout, a task also owns one block of the workspace for the dropped probabilities:
-  // tasks are (batch, kv head), as in backward, so the workspace has the same size.
-  tile::parallel_for(d.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
-      T* scratch = workspace + task * d.qblock * d.seq;
-      for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h)
-        for (int64_t qb = 0; qb < d.qblocks; ++qb)
-          forward_block(exec, a, d, qkv, out, probs, scores, row_max, b, h, qb, scratch);
-    }
+  // With dropout a task also owns a block of the workspace for the dropped probabilities: tasks
+  // are (batch, kv head), as in backward, so the workspace has the same size.
+  for_each_task(d, d.batch * d.kv_heads, [&](int64_t task) {
+    const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
+    T* scratch = task_scratch(d, workspace, task);
+    for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h)
+      for (int64_t qb = 0; qb < d.qblocks; ++qb)
+        forward_block(exec, a, d, qkv, out, probs, scores, row_max, b, h, qb, scratch);
   });
 }
 
 template <class T>
 void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const T* probs,
                         const T* dout, T* dqkv, T* workspace) {
-  if (exec.backend == tile::Backend::kCuda) {
-    if constexpr (std::is_same_v<T, double>) {
-      throw std::invalid_argument("attention_backward: float64 has no CUDA path");
-    } else {
-#if BENCH_HAVE_CUDA
-      cuda::attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, probs, dout, dqkv, workspace);
+  if constexpr (std::is_same_v<T, tile::bf16>) {
+    if (takes_flash<T>(exec, a)) {
+      (void)dims_of(exec, a, false);
+      void* state = const_cast<T*>(probs);  // the lse is read, the workspace after it written
+      require_cuda_backend("attention_backward").flash_backward(exec.stream, a, qkv, out, dout, state, dqkv);
       return;
-#else
-      BENCH_CUDA_CALL("attention_backward", 0);
-#endif
     }
   }
-  (void)out;  // the CPU path recomputes from the probabilities
+  (void)out;  // the materialized path recomputes from the probabilities
+  if (workspace == nullptr) throw std::invalid_argument("attention: backward needs the workspace");
   const tile::HostAccess access(exec);
-  const Dims d = dims_of(a);
+  const Dims d = dims_of(exec, a, true);
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
   const auto scale = static_cast<acc_t<T>>(a.scale);
   // One task per (batch, kv head): it alone writes dK and dV of its kv head (summed over the
   // group's query heads in order) and dQ of those query heads.
-  tile::parallel_for(d.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {
-    for (int64_t task = t0; task < t1; ++task) {
-      const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
-      T* ws = workspace + task * d.qblock * seq;  // dP, then dS in place; rows seq apart
-      const int64_t k_col = (d.heads + g) * dh, v_col = (d.heads + d.kv_heads + g) * dh;
-      T* dk = dqkv + b * seq * d.width + k_col;
-      T* dv = dqkv + b * seq * d.width + v_col;
-      for (int64_t t = 0; t < seq; ++t) {
-        std::fill(dk + t * d.width, dk + t * d.width + dh, T{});
-        std::fill(dv + t * d.width, dv + t * d.width + dh, T{});
-      }
-      const T* k = qkv + b * seq * d.width + k_col;
-      const T* v = qkv + b * seq * d.width + v_col;
-      for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
-        const int64_t bh = b * d.heads + h;
-        for (int64_t q0 = 0; q0 < seq; q0 += d.qblock) {
-          const int64_t q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
-          int64_t lo = 0, hi = 0;
-          key_range(a, q0, q1, lo, hi);
-          const int64_t cols = hi - lo;
-          const T* p = probs + (bh * seq + q0) * seq + lo;
-          const T* s = scores != nullptr ? scores + (bh * seq + q0) * seq + lo : nullptr;
-          const T* d_o = dout + (b * seq + q0) * ld_out + h * dh;
-          const T* q = qkv + (b * seq + q0) * d.width + h * dh;
-          // dV[lo:hi] += P~^T dO, with P~ = P * M / (1 - p) recomputed into ws under dropout
-          const T* pd = p;
-          if (a.dropout > 0) {
-            dropout_block(exec, a, p, ws, rows, cols, seq, b, h, q0, lo);
-            pd = ws;
-          }
-          gemm<T>(true, false, cols, dh, rows, 1, pd, seq, d_o, ld_out, 1, dv + lo * d.width, d.width);
-          // dP = dO V^T (times the same M / (1 - p)), then dS = softmax_backward(P, dP) in place
-          gemm<T>(false, true, rows, cols, dh, 1, d_o, ld_out, v + lo * d.width, d.width, 0, ws, seq);
-          if (a.dropout > 0) dropout_block(exec, a, ws, ws, rows, cols, seq, b, h, q0, lo);
-          softmax_backward<T>(exec, p, ws, s, ws, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo));
-          // dQ = scale dS K,  dK[lo:hi] += scale dS^T Q
-          gemm<T>(false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, 0,
-                  dqkv + (b * seq + q0) * d.width + h * dh, d.width);
-          gemm<T>(true, false, cols, dh, rows, scale, ws, seq, q, d.width, 1, dk + lo * d.width, d.width);
+  for_each_task(d, d.batch * d.kv_heads, [&](int64_t task) {
+    const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
+    T* ws = task_scratch(d, workspace, task);  // dP, then dS in place; rows seq apart
+    const int64_t k_col = (d.heads + g) * dh, v_col = (d.heads + d.kv_heads + g) * dh;
+    T* dk = dqkv + b * seq * d.width + k_col;
+    T* dv = dqkv + b * seq * d.width + v_col;
+    zero_block<T>(exec, dk, d.width, seq, dh);
+    zero_block<T>(exec, dv, d.width, seq, dh);
+    const T* k = qkv + b * seq * d.width + k_col;
+    const T* v = qkv + b * seq * d.width + v_col;
+    for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h) {
+      const int64_t bh = b * d.heads + h;
+      for (int64_t q0 = 0; q0 < seq; q0 += d.qblock) {
+        const int64_t q1 = std::min(seq, q0 + d.qblock), rows = q1 - q0;
+        int64_t lo = 0, hi = 0;
+        key_range(a, q0, q1, lo, hi);
+        const int64_t cols = hi - lo;
+        const T* p = probs + (bh * seq + q0) * seq + lo;
+        const T* s = scores != nullptr ? scores + (bh * seq + q0) * seq + lo : nullptr;
+        const T* d_o = dout + (b * seq + q0) * ld_out + h * dh;
+        const T* q = qkv + (b * seq + q0) * d.width + h * dh;
+        // dV[lo:hi] += P~^T dO, with P~ = P * M / (1 - p) recomputed into ws under dropout
+        const T* pd = p;
+        if (a.dropout > 0) {
+          dropout_block(exec, a, p, ws, rows, cols, seq, b, h, q0, lo);
+          pd = ws;
         }
+        gemm<T>(exec, true, false, cols, dh, rows, 1, pd, seq, d_o, ld_out, 1, dv + lo * d.width, d.width);
+        // dP = dO V^T (times the same M / (1 - p)), then dS = softmax_backward(P, dP) in place
+        gemm<T>(exec, false, true, rows, cols, dh, 1, d_o, ld_out, v + lo * d.width, d.width, 0, ws, seq);
+        if (a.dropout > 0) dropout_block(exec, a, ws, ws, rows, cols, seq, b, h, q0, lo);
+        softmax_backward<T>(exec, p, ws, s, ws, rows, cols, seq, 1.0, a.softcap, block_mask(a, q0, lo));
+        // dQ = scale dS K,  dK[lo:hi] += scale dS^T Q
+        gemm<T>(exec, false, false, rows, dh, cols, scale, ws, seq, k + lo * d.width, d.width, 0,
+                dqkv + (b * seq + q0) * d.width + h * dh, d.width);
+        gemm<T>(exec, true, false, cols, dh, rows, scale, ws, seq, q, d.width, 1, dk + lo * d.width, d.width);
       }
     }
   });
@@ -223,8 +258,7 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
 
 template <class T>
 void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
-  (void)dims_of(a);  // the argument checks
-  BENCH_ON_CUDA(exec, T, "attention_entropy", cuda::attention_entropy<T>(stream, a, qkv, entropy))
+  (void)dims_of(exec, a, false);  // the argument checks
   tile::dispatch_block(a.seq, [&]<int B>() {
     tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_entropy<T, B>(a, qkv, entropy));
   });
@@ -232,70 +266,49 @@ void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, a
 
 template <class T>
 void attention_row_max(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
-  (void)dims_of(a);
-  BENCH_ON_CUDA(exec, T, "attention_row_max", cuda::attention_row_max<T>(stream, a, qkv, row_max))
+  (void)dims_of(exec, a, false);
   tile::dispatch_block(a.seq, [&]<int B>() {
     tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_row_max<T, B>(a, qkv, row_max));
   });
 }
 
-// --- the cuDNN SDPA baseline: the checks that need no GPU here, the rest in kernels/cuda ------
+// --- the cuDNN SDPA baseline: the checks here, cuDNN in kernels/cuda --------------------------
 
 namespace {
 
-/// Throws unless `exec` is CUDA and T bf16 and cuDNN covers the variant.
+/// Throws unless cuDNN covers the variant (std::invalid_argument) and runs here (CUDA, bf16, a
+/// cuDNN that loads: tile::Unsupported otherwise).
 template <class T>
 void cudnn_checks(const Exec& exec, const AttentionArgs& a, const char* name) {
-  if (exec.backend != tile::Backend::kCuda)
-    throw std::invalid_argument(std::string(name) + ": cuDNN's fused attention runs on CUDA only");
-  if (!std::is_same_v<T, tile::bf16>)
-    throw std::invalid_argument(std::string(name) + ": cuDNN's fused attention is bf16 only here");
   if (const std::string why = attention_cudnn_unsupported(a); !why.empty())
     throw std::invalid_argument(std::string(name) + ": " + why);
+  require(exec, name, type_bit<T>());
 }
 
 }  // namespace
 
 bool attention_cudnn_available(std::string* why) {
-#if BENCH_HAVE_CUDA
-  return cuda::cudnn_attention_available(why);
-#else
-  if (why != nullptr) *why = "this build has no CUDA";
-  return false;
-#endif
+  const CudaBackend* cuda = cuda_backend();
+  if (cuda == nullptr) {
+    if (why != nullptr) *why = "this build has no CUDA";
+    return false;
+  }
+  return cuda->cudnn_available(why);
 }
 
 template <class T>
 void attention_cudnn_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, float* stats) {
   cudnn_checks<T>(exec, a, "attention_cudnn_forward");
-  if constexpr (std::is_same_v<T, tile::bf16>) {
-#if BENCH_HAVE_CUDA
-    cuda::cudnn_attention_forward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, stats);
-#else
-    (void)qkv;
-    (void)out;
-    (void)stats;
-    BENCH_CUDA_CALL("attention_cudnn_forward", 0);
-#endif
-  }
+  if constexpr (std::is_same_v<T, tile::bf16>)
+    require_cuda_backend("attention_cudnn_forward").cudnn_forward(exec.stream, a, qkv, out, stats);
 }
 
 template <class T>
 void attention_cudnn_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const float* stats,
                               const T* dout, T* dqkv) {
   cudnn_checks<T>(exec, a, "attention_cudnn_backward");
-  if constexpr (std::is_same_v<T, tile::bf16>) {
-#if BENCH_HAVE_CUDA
-    cuda::cudnn_attention_backward<T>(static_cast<cuda::Stream>(exec.stream), a, qkv, out, stats, dout, dqkv);
-#else
-    (void)qkv;
-    (void)out;
-    (void)stats;
-    (void)dout;
-    (void)dqkv;
-    BENCH_CUDA_CALL("attention_cudnn_backward", 0);
-#endif
-  }
+  if constexpr (std::is_same_v<T, tile::bf16>)
+    require_cuda_backend("attention_cudnn_backward").cudnn_backward(exec.stream, a, qkv, out, stats, dout, dqkv);
 }
 
 #define BENCH_INSTANTIATE(T)                                                                                         \
@@ -307,9 +320,7 @@ void attention_cudnn_backward(const Exec& exec, const AttentionArgs& a, const T*
   template void attention_cudnn_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, float*);                 \
   template void attention_cudnn_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const float*,     \
                                             const T*, T*);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

@@ -1,14 +1,14 @@
 #include "cross_entropy.h"
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(cross_entropy, "loss = logsumexp - logit[target]; z; fused gradient with z-loss");
 
 template <class T>
 void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
                    acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
-  BENCH_ON_CUDA(exec, T, "cross_entropy",
-                cuda::cross_entropy<T>(stream, logits, targets, rows, vocab, loss, z, dlogits, z_coef, grad_scale))
   if (rows <= 0 || vocab <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(vocab, [&]<int B>() {
@@ -21,9 +21,7 @@ void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, in
 #define BENCH_INSTANTIATE(T)                                                                                        \
   template void cross_entropy<T>(const Exec&, const T*, const int32_t*, int64_t, int64_t, acc_t<T>*, acc_t<T>*, T*, \
                                  double, double);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

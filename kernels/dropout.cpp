@@ -1,25 +1,25 @@
 #include "dropout.h"
 
-#include <cstring>
-
-#include "cuda_launchers.h"
+#include "catalog.h"
+#include "memory.h"
 
 namespace bench::kernels {
 
+BENCH_KERNEL(dropout_apply, "inverted dropout y = x * keep(seed, i) / (1 - p), mask recomputed from the seed");
+
 template <class T>
 void dropout_apply(const Exec& exec, const T* x, T* y, int64_t n, double p, uint64_t seed) {
-  BENCH_ON_CUDA(exec, T, "dropout_apply", cuda::dropout_apply<T>(stream, x, y, n, p, seed))
   if (n <= 0) return;
   if (p <= 0) {
-    if (x != y) std::memcpy(static_cast<void*>(y), x, static_cast<size_t>(n) * sizeof(T));
+    copy_bytes(y, x, static_cast<size_t>(n) * sizeof(T));  // in whatever memory they are
     return;
   }
   constexpr int kB = 1024;
   tile::launch(exec, tile::Grid{(n + kB - 1) / kB}, programs::Dropout<T, kB>{x, y, n, seed, static_cast<float>(p)});
 }
 
-template void dropout_apply<float>(const Exec&, const float*, float*, int64_t, double, uint64_t);
-template void dropout_apply<double>(const Exec&, const double*, double*, int64_t, double, uint64_t);
-template void dropout_apply<tile::bf16>(const Exec&, const tile::bf16*, tile::bf16*, int64_t, double, uint64_t);
+#define BENCH_INSTANTIATE(T) template void dropout_apply<T>(const Exec&, const T*, T*, int64_t, double, uint64_t);
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
+#undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

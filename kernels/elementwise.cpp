@@ -2,33 +2,56 @@
 
 #include <algorithm>
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 #include "memory.h"
 
 namespace bench::kernels {
 
+BENCH_KERNEL(add, "element-wise out = a + b");
+BENCH_KERNEL(axpy, "element-wise y += alpha x");
+BENCH_KERNEL(scale, "element-wise x *= alpha");
+BENCH_KERNEL(sum_of, "deterministic two-stage sum of x^2 (grad norm), x (logit mean) or -x ln x (attention entropy)");
+BENCH_KERNEL(embedding_forward, "gather rows of the embedding table");
+BENCH_KERNEL(embedding_backward, "scatter-add into the table, race-free");
+BENCH_KERNEL(copy_block, "strided 2-D copy dst[r, :cols] = src[r, :cols]");
+BENCH_KERNEL(zero_block, "strided 2-D fill x[r, :cols] = 0");
+
 namespace {
 constexpr int kFlat = programs::kFlatBlock;
 tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
+
+/// The first stage of sum_of: `parts` partial sums into `partial`.
+template <class T>
+void launch_terms(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, int64_t parts) {
+  const tile::Grid grid{parts};
+  switch (what) {
+    case SumOf::kSquares:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts});
+      break;
+    case SumOf::kValues:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts});
+      break;
+    case SumOf::kEntropy:
+      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts});
+      break;
+  }
+}
 }  // namespace
 
 template <class T>
 void add(const Exec& exec, const T* a, const T* b, T* out, int64_t n) {
-  BENCH_ON_CUDA(exec, T, "add", cuda::add<T>(stream, a, b, out, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Add<T, kFlat>{a, b, out, n});
 }
 
 template <class T>
 void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n) {
-  BENCH_ON_CUDA(exec, T, "axpy", cuda::axpy<T>(stream, alpha, x, y, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Axpy<T, kFlat>{x, y, n, alpha});
 }
 
 template <class T>
 void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n) {
-  BENCH_ON_CUDA(exec, T, "scale", cuda::scale<T>(stream, alpha, x, n))
   if (n <= 0) return;
   tile::launch(exec, flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha});
 }
@@ -42,41 +65,27 @@ template <class T>
 double sum_of(const Exec& exec, SumOf what, const T* x, int64_t n) {
   const int64_t parts = sum_squares_partials(n);
   if (parts == 0) return 0.0;
-  if (exec.backend == tile::Backend::kCuda) {
-    // The partial sums and the result in device memory (from the caching allocator: no
-    // cudaMalloc after the first call), then the one double back to the host.
+  if (tile::runs_as_device(exec)) {
+    // On a device: the partial sums and the result in its memory (from the caching allocator:
+    // no cudaMalloc after the first call), both stages there, and the one double back.
     double result = 0;
-    if constexpr (std::is_same_v<T, double>) {
-      throw std::invalid_argument("sum_of: float64 has no CUDA path");
-    } else {
-      void* dev = device_allocate(Memory::kCuda, static_cast<size_t>(parts + 1) * sizeof(double));
-      try {
-        auto* d = static_cast<double*>(dev);
-        BENCH_CUDA_CALL("sum_of", cuda::sum_of<T>(static_cast<cuda::Stream>(exec.stream), what, x, n, d, d + parts));
-        copy_bytes(&result, d + parts, sizeof result);
-      } catch (...) {
-        device_free(dev);
-        throw;
-      }
+    void* dev = device_allocate(memory_for(exec.backend), static_cast<size_t>(parts + 1) * sizeof(double));
+    try {
+      auto* d = static_cast<double*>(dev);
+      sum_of_into<T>(exec, what, x, n, d, d + parts);
+      copy_bytes(&result, d + parts, sizeof result);
+    } catch (...) {
       device_free(dev);
+      throw;
     }
+    device_free(dev);
     return result;
   }
+  // On the host: the second stage in order on the host (the result depends on n only).
   std::vector<double> partial(static_cast<size_t>(parts));
-  const tile::Grid grid{parts};
-  switch (what) {
-    case SumOf::kSquares:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial.data(), n, parts});
-      break;
-    case SumOf::kValues:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial.data(), n, parts});
-      break;
-    case SumOf::kEntropy:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial.data(), n, parts});
-      break;
-  }
+  launch_terms(exec, what, x, n, partial.data(), parts);
   double s = 0;
-  for (double p : partial) s += p;  // in order: the result depends on n only
+  for (double p : partial) s += p;
   return s;
 }
 
@@ -87,29 +96,14 @@ double sum_squares(const Exec& exec, const T* x, int64_t n) {
 
 template <class T>
 void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result) {
-  BENCH_ON_CUDA(exec, T, "sum_of_into", cuda::sum_of<T>(stream, what, x, n, partial, result))
   const int64_t parts = sum_squares_partials(n);
-  const tile::Grid grid{parts};
-  if (parts > 0) {
-    switch (what) {
-      case SumOf::kSquares:
-        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts});
-        break;
-      case SumOf::kValues:
-        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts});
-        break;
-      case SumOf::kEntropy:
-        tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts});
-        break;
-    }
-  }
+  if (parts > 0) launch_terms(exec, what, x, n, partial, parts);
   constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
   tile::launch(exec, tile::Grid{1}, programs::SumPartials<kParts>{partial, result, parts});
 }
 
 template <class T>
 void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim) {
-  BENCH_ON_CUDA(exec, T, "embedding_forward", cuda::embedding_forward<T>(stream, tokens, table, out, n_tokens, dim))
   if (n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
     tile::launch(exec, tile::Grid{n_tokens}, programs::EmbeddingForward<T, B>{tokens, table, out, dim});
@@ -119,25 +113,40 @@ void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, 
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
                         int64_t dim) {
-  BENCH_ON_CUDA(exec, T, "embedding_backward", cuda::embedding_backward<T>(stream, tokens, dout, dtable, n_tokens, dim))
   if (n_tokens <= 0 || dim <= 0) return;
   constexpr int kB = programs::kEmbeddingBackwardCols;
   tile::launch(exec, tile::Grid{(dim + kB - 1) / kB},
                programs::EmbeddingBackward<T, kB>{tokens, dout, dtable, n_tokens, dim});
 }
 
-#define BENCH_INSTANTIATE(T)                                                                       \
-  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                              \
-  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                             \
-  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                      \
-  template double sum_squares<T>(const Exec&, const T*, int64_t);                                  \
-  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                \
-  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);           \
-  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
-  template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+template <class T>
+void copy_block(const Exec& exec, const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  tile::dispatch_block(cols, [&]<int B>() {
+    tile::launch(exec, tile::Grid{rows}, programs::Block<T, B>{src, src_ld, dst, dst_ld, cols});
+  });
+}
+
+template <class T>
+void zero_block(const Exec& exec, T* x, int64_t ld, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  tile::dispatch_block(cols, [&]<int B>() {
+    tile::launch(exec, tile::Grid{rows}, programs::Block<T, B>{nullptr, 0, x, ld, cols});
+  });
+}
+
+#define BENCH_INSTANTIATE(T)                                                                        \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                               \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                              \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                       \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                   \
+  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                 \
+  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);            \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);  \
+  template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
+  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);       \
+  template void zero_block<T>(const Exec&, T*, int64_t, int64_t, int64_t);
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

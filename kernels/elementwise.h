@@ -1,5 +1,5 @@
 // defines: add, axpy, scale, SumOf, sum_of, sum_squares, sum_squares_partials, embedding_forward,
-//          embedding_backward, and their float64 references
+//          embedding_backward, copy_block, zero_block, and their float64 references
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
@@ -8,6 +8,7 @@
 //             fixed stages (per-program partials, then an in-order sum), so the result depends on
 //             n only, never on the thread count; sum_squares = sum_of(kSquares)
 // embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :]
+// blocks:     dst[r, c] = src[r, c] and x[r, c] = 0 over rows x cols, each with its row stride
 #pragma once
 
 #include <cmath>
@@ -229,6 +230,31 @@ struct EmbeddingBackward {
   }
 };
 
+/// One row per program: dst[r, c] = src[r, c] (copy_block), or 0 without a source (zero_block),
+/// for the first `cols` columns, in chunks of B.
+template <class T, int B>
+struct Block {
+  static constexpr int kBlock = B;
+  const T* src;  // null: zeros
+  int64_t src_ld;
+  T* dst;
+  int64_t dst_ld;
+  int64_t cols;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0);
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      const int64_t n = cols - c0;
+      if (src != nullptr) {
+        tl::store(c, dst + r * dst_ld + c0, tl::load<B>(c, src + r * src_ld + c0, n), n);
+      } else {
+        tl::store(c, dst + r * dst_ld + c0, tl::full<B>(c, acc_t<T>(0)), n);
+      }
+    }
+  }
+};
+
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
@@ -277,5 +303,14 @@ void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, 
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
                         int64_t dim);
+
+/// dst[r, 0:cols] = src[r, 0:cols] for r < rows, rows src_ld apart in src and dst_ld in dst (a
+/// strided 2-D copy in exec's memory, e.g. heads out of fused rows); the two must not overlap.
+template <class T>
+void copy_block(const Exec& exec, const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows, int64_t cols);
+
+/// x[r, 0:cols] = 0 for r < rows, rows ld apart.
+template <class T>
+void zero_block(const Exec& exec, T* x, int64_t ld, int64_t rows, int64_t cols);
 
 }  // namespace bench::kernels

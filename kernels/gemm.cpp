@@ -12,10 +12,16 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cuda_launchers.h"
+#include "catalog.h"
+#include "cuda_backend.h"
 #include "tile/parallel.h"
 
 namespace bench::kernels {
+
+// The CPU side here; the CUDA side (cuBLASLt, float and bf16) registers from kernels/cuda.
+BENCH_KERNEL_TYPES(gemm,
+                   "C = alpha op(A) op(B) + beta C: oneDNN (float, bf16), an ordered loop (float64); cuBLASLt on CUDA",
+                   kAllTypes);
 
 template <>
 void gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
@@ -164,17 +170,11 @@ template <class T>
 void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha,
           const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc) {
   if (exec.backend == tile::Backend::kCuda) {
-    if constexpr (std::is_same_v<T, double>) {
-      throw std::invalid_argument("gemm: float64 has no CUDA path");
-    } else {
-#if BENCH_HAVE_CUDA
-      cuda::gemm<T>(static_cast<cuda::Stream>(exec.stream), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                    ldc);
-      return;
-#else
-      BENCH_CUDA_CALL("gemm", 0);
-#endif
-    }
+    require(exec, "gemm", type_bit<T>());
+    if constexpr (!std::is_same_v<T, double>)
+      cuda_backend()->gemm(exec.stream, std::is_same_v<T, tile::bf16>, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                           beta, c, ldc);
+    return;
   }
   const tile::HostAccess access(exec);
   gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

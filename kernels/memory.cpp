@@ -13,7 +13,7 @@
 #include <string>
 
 #include "caching_allocator.h"
-#include "device_runtime.h"
+#include "cuda_backend.h"
 
 namespace bench::kernels {
 
@@ -87,8 +87,10 @@ void on_guarded_fault(int sig, siginfo_t* info, void* context) {
   (void)context;
 }
 
-/// Guarded memory: one reservation of address space, handed out by a bump pointer (freed memory
-/// is not reused: guarded memory is for tests), PROT_NONE while no HostAccess is open.
+/// Guarded memory: one reservation of address space, handed out by a bump pointer and reused
+/// for a later allocation of the same rounded size (so that a test allocating and freeing many
+/// buffers keeps the region, and every mprotect of it, small), PROT_NONE while no HostAccess is
+/// open.
 class GuardedPool {
  public:
   static constexpr size_t kReserve = size_t{1} << 36;  // 64 GiB of address space, committed on use
@@ -109,11 +111,25 @@ class GuardedPool {
     }
     const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
     const size_t rounded = (bytes + page - 1) / page * page;
+    if (const auto it = free_.find(rounded); it != free_.end()) {  // a freed block: zeroed again
+      char* p = it->second;
+      free_.erase(it);
+      if (open_ == 0) protect(p, rounded, true);
+      std::memset(p, 0, rounded);
+      if (open_ == 0) protect(p, rounded, false);
+      return p;
+    }
     if (used_ + rounded > kReserve) throw std::runtime_error("guarded memory: 64 GiB reservation exhausted");
     char* p = base_ + used_;
     used_ += rounded;
     if (open_ > 0) protect(p, rounded, true);
     return p;
+  }
+  /// A block of `bytes` (as allocated) for reuse.
+  void release(void* p, size_t bytes) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+    const std::lock_guard lock(mutex_);
+    free_.emplace((bytes + page - 1) / page * page, static_cast<char*>(p));
   }
   void open() {
     const std::lock_guard lock(mutex_);
@@ -133,6 +149,7 @@ class GuardedPool {
   char* base_ = nullptr;
   size_t used_ = 0;
   int open_ = 0;
+  std::multimap<size_t, char*> free_;  // freed blocks by size
 };
 
 GuardedPool& guarded_pool() {
@@ -157,12 +174,10 @@ class GuardedOpen {
   bool open_;
 };
 
-#if BENCH_HAVE_CUDA
 CachingAllocator& cuda_allocator() {
-  static CachingAllocator allocator(cuda::make_cuda_backend(cuda::current_device()));
+  static CachingAllocator allocator(require_cuda_backend("device memory \"cuda\"").make_allocator());
   return allocator;
 }
-#endif
 
 thread_local int capture_depth = 0;
 
@@ -173,9 +188,7 @@ void not_while_capturing(const char* what) {
                            " while a step is captured into a CUDA graph: it would wait for the device or allocate");
 }
 
-[[noreturn, maybe_unused]] void no_cuda() {
-  throw std::runtime_error("device memory \"cuda\": this build has no CUDA (configure with nvcc on the PATH)");
-}
+const CudaBackend& cuda() { return require_cuda_backend("device memory \"cuda\""); }
 
 }  // namespace
 
@@ -206,12 +219,10 @@ Memory memory_for(tile::Backend backend) {
 
 tile::Exec exec_for(Memory m) {
   switch (m) {
-    case Memory::kCuda:
-#if BENCH_HAVE_CUDA
-      return tile::Exec{tile::Backend::kCuda, cuda::thread_stream()};
-#else
-      return tile::Exec{tile::Backend::kCuda, nullptr};  // its launchers say that CUDA is not built
-#endif
+    case Memory::kCuda: {
+      const CudaBackend* b = cuda_backend();  // without one, the launchers say so
+      return tile::Exec{tile::Backend::kCuda, b != nullptr ? b->thread_stream() : nullptr};
+    }
     case Memory::kGuarded:
       return tile::Exec{tile::Backend::kGuarded, nullptr};
     case Memory::kHost:
@@ -234,19 +245,15 @@ void* device_allocate(Memory m, size_t bytes) {
       p = guarded_pool().allocate(rounded);  // fresh pages: already zero
       break;
     case Memory::kCuda:
-#if BENCH_HAVE_CUDA
       try {
         // Keyed by this thread's stream: a block freed by another thread is not handed out here
         // while that thread's kernels may still use it.
-        p = cuda_allocator().allocate(rounded, cuda::thread_stream());
+        p = cuda_allocator().allocate(rounded, cuda().thread_stream());
       } catch (const OutOfMemory& e) {
         throw std::runtime_error(e.what());
       }
-      cuda::zero(p, rounded, nullptr);
+      cuda().zero(p, rounded, nullptr);
       break;
-#else
-      no_cuda();
-#endif
   }
   regions().add(p, rounded, m);
   return p;
@@ -255,11 +262,9 @@ void* device_allocate(Memory m, size_t bytes) {
 void device_free(void* p) {
   if (p == nullptr) return;
   const Region r = regions().remove(p);
-  // Guarded memory's address space stays reserved (see GuardedPool): nothing to do for it.
+  if (r.memory == Memory::kGuarded) guarded_pool().release(p, r.bytes);
   if (r.memory == Memory::kHost) std::free(p);
-#if BENCH_HAVE_CUDA
   if (r.memory == Memory::kCuda) cuda_allocator().free(p);
-#endif
 }
 
 Memory memory_of(const void* p) { return regions().find(p); }
@@ -270,12 +275,8 @@ void copy_bytes(void* dst, const void* src, size_t bytes) {
   const bool crosses = (md == Memory::kHost) != (ms == Memory::kHost);
   if (crosses) not_while_capturing("copy_bytes between the host and a device");
   if (md == Memory::kCuda || ms == Memory::kCuda) {
-#if BENCH_HAVE_CUDA
-    cuda::copy(dst, src, bytes, /*wait=*/crosses);
+    cuda().copy(dst, src, bytes, /*wait=*/crosses);
     return;
-#else
-    no_cuda();
-#endif
   }
   const GuardedOpen open(md == Memory::kGuarded || ms == Memory::kGuarded);
   std::memmove(dst, src, bytes);
@@ -287,12 +288,8 @@ void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, siz
   const bool crosses = (md == Memory::kHost) != (ms == Memory::kHost);
   if (crosses) not_while_capturing("copy_2d between the host and a device");
   if (md == Memory::kCuda || ms == Memory::kCuda) {
-#if BENCH_HAVE_CUDA
-    cuda::copy_2d(dst, dst_pitch, src, src_pitch, width, rows, /*wait=*/crosses);
+    cuda().copy_2d(dst, dst_pitch, src, src_pitch, width, rows, /*wait=*/crosses);
     return;
-#else
-    no_cuda();
-#endif
   }
   const GuardedOpen open(md == Memory::kGuarded || ms == Memory::kGuarded);
   for (size_t r = 0; r < rows; ++r)
@@ -303,12 +300,8 @@ void zero_bytes(void* p, size_t bytes) {
   if (bytes == 0) return;
   switch (memory_of(p)) {
     case Memory::kCuda:
-#if BENCH_HAVE_CUDA
-      cuda::zero(p, bytes, nullptr);
+      cuda().zero(p, bytes, nullptr);
       return;
-#else
-      no_cuda();
-#endif
     case Memory::kGuarded:
     case Memory::kHost: {
       const GuardedOpen open(memory_of(p) == Memory::kGuarded);
@@ -321,33 +314,23 @@ void zero_bytes(void* p, size_t bytes) {
 void synchronize(const tile::Exec& exec) {
   not_while_capturing("synchronize");
   if (exec.backend != tile::Backend::kCuda) return;
-#if BENCH_HAVE_CUDA
-  cuda::synchronize(exec.stream);
-#else
-  no_cuda();
-#endif
+  cuda().synchronize(exec.stream);
 }
 
 CaptureScope::CaptureScope() { ++capture_depth; }
 CaptureScope::~CaptureScope() { --capture_depth; }
 bool CaptureScope::active() { return capture_depth > 0; }
 
-bool cuda_built() { return BENCH_HAVE_CUDA != 0; }
+bool cuda_built() { return cuda_backend() != nullptr; }
 
 size_t cuda_memory_available() {
-#if BENCH_HAVE_CUDA
-  return cuda::memory_available();
-#else
-  return 0;
-#endif
+  const CudaBackend* b = cuda_backend();
+  return b != nullptr ? b->memory_available() : 0;
 }
 
 int cuda_device_count() {
-#if BENCH_HAVE_CUDA
-  return cuda::device_count();
-#else
-  return 0;
-#endif
+  const CudaBackend* b = cuda_backend();
+  return b != nullptr ? b->device_count() : 0;
 }
 
 }  // namespace bench::kernels
@@ -360,10 +343,6 @@ HostAccess::HostAccess(const Exec& exec) : open_(exec.backend == Backend::kGuard
 
 HostAccess::~HostAccess() {
   if (open_) kernels::guarded_pool().close();
-}
-
-void no_cuda_path() {
-  throw std::logic_error("a kernel was launched on CUDA through a host launcher without a CUDA path");
 }
 
 }  // namespace bench::tile

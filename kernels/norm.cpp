@@ -1,14 +1,16 @@
 #include "norm.h"
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(norm_forward, "LayerNorm / RMSNorm rows: y = (x - [mean]) * rstd * w + b");
+BENCH_KERNEL(norm_backward, "dx = rstd (g - [mean g] - xhat mean(g xhat)); dw, db by row groups");
+BENCH_KERNEL(column_sum, "out[c] += sum_r part[r, c]");
 
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps) {
-  BENCH_ON_CUDA(exec, T, "norm_forward",
-                cuda::norm_forward<T>(stream, center, x, weight, bias, y, mean, rstd, rows, cols, eps))
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
@@ -28,9 +30,6 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace) {
-  BENCH_ON_CUDA(
-      exec, T, "norm_backward",
-      cuda::norm_backward<T>(stream, center, dy, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, workspace))
   constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
@@ -61,9 +60,7 @@ void column_sum(const Exec& exec, const acc_t<T>* part, T* out, int64_t parts, i
   template void norm_backward<T>(const Exec&, bool, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, \
                                  T*, T*, T*, int64_t, int64_t, acc_t<T>*);                                          \
   template void column_sum<T>(const Exec&, const acc_t<T>*, T*, int64_t, int64_t);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

@@ -2,15 +2,15 @@
 
 #include <algorithm>
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(rope_apply, "rotate (interleaved or half) feature pairs of q/k by t * theta_i; inverse for backward");
 
 template <class T>
 void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
                 int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse) {
-  BENCH_ON_CUDA(exec, T, "rope_apply",
-                cuda::rope_apply<T>(stream, x, tokens, seq, n_heads, d_head, row_stride, cos, sin, layout, inverse))
   if (tokens <= 0 || n_heads <= 0 || d_head < 2) return;
   using A = acc_t<T>;
   const A sign = inverse ? A(-1) : A(1);
@@ -30,9 +30,7 @@ void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_h
 #define BENCH_INSTANTIATE(T)                                                                                 \
   template void rope_apply<T>(const Exec&, T*, int64_t, int64_t, int64_t, int64_t, int64_t, const acc_t<T>*, \
                               const acc_t<T>*, RopeLayout, bool);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

@@ -2,9 +2,12 @@
 
 #include <stdexcept>
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(softcap_forward, "logit soft-cap y = c tanh(x / c) (Gemma 2 output logits)");
+BENCH_KERNEL(softcap_backward, "dx = dy (1 - (y / c)^2), from the capped output");
 
 namespace {
 constexpr int kFlat = programs::kSoftcapBlock;
@@ -16,7 +19,6 @@ void check_cap(double cap) {
 
 template <class T>
 void softcap_forward(const Exec& exec, const T* x, T* y, int64_t n, double cap) {
-  BENCH_ON_CUDA(exec, T, "softcap_forward", cuda::softcap_forward<T>(stream, x, y, n, cap))
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;
@@ -26,7 +28,6 @@ void softcap_forward(const Exec& exec, const T* x, T* y, int64_t n, double cap) 
 
 template <class T>
 void softcap_backward(const Exec& exec, const T* y, const T* dy, T* dx, int64_t n, double cap) {
-  BENCH_ON_CUDA(exec, T, "softcap_backward", cuda::softcap_backward<T>(stream, y, dy, dx, n, cap))
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;
@@ -36,9 +37,7 @@ void softcap_backward(const Exec& exec, const T* y, const T* dy, T* dx, int64_t 
 #define BENCH_INSTANTIATE(T)                                                    \
   template void softcap_forward<T>(const Exec&, const T*, T*, int64_t, double); \
   template void softcap_backward<T>(const Exec&, const T*, const T*, T*, int64_t, double);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

@@ -1,14 +1,15 @@
 #include "softmax.h"
 
-#include "cuda_launchers.h"
+#include "catalog.h"
 
 namespace bench::kernels {
+
+BENCH_KERNEL(softmax_forward, "masked (causal, window) softmax of scale * s, optional soft-cap, row max");
+BENCH_KERNEL(softmax_backward, "ds = scale * p (dp - sum p dp) (* soft-cap derivative)");
 
 template <class T>
 void softmax_forward(const Exec& exec, const T* s, T* p, int64_t rows, int64_t cols, int64_t ld, double scale,
                      double softcap, SoftmaxMask mask, acc_t<T>* row_max) {
-  BENCH_ON_CUDA(exec, T, "softmax_forward",
-                cuda::softmax_forward<T>(stream, s, p, rows, cols, ld, scale, softcap, mask, row_max))
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(cols, [&]<int B>() {
@@ -21,8 +22,6 @@ void softmax_forward(const Exec& exec, const T* s, T* p, int64_t rows, int64_t c
 template <class T>
 void softmax_backward(const Exec& exec, const T* p, const T* dp, const T* s, T* ds, int64_t rows, int64_t cols,
                       int64_t ld, double scale, double softcap, SoftmaxMask mask) {
-  BENCH_ON_CUDA(exec, T, "softmax_backward",
-                cuda::softmax_backward<T>(stream, p, dp, s, ds, rows, cols, ld, scale, softcap, mask))
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
   tile::dispatch_block(cols, [&]<int B>() {
@@ -37,9 +36,7 @@ void softmax_backward(const Exec& exec, const T* p, const T* dp, const T* s, T* 
                                    acc_t<T>*);                                                                        \
   template void softmax_backward<T>(const Exec&, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, double, \
                                     double, SoftmaxMask);
-BENCH_INSTANTIATE(float)
-BENCH_INSTANTIATE(double)
-BENCH_INSTANTIATE(tile::bf16)
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 
 }  // namespace bench::kernels

@@ -20,9 +20,9 @@ void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(err));
 }
 
-class CudaBackend final : public AllocatorBackend {
+class CudaMallocBackend final : public AllocatorBackend {
  public:
-  explicit CudaBackend(int index) : index_(index) {}
+  explicit CudaMallocBackend(int index) : index_(index) {}
   void* allocate(size_t bytes) override {
     check(cudaSetDevice(index_), "cudaSetDevice");
     void* p = nullptr;
@@ -98,7 +98,7 @@ DeviceFacts describe_device(int index) {
   return f;
 }
 
-std::unique_ptr<AllocatorBackend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+std::unique_ptr<AllocatorBackend> make_cuda_backend(int index) { return std::make_unique<CudaMallocBackend>(index); }
 
 void check_status(Status s, const char* what) {
   if (s != cudaSuccess)

@@ -1,4 +1,8 @@
-// defines: bench::tile::CudaCtx, launch_cuda
+// defines: bench::tile::CudaCtx, launch_cuda, cuda_registration, check_launch
+//
+// The CUDA executor, included by tile/exec.h when nvcc compiles a launcher (the CUDA pass):
+// tile::launch then instantiates tile_kernel for the program and registers it
+// (cuda_registration), and the CPU-compiled launcher finds it at run time (tile/registry.h).
 //
 // One program per thread block. Thread `threadIdx.x` owns Layout<N, TH>::kPer elements of every
 // tile in registers; contiguous runs are moved with 16-byte vector accesses when the pointer is
@@ -10,9 +14,13 @@
 
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
+#include <stdexcept>
+#include <string>
+#include <typeinfo>
 
 #include "defs.h"
 #include "layout.h"
+#include "registry.h"
 #include "tile.h"
 
 namespace bench::tile {
@@ -173,13 +181,42 @@ __global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
   program(ctx);
 }
 
-/// Launch one thread block per program of `grid` on `stream`.
+/// Launch one thread block per program of `grid` on `stream`. An empty grid launches nothing; a
+/// grid beyond CUDA's limits (2^31 - 1 blocks in x, 65535 in y and z) is
+/// cudaErrorInvalidConfiguration.
 template <class Program>
 cudaError_t launch_cuda(const Grid& grid, const Program& program, cudaStream_t stream) {
   constexpr int kThreads = threads_for_tile(Program::kBlock);
+  if (grid.x <= 0 || grid.y <= 0 || grid.z <= 0) return cudaSuccess;
+  if (grid.x > 2147483647 || grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
   tile_kernel<kThreads, Program><<<blocks, kThreads, 0, stream>>>(program);
   return cudaGetLastError();
 }
+
+/// Throws std::runtime_error naming the program when `err` is not success.
+inline void check_launch(cudaError_t err, const char* type) {
+  if (err != cudaSuccess)
+    throw std::runtime_error("CUDA launch of " + program_name(type) + ": " + cudaGetErrorString(err));
+}
+
+/// The registered CUDA build of Program: what the CPU-compiled tile::launch calls.
+template <class Program>
+const char* cuda_entry(const Grid& grid, const void* program, void* stream) {
+  const cudaError_t err = launch_cuda(grid, *static_cast<const Program*>(program), static_cast<cudaStream_t>(stream));
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+/// Registers Program's CUDA build while its library is loaded.
+template <class Program>
+struct CudaRegistration {
+  CudaRegistration() { register_cuda_program(BENCH_KERNEL_MODULE, typeid(Program).name(), &cuda_entry<Program>); }
+  ~CudaRegistration() { unregister_cuda_program(BENCH_KERNEL_MODULE, typeid(Program).name()); }
+  CudaRegistration(const CudaRegistration&) = delete;
+  CudaRegistration& operator=(const CudaRegistration&) = delete;
+};
+/// Odr-used by tile::launch in the CUDA pass: one per program type, constructed at load.
+template <class Program>
+inline CudaRegistration<Program> cuda_registration{};
 
 }  // namespace bench::tile

@@ -1,37 +1,60 @@
-// defines: bench::tile::Backend, Exec, HostAccess, launch, dispatch_block
+// defines: bench::tile::Backend, Exec, HostAccess, launch, supports, target_name,
+//          dispatch_block
 //
-// Host-side selection of the executor that runs a tile program. The CUDA executor is not
-// reachable from here (this header compiles without CUDA): CUDA launchers live in
-// kernels/cuda/*.cu and instantiate the same programs with launch_cuda; each host launcher of
-// kernels/*.cpp hands an Exec with Backend::kCuda to its CUDA launcher before it gets here.
+// Where a tile program runs, chosen at run time from an Exec: the CPU executor, the
+// emulated-block executor, the CPU executor on guarded memory, or CUDA. A launcher (grid,
+// workspace, dispatch over dtype and block size) is written once and calls tile::launch for each
+// program; the same launcher serves every target. For CUDA it finds the program's CUDA build in
+// the registry (tile/registry.h), which the CUDA pass of the same source filled: compiled by nvcc
+// (__CUDACC__), this header instantiates that build instead (tile/cuda_executor.cuh).
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <typeinfo>
 
 #include "cpu_executor.h"
 #include "emulated_executor.h"
+#include "registry.h"
+
+#if defined(__CUDACC__)
+#include "cuda_executor.cuh"  // the CUDA pass: launch() registers and runs each program's kernel
+#endif
 
 namespace bench::tile {
 
-/// Which executor runs the tile programs of a host-side launcher.
+/// Which executor runs the tile programs of a launcher.
 enum class Backend : uint8_t {
   kCpu,       ///< whole tiles per program, programs spread over OpenMP threads
   kEmulated,  ///< the CUDA executor's lane mapping, emulated on the CPU (tests)
-  kCuda,      ///< the CUDA launchers of kernels/cuda on `Exec::stream`; data in device memory
+  kCuda,      ///< the programs' CUDA builds on `Exec::stream`; data in device memory
   /// The CPU executor on "guarded device memory" (kernels/memory.h): the model's memory is
   /// readable and writable only while a kernel runs, so host code that touches device memory
   /// directly, which would crash or read garbage on a GPU, faults at once on the CPU (tests).
   kGuarded,
 };
 
-/// Execution settings passed to every kernel launcher.
+/// Execution settings passed to every kernel launcher: the target.
 struct Exec {
   Backend backend = Backend::kCpu;
   void* stream = nullptr;  ///< cudaStream_t of Backend::kCuda (nullptr: the default stream)
 };
 
+/// Whether a launcher composes its work for `exec` as for a device: one launch after another on
+/// one queue, large blocks, results left in the target's memory (CUDA); otherwise independent
+/// tasks run in parallel around single-threaded launches, and small results are read on the
+/// host (the CPU executor, plain or guarded). The emulated-block executor stands in for CUDA in
+/// tests, so it composes as a device too: CI runs the device compositions without a GPU.
+inline bool runs_as_device(const Exec& exec) {
+  return exec.backend == Backend::kCuda || exec.backend == Backend::kEmulated;
+}
+
+/// "cpu", "emulated", "guarded", or the CUDA device ("cuda:0 (NVIDIA H200)", "cuda" when this
+/// process has no CUDA backend): for messages.
+std::string target_name(const Exec& exec);
+
 /// While one exists (on any thread), guarded device memory is accessible (kernels/memory.cpp).
-/// Every host launcher holds one for Backend::kGuarded; a no-op for the other backends.
+/// Every launcher holds one for Backend::kGuarded; a no-op for the other backends.
 class HostAccess {
  public:
   explicit HostAccess(const Exec& exec);
@@ -43,17 +66,35 @@ class HostAccess {
   bool open_;
 };
 
-/// Throws std::logic_error: a host launcher was given Backend::kCuda but has no CUDA path.
-[[noreturn]] void no_cuda_path();
+namespace detail {
+/// Runs `program` through its registered CUDA build; throws Unsupported naming the program and
+/// the device when there is none, std::runtime_error on a CUDA error. `entry` caches the lookup.
+void launch_cuda_program(const Exec& exec, const Grid& grid, const void* program, const char* module, const char* type,
+                         std::atomic<CudaProgram*>& entry);
+/// Whether a CUDA build of `type` is loaded; `why` (may be null) receives the reason when not.
+bool cuda_program_loaded(const char* module, const char* type, std::string* why);
+}  // namespace detail
 
+/// Run every program of `grid` on exec's target.
 template <class Program>
 void launch(const Exec& exec, const Grid& grid, const Program& program) {
+#if defined(__CUDACC__)
+  // The CUDA pass: this copy of a launcher exists to instantiate the program's CUDA kernel and
+  // register it (odr-using the registration); it runs only on CUDA.
+  (void)&cuda_registration<Program>;
+  if (exec.backend != Backend::kCuda)
+    throw std::logic_error("a CUDA pass launcher ran on a host backend: " + program_name(typeid(Program).name()));
+  check_launch(launch_cuda(grid, program, static_cast<cudaStream_t>(exec.stream)), typeid(Program).name());
+#else
   switch (exec.backend) {
     case Backend::kEmulated:
       launch_emulated(grid, program);
       return;
-    case Backend::kCuda:
-      no_cuda_path();
+    case Backend::kCuda: {
+      static std::atomic<CudaProgram*> entry{nullptr};
+      detail::launch_cuda_program(exec, grid, &program, BENCH_KERNEL_MODULE, typeid(Program).name(), entry);
+      return;
+    }
     case Backend::kGuarded: {
       const HostAccess access(exec);
       launch_cpu(grid, program);
@@ -63,6 +104,15 @@ void launch(const Exec& exec, const Grid& grid, const Program& program) {
       break;
   }
   launch_cpu(grid, program);
+#endif
+}
+
+/// Whether exec's target can run Program (the query of ggml's backends): the host executors
+/// always; CUDA when the program's CUDA build is loaded. `why` (may be null) says why not.
+template <class Program>
+bool supports(const Exec& exec, std::string* why = nullptr) {
+  if (exec.backend != Backend::kCuda) return true;
+  return detail::cuda_program_loaded(BENCH_KERNEL_MODULE, typeid(Program).name(), why);
 }
 
 /// Call `f.template operator()<B>()` with the smallest power-of-two tile width B in [32, 1024]

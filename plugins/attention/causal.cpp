@@ -15,6 +15,7 @@
 #include "bench/bench.h"
 #include "bench/random.h"
 #include "kernels/attention.h"
+#include "kernels/catalog.h"
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "qk_norm.h"
@@ -29,21 +30,6 @@ int64_t layer_window(const std::string& pattern, int64_t window, int layer) {
   if (pattern.empty()) return window;
   const auto i = static_cast<size_t>(layer < 0 ? 0 : layer) % pattern.size();
   return pattern[i] == 'L' ? window : 0;
-}
-
-/// "cpu", "cuda", ... as `--device` names them.
-const char* backend_name(tile::Backend b) {
-  switch (b) {
-    case tile::Backend::kCpu:
-      return "cpu";
-    case tile::Backend::kEmulated:
-      return "emulated CUDA executor";
-    case tile::Backend::kCuda:
-      return "cuda";
-    case tile::Backend::kGuarded:
-      return "guarded cpu";
-  }
-  return "?";
 }
 
 }  // namespace
@@ -230,19 +216,24 @@ class CausalAttention final : public Sublayer {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }
 
-  /// kernel = "cudnn" at setup: CUDA, bf16, a variant cuDNN covers (this layer's window and the
-  /// training dropout rate included), and a cuDNN that loads; else a ConfigError at the key.
+  /// kernel = "cudnn" at setup: the target must run cuDNN's attention (CUDA, bf16, a cuDNN that
+  /// loads: the target answers), and cuDNN must cover the variant (this layer's window and the
+  /// training dropout rate included); else a ConfigError at the key naming this attention, the
+  /// kernel and the device.
   void check_cudnn(const SetupContext& ctx) const {
-    if (ctx.backend() != tile::Backend::kCuda || ctx.dtype() != DType::kBFloat16)
-      throw ConfigError(kernel_where_, "kernel = \"cudnn\" runs on CUDA in bfloat16 only; this case runs on the " +
-                                           std::string(backend_name(ctx.backend())) + " in " +
-                                           std::string(dtype_name(ctx.dtype())));
+    const tile::Exec target{ctx.backend()};
+    std::string why;
+    const bool runs = dispatch_float(
+        ctx.dtype(), [&]<class T>() { return kernels::supports<T>(target, "attention_cudnn_forward", &why); });
+    if (!runs)
+      throw ConfigError(kernel_where_, "kernel = \"cudnn\": the attention at " + ctx.scope() +
+                                           ": kernel attention_cudnn_forward cannot run on " +
+                                           tile::target_name(target) + " in " + std::string(dtype_name(ctx.dtype())) +
+                                           ": " + why);
     kernels::AttentionArgs a = args_;
     a.dropout = dropout_;
-    if (const std::string why = kernels::attention_cudnn_unsupported(a); !why.empty())
+    if (why = kernels::attention_cudnn_unsupported(a); !why.empty())
       throw ConfigError(kernel_where_, "kernel = \"cudnn\": " + why);
-    if (std::string why; !kernels::attention_cudnn_available(&why))
-      throw ConfigError(kernel_where_, "kernel = \"cudnn\", but cuDNN cannot be used here: " + why);
   }
 
   int64_t window_;

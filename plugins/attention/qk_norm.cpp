@@ -2,54 +2,26 @@
 
 #include <algorithm>
 
-#include "kernels/memory.h"
+#include "kernels/elementwise.h"
 #include "kernels/norm.h"
-#include "kernels/tile/parallel.h"
 
 namespace bench::attention {
 
 namespace {
 
-/// Below this many elements a copy runs on the calling thread: a parallel region costs more
-/// than copying a few hundred kilobytes, and the CPU steps run many small kernels already.
-constexpr int64_t kParallelCopy = int64_t{1} << 20;
-
 /// Copy the q heads (columns [0, H dh)) and k heads ([H dh, (H + Hkv) dh)) of each fused row
-/// into q [rows, H dh] followed by k [rows, Hkv dh], or back with `to_rows`: two contiguous
-/// runs per row.
+/// into q [rows, H dh] followed by k [rows, Hkv dh], or back with `to_rows`: two strided block
+/// copies, kernels like any other, so the same code runs wherever the model does.
 template <class T>
-void move_heads(T* fused, T* packed, int64_t rows, int64_t width, int64_t q_cols, int64_t k_cols, bool to_rows) {
+void move_heads(const tile::Exec& exec, T* fused, T* packed, int64_t rows, int64_t width, int64_t q_cols,
+                int64_t k_cols, bool to_rows) {
   T* packed_k = packed + rows * q_cols;
-  if (kernels::memory_of(fused) != kernels::Memory::kHost) {  // device memory: two strided copies
-    const size_t e = sizeof(T), pitch = static_cast<size_t>(width) * e, r = static_cast<size_t>(rows);
-    const size_t q = static_cast<size_t>(q_cols) * e, k = static_cast<size_t>(k_cols) * e;
-    if (to_rows) {
-      kernels::copy_2d(fused, pitch, packed, q, q, r);
-      kernels::copy_2d(fused + q_cols, pitch, packed_k, k, k, r);
-    } else {
-      kernels::copy_2d(packed, q, fused, pitch, q, r);
-      kernels::copy_2d(packed_k, k, fused + q_cols, pitch, k, r);
-    }
-    return;
-  }
-  auto run = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      T* row = fused + r * width;
-      T* q = packed + r * q_cols;
-      T* k = packed_k + r * k_cols;
-      if (to_rows) {
-        std::copy_n(q, q_cols, row);
-        std::copy_n(k, k_cols, row + q_cols);
-      } else {
-        std::copy_n(row, q_cols, q);
-        std::copy_n(row + q_cols, k_cols, k);
-      }
-    }
-  };
-  if (rows * (q_cols + k_cols) < kParallelCopy) {
-    run(0, rows);
+  if (to_rows) {
+    kernels::copy_block<T>(exec, packed, q_cols, fused, width, rows, q_cols);
+    kernels::copy_block<T>(exec, packed_k, k_cols, fused + q_cols, width, rows, k_cols);
   } else {
-    tile::parallel_for(rows, [&](int64_t r0, int64_t r1) { run(r0, r1); });
+    kernels::copy_block<T>(exec, fused, width, packed, q_cols, rows, q_cols);
+    kernels::copy_block<T>(exec, fused + q_cols, width, packed_k, k_cols, rows, k_cols);
   }
 }
 
@@ -93,13 +65,13 @@ void QkNorm::forward(Tensor& qkv, const RunContext& ctx) {
     T* y = tmp_a_.data<T>();
     A* mean = static_cast<A*>(mean_.raw());
     A* rstd = static_cast<A*>(rstd_.raw());
-    move_heads(qkv.data<T>(), x, rows_, width, heads_ * dh, kv_heads_ * dh, false);
+    move_heads(ctx.exec, qkv.data<T>(), x, rows_, width, heads_ * dh, kv_heads_ * dh, false);
     kernels::norm_forward<T>(ctx.exec, center, x, q_gain_->value.data<T>(),
                              q_bias_ != nullptr ? q_bias_->value.data<T>() : nullptr, y, mean, rstd, q_rows, dh, eps_);
     kernels::norm_forward<T>(ctx.exec, center, x + q_rows * dh, k_gain_->value.data<T>(),
                              k_bias_ != nullptr ? k_bias_->value.data<T>() : nullptr, y + q_rows * dh, mean + q_rows,
                              rstd + q_rows, k_rows, dh, eps_);
-    move_heads(qkv.data<T>(), y, rows_, width, heads_ * dh, kv_heads_ * dh, true);
+    move_heads(ctx.exec, qkv.data<T>(), y, rows_, width, heads_ * dh, kv_heads_ * dh, true);
   });
 }
 
@@ -115,14 +87,14 @@ void QkNorm::backward(Tensor& dqkv, const RunContext& ctx) {
     const A* mean = static_cast<const A*>(mean_.raw());
     const A* rstd = static_cast<const A*>(rstd_.raw());
     A* ws = static_cast<A*>(workspace_.raw());
-    move_heads(dqkv.data<T>(), dy, rows_, width, heads_ * dh, kv_heads_ * dh, false);
+    move_heads(ctx.exec, dqkv.data<T>(), dy, rows_, width, heads_ * dh, kv_heads_ * dh, false);
     kernels::norm_backward<T>(ctx.exec, center, dy, x, q_gain_->value.data<T>(), mean, rstd, dx,
                               q_gain_->grad.data<T>(), q_bias_ != nullptr ? q_bias_->grad.data<T>() : nullptr, q_rows,
                               dh, ws);
     kernels::norm_backward<T>(ctx.exec, center, dy + q_rows * dh, x + q_rows * dh, k_gain_->value.data<T>(),
                               mean + q_rows, rstd + q_rows, dx + q_rows * dh, k_gain_->grad.data<T>(),
                               k_bias_ != nullptr ? k_bias_->grad.data<T>() : nullptr, k_rows, dh, ws);
-    move_heads(dqkv.data<T>(), dx, rows_, width, heads_ * dh, kv_heads_ * dh, true);
+    move_heads(ctx.exec, dqkv.data<T>(), dx, rows_, width, heads_ * dh, kv_heads_ * dh, true);
   });
 }
 

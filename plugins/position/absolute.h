@@ -1,15 +1,13 @@
 // defines: position_table_add, position_table_backward — the tile programs of the absolute
 //          encodings (a [seq, width] table added to every sequence of a batch) and their
-//          float64 references
+//          float64 references; the plugin's CUDA pass builds them for CUDA (cmake/BenchPlugin.cmake)
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
-#include "kernels/elementwise.h"
 #include "kernels/tile/exec.h"
 #include "kernels/tile/program.h"
 
@@ -88,13 +86,6 @@ struct PositionTableBackward {
 template <class T>
 void position_table_add(const tile::Exec& exec, T* h, const T* table, int64_t tokens, int64_t seq, int64_t width) {
   if (tokens <= 0 || width <= 0) return;
-  if (exec.backend == tile::Backend::kCuda) {  // these programs are not built for CUDA: one add per sequence
-    for (int64_t r = 0; r < tokens; r += seq) {
-      const int64_t n = std::min(seq, tokens - r) * width;
-      kernels::add<T>(exec, h + r * width, table, h + r * width, n);
-    }
-    return;
-  }
   tile::dispatch_block(width, [&]<int B>() {
     tile::launch(exec, tile::Grid{tokens}, programs::PositionTableAdd<T, B>{h, table, seq, width});
   });
@@ -105,11 +96,6 @@ template <class T>
 void position_table_backward(const tile::Exec& exec, const T* dh, T* dtable, int64_t batch, int64_t seq,
                              int64_t width) {
   if (seq <= 0 || width <= 0) return;
-  if (exec.backend == tile::Backend::kCuda) {
-    for (int64_t b = 0; b < batch; ++b)
-      kernels::axpy<T>(exec, tile::acc_t<T>(1), dh + b * seq * width, dtable, seq * width);
-    return;
-  }
   tile::dispatch_block(width, [&]<int B>() {
     tile::launch(exec, tile::Grid{seq}, programs::PositionTableBackward<T, B>{dh, dtable, batch, seq, width});
   });

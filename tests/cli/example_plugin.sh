@@ -13,6 +13,10 @@ cmake -S "$src/plugins/example" -B "$work/example" -G Ninja -DCMAKE_BUILD_TYPE=R
       -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/example" > "$work/build.log"
 test -f "$work/example/libbench_relu2.so"
+# Where bench has CUDA, the plugin's CUDA pass built its programs' CUDA builds beside it.
+if [ -f "$work/prefix/lib/libbench_cuda.so" ] || [ -f "$work/prefix/lib64/libbench_cuda.so" ]; then
+  test -f "$work/example/cuda/libbench_relu2_cuda.so" || { echo "no CUDA pass for the example plugin" >&2; exit 1; }
+fi
 
 cat > "$work/relu2.toml" <<TOML
 name = "relu2-test"

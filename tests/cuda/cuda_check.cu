@@ -27,7 +27,7 @@
 
 #include "../../kernels/cuda/flash_attention.cuh"
 #include "../../kernels/cuda/gemm.cuh"
-#include "../../kernels/cuda_launchers.h"
+#include "launcher_adapters.cuh"
 #include "../../kernels/device_runtime.h"
 
 namespace {

@@ -1,5 +1,5 @@
 // Tests of kernels/activation.h: every activation, plain and gated, against the float64
-// reference on the CPU and emulated-block executors; the closed-form derivatives and the gated
+// reference on every target (kernel_test_util.h); the closed-form derivatives and the gated
 // backward against central differences in double.
 #include "activation.h"
 
@@ -15,12 +15,11 @@ namespace bench::kernels {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
-using tile::Backend;
 using tile::bf16;
 
 struct ActivationCase {
   Activation act;
-  Backend backend;
+  Target target;
 };
 std::string act_name(Activation a) {
   switch (a) {
@@ -37,7 +36,7 @@ std::string act_name(Activation a) {
   }
   return "?";
 }
-void PrintTo(const ActivationCase& c, std::ostream* os) { *os << act_name(c.act) << "_" << backend_name(c.backend); }
+void PrintTo(const ActivationCase& c, std::ostream* os) { *os << act_name(c.act) << "_" << c.target.name; }
 
 /// Inputs over the interesting range, none within 1e-3 of ReLU's kink (finite differences).
 std::vector<double> inputs(size_t n, uint32_t seed) {
@@ -50,8 +49,8 @@ std::vector<double> inputs(size_t n, uint32_t seed) {
 class ActivationTest : public ::testing::TestWithParam<ActivationCase> {};
 
 TEST_P(ActivationTest, PointwiseMatchesFloat64Reference) {
-  const auto [act, backend] = GetParam();
-  const Exec exec{backend};
+  const auto& [act, t] = GetParam();
+  const Exec exec = t.exec();
   for (int64_t n : {1, 1000, 3001}) {
     SCOPED_TRACE(n);
     const auto x = inputs(static_cast<size_t>(n), 1);
@@ -63,33 +62,36 @@ TEST_P(ActivationTest, PointwiseMatchesFloat64Reference) {
       y_ref[i] = activation_reference(act, xi);
       dx_ref[i] = static_cast<double>(static_cast<float>(dy[i])) * activation_grad_reference(act, xi);
     }
-    std::vector<float> y(x.size());
-    activation_forward<float>(exec, act, xf.data(), y.data(), n);
-    EXPECT_TRUE(all_near(to_double(y), y_ref, 1e-6, 1e-6));
-    auto dxf = to_storage<float>(dy);
-    activation_backward<float>(exec, act, xf.data(), dxf.data(), dxf.data(), n);  // dx aliasing dy
-    EXPECT_TRUE(all_near(to_double(dxf), dx_ref, 1e-6, 1e-5));
+    Dev<float> gxf(t, xf), y(t, x.size()), dxf(t, to_storage<float>(dy));
+    activation_forward<float>(exec, act, gxf.get(), y.get(), n);
+    EXPECT_TRUE(all_near(to_double(y.host()), y_ref, 1e-6, 1e-6));
+    activation_backward<float>(exec, act, gxf.get(), dxf.get(), dxf.get(), n);  // dx aliasing dy
+    EXPECT_TRUE(all_near(to_double(dxf.host()), dx_ref, 1e-6, 1e-5));
 
-    std::vector<double> yd(x.size()), dxd(x.size());
-    activation_forward<double>(exec, act, x.data(), yd.data(), n);
-    activation_backward<double>(exec, act, x.data(), dy.data(), dxd.data(), n);
-    for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_NEAR(yd[i], activation_reference(act, x[i]), 1e-14 * (1 + std::abs(yd[i])));
-      ASSERT_NEAR(dxd[i], dy[i] * activation_grad_reference(act, x[i]), 1e-13 * (1 + std::abs(dxd[i])));
+    if (t.float64()) {
+      Dev<double> xd(t, x), dyd(t, dy), gyd(t, x.size()), gdxd(t, x.size());
+      activation_forward<double>(exec, act, xd.get(), gyd.get(), n);
+      activation_backward<double>(exec, act, xd.get(), dyd.get(), gdxd.get(), n);
+      const auto yd = gyd.host(), dxd = gdxd.host();
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_NEAR(yd[i], activation_reference(act, x[i]), 1e-14 * (1 + std::abs(yd[i])));
+        ASSERT_NEAR(dxd[i], dy[i] * activation_grad_reference(act, x[i]), 1e-13 * (1 + std::abs(dxd[i])));
+      }
     }
 
     const auto xb = to_storage<bf16>(x);
-    std::vector<bf16> yb(x.size());
-    activation_forward<bf16>(exec, act, xb.data(), yb.data(), n);
+    Dev<bf16> gxb(t, xb), yb(t, x.size());
+    activation_forward<bf16>(exec, act, gxb.get(), yb.get(), n);
     const auto xbd = to_double(xb);
     for (size_t i = 0; i < x.size(); ++i) y_ref[i] = activation_reference(act, xbd[i]);
-    EXPECT_TRUE(all_near(to_double(yb), y_ref, 1e-6, 0.005));
+    EXPECT_TRUE(all_near(to_double(yb.host()), y_ref, 1e-6, 0.005));
   }
 }
 
 TEST_P(ActivationTest, DerivativeMatchesFiniteDifferences) {
-  const auto [act, backend] = GetParam();
-  const Exec exec{backend};
+  const auto& [act, t] = GetParam();
+  SKIP_UNLESS_FINITE_DIFFERENCES(t);
+  const Exec exec = t.exec();
   const auto x = inputs(200, 3);
   std::vector<double> ones(x.size(), 1.0), dx(x.size());
   activation_backward<double>(exec, act, x.data(), ones.data(), dx.data(), 200);
@@ -104,8 +106,8 @@ TEST_P(ActivationTest, DerivativeMatchesFiniteDifferences) {
 }
 
 TEST_P(ActivationTest, GatedMatchesFloat64Reference) {
-  const auto [act, backend] = GetParam();
-  const Exec exec{backend};
+  const auto& [act, t] = GetParam();
+  const Exec exec = t.exec();
   for (auto [rows, d_ff] : {std::pair<int64_t, int64_t>{1, 5}, {3, 300}, {7, 1365}}) {
     SCOPED_TRACE(d_ff);
     const auto gu = to_double(to_storage<float>(inputs(static_cast<size_t>(rows * 2 * d_ff), 4)));
@@ -118,25 +120,24 @@ TEST_P(ActivationTest, GatedMatchesFloat64Reference) {
         dgu_ref[r * 2 * d_ff + j] = d * u * activation_grad_reference(act, g);
         dgu_ref[r * 2 * d_ff + d_ff + j] = d * activation_reference(act, g);
       }
-    const auto guf = to_storage<float>(gu), dhf = to_storage<float>(dh);
-    std::vector<float> h(dh.size()), dgu(gu.size(), 123.0f);
-    glu_forward<float>(exec, act, guf.data(), h.data(), rows, d_ff);
-    EXPECT_TRUE(all_near(to_double(h), h_ref, 1e-6, 1e-5));
-    glu_backward<float>(exec, act, guf.data(), dhf.data(), dgu.data(), rows, d_ff);
-    EXPECT_TRUE(all_near(to_double(dgu), dgu_ref, 1e-6, 1e-5));
+    Dev<float> guf(t, to_storage<float>(gu)), dhf(t, to_storage<float>(dh)), h(t, dh.size()), dgu(t, gu.size());
+    glu_forward<float>(exec, act, guf.get(), h.get(), rows, d_ff);
+    EXPECT_TRUE(all_near(to_double(h.host()), h_ref, 1e-6, 1e-5));
+    glu_backward<float>(exec, act, guf.get(), dhf.get(), dgu.get(), rows, d_ff);
+    EXPECT_TRUE(all_near(to_double(dgu.host()), dgu_ref, 1e-6, 1e-5));
 
-    const auto gub = to_storage<bf16>(gu), dhb = to_storage<bf16>(dh);
-    std::vector<bf16> hb(dh.size()), dgub(gu.size());
-    glu_forward<bf16>(exec, act, gub.data(), hb.data(), rows, d_ff);
-    EXPECT_TRUE(all_near(to_double(hb), h_ref, 0.02, 0.02));  // bf16 inputs, output
-    glu_backward<bf16>(exec, act, gub.data(), dhb.data(), dgub.data(), rows, d_ff);
-    EXPECT_TRUE(all_near(to_double(dgub), dgu_ref, 0.05, 0.03));
+    Dev<bf16> gub(t, to_storage<bf16>(gu)), dhb(t, to_storage<bf16>(dh)), hb(t, dh.size()), dgub(t, gu.size());
+    glu_forward<bf16>(exec, act, gub.get(), hb.get(), rows, d_ff);
+    EXPECT_TRUE(all_near(to_double(hb.host()), h_ref, 0.02, 0.02));  // bf16 inputs, output
+    glu_backward<bf16>(exec, act, gub.get(), dhb.get(), dgub.get(), rows, d_ff);
+    EXPECT_TRUE(all_near(to_double(dgub.host()), dgu_ref, 0.05, 0.03));
   }
 }
 
 TEST_P(ActivationTest, GatedBackwardMatchesFiniteDifferences) {
-  const auto [act, backend] = GetParam();
-  const Exec exec{backend};
+  const auto& [act, t] = GetParam();
+  SKIP_UNLESS_FINITE_DIFFERENCES(t);
+  const Exec exec = t.exec();
   const int64_t rows = 3, d_ff = 270;
   const auto gu = inputs(static_cast<size_t>(rows * 2 * d_ff), 6);
   const auto w = random_vector(static_cast<size_t>(rows * d_ff), 7);
@@ -155,15 +156,15 @@ TEST_P(ActivationTest, GatedBackwardMatchesFiniteDifferences) {
 
 std::vector<ActivationCase> cases() {
   std::vector<ActivationCase> out;
-  for (Backend be : {Backend::kCpu, Backend::kEmulated})
+  for (const Target& be : targets())
     for (Activation a :
          {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu, Activation::kRelu2})
       out.push_back({a, be});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ActivationTest, ::testing::ValuesIn(cases()),
-                         [](const auto& tp) { return act_name(tp.param.act) + "_" + backend_name(tp.param.backend); });
+INSTANTIATE_TEST_SUITE_P(Targets, ActivationTest, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return act_name(tp.param.act) + "_" + tp.param.target.name; });
 
 }  // namespace
 }  // namespace bench::kernels

@@ -1,10 +1,12 @@
 // Tests of kernels/elementwise.h: add, axpy, scale, sum_squares and the embedding kernels against
-// float64 references on the CPU and emulated-block executors; embedding backward against central
-// differences; sum_squares determinism across thread counts and non-finite propagation.
+// float64 references on every target (kernel_test_util.h); embedding backward against central
+// differences; sum_squares determinism across thread counts and non-finite propagation; the
+// strided block copy and fill.
 #include "elementwise.h"
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -15,13 +17,13 @@ namespace bench::kernels {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
-using tile::Backend;
 using tile::bf16;
 
-class ElementwiseTest : public ::testing::TestWithParam<Backend> {};
+class ElementwiseTest : public ::testing::TestWithParam<Target> {};
 
 TEST_P(ElementwiseTest, AddAxpyScaleMatchFloat64) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   for (int64_t n : {1, 1000, 1024, 3001, 100003}) {
     SCOPED_TRACE(n);
     const auto a = random_vector(static_cast<size_t>(n), 1), b = random_vector(static_cast<size_t>(n), 2, 3.0);
@@ -31,35 +33,36 @@ TEST_P(ElementwiseTest, AddAxpyScaleMatchFloat64) {
       ax[i] = b[i] + 0.375 * a[i];
       sc[i] = -1.5 * a[i];
     }
-    auto af = to_storage<float>(a), bf = to_storage<float>(b);
-    std::vector<float> out(a.size());
-    add<float>(exec, af.data(), bf.data(), out.data(), n);
-    EXPECT_TRUE(all_near(to_double(out), sum, 1e-6, 1e-6));
-    add<float>(exec, af.data(), bf.data(), af.data(), n);  // out aliasing a
-    EXPECT_TRUE(all_near(to_double(af), sum, 1e-6, 1e-6));
-    af = to_storage<float>(a);
-    axpy<float>(exec, 0.375f, af.data(), bf.data(), n);
-    EXPECT_TRUE(all_near(to_double(bf), ax, 1e-6, 1e-6));
-    scale<float>(exec, -1.5f, af.data(), n);
-    EXPECT_TRUE(all_near(to_double(af), sc, 1e-6, 1e-6));
+    Dev<float> af(t, to_storage<float>(a)), bf(t, to_storage<float>(b)), out(t, a.size());
+    add<float>(exec, af.get(), bf.get(), out.get(), n);
+    EXPECT_TRUE(all_near(to_double(out.host()), sum, 1e-6, 1e-6));
+    add<float>(exec, af.get(), bf.get(), af.get(), n);  // out aliasing a
+    EXPECT_TRUE(all_near(to_double(af.host()), sum, 1e-6, 1e-6));
+    af.set(to_storage<float>(a));
+    axpy<float>(exec, 0.375f, af.get(), bf.get(), n);
+    EXPECT_TRUE(all_near(to_double(bf.host()), ax, 1e-6, 1e-6));
+    scale<float>(exec, -1.5f, af.get(), n);
+    EXPECT_TRUE(all_near(to_double(af.host()), sc, 1e-6, 1e-6));
 
-    auto ab = to_storage<bf16>(a), bb = to_storage<bf16>(b);
-    std::vector<bf16> outb(a.size());
-    add<bf16>(exec, ab.data(), bb.data(), outb.data(), n);
-    EXPECT_TRUE(all_near(to_double(outb), sum, 0.03, 0.01));  // inputs and output rounded to 8 bits
-    axpy<bf16>(exec, 0.375f, ab.data(), bb.data(), n);
-    EXPECT_TRUE(all_near(to_double(bb), ax, 0.03, 0.01));
-    scale<bf16>(exec, -1.5f, ab.data(), n);
-    EXPECT_TRUE(all_near(to_double(ab), sc, 0.02, 0.01));
+    Dev<bf16> ab(t, to_storage<bf16>(a)), bb(t, to_storage<bf16>(b)), outb(t, a.size());
+    add<bf16>(exec, ab.get(), bb.get(), outb.get(), n);
+    EXPECT_TRUE(all_near(to_double(outb.host()), sum, 0.03, 0.01));  // inputs and output rounded to 8 bits
+    axpy<bf16>(exec, 0.375f, ab.get(), bb.get(), n);
+    EXPECT_TRUE(all_near(to_double(bb.host()), ax, 0.03, 0.01));
+    scale<bf16>(exec, -1.5f, ab.get(), n);
+    EXPECT_TRUE(all_near(to_double(ab.host()), sc, 0.02, 0.01));
 
-    auto ad = a;
-    scale<double>(exec, -1.5, ad.data(), n);
-    EXPECT_TRUE(all_near(ad, sc, 0, 0));
+    if (t.float64()) {
+      Dev<double> ad(t, a);
+      scale<double>(exec, -1.5, ad.get(), n);
+      EXPECT_TRUE(all_near(ad.host(), sc, 0, 0));
+    }
   }
 }
 
 TEST_P(ElementwiseTest, SumSquaresMatchesFloat64) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   EXPECT_EQ(sum_squares<float>(exec, nullptr, 0), 0.0);
   // 300001 > 256 programs * 1024: every program sums several chunks.
   for (int64_t n : {1, 5, 1023, 1025, 300001}) {
@@ -67,19 +70,22 @@ TEST_P(ElementwiseTest, SumSquaresMatchesFloat64) {
     const auto x = random_vector(static_cast<size_t>(n), 3, 2.0, 0.5);
     const auto xf = to_storage<float>(x);
     const double ref = sum_squares_reference(to_double(xf));  // of the float-rounded values
-    EXPECT_NEAR(sum_squares<float>(exec, xf.data(), n), ref, 1e-12 * ref);
-    EXPECT_NEAR(sum_squares<double>(exec, x.data(), n), sum_squares_reference(x), 1e-12 * ref);
+    EXPECT_NEAR(sum_squares<float>(exec, Dev<float>(t, xf).get(), n), ref, 1e-12 * ref);
+    if (t.float64()) {
+      EXPECT_NEAR(sum_squares<double>(exec, Dev<double>(t, x).get(), n), sum_squares_reference(x), 1e-12 * ref);
+    }
     const auto xb = to_storage<bf16>(x);
-    EXPECT_NEAR(sum_squares<bf16>(exec, xb.data(), n), sum_squares_reference(to_double(xb)), 1e-12 * ref);
+    EXPECT_NEAR(sum_squares<bf16>(exec, Dev<bf16>(t, xb).get(), n), sum_squares_reference(to_double(xb)), 1e-12 * ref);
   }
   // Squares of large floats overflow float but not the double accumulator.
-  std::vector<float> big(3000, 1e30f);
+  const Dev<float> big(t, std::vector<float>(3000, 1e30f));
   const double big2 = static_cast<double>(1e30f) * static_cast<double>(1e30f);
-  EXPECT_NEAR(sum_squares<float>(exec, big.data(), 3000), 3000 * big2, 1e-12 * 3000 * big2);
+  EXPECT_NEAR(sum_squares<float>(exec, big.get(), 3000), 3000 * big2, 1e-12 * 3000 * big2);
 }
 
 TEST_P(ElementwiseTest, SumOfValuesAndEntropyMatchFloat64) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   for (int64_t n : {1, 1023, 300001}) {
     SCOPED_TRACE(n);
     // Values of both signs: a sum that cancels; probabilities in [0, 1) with exact zeros, as
@@ -91,85 +97,95 @@ TEST_P(ElementwiseTest, SumOfValuesAndEntropyMatchFloat64) {
       double scale = 0;
       for (double e : v) scale += std::abs(e) * (what == SumOf::kEntropy ? 3.0 : 1.0);
       const auto vf = to_storage<float>(v);
-      EXPECT_NEAR(sum_of<float>(exec, what, vf.data(), n), sum_of_reference(what, to_double(vf)), 1e-12 * scale);
-      EXPECT_NEAR(sum_of<double>(exec, what, v.data(), n), sum_of_reference(what, v), 1e-12 * scale);
+      EXPECT_NEAR(sum_of<float>(exec, what, Dev<float>(t, vf).get(), n), sum_of_reference(what, to_double(vf)),
+                  1e-12 * scale);
+      if (t.float64()) {
+        EXPECT_NEAR(sum_of<double>(exec, what, Dev<double>(t, v).get(), n), sum_of_reference(what, v), 1e-12 * scale);
+      }
       const auto vb = to_storage<bf16>(v);
-      EXPECT_NEAR(sum_of<bf16>(exec, what, vb.data(), n), sum_of_reference(what, to_double(vb)), 1e-12 * scale);
+      EXPECT_NEAR(sum_of<bf16>(exec, what, Dev<bf16>(t, vb).get(), n), sum_of_reference(what, to_double(vb)),
+                  1e-12 * scale);
     }
   }
   // Closed form: the entropy of a uniform distribution over 1000 outcomes is ln 1000.
-  const std::vector<float> uniform(1000, 1e-3f);
-  EXPECT_NEAR(sum_of<float>(exec, SumOf::kEntropy, uniform.data(), 1000), std::log(1000.0), 1e-6);
+  const Dev<float> uniform(t, std::vector<float>(1000, 1e-3f));
+  EXPECT_NEAR(sum_of<float>(exec, SumOf::kEntropy, uniform.get(), 1000), std::log(1000.0), 1e-6);
   // sum_squares is sum_of(kSquares).
-  const auto y = to_storage<float>(random_vector(5000, 6, 1.0, 0.0));
-  EXPECT_EQ(sum_squares<float>(exec, y.data(), 5000), sum_of<float>(exec, SumOf::kSquares, y.data(), 5000));
+  const Dev<float> y(t, to_storage<float>(random_vector(5000, 6, 1.0, 0.0)));
+  EXPECT_EQ(sum_squares<float>(exec, y.get(), 5000), sum_of<float>(exec, SumOf::kSquares, y.get(), 5000));
 }
 
 // sum_of_into keeps the sum where the data is: the same terms as sum_of, its partials summed by
 // one program (a tree), so it agrees with the float64 reference and with itself under any
 // thread count, and the result is written, not added.
 TEST_P(ElementwiseTest, SumOfIntoMatchesFloat64AndIgnoresTheThreadCount) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   for (int64_t n : {1, 1023, 300001}) {
     SCOPED_TRACE(n);
     const auto x = random_vector(static_cast<size_t>(n), 7, 1.0, 0.2);
-    const auto xf = to_storage<float>(x);
-    const auto xb = to_storage<bf16>(x);
-    std::vector<double> partial(static_cast<size_t>(sum_squares_partials(n)), -1.0);
+    const Dev<float> xf(t, to_storage<float>(x));
+    const Dev<bf16> xb(t, to_storage<bf16>(x));
+    Dev<double> partial(t, static_cast<size_t>(sum_squares_partials(n))), result(t, std::vector<double>{12345.0});
     for (SumOf what : {SumOf::kSquares, SumOf::kValues}) {
       double scale = 0;
       for (double e : x) scale += what == SumOf::kSquares ? e * e : std::abs(e);
-      double result = 12345.0, again = 0;
-      sum_of_into<float>(exec, what, xf.data(), n, partial.data(), &result);
-      EXPECT_NEAR(result, sum_of_reference(what, to_double(xf)), 1e-12 * scale);
-      sum_of_into<bf16>(exec, what, xb.data(), n, partial.data(), &result);
-      EXPECT_NEAR(result, sum_of_reference(what, to_double(xb)), 1e-12 * scale);
-      sum_of_into<double>(exec, what, x.data(), n, partial.data(), &result);
-      EXPECT_NEAR(result, sum_of_reference(what, x), 1e-12 * scale);
+      sum_of_into<float>(exec, what, xf.get(), n, partial.get(), result.get());
+      EXPECT_NEAR(result.host()[0], sum_of_reference(what, to_double(to_storage<float>(x))), 1e-12 * scale);
+      sum_of_into<bf16>(exec, what, xb.get(), n, partial.get(), result.get());
+      EXPECT_NEAR(result.host()[0], sum_of_reference(what, to_double(to_storage<bf16>(x))), 1e-12 * scale);
+      const double first = result.host()[0];
       {
         ThreadCountGuard guard(1);
-        sum_of_into<double>(exec, what, x.data(), n, partial.data(), &again);
+        sum_of_into<bf16>(exec, what, xb.get(), n, partial.get(), result.get());
       }
-      EXPECT_EQ(result, again);  // bitwise
+      EXPECT_EQ(result.host()[0], first);  // bitwise
+      if (!t.float64()) continue;
+      const Dev<double> xd(t, x);
+      sum_of_into<double>(exec, what, xd.get(), n, partial.get(), result.get());
+      EXPECT_NEAR(result.host()[0], sum_of_reference(what, x), 1e-12 * scale);
     }
   }
   std::vector<float> x(5000, 1.0f);
   x[17] = std::numeric_limits<float>::quiet_NaN();
-  std::vector<double> partial(static_cast<size_t>(sum_squares_partials(5000)));
-  double result = 0;
-  sum_of_into<float>(exec, SumOf::kSquares, x.data(), 5000, partial.data(), &result);
-  EXPECT_TRUE(std::isnan(result));
+  Dev<double> partial(t, static_cast<size_t>(sum_squares_partials(5000))), result(t, 1);
+  sum_of_into<float>(exec, SumOf::kSquares, Dev<float>(t, x).get(), 5000, partial.get(), result.get());
+  EXPECT_TRUE(std::isnan(result.host()[0]));
 }
 
 TEST_P(ElementwiseTest, SumSquaresPropagatesNonFinite) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   std::vector<float> x(5000, 1.0f);
   x[4321] = std::numeric_limits<float>::infinity();
-  EXPECT_TRUE(std::isinf(sum_squares<float>(exec, x.data(), 5000)));
+  EXPECT_TRUE(std::isinf(sum_squares<float>(exec, Dev<float>(t, x).get(), 5000)));
   x[17] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_TRUE(std::isnan(sum_squares<float>(exec, x.data(), 5000)));
+  EXPECT_TRUE(std::isnan(sum_squares<float>(exec, Dev<float>(t, x).get(), 5000)));
   x[4321] = -std::numeric_limits<float>::infinity();
   x[17] = 1.0f;
-  EXPECT_TRUE(std::isinf(sum_squares<float>(exec, x.data(), 5000)));
+  EXPECT_TRUE(std::isinf(sum_squares<float>(exec, Dev<float>(t, x).get(), 5000)));
 }
 
 TEST_P(ElementwiseTest, SumSquaresIndependentOfThreadCount) {
-  const Exec exec{GetParam()};
-  const auto x = to_storage<float>(random_vector(777777, 4, 1.0, 0.1));
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  const Dev<float> x(t, to_storage<float>(random_vector(777777, 4, 1.0, 0.1)));
+  const auto n = static_cast<int64_t>(x.size());
   double one = 0, many = 0;
   {
     ThreadCountGuard guard(1);
-    one = sum_squares<float>(exec, x.data(), static_cast<int64_t>(x.size()));
+    one = sum_squares<float>(exec, x.get(), n);
   }
   {
     ThreadCountGuard guard(2);
-    many = sum_squares<float>(exec, x.data(), static_cast<int64_t>(x.size()));
+    many = sum_squares<float>(exec, x.get(), n);
   }
   EXPECT_EQ(one, many);  // bitwise
 }
 
 TEST_P(ElementwiseTest, EmbeddingMatchesFloat64) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   const int64_t vocab = 50;
   for (int64_t dim : {5, 64, 100, 1500}) {
     SCOPED_TRACE(dim);
@@ -182,31 +198,30 @@ TEST_P(ElementwiseTest, EmbeddingMatchesFloat64) {
     std::vector<double> ref_out, ref_dtable = dtable0;
     embedding_forward_reference(tokens, table, ref_out, dim);
     embedding_backward_reference(tokens, dout, ref_dtable, dim);
+    const Dev<int32_t> tok(t, tokens);
 
-    const auto tf = to_storage<float>(table);
-    std::vector<float> out(ref_out.size());
-    embedding_forward<float>(exec, tokens.data(), tf.data(), out.data(), n, dim);
-    EXPECT_TRUE(all_near(to_double(out), ref_out, 0, 1e-7));
-    auto dtf = to_storage<float>(dtable0);
-    const auto df = to_storage<float>(dout);
-    embedding_backward<float>(exec, tokens.data(), df.data(), dtf.data(), n, dim);
-    EXPECT_TRUE(all_near(to_double(dtf), ref_dtable, 1e-5, 1e-5));
+    Dev<float> tf(t, to_storage<float>(table)), out(t, ref_out.size());
+    embedding_forward<float>(exec, tok.get(), tf.get(), out.get(), n, dim);
+    EXPECT_TRUE(all_near(to_double(out.host()), ref_out, 0, 1e-7));
+    Dev<float> dtf(t, to_storage<float>(dtable0)), df(t, to_storage<float>(dout));
+    embedding_backward<float>(exec, tok.get(), df.get(), dtf.get(), n, dim);
+    EXPECT_TRUE(all_near(to_double(dtf.host()), ref_dtable, 1e-5, 1e-5));
 
-    const auto tb = to_storage<bf16>(table);
-    std::vector<bf16> outb(ref_out.size());
-    embedding_forward<bf16>(exec, tokens.data(), tb.data(), outb.data(), n, dim);
+    const auto tb0 = to_storage<bf16>(table);
+    Dev<bf16> tb(t, tb0), outb(t, ref_out.size());
+    embedding_forward<bf16>(exec, tok.get(), tb.get(), outb.get(), n, dim);
     std::vector<double> ref_outb;  // a copy: exactly the bf16 table values
-    embedding_forward_reference(tokens, to_double(tb), ref_outb, dim);
-    EXPECT_TRUE(all_near(to_double(outb), ref_outb, 0, 0));
-    auto dtb = to_storage<bf16>(dtable0);
-    const auto db = to_storage<bf16>(dout);
-    embedding_backward<bf16>(exec, tokens.data(), db.data(), dtb.data(), n, dim);
-    EXPECT_TRUE(all_near(to_double(dtb), ref_dtable, 0.1, 0.02));  // up to ~8 roundings per row
+    embedding_forward_reference(tokens, to_double(tb0), ref_outb, dim);
+    EXPECT_TRUE(all_near(to_double(outb.host()), ref_outb, 0, 0));
+    Dev<bf16> dtb(t, to_storage<bf16>(dtable0)), db(t, to_storage<bf16>(dout));
+    embedding_backward<bf16>(exec, tok.get(), db.get(), dtb.get(), n, dim);
+    EXPECT_TRUE(all_near(to_double(dtb.host()), ref_dtable, 0.1, 0.02));  // up to ~8 roundings per row
   }
 }
 
 TEST_P(ElementwiseTest, EmbeddingBackwardMatchesFiniteDifferences) {
-  const Exec exec{GetParam()};
+  SKIP_UNLESS_FINITE_DIFFERENCES(GetParam());
+  const Exec exec = GetParam().exec();
   const int64_t vocab = 11, dim = 70;
   const std::vector<int32_t> tokens = {3, 0, 3, 10, 7, 3, 0};
   const auto n = static_cast<int64_t>(tokens.size());
@@ -226,25 +241,59 @@ TEST_P(ElementwiseTest, EmbeddingBackwardMatchesFiniteDifferences) {
 }
 
 TEST_P(ElementwiseTest, EmbeddingBackwardIndependentOfThreadCount) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   const int64_t dim = 300, n = 500;
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>((i * 31) % 17);
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n * dim), 10));
-  std::vector<float> one(static_cast<size_t>(17 * dim), 0.0f), many = one;
+  const Dev<int32_t> tok(t, tokens);
+  const Dev<float> dout(t, to_storage<float>(random_vector(static_cast<size_t>(n * dim), 10)));
+  Dev<float> one(t, std::vector<float>(static_cast<size_t>(17 * dim), 0.0f)), many(t, one.host());
   {
     ThreadCountGuard guard(1);
-    embedding_backward<float>(exec, tokens.data(), dout.data(), one.data(), n, dim);
+    embedding_backward<float>(exec, tok.get(), dout.get(), one.get(), n, dim);
   }
   {
     ThreadCountGuard guard(2);
-    embedding_backward<float>(exec, tokens.data(), dout.data(), many.data(), n, dim);
+    embedding_backward<float>(exec, tok.get(), dout.get(), many.get(), n, dim);
   }
-  EXPECT_EQ(one, many);
+  EXPECT_EQ(one.host(), many.host());
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ElementwiseTest, ::testing::Values(Backend::kCpu, Backend::kEmulated),
-                         [](const auto& tp) { return backend_name(tp.param); });
+// copy_block and zero_block touch exactly their rows x cols elements, in every type, whatever
+// the strides, and copy bits exactly.
+TEST_P(ElementwiseTest, BlockCopyAndFillTouchExactlyTheirElements) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  for (auto [rows, cols, src_ld, dst_ld] :
+       {std::array<int64_t, 4>{1, 1, 1, 1}, {7, 5, 9, 13}, {33, 100, 130, 100}, {3, 2500, 2600, 2501}}) {
+    SCOPED_TRACE(::testing::Message() << rows << "x" << cols << " ld " << src_ld << " -> " << dst_ld);
+    const auto src = to_storage<float>(random_vector(static_cast<size_t>(rows * src_ld), 11));
+    const auto dst0 = to_storage<float>(random_vector(static_cast<size_t>(rows * dst_ld), 12));
+    std::vector<float> want = dst0, zeroed = src;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        want[static_cast<size_t>(r * dst_ld + c)] = src[static_cast<size_t>(r * src_ld + c)];
+        zeroed[static_cast<size_t>(r * src_ld + c)] = 0.0f;
+      }
+    const Dev<float> gsrc(t, src);
+    Dev<float> gdst(t, dst0);
+    copy_block<float>(exec, gsrc.get(), src_ld, gdst.get(), dst_ld, rows, cols);
+    EXPECT_EQ(gdst.host(), want);
+    Dev<float> gz(t, src);
+    zero_block<float>(exec, gz.get(), src_ld, rows, cols);
+    EXPECT_EQ(gz.host(), zeroed);
+    const auto srcb = to_storage<bf16>(to_double(src));
+    const Dev<bf16> gsrcb(t, srcb);
+    Dev<bf16> gdstb(t, to_storage<bf16>(to_double(dst0)));
+    copy_block<bf16>(exec, gsrcb.get(), src_ld, gdstb.get(), dst_ld, rows, cols);
+    EXPECT_EQ(to_double(gdstb.host()), to_double(to_storage<bf16>(to_double(want))));
+  }
+  zero_block<float>(exec, nullptr, 4, 0, 4);  // nothing to do: no launch, no access
+  copy_block<float>(exec, nullptr, 4, nullptr, 4, 3, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, ElementwiseTest, ::testing::ValuesIn(targets()), target_name);
 
 }  // namespace
 }  // namespace bench::kernels

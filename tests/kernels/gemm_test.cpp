@@ -1,5 +1,6 @@
 // Tests of kernels/gemm.h: float (oneDNN) and double GEMM against a float64 triple loop for
-// every transpose combination, with row strides wider than the matrices and beta != 0.
+// every transpose combination, with row strides wider than the matrices and beta != 0; the
+// launcher that follows an Exec, on every target (kernel_test_util.h: cuBLASLt on CUDA).
 // DISABLED_Timing measures the GFLOP/s quoted in docs/kernels.md.
 #include "gemm.h"
 
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -54,6 +56,46 @@ TEST(Gemm, MatchesFloat64LoopForEveryTranspose) {
 // reference, and the one rounding of C (half an ulp: 2^-9 relative) is all the error there is
 // beyond float accumulation. Every transpose, strides, beta 0 (C never read: poisoned with NaN)
 // and beta != 0, and k = 0 (C = beta C).
+class GemmTest : public ::testing::TestWithParam<Target> {};
+
+// gemm(exec, ...) on the target's memory, every transpose, float and bf16, against the float64
+// product of the same stored values (bf16: one rounding of C beyond float accumulation).
+TEST_P(GemmTest, ExecGemmMatchesFloat64ForEveryTranspose) {
+  const Target& t = GetParam();
+  const int64_t m = 37, n = 53, k = 29, pad = 3;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(ta) + std::to_string(tb));
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+      const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+      const auto a = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(a_rows * lda), 4)));
+      const auto b = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(b_rows * ldb), 5)));
+      const auto c0 = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(m * ldc), 6)));
+      const double alpha = 0.75, beta = -0.5;
+      std::vector<double> ref = c0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t p = 0; p < k; ++p)
+            s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+          ref[i * ldc + j] = alpha * s + beta * c0[i * ldc + j];
+        }
+      Dev<float> af(t, to_storage<float>(a)), bf(t, to_storage<float>(b)), cf(t, to_storage<float>(c0));
+      gemm<float>(t.exec(), ta, tb, m, n, k, 0.75f, af.get(), lda, bf.get(), ldb, -0.5f, cf.get(), ldc);
+      EXPECT_TRUE(all_near(to_double(cf.host()), ref, 1e-5, 1e-5));
+      Dev<tile::bf16> ab(t, to_storage<tile::bf16>(a)), bb(t, to_storage<tile::bf16>(b)),
+          cb(t, to_storage<tile::bf16>(c0));
+      gemm<tile::bf16>(t.exec(), ta, tb, m, n, k, 0.75f, ab.get(), lda, bb.get(), ldb, -0.5f, cb.get(), ldc);
+      EXPECT_TRUE(all_near(to_double(cb.host()), ref, 1e-5, 1.0 / 256));
+      if (!t.float64()) continue;
+      Dev<double> ad(t, a), bd(t, b), cd(t, c0);
+      gemm<double>(t.exec(), ta, tb, m, n, k, alpha, ad.get(), lda, bd.get(), ldb, beta, cd.get(), ldc);
+      EXPECT_TRUE(all_near(cd.host(), ref, 1e-13, 1e-13));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, GemmTest, ::testing::ValuesIn(targets()), target_name);
+
 TEST(Gemm, Bf16MatchesFloat64WithinOneRoundingOfC) {
   using tile::bf16;
   const int64_t m = 37, n = 53, pad = 3;

@@ -1,5 +1,13 @@
-// defines: helpers shared by the kernel tests — seeded random vectors, conversions to the
-//          storage types, the llm.c tolerance check, backend names
+// defines: helpers shared by the kernel tests — the targets every kernel test runs on (Target,
+//          targets, Dev), seeded random vectors, conversions to the storage types, the llm.c
+//          tolerance check
+//
+// One list of targets for every kernel, as ggml's test-backend-ops runs every backend on the same
+// cases: the CPU executor, the emulated-block executor, the CPU executor on guarded memory, and
+// CUDA when a device is visible (the same binary on a GPU machine; without one, the test
+// Targets.Cuda is skipped and says why). A test's buffers live in its target's memory (Dev), so
+// the launchers run exactly as a model runs them there. float64 has no CUDA path: a test's
+// float64 part runs where Target::float64() says.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "memory.h"
 #include "tile/exec.h"
 
 namespace bench::kernels::testing {
@@ -88,7 +97,78 @@ inline std::vector<size_t> sample_indices(size_t n, size_t count) {
   return r;
 }
 
-inline std::string backend_name(tile::Backend b) { return b == tile::Backend::kCpu ? "cpu" : "emulated"; }
+/// Where a kernel test runs: an executor and the memory its buffers live in.
+struct Target {
+  tile::Backend backend = tile::Backend::kCpu;
+  std::string name;  ///< "cpu", "emulated", "guarded", "cuda" (test-name suffixes)
+  /// The Exec of the target (on CUDA: this thread's stream).
+  tile::Exec exec() const {
+    return backend == tile::Backend::kCuda ? exec_for(Memory::kCuda) : tile::Exec{backend, nullptr};
+  }
+  /// Whether the target runs float64 (every host executor; CUDA runs float and bf16).
+  bool float64() const { return backend != tile::Backend::kCuda; }
+  /// Whether the finite-difference checks (in float64, on host vectors) run here: on the CPU and
+  /// emulated executors; the guarded target runs the CPU executor's very arithmetic.
+  bool finite_differences() const { return backend == tile::Backend::kCpu || backend == tile::Backend::kEmulated; }
+};
+
+/// Skips a finite-difference test where it does not run (Target::finite_differences), saying why.
+#define SKIP_UNLESS_FINITE_DIFFERENCES(t)                                                \
+  if (!(t).finite_differences())                                                         \
+  GTEST_SKIP() << ((t).float64() ? "the guarded target runs the cpu target's arithmetic" \
+                                 : "float64 has no CUDA path: the float-against-float64 tests cover CUDA")
+
+/// Why this process has no CUDA target ("" when it has one).
+inline std::string cuda_target_missing() {
+  if (!cuda_built()) return "this build has no CUDA backend (configured without nvcc)";
+  if (cuda_device_count() == 0) return "no CUDA device is visible";
+  return "";
+}
+
+/// cpu, emulated, guarded, and cuda when a CUDA device is visible.
+inline const std::vector<Target>& targets() {
+  static const std::vector<Target> t = [] {
+    std::vector<Target> out = {
+        {tile::Backend::kCpu, "cpu"}, {tile::Backend::kEmulated, "emulated"}, {tile::Backend::kGuarded, "guarded"}};
+    if (cuda_target_missing().empty()) out.push_back({tile::Backend::kCuda, "cuda"});
+    return out;
+  }();
+  return t;
+}
+
+/// For INSTANTIATE_TEST_SUITE_P over targets(): the target's name.
+inline std::string target_name(const ::testing::TestParamInfo<Target>& info) { return info.param.name; }
+
+/// n elements of T in a target's memory (host memory for the CPU executors), filled from the
+/// host; host() copies them back. A kernel test's inputs and outputs.
+template <class T>
+class Dev {
+ public:
+  Dev(const Target& t, const std::vector<T>& values) : Dev(t, values.size()) {
+    copy_bytes(p_, values.data(), values.size() * sizeof(T));
+  }
+  /// n elements, every byte 0xff (NaN in float and bf16): an element a kernel fails to write fails its check.
+  Dev(const Target& t, size_t n) : n_(n) {
+    p_ = static_cast<T*>(device_allocate(memory_for(t.backend), std::max<size_t>(1, n) * sizeof(T)));
+    const std::vector<unsigned char> poison(std::max<size_t>(1, n) * sizeof(T), 0xff);
+    copy_bytes(p_, poison.data(), poison.size());
+  }
+  ~Dev() { device_free(p_); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+  T* get() const { return p_; }
+  size_t size() const { return n_; }
+  std::vector<T> host() const {
+    std::vector<T> out(n_);
+    copy_bytes(out.data(), p_, n_ * sizeof(T));
+    return out;
+  }
+  void set(const std::vector<T>& values) { copy_bytes(p_, values.data(), values.size() * sizeof(T)); }
+
+ private:
+  T* p_ = nullptr;
+  size_t n_;
+};
 
 /// Restores the worker thread count on scope exit.
 class ThreadCountGuard {

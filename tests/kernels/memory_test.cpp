@@ -78,25 +78,33 @@ TEST(Memory, KernelsOnGuardedMemoryComputeWhatTheCpuComputes) {
 }
 
 // Backend::kCuda never falls through to CPU code on device pointers: without a GPU (or without
-// CUDA in the build) a launcher says why, float64 has no CUDA path, and a tile program launched
-// through tile::launch (a plugin's own, which has no CUDA launcher) is refused.
+// CUDA in the build) a launch says which kernel cannot run where and why, float64 has no CUDA
+// path, and a tile program with no CUDA build (this test's own module registers none) is
+// refused as unsupported.
 TEST(Memory, CudaLaunchesWithoutAGpuFailWithAMessage) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
   const tile::Exec cuda{tile::Backend::kCuda, nullptr};
   std::vector<float> x(64, 1.f), y(64);
   std::vector<double> xd(64, 1.0), yd(64);
   EXPECT_THROW(add<float>(cuda, x.data(), x.data(), y.data(), 64), std::exception);
-  EXPECT_THROW(add<double>(cuda, xd.data(), xd.data(), yd.data(), 64), std::exception);
+  EXPECT_THROW(add<double>(cuda, xd.data(), xd.data(), yd.data(), 64), tile::Unsupported);
   EXPECT_THROW(gemm<float>(cuda, false, false, 8, 8, 8, 1.f, x.data(), 8, x.data(), 8, 0.f, y.data(), 8),
                std::exception);
   try {
     add<float>(cuda, x.data(), x.data(), y.data(), 64);
   } catch (const std::exception& e) {
-    // The launcher's name, and why: no CUDA in this build, or CUDA's own error.
-    EXPECT_NE(std::string(e.what()).find("add"), std::string::npos) << e.what();
+    // The program, the device, and why: no CUDA backend in this build, or CUDA's own error.
+    EXPECT_NE(std::string(e.what()).find("programs::Add<float, 1024>"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(tile::launch(cuda, tile::Grid{1}, programs::Add<float, 1024>{x.data(), x.data(), y.data(), 64}),
-               std::logic_error);
+  try {
+    tile::launch(cuda, tile::Grid{1}, programs::Add<float, 1024>{x.data(), x.data(), y.data(), 64});
+    ADD_FAILURE() << "launched a program with no CUDA build";
+  } catch (const tile::Unsupported& e) {
+    EXPECT_EQ(e.kernel(), "bench::kernels::programs::Add<float, 1024>");
+    EXPECT_EQ(e.target().rfind("cuda", 0), 0U) << e.target();
+    EXPECT_FALSE(e.why().empty());
+  }
   EXPECT_EQ(y, std::vector<float>(64, 0.f));  // nothing ran on the CPU instead
 }
 

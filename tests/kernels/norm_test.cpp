@@ -1,5 +1,6 @@
-// Tests of kernels/norm.h: forward against the float64 reference, backward against central
-// finite differences in double, on the CPU and the emulated-block executors.
+// Tests of kernels/norm.h on every target (kernel_test_util.h): forward in float and bf16 against
+// the float64 reference, backward in double against central finite differences (the float64
+// targets), and backward in float against that float64 backward.
 #include "norm.h"
 
 #include <gtest/gtest.h>
@@ -8,61 +9,92 @@
 #include <random>
 #include <vector>
 
+#include "kernel_test_util.h"
+
 namespace bench::kernels {
 namespace {
 
-using tile::Backend;
+using namespace testing;  // NOLINT: the kernel test helpers
 
 struct NormCase {
   bool center;
   bool affine;
   int64_t rows;
   int64_t cols;
-  Backend backend;
+  Target target;
 };
-
-std::vector<double> random_vector(size_t n, uint32_t seed, double scale = 1.0, double shift = 0.0) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> nd;
-  std::vector<double> v(n);
-  for (auto& x : v) x = nd(gen) * scale + shift;
-  return v;
-}
 
 class NormTest : public ::testing::TestWithParam<NormCase> {};
 
 TEST_P(NormTest, ForwardMatchesFloat64Reference) {
   const NormCase p = GetParam();
+  const Target& t = p.target;
   const auto x = random_vector(static_cast<size_t>(p.rows * p.cols), 1, 2.0, 0.7);
   const auto w = p.affine ? random_vector(static_cast<size_t>(p.cols), 2) : std::vector<double>{};
   const auto b = p.affine ? random_vector(static_cast<size_t>(p.cols), 3) : std::vector<double>{};
   std::vector<double> ref;
   norm_forward_reference(p.center, x, w, b, ref, p.rows, p.cols, 1e-5);
 
-  std::vector<float> xf(x.begin(), x.end()), wf(w.begin(), w.end()), bf(b.begin(), b.end());
-  std::vector<float> y(x.size()), mean(static_cast<size_t>(p.rows)), rstd(static_cast<size_t>(p.rows));
-  const Exec exec{p.backend};
-  norm_forward<float>(exec, p.center, xf.data(), p.affine ? wf.data() : nullptr, p.affine ? bf.data() : nullptr,
-                      y.data(), mean.data(), rstd.data(), p.rows, p.cols, 1e-5);
-  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(y[i], ref[i], 1e-5 + 1e-5 * std::abs(ref[i])) << "at " << i;
+  Dev<float> xf(t, to_storage<float>(x)), wf(t, to_storage<float>(w)), bf(t, to_storage<float>(b)), y(t, x.size());
+  Dev<float> mean(t, static_cast<size_t>(p.rows)), rstd(t, static_cast<size_t>(p.rows));
+  norm_forward<float>(t.exec(), p.center, xf.get(), p.affine ? wf.get() : nullptr, p.affine ? bf.get() : nullptr,
+                      y.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5);
+  EXPECT_TRUE(all_near(to_double(y.host()), ref, 1e-5, 1e-5));
 
-  std::vector<tile::bf16> xb(x.size()), yb(x.size()), wb(w.size()), bb(b.size());
-  for (size_t i = 0; i < x.size(); ++i) xb[i] = tile::float_to_bf16(xf[i]);
-  for (size_t i = 0; i < w.size(); ++i) wb[i] = tile::float_to_bf16(wf[i]);
-  for (size_t i = 0; i < b.size(); ++i) bb[i] = tile::float_to_bf16(bf[i]);
-  norm_forward<tile::bf16>(exec, p.center, xb.data(), p.affine ? wb.data() : nullptr, p.affine ? bb.data() : nullptr,
-                           yb.data(), mean.data(), rstd.data(), p.rows, p.cols, 1e-5);
-  for (size_t i = 0; i < ref.size(); ++i)  // bf16 inputs and output: 8 bits of mantissa
-    ASSERT_NEAR(tile::bf16_to_float(yb[i]), ref[i], 0.05 + 0.02 * std::abs(ref[i])) << "at " << i;
+  // bf16 inputs (the float values rounded) and output: 8 bits of mantissa.
+  Dev<tile::bf16> xb(t, to_storage<tile::bf16>(to_double(to_storage<float>(x)))), yb(t, x.size());
+  Dev<tile::bf16> wb(t, to_storage<tile::bf16>(to_double(to_storage<float>(w))));
+  Dev<tile::bf16> bb(t, to_storage<tile::bf16>(to_double(to_storage<float>(b))));
+  norm_forward<tile::bf16>(t.exec(), p.center, xb.get(), p.affine ? wb.get() : nullptr, p.affine ? bb.get() : nullptr,
+                           yb.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5);
+  EXPECT_TRUE(all_near(to_double(yb.host()), ref, 0.05, 0.02));
+}
+
+// The float backward on this target against the float64 backward (itself checked against finite
+// differences below): dx, and the weight and bias gradients added into their inputs.
+TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
+  const NormCase p = GetParam();
+  const Target& t = p.target;
+  const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3)));
+  const auto w =
+      p.affine ? to_double(to_storage<float>(random_vector(static_cast<size_t>(p.cols), 5))) : std::vector<double>{};
+  const auto dy = to_double(to_storage<float>(random_vector(x.size(), 7)));
+  const size_t rows = static_cast<size_t>(p.rows),
+               ws_size = static_cast<size_t>(norm_backward_workspace(p.rows, p.cols));
+  // float64 on the CPU executor.
+  std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
+      ws(ws_size);
+  norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
+                       rstd.data(), p.rows, p.cols, 1e-5);
+  norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
+                        dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
+                        ws.data());
+  // float on the target.
+  Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)), gy(t, x.size());
+  Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
+  Dev<float> gdw(t, std::vector<float>(w.size(), 0.25f)), gdb(t, std::vector<float>(w.size(), -0.5f));
+  const Exec exec = t.exec();
+  norm_forward<float>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(),
+                      grstd.get(), p.rows, p.cols, 1e-5);
+  norm_backward<float>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
+                       gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
+                       gws.get());
+  EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
+  if (p.affine) {  // sums over the rows
+    EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1e-4));
+    EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1e-4));
+  }
 }
 
 TEST_P(NormTest, BackwardMatchesFiniteDifferences) {
   const NormCase p = GetParam();
+  SKIP_UNLESS_FINITE_DIFFERENCES(p.target);
   const auto x0 = random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3);
   const auto w = p.affine ? random_vector(static_cast<size_t>(p.cols), 5) : std::vector<double>{};
   const auto b = p.affine ? random_vector(static_cast<size_t>(p.cols), 6) : std::vector<double>{};
   const auto dy = random_vector(x0.size(), 7);
-  const Exec exec{p.backend};
+  const Target& t = p.target;
+  const Exec exec = t.exec();
   const double eps = 1e-5;
   // Loss L = sum(y * dy); dL/dx, dL/dw, dL/db from the kernel vs central differences.
   auto loss = [&](const std::vector<double>& x, const std::vector<double>& ww, const std::vector<double>& bb) {
@@ -111,18 +143,18 @@ TEST_P(NormTest, BackwardMatchesFiniteDifferences) {
 
 std::vector<NormCase> cases() {
   std::vector<NormCase> out;
-  for (Backend be : {Backend::kCpu, Backend::kEmulated})
+  for (const Target& t : targets())
     for (bool center : {false, true})
       for (bool affine : {false, true})
         for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5}, {40, 128}, {33, 300}, {5, 2500}})
-          out.push_back({center, affine, rows, cols, be});
+          out.push_back({center, affine, rows, cols, t});
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
+INSTANTIATE_TEST_SUITE_P(Targets, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
   const NormCase& p = tp.param;
   return std::string(p.center ? "layernorm" : "rmsnorm") + (p.affine ? "_affine" : "_plain") + "_" +
-         std::to_string(p.rows) + "x" + std::to_string(p.cols) + (p.backend == Backend::kCpu ? "_cpu" : "_emulated");
+         std::to_string(p.rows) + "x" + std::to_string(p.cols) + "_" + p.target.name;
 });
 
 }  // namespace

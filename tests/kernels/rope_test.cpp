@@ -1,5 +1,5 @@
-// Tests of kernels/rope.h: both pair layouts against the float64 reference on the CPU and
-// emulated-block executors, heads inside a wider row (fused qkv), positions wrapping at seq,
+// Tests of kernels/rope.h: both pair layouts against the float64 reference on every target
+// (kernel_test_util.h), heads inside a wider row (fused qkv), positions wrapping at seq,
 // heads wider than one tile; inverse(forward(x)) = x; the backward (the inverse rotation) against
 // central differences in double.
 #include "rope.h"
@@ -17,7 +17,6 @@ namespace bench::kernels {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
-using tile::Backend;
 using tile::bf16;
 
 struct RopeCase {
@@ -27,12 +26,12 @@ struct RopeCase {
   int64_t d_head;
   int64_t row_stride;
   RopeLayout layout;
-  Backend backend;
+  Target target;
 };
 std::string case_name(const RopeCase& c) {
   return std::string(c.layout == RopeLayout::kHalf ? "half" : "interleaved") + "_t" + std::to_string(c.tokens) + "_s" +
          std::to_string(c.seq) + "_h" + std::to_string(c.n_heads) + "_d" + std::to_string(c.d_head) + "_stride" +
-         std::to_string(c.row_stride) + "_" + backend_name(c.backend);
+         std::to_string(c.row_stride) + "_" + c.target.name;
 }
 void PrintTo(const RopeCase& c, std::ostream* os) { *os << case_name(c); }
 
@@ -54,7 +53,8 @@ class RopeTest : public ::testing::TestWithParam<RopeCase> {};
 
 TEST_P(RopeTest, MatchesFloat64Reference) {
   const RopeCase p = GetParam();
-  const Exec exec{p.backend};
+  const Target& t = p.target;
+  const Exec exec = t.exec();
   std::vector<double> cos, sin;
   tables(p.seq, p.d_head, cos, sin);
   const auto x = random_vector(static_cast<size_t>(p.tokens * p.row_stride), 1);
@@ -63,45 +63,55 @@ TEST_P(RopeTest, MatchesFloat64Reference) {
     auto ref = x;
     rope_reference(ref, p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cos, sin, p.layout, inverse);
 
-    auto xf = to_storage<float>(x);
-    const auto cf = to_storage<float>(cos), sf = to_storage<float>(sin);
-    rope_apply<float>(exec, xf.data(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.data(), sf.data(),
-                      p.layout, inverse);
+    Dev<float> xf(t, to_storage<float>(x)), cf(t, to_storage<float>(cos)), sf(t, to_storage<float>(sin));
+    rope_apply<float>(exec, xf.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.get(), sf.get(), p.layout,
+                      inverse);
     // Elements beyond the heads (the rest of a fused row) are copied through by the reference
     // and must be left untouched by the kernel: the tight tolerance checks that too.
-    EXPECT_TRUE(all_near(to_double(xf), ref, 1e-6, 1e-6));
+    EXPECT_TRUE(all_near(to_double(xf.host()), ref, 1e-6, 1e-6));
 
-    auto xd = x;
-    rope_apply<double>(exec, xd.data(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cos.data(), sin.data(),
-                       p.layout, inverse);
-    EXPECT_TRUE(all_near(xd, ref, 1e-14, 1e-14));
+    if (t.float64()) {
+      Dev<double> xd(t, x), cd(t, cos), sd(t, sin);
+      rope_apply<double>(exec, xd.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cd.get(), sd.get(),
+                         p.layout, inverse);
+      EXPECT_TRUE(all_near(xd.host(), ref, 1e-14, 1e-14));
+    }
 
-    auto xb = to_storage<bf16>(x);
-    auto refb = to_double(xb);
+    const auto xb0 = to_storage<bf16>(x);
+    auto refb = to_double(xb0);
     rope_reference(refb, p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cos, sin, p.layout, inverse);
-    rope_apply<bf16>(exec, xb.data(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.data(), sf.data(),
-                     p.layout, inverse);
-    EXPECT_TRUE(all_near(to_double(xb), refb, 1e-6, 0.005));
+    Dev<bf16> xb(t, xb0);
+    rope_apply<bf16>(exec, xb.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.get(), sf.get(), p.layout,
+                     inverse);
+    EXPECT_TRUE(all_near(to_double(xb.host()), refb, 1e-6, 0.005));
   }
 }
 
 TEST_P(RopeTest, InverseUndoesForward) {
   const RopeCase p = GetParam();
-  const Exec exec{p.backend};
+  const Target& t = p.target;
   std::vector<double> cos, sin;
   tables(p.seq, p.d_head, cos, sin);
-  const auto x = random_vector(static_cast<size_t>(p.tokens * p.row_stride), 2);
-  auto y = x;
-  rope_apply<double>(exec, y.data(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cos.data(), sin.data(),
+  const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(p.tokens * p.row_stride), 2)));
+  Dev<float> y(t, to_storage<float>(x)), cf(t, to_storage<float>(cos)), sf(t, to_storage<float>(sin));
+  rope_apply<float>(t.exec(), y.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.get(), sf.get(), p.layout,
+                    false);
+  rope_apply<float>(t.exec(), y.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cf.get(), sf.get(), p.layout,
+                    true);
+  EXPECT_TRUE(all_near(to_double(y.host()), x, 1e-6, 1e-6));  // in float: the tables are rounded too
+  if (!t.float64()) return;
+  Dev<double> yd(t, x), cd(t, cos), sd(t, sin);
+  rope_apply<double>(t.exec(), yd.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cd.get(), sd.get(),
                      p.layout, false);
-  rope_apply<double>(exec, y.data(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cos.data(), sin.data(),
+  rope_apply<double>(t.exec(), yd.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cd.get(), sd.get(),
                      p.layout, true);
-  EXPECT_TRUE(all_near(y, x, 1e-14, 1e-13));
+  EXPECT_TRUE(all_near(yd.host(), x, 1e-14, 1e-13));
 }
 
 TEST_P(RopeTest, BackwardMatchesFiniteDifferences) {
   const RopeCase p = GetParam();
-  const Exec exec{p.backend};
+  SKIP_UNLESS_FINITE_DIFFERENCES(p.target);
+  const Exec exec = p.target.exec();
   std::vector<double> cos, sin;
   tables(p.seq, p.d_head, cos, sin);
   const auto x = random_vector(static_cast<size_t>(p.tokens * p.row_stride), 3);
@@ -122,7 +132,7 @@ TEST_P(RopeTest, BackwardMatchesFiniteDifferences) {
 
 std::vector<RopeCase> cases() {
   std::vector<RopeCase> out;
-  for (Backend be : {Backend::kCpu, Backend::kEmulated})
+  for (const Target& be : targets())
     for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
       out.push_back({6, 4, 1, 2, 2, layout, be});            // the smallest head
       out.push_back({10, 3, 2, 6, 20, layout, be});          // heads inside a wider row; t = r % seq wraps
@@ -133,7 +143,7 @@ std::vector<RopeCase> cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, RopeTest, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(Targets, RopeTest, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return case_name(tp.param); });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Tests of kernels/softcap.h: forward and backward against their float64 references on the CPU
-// and emulated-block executors in float, bf16 and double, backward against central differences,
+// Tests of kernels/softcap.h: forward and backward against their float64 references on every
+// target (kernel_test_util.h) in float, bf16 and double, backward against central differences,
 // in-place use, and the closed forms of the cap: |c tanh(x/c) - x| <= |x|^3 / (3 c^2) (the
 // identity to first order for small logits) and |y| <= c.
 #include "softcap.h"
@@ -20,76 +20,83 @@ using namespace testing;  // NOLINT: the kernel test helpers
 using tile::Backend;
 using tile::bf16;
 
-class SoftcapTest : public ::testing::TestWithParam<Backend> {};
+class SoftcapTest : public ::testing::TestWithParam<Target> {};
 
 TEST_P(SoftcapTest, ForwardMatchesFloat64Reference) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   for (double cap : {30.0, 2.5}) {
     for (int64_t n : {1, 1000, 1024, 3001}) {
       SCOPED_TRACE(::testing::Message() << "cap " << cap << " n " << n);
       const auto x = random_vector(static_cast<size_t>(n), 1, 20.0);  // from deep inside to well past the cap
       const auto ref = softcap_forward_reference(x, cap);
 
-      std::vector<double> yd(x.size());
-      softcap_forward<double>(exec, x.data(), yd.data(), n, cap);
-      EXPECT_TRUE(all_near(yd, ref, 1e-15, 1e-14));
+      if (t.float64()) {
+        Dev<double> xd(t, x), yd(t, x.size());
+        softcap_forward<double>(exec, xd.get(), yd.get(), n, cap);
+        EXPECT_TRUE(all_near(yd.host(), ref, 1e-15, 1e-14));
+      }
 
       const auto xf = to_storage<float>(x);
-      std::vector<float> yf(x.size());
-      softcap_forward<float>(exec, xf.data(), yf.data(), n, cap);
-      EXPECT_TRUE(all_near(to_double(yf), softcap_forward_reference(to_double(xf), cap), 1e-6 * cap, 1e-6));
+      Dev<float> dxf(t, xf), yf(t, x.size());
+      softcap_forward<float>(exec, dxf.get(), yf.get(), n, cap);
+      EXPECT_TRUE(all_near(to_double(yf.host()), softcap_forward_reference(to_double(xf), cap), 1e-6 * cap, 1e-6));
 
       const auto xb = to_storage<bf16>(x);
-      std::vector<bf16> yb(x.size());
-      softcap_forward<bf16>(exec, xb.data(), yb.data(), n, cap);
+      Dev<bf16> dxb(t, xb), yb(t, x.size());
+      softcap_forward<bf16>(exec, dxb.get(), yb.get(), n, cap);
       // Output rounded to 8 bits of mantissa.
-      EXPECT_TRUE(all_near(to_double(yb), softcap_forward_reference(to_double(xb), cap), 1e-6, 8e-3));
+      EXPECT_TRUE(all_near(to_double(yb.host()), softcap_forward_reference(to_double(xb), cap), 1e-6, 8e-3));
 
-      auto inplace = xf;  // y aliasing x
-      softcap_forward<float>(exec, inplace.data(), inplace.data(), n, cap);
-      EXPECT_EQ(inplace, yf);
+      Dev<float> inplace(t, xf);  // y aliasing x
+      softcap_forward<float>(exec, inplace.get(), inplace.get(), n, cap);
+      EXPECT_EQ(inplace.host(), yf.host());
     }
   }
 }
 
 TEST_P(SoftcapTest, BackwardMatchesFloat64Reference) {
-  const Exec exec{GetParam()};
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
   const double cap = 3.0;
   const int64_t n = 3001;
   const auto x = random_vector(static_cast<size_t>(n), 2, 4.0);
   const auto dy = random_vector(static_cast<size_t>(n), 3);
   const auto ref = softcap_backward_reference(x, dy, cap);
 
-  std::vector<double> yd(x.size()), dxd(x.size());
-  softcap_forward<double>(exec, x.data(), yd.data(), n, cap);
-  softcap_backward<double>(exec, yd.data(), dy.data(), dxd.data(), n, cap);
-  EXPECT_TRUE(all_near(dxd, ref, 1e-14, 1e-12));
+  if (t.float64()) {
+    Dev<double> xd(t, x), dyd(t, dy), yd(t, x.size()), dxd(t, x.size());
+    softcap_forward<double>(exec, xd.get(), yd.get(), n, cap);
+    softcap_backward<double>(exec, yd.get(), dyd.get(), dxd.get(), n, cap);
+    EXPECT_TRUE(all_near(dxd.host(), ref, 1e-14, 1e-12));
+  }
 
   const auto xf = to_storage<float>(x), dyf = to_storage<float>(dy);
-  std::vector<float> yf(x.size()), dxf(x.size());
-  softcap_forward<float>(exec, xf.data(), yf.data(), n, cap);
-  softcap_backward<float>(exec, yf.data(), dyf.data(), dxf.data(), n, cap);
+  Dev<float> gxf(t, xf), gdyf(t, dyf), yf(t, x.size()), dxf(t, x.size());
+  softcap_forward<float>(exec, gxf.get(), yf.get(), n, cap);
+  softcap_backward<float>(exec, yf.get(), gdyf.get(), dxf.get(), n, cap);
   // From the rounded output: 1 - u^2 loses about 2 |u| * 6e-8 absolutely.
-  EXPECT_TRUE(all_near(to_double(dxf), softcap_backward_reference(to_double(xf), to_double(dyf), cap), 1e-6, 1e-5));
+  EXPECT_TRUE(
+      all_near(to_double(dxf.host()), softcap_backward_reference(to_double(xf), to_double(dyf), cap), 1e-6, 1e-5));
 
-  auto dx_alias = dyf;  // dx aliasing dy
-  softcap_backward<float>(exec, yf.data(), dx_alias.data(), dx_alias.data(), n, cap);
-  EXPECT_EQ(dx_alias, dxf);
+  Dev<float> dx_alias(t, dyf);  // dx aliasing dy
+  softcap_backward<float>(exec, yf.get(), dx_alias.get(), dx_alias.get(), n, cap);
+  EXPECT_EQ(dx_alias.host(), dxf.host());
 
   const auto xb = to_storage<bf16>(x), dyb = to_storage<bf16>(dy);
-  std::vector<bf16> yb(x.size()), dxb(x.size());
-  softcap_forward<bf16>(exec, xb.data(), yb.data(), n, cap);
-  softcap_backward<bf16>(exec, yb.data(), dyb.data(), dxb.data(), n, cap);
+  Dev<bf16> gxb(t, xb), gdyb(t, dyb), yb(t, x.size()), dxb(t, x.size());
+  softcap_forward<bf16>(exec, gxb.get(), yb.get(), n, cap);
+  softcap_backward<bf16>(exec, yb.get(), gdyb.get(), dxb.get(), n, cap);
   // y in bf16 carries a relative error of 2^-9, so 1 - u^2 is off by up to about 2 * 2^-9.
   const auto refb = softcap_backward_reference(to_double(xb), to_double(dyb), cap);
+  const auto got = dxb.host();
   for (size_t i = 0; i < refb.size(); ++i) {
     const double tol = 2 * 4e-3 * std::abs(to_double(dyb)[i]) + 8e-3 * std::abs(refb[i]) + 1e-6;
-    ASSERT_NEAR(tile::bf16_to_float(dxb[i]), refb[i], tol) << "at " << i;
+    ASSERT_NEAR(tile::bf16_to_float(got[i]), refb[i], tol) << "at " << i;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, SoftcapTest, ::testing::Values(Backend::kCpu, Backend::kEmulated),
-                         [](const auto& tp) { return backend_name(tp.param); });
+INSTANTIATE_TEST_SUITE_P(Targets, SoftcapTest, ::testing::ValuesIn(targets()), target_name);
 
 TEST(Softcap, BackwardMatchesFiniteDifferences) {
   // L = sum(w * softcap(x)); dL/dx from the kernel's backward against central differences.

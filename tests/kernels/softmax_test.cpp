@@ -1,5 +1,6 @@
-// Tests of kernels/softmax.h: masked softmax forward against the float64 reference, backward
-// against central differences in double, on the CPU and emulated-block executors, for causal,
+// Tests of kernels/softmax.h on every target (kernel_test_util.h): masked softmax forward against
+// the float64 reference, backward against central differences in double and in float and bf16
+// against that float64 backward, for causal,
 // diagonal-offset, sliding-window and soft-capped rows, narrow and wider than one tile.
 #include "softmax.h"
 
@@ -16,7 +17,6 @@ namespace bench::kernels {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
-using tile::Backend;
 using tile::bf16;
 
 struct SoftmaxCase {
@@ -26,7 +26,7 @@ struct SoftmaxCase {
   int64_t ld;
   SoftmaxMask mask;
   double softcap;
-  Backend backend;
+  Target target;
 };
 void PrintTo(const SoftmaxCase& c, std::ostream* os) { *os << c.name; }
 
@@ -49,46 +49,62 @@ class SoftmaxTest : public ::testing::TestWithParam<SoftmaxCase> {};
 
 TEST_P(SoftmaxTest, ForwardMatchesFloat64Reference) {
   const SoftmaxCase p = GetParam();
-  const Exec exec{p.backend};
+  const Target& t = p.target;
+  const Exec exec = t.exec();
   const double scale = 0.37;
   const auto s = random_vector(static_cast<size_t>(p.rows * p.cols), 1, 6.0, 1.0);
   std::vector<double> ref, ref_max;
   softmax_forward_reference(s, ref, p.rows, p.cols, scale, p.softcap, p.mask, &ref_max);
   const double pad_value = 1e30;  // never read: would overflow any row it leaked into
 
-  auto sf = to_storage<float>(pad(s, p.rows, p.cols, p.ld, pad_value));
-  std::vector<float> pf(sf.size(), -7.0f), row_max(static_cast<size_t>(p.rows));
-  softmax_forward<float>(exec, sf.data(), pf.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, row_max.data());
-  const auto got = to_double(pf);
+  Dev<float> sf(t, to_storage<float>(pad(s, p.rows, p.cols, p.ld, pad_value)));
+  Dev<float> pf(t, std::vector<float>(sf.size(), -7.0f)), row_max(t, static_cast<size_t>(p.rows));
+  softmax_forward<float>(exec, sf.get(), pf.get(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, row_max.get());
+  const auto got = to_double(pf.host());
+  const auto got_max = row_max.host();
   EXPECT_TRUE(all_near(unpad(got, p.rows, p.cols, p.ld), ref, 1e-6, 1e-5));
   for (int64_t r = 0; r < p.rows; ++r) {
     for (int64_t j = p.cols; j < p.ld; ++j) ASSERT_EQ(got[r * p.ld + j], -7.0) << "padding written";
     if (std::isfinite(ref_max[r])) {  // the reference leaves -inf on a row with no valid column
-      EXPECT_NEAR(row_max[r], ref_max[r], 1e-5 + 1e-6 * std::abs(ref_max[r])) << "row " << r;
+      EXPECT_NEAR(got_max[r], ref_max[r], 1e-5 + 1e-6 * std::abs(ref_max[r])) << "row " << r;
     } else {
-      EXPECT_EQ(row_max[r], tile::math::lowest<float>()) << "empty row " << r;
+      EXPECT_EQ(got_max[r], tile::math::lowest<float>()) << "empty row " << r;
     }
   }
   // In place (p aliasing s), without row_max.
-  softmax_forward<float>(exec, sf.data(), sf.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
-  EXPECT_TRUE(all_near(unpad(to_double(sf), p.rows, p.cols, p.ld), unpad(got, p.rows, p.cols, p.ld), 0, 0));
+  softmax_forward<float>(exec, sf.get(), sf.get(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
+  EXPECT_TRUE(all_near(unpad(to_double(sf.host()), p.rows, p.cols, p.ld), unpad(got, p.rows, p.cols, p.ld), 0, 0));
 
-  auto sd = pad(s, p.rows, p.cols, p.ld, pad_value);
-  softmax_forward<double>(exec, sd.data(), sd.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
-  EXPECT_TRUE(all_near(unpad(sd, p.rows, p.cols, p.ld), ref, 1e-14, 1e-12));
+  if (t.float64()) {
+    Dev<double> sd(t, pad(s, p.rows, p.cols, p.ld, pad_value));
+    softmax_forward<double>(exec, sd.get(), sd.get(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
+    EXPECT_TRUE(all_near(unpad(sd.host(), p.rows, p.cols, p.ld), ref, 1e-14, 1e-12));
+  }
 
   const auto sb = to_storage<bf16>(pad(s, p.rows, p.cols, p.ld, 0.0));
   std::vector<double> refb;  // of the bf16-rounded scores; the output adds one rounding
   softmax_forward_reference(unpad(to_double(sb), p.rows, p.cols, p.ld), refb, p.rows, p.cols, scale, p.softcap, p.mask,
                             nullptr);
-  std::vector<bf16> pb(sb.size());
-  softmax_forward<bf16>(exec, sb.data(), pb.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, row_max.data());
-  EXPECT_TRUE(all_near(unpad(to_double(pb), p.rows, p.cols, p.ld), refb, 1e-6, 0.005));
+  Dev<bf16> gsb(t, sb), pb(t, sb.size());
+  softmax_forward<bf16>(exec, gsb.get(), pb.get(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, row_max.get());
+  EXPECT_TRUE(all_near(unpad(to_double(pb.host()), p.rows, p.cols, p.ld), refb, 1e-6, 0.005));
+}
+
+/// The float64 backward on the CPU executor: ds for dp = w.
+std::vector<double> float64_backward(const SoftmaxCase& p, const std::vector<double>& s0, const std::vector<double>& w,
+                                     double scale, std::vector<double>& pr) {
+  pr.assign(s0.size(), 0.0);
+  std::vector<double> ds(s0.size());
+  softmax_forward<double>(Exec{}, s0.data(), pr.data(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask, nullptr);
+  softmax_backward<double>(Exec{}, pr.data(), w.data(), p.softcap > 0 ? s0.data() : nullptr, ds.data(), p.rows, p.cols,
+                           p.ld, scale, p.softcap, p.mask);
+  return ds;
 }
 
 TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
   const SoftmaxCase p = GetParam();
-  const Exec exec{p.backend};
+  SKIP_UNLESS_FINITE_DIFFERENCES(p.target);
+  const Exec exec = p.target.exec();
   const double scale = 0.61;
   const auto s0 = pad(random_vector(static_cast<size_t>(p.rows * p.cols), 2, 3.0), p.rows, p.cols, p.ld, 0.0);
   const auto w = random_vector(s0.size(), 3);  // L = sum(p * w), so dp = w
@@ -113,21 +129,27 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
       ASSERT_NEAR(ds[i], fd, 1e-7 + 1e-6 * std::abs(fd)) << "row " << r << " col " << j;
     }
   }
+}
 
-  // float (and ds aliasing dp) against the double kernel just checked
-  const auto sf = to_storage<float>(s0);
-  const auto pf = to_storage<float>(pr);
-  auto dsf = to_storage<float>(w);
-  softmax_backward<float>(exec, pf.data(), dsf.data(), sf.data(), dsf.data(), p.rows, p.cols, p.ld, scale, p.softcap,
+// float (with ds aliasing dp) and bf16 on this target against the float64 backward checked above.
+TEST_P(SoftmaxTest, BackwardMatchesFloat64Backward) {
+  const SoftmaxCase p = GetParam();
+  const Target& t = p.target;
+  const Exec exec = t.exec();
+  const double scale = 0.61;
+  const auto s0 = pad(random_vector(static_cast<size_t>(p.rows * p.cols), 2, 3.0), p.rows, p.cols, p.ld, 0.0);
+  const auto w = random_vector(s0.size(), 3);
+  std::vector<double> pr;
+  const auto ds = float64_backward(p, s0, w, scale, pr);
+  Dev<float> sf(t, to_storage<float>(s0)), pf(t, to_storage<float>(pr)), dsf(t, to_storage<float>(w));
+  softmax_backward<float>(exec, pf.get(), dsf.get(), sf.get(), dsf.get(), p.rows, p.cols, p.ld, scale, p.softcap,
                           p.mask);
-  EXPECT_TRUE(all_near(unpad(to_double(dsf), p.rows, p.cols, p.ld), unpad(ds, p.rows, p.cols, p.ld), 1e-6, 1e-4));
-  const auto pb = to_storage<bf16>(pr);
-  const auto wb = to_storage<bf16>(w);
-  const auto sb = to_storage<bf16>(s0);
-  std::vector<bf16> dsb(s0.size());
-  softmax_backward<bf16>(exec, pb.data(), wb.data(), sb.data(), dsb.data(), p.rows, p.cols, p.ld, scale, p.softcap,
-                         p.mask);
-  EXPECT_TRUE(all_near(unpad(to_double(dsb), p.rows, p.cols, p.ld), unpad(ds, p.rows, p.cols, p.ld), 0.02, 0.05));
+  EXPECT_TRUE(
+      all_near(unpad(to_double(dsf.host()), p.rows, p.cols, p.ld), unpad(ds, p.rows, p.cols, p.ld), 1e-6, 1e-4));
+  Dev<bf16> pb(t, to_storage<bf16>(pr)), wb(t, to_storage<bf16>(w)), sb(t, to_storage<bf16>(s0)), dsb(t, s0.size());
+  softmax_backward<bf16>(exec, pb.get(), wb.get(), sb.get(), dsb.get(), p.rows, p.cols, p.ld, scale, p.softcap, p.mask);
+  EXPECT_TRUE(
+      all_near(unpad(to_double(dsb.host()), p.rows, p.cols, p.ld), unpad(ds, p.rows, p.cols, p.ld), 0.02, 0.05));
 }
 
 std::vector<SoftmaxCase> cases() {
@@ -150,17 +172,18 @@ std::vector<SoftmaxCase> cases() {
   };
   const std::vector<Shape> shapes = {{5, 7, 7}, {33, 100, 128}, {4, 1025, 1030}, {3, 2500, 2500}};
   std::vector<SoftmaxCase> out;
-  for (Backend be : {Backend::kCpu, Backend::kEmulated})
+  for (const Target& t : targets())
     for (const auto& v : variants)
       for (const auto& s : shapes) {
         std::string name = v.name + "_" + std::to_string(s.rows) + "x" + std::to_string(s.cols) + "_ld" +
-                           std::to_string(s.ld) + "_" + backend_name(be);
-        out.push_back({name, s.rows, s.cols, s.ld, v.mask, v.softcap, be});
+                           std::to_string(s.ld) + "_" + t.name;
+        out.push_back({name, s.rows, s.cols, s.ld, v.mask, v.softcap, t});
       }
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, SoftmaxTest, ::testing::ValuesIn(cases()), [](const auto& tp) { return tp.param.name; });
+INSTANTIATE_TEST_SUITE_P(Targets, SoftmaxTest, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
 }  // namespace bench::kernels

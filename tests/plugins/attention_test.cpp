@@ -355,17 +355,19 @@ TEST(AttentionPattern, BadPatternsAreErrorsAtTheirKey) {
 }
 
 // kernel = "cudnn" (the cuDNN SDPA baseline) runs on CUDA in bf16 only: on the CPU the model's
-// setup refuses it at the key; `bench validate` reports what cuDNN's fused attention cannot run
-// (soft-capping, dropout, d_head) at the key too, from the shape alone.
+// setup refuses it at the key, as the target answers supports(); `bench validate` reports what cuDNN's fused attention
+// cannot run (soft-capping, dropout, d_head) at the key too, from the shape alone.
 TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
   try {
     Attention a("attention = { type = \"causal\", kernel = \"cudnn\" }\n");
     ADD_FAILURE() << "set up kernel = cudnn on the cpu";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.loc().line, 9) << e.what();
-    EXPECT_NE(std::string(e.what()).find(
-                  "kernel = \"cudnn\" runs on CUDA in bfloat16 only; this case runs on the cpu in float64"),
-              std::string::npos)
+    // The component, the kernel and the device, and why.
+    EXPECT_NE(
+        std::string(e.what()).find("kernel = \"cudnn\": the attention at blocks.0.attn: kernel attention_cudnn_forward "
+                                   "cannot run on cpu in float64: it runs on CUDA only"),
+        std::string::npos)
         << e.what();
   }
   struct Bad {

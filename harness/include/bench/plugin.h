@@ -54,6 +54,11 @@ class Registrar {
 }  // namespace bench
 
 /// Define a plugin: BENCH_PLUGIN("norms", "1.0", "LayerNorm, RMSNorm ...") { registrar.add(...); }
+/// In the plugin's CUDA pass (cmake/BenchPlugin.cmake) it defines no entry point: the CUDA
+/// library holds the programs' CUDA builds only.
+#if defined(BENCH_CUDA_PASS)
+#define BENCH_PLUGIN(NAME, VERSION, DOC) [[maybe_unused]] static void bench_plugin_body(::bench::Registrar& registrar)
+#else
 #define BENCH_PLUGIN(NAME, VERSION, DOC)                                                               \
   static void bench_plugin_body(::bench::Registrar& registrar);                                        \
   extern "C" BENCH_EXPORT const char* bench_plugin_abi() { return BENCH_ABI_TAG; }                     \
@@ -70,3 +75,4 @@ class Registrar {
     return 1;                                                                                          \
   }                                                                                                    \
   static void bench_plugin_body(::bench::Registrar& registrar)
+#endif

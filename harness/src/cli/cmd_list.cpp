@@ -1,5 +1,7 @@
 // `bench list [plugins|components|kernels]`
 #include <cstdio>
+#include <string>
+#include <utility>
 
 #include "cli/prepare.h"
 #include "experiment/experiment.h"
@@ -25,7 +27,19 @@ int cmd_list(const GlobalOptions&, const std::string& what, const std::string& e
     return kOk;
   }
   if (what == "kernels") {
-    for (const auto& k : kernels::catalog()) std::printf("%-20s %-22s %s\n", k.name, k.file, k.doc);
+    // Where each runs in this process: the host executors, and CUDA where the backend is loaded.
+    const auto types = [](uint8_t t) {
+      std::string s;
+      for (const auto& [bit, name] :
+           {std::pair{kernels::kF32, "f32"}, {kernels::kBf16, "bf16"}, {kernels::kF64, "f64"}})
+        if ((t & bit) != 0) s += (s.empty() ? "" : ",") + std::string(name);
+      return s;
+    };
+    for (const auto& k : kernels::catalog()) {
+      std::string where = k.host_types != 0 ? "cpu,emulated(" + types(k.host_types) + ")" : "";
+      if (k.cuda_types != 0) where += (where.empty() ? "" : " ") + std::string("cuda(") + types(k.cuda_types) + ")";
+      std::printf("%-26s %-22s %-34s %s\n", k.name.c_str(), k.file.c_str(), where.c_str(), k.doc.c_str());
+    }
     return kOk;
   }
   for (Slot slot : all_slots()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -115,7 +116,7 @@ class ModelSetupContext final : public SetupContext {
     } catch (...) {
       rethrow_from_plugin(m_.registry_, *choice.info, "setup");
     }
-    m_.nodes_.push_back({child.scope_, slot, choice.info->name, c.get()});
+    m_.nodes_.push_back({child.scope_, slot, choice.info->name, c.get(), choice.info});
     if (owner_ != nullptr) owner_->adopt(c.get());
     return c;
   }
@@ -253,6 +254,42 @@ Model::~Model() {
 }
 
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
+  try {
+    return forward_steps(inputs, targets, ctx);
+  } catch (const tile::Unsupported& e) {
+    rethrow_unsupported(e);
+  }
+}
+
+void Model::backward(RunContext& ctx) {
+  try {
+    backward_steps(ctx);
+  } catch (const tile::Unsupported& e) {
+    rethrow_unsupported(e);
+  }
+}
+
+void Model::rethrow_unsupported(const tile::Unsupported& e) const {
+  // A kernel of a plugin's own: the model's components from that plugin.
+  std::vector<const Node*> from;
+  if (!e.module().empty())
+    for (const Node& n : nodes_)
+      if (std::filesystem::path(registry_.origin(n.info)).filename() == e.module()) from.push_back(&n);
+  std::string who;
+  if (!from.empty()) {
+    const Node& n = *from.front();
+    who = std::string(slot_name(n.slot)) + " '" + n.name + "' at " + n.scope;
+    if (from.size() > 1) who += " (and " + std::to_string(from.size() - 1) + " more of its plugin)";
+    who += ", plugin " + registry_.origin(n.info);
+  } else {
+    who = "the model's " + (stage_.empty() ? std::string("step") : stage_);
+    for (const Node& n : nodes_)
+      if (n.scope == stage_) who = std::string(slot_name(n.slot)) + " '" + n.name + "' at " + n.scope;
+  }
+  throw Error(who + ": " + e.what());
+}
+
+LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
   bind(ctx);
   const int32_t* host_targets = targets;
   if (inputs_.defined() && !ctx.capturing) {  // tokens into the model's memory
@@ -263,10 +300,16 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
     inputs = inputs_.data<int32_t>();
     targets = targets_.data<int32_t>();
   }
+  stage_ = "embed";
   embedding_->forward(inputs, acts_[0], ctx);
+  stage_ = "pos";
   position_->embed_forward(acts_[0], ctx);
   embedding_dropout(acts_[0], ctx);
-  for (size_t i = 0; i < blocks_.size(); ++i) blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    stage_ = "blocks." + std::to_string(i);
+    blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
+  }
+  stage_.clear();
   if (ctx.probes && ctx.layer_probes) {
     // RMS of the residual stream: h_0 (embedding output) and each block's output h_i.
     const auto rms = [&](const Tensor& t) {
@@ -275,7 +318,9 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
     ctx.probe_mean("embed_rms", rms(acts_[0]));
     for (size_t i = 0; i < blocks_.size(); ++i) ctx.probe_mean("block_rms/" + std::to_string(i), rms(acts_[i + 1]));
   }
+  stage_ = "final_norm";
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
+  stage_ = "head";
   struct HostTargets {  // for the head, which then need not read the device's copy back
     RunContext& ctx;
     ~HostTargets() { ctx.host_targets = nullptr; }
@@ -284,23 +329,29 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
   return head_->forward(normed_, targets, ctx);
 }
 
-void Model::backward(RunContext& ctx) {
+void Model::backward_steps(RunContext& ctx) {
   bind(ctx);
   Tensor* d = &grad_a_;
   Tensor* other = &grad_b_;
+  stage_ = "head";
   if (final_norm_) {
     head_->backward(*other, ctx);
+    stage_ = "final_norm";
     final_norm_->backward(*other, *d, ctx);
   } else {
     head_->backward(*d, ctx);
   }
   for (size_t i = blocks_.size(); i-- > 0;) {
+    stage_ = "blocks." + std::to_string(i);
     blocks_[i]->backward(*d, *other, ctx);
     std::swap(d, other);
   }
   embedding_dropout(*d, ctx);  // the same mask on the gradient
+  stage_ = "pos";
   position_->embed_backward(*d, ctx);
+  stage_ = "embed";
   embedding_->backward(*d, ctx);
+  stage_.clear();
 }
 
 void Model::zero_grad() { grads_.zero(); }

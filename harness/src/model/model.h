@@ -121,7 +121,14 @@ class Model {
     Slot slot;
     std::string name;
     Component* component;
+    const ComponentInfo* info;
   };
+  LossInfo forward_steps(const int32_t* inputs, const int32_t* targets, RunContext& ctx);
+  void backward_steps(RunContext& ctx);
+  /// A kernel a component launched cannot run on this target: throw an Error naming the
+  /// component (those of the kernel's plugin, else the top-level one that was running, stage_),
+  /// the kernel and the device.
+  [[noreturn]] void rethrow_unsupported(const tile::Unsupported& e) const;
 
   ModelSpec spec_;
   const Registry& registry_;
@@ -149,6 +156,7 @@ class Model {
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
+  std::string stage_;  // the top-level component forward_steps / backward_steps is in (for messages)
 };
 
 }  // namespace bench
