@@ -10,10 +10,15 @@
 #include <set>
 
 #include "bench/error.h"
-#include "report/run_data.h"
+#include "report/case_words.h"
 #include "report/sheet.h"
+#include "store/run_data.h"
 
 namespace bench::report {
+
+using store::CaseData;
+using store::ModeData;
+using store::RunData;
 
 namespace {
 

@@ -10,11 +10,17 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "report/case_words.h"
 #include "report/results_view.h"
-#include "report/run_data.h"
 #include "report/svg.h"
+#include "store/run_data.h"
 
 namespace bench::report {
+
+using store::CaseData;
+using store::ModeData;
+using store::RunData;
+using store::Steps;
 
 namespace {
 
@@ -475,7 +481,7 @@ std::string provenance_section(const RunData& run) {
 
 std::string render_html(const store::Store& db, int64_t run_id) {
   const RunData run = load_run(db, run_id);
-  const auto tables = results_sections(db, run_id);
+  const auto tables = results_sections(run);
   std::string o = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   o += fmt::format("<title>bench report: run {} ({})</title>\n", run.id, escape(run.experiment_name));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
