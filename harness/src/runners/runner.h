@@ -56,9 +56,11 @@ struct ResultsColumn {
 
 /// How `bench results` shows a runner's cases: a row per case with these metric columns; with
 /// `timings`, instead a row per timed mode with the throughput columns (median ms, tokens/s ...).
+/// With `steps`, its cases train: the HTML report plots their curves.
 struct ResultsTable {
   bool timings = false;
   std::vector<ResultsColumn> columns;
+  bool steps = false;
 };
 
 /// A kind of measurement applied to cases (google/benchmark's benchmark family, our section).

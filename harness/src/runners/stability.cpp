@@ -135,7 +135,8 @@ class StabilityRunner final : public Runner {
              {"spike_count", "spikes", "{:.0f}"},
              {"diverged_step", "diverged at step", "{:.0f}"},
              {"max_attn_logit", "max logit", ""},
-             {"final_grad_norm", "grad norm", ""}}};
+             {"final_grad_norm", "grad norm", ""}},
+            true};
   }
   std::string summary(const CaseResult& r) const override {
     std::string s;
