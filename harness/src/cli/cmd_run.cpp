@@ -15,7 +15,6 @@
 #include "cli/signals.h"
 #include "report/report.h"
 #include "runners/sinks.h"
-#include "store/sha256.h"
 
 namespace bench::cli {
 
@@ -36,12 +35,6 @@ class Collect final : public ResultSink {
 };
 
 }  // namespace
-
-std::string default_sweep_id(const std::string& experiment_name, const std::string& experiment_text, int64_t shards) {
-  std::string name;
-  for (const char ch : experiment_name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
-  return name + "-" + store::sha256_hex(experiment_text).substr(0, 12) + "-of" + std::to_string(shards);
-}
 
 int cmd_run(const GlobalOptions& g, const RunOptions& o) {
   Progress progress(g.quiet);

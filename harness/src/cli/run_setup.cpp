@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -42,6 +43,12 @@ Job job_of(const RunPlan& plan, size_t i) {
 }
 
 }  // namespace
+
+std::string default_sweep_id(const std::string& experiment_name, const std::string& experiment_text, int64_t shards) {
+  std::string name;
+  for (const char ch : experiment_name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
+  return name + "-" + store::sha256_hex(experiment_text).substr(0, 12) + "-of" + std::to_string(shards);
+}
 
 RunPlan prepare_run(const RunOptions& o) {
   RunPlan plan;

@@ -62,12 +62,12 @@ std::string single_line(std::string s) {
 /// error last.
 class SectionBuilder {
  public:
-  SectionBuilder(std::string title, std::vector<std::pair<SheetColumn, std::string>> visible) {
+  SectionBuilder(std::string title, const std::vector<std::pair<SheetColumn, std::string>>& visible) {
     section_.title = std::move(title);
     section_.sheet.columns.push_back({"ordinal", "#", true});
-    for (auto& [column, format] : visible) {
-      section_.sheet.columns.push_back(std::move(column));
-      formats_.push_back(std::move(format));
+    for (const auto& [column, format] : visible) {
+      section_.sheet.columns.push_back(column);
+      formats_.push_back(format);
     }
     section_.sheet.columns.push_back({"status", "status", false});
     section_.sheet.columns.push_back({"error", "error", false});
@@ -98,7 +98,7 @@ ResultsSection timings_section(const RunData& run, const Runner& runner) {
                                                               {{"mode", "mode", false}, ""}};
   for (const TimingColumn& c : kTimingColumns)
     visible.push_back({{std::string(c.key), std::string(c.header), true}, std::string(c.format)});
-  SectionBuilder b(std::string(runner.name()), std::move(visible));
+  SectionBuilder b(std::string(runner.name()), visible);
   for (const CaseData& c : run.cases) {
     if (c.runner != runner.name() && c.modes.empty()) continue;
     if (c.modes.empty()) {
@@ -119,7 +119,7 @@ ResultsSection timings_section(const RunData& run, const Runner& runner) {
 ResultsSection metrics_section(const RunData& run, const Runner& runner, const std::vector<ResultsColumn>& columns) {
   std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""}};
   for (const ResultsColumn& c : columns) visible.push_back({{c.metric, c.header, true}, c.format});
-  SectionBuilder b(std::string(runner.name()), std::move(visible));
+  SectionBuilder b(std::string(runner.name()), visible);
   for (const CaseData& c : run.cases) {
     if (c.runner != runner.name()) continue;
     std::vector<Value> row = {Value::string(c.label)};
