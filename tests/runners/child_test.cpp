@@ -5,6 +5,8 @@
 #include "runners/child.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
 
 #include <atomic>
 #include <fstream>
@@ -20,6 +22,30 @@ namespace {
 const char* const kToml =
     "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nseq_len = 8\nbatch_size = 2\n[stability]\n";
 
+/// Spawn attributes that give a child the default SIGINT and SIGTERM and an empty mask, as `bench
+/// run` gives its children (cli/signals.h): the test may run under a parent that blocks them.
+class DefaultSignals {
+ public:
+  DefaultSignals() {
+    posix_spawnattr_init(&attr_);
+    sigset_t empty, stop;
+    sigemptyset(&empty);
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    posix_spawnattr_setsigmask(&attr_, &empty);
+    posix_spawnattr_setsigdefault(&attr_, &stop);
+    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  }
+  ~DefaultSignals() { posix_spawnattr_destroy(&attr_); }
+  DefaultSignals(const DefaultSignals&) = delete;
+  DefaultSignals& operator=(const DefaultSignals&) = delete;
+  const posix_spawnattr_t* get() const { return &attr_; }
+
+ private:
+  posix_spawnattr_t attr_{};
+};
+
 /// Runs one job whose child is `sh -c script` (TASK and RESULT as $1 and $2) and returns its result.
 struct OneChild {
   explicit OneChild(const std::string& script, std::vector<ChildSlot> slots = {}) {
@@ -27,6 +53,7 @@ struct OneChild {
     rc = test::resolve(cases.at(0));
     ChildOptions o;
     o.command = {"/bin/sh", "sh", "-c", script, "sh"};
+    o.spawn = signals.get();
     o.slots = std::move(slots);
     o.device_json = DeviceInfo{}.json();
     o.stop = &stop;
@@ -45,6 +72,7 @@ struct OneChild {
         return done->second;
       }
   }
+  DefaultSignals signals;
   std::vector<Case> cases;
   ResolvedCase rc;
   std::atomic<bool> stop{false};
@@ -87,7 +115,7 @@ TEST(ChildExecutor, AChildThatDiesWithoutAResultFailsItsCaseSayingHow) {
 }
 
 TEST(ChildExecutor, AStopIsPassedOnAndTheCaseIsInterrupted) {
-  const CaseResult r = OneChild("sleep 30").run(/*stop_first=*/true);
+  const CaseResult r = OneChild("exec sleep 30").run(/*stop_first=*/true);
   EXPECT_EQ(r.status, "interrupted");
   EXPECT_EQ(r.error, "killed by signal 15 (SIGTERM)");
 }
