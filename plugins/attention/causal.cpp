@@ -211,6 +211,8 @@ class CausalAttention final : public Sublayer {
     return c;
   }
 
+  AccountingFacts accounting() const override { return {0, args_.window}; }
+
  private:
   QkView view(const Tensor& buffer) const {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
@@ -282,4 +284,5 @@ BENCH_PLUGIN("attention", "1.0",
              "attention: causal MHA/GQA/MQA with sliding window, local/global layers, QK-norm, soft-capping and "
              "dropout") {
   registrar.add(bench::attention::causal_info());
+  registrar.set_default(bench::Slot::kAttention, "causal");
 }

@@ -5,4 +5,5 @@ BENCH_PLUGIN("blocks", "1.0", "transformer blocks: serial, parallel (GPT-J / PaL
   using namespace bench::blocks;
   registrar.add(serial_info());
   registrar.add(parallel_info());
+  registrar.set_default(bench::Slot::kBlock, "serial");
 }

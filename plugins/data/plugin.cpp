@@ -4,4 +4,5 @@ BENCH_PLUGIN("data", "1.0", "datasets: synthetic language, text bytes, llm.c tok
   registrar.add(bench::data::synthetic_info());
   registrar.add(bench::data::text_info());
   registrar.add(bench::data::tokens_info());
+  registrar.set_default(bench::Slot::kDataset, "synthetic");
 }

@@ -91,6 +91,8 @@ class Relu2Ffn final : public bench::Sublayer {
     const double r = static_cast<double>(rows_), w = static_cast<double>(width_), h = static_cast<double>(hidden_);
     return bench::Cost{4 * r * w * h + 2 * r * h, 8 * r * w * h + 3 * r * h, 0, 0};
   }
+  // Its hidden width, for `bench calc`.
+  bench::AccountingFacts accounting() const override { return {hidden_, 0}; }
 
  private:
   int64_t d_ff_;

@@ -51,6 +51,7 @@ class GatedFfn : public Sublayer {
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override;
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override;
   Cost cost() const override;
+  AccountingFacts accounting() const override { return {hidden_, 0}; }
 
  private:
   kernels::Activation act_;

@@ -51,6 +51,7 @@ class Mlp final : public Sublayer {
     const double a = activation_flops(act_);
     return ffn_cost(rows_, width_, hidden_, 1, a, a + 1, esize_);
   }
+  AccountingFacts accounting() const override { return {hidden_, 0}; }
 
  private:
   kernels::Activation act_;

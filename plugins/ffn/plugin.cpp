@@ -8,4 +8,5 @@ BENCH_PLUGIN("ffn", "1.0",
   registrar.add(swiglu_info());
   registrar.add(geglu_info());
   registrar.add(reglu_info());
+  registrar.set_default(bench::Slot::kFfn, "swiglu");
 }

@@ -10,4 +10,6 @@ BENCH_PLUGIN("norms", "1.0", "norm types (LayerNorm, RMSNorm, none) and norm pos
   registrar.add(post_info());
   registrar.add(double_info());
   registrar.add(output_info());
+  registrar.set_default(bench::Slot::kNorm, "rmsnorm");
+  registrar.set_default(bench::Slot::kNormPosition, "pre");
 }

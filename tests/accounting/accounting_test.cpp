@@ -133,6 +133,26 @@ TEST(ConfigAccounts, CountsFromTheComponentsAgreeWithTheFormula) {
   EXPECT_NEAR(m.flops_declared_forward_per_token * 3 / m.flops_declared_train_per_token, 1.0, 0.05);
 }
 
+// d_ff and the sliding window come from what the components report (Component::accounting), not
+// from parameter names: an MLP with an explicit width, a SwiGLU by its rule, a window.
+TEST(ConfigAccounts, WidthsAndWindowsComeFromTheComponents) {
+  const std::string path =
+      test::write_temp("facts.toml",
+                       "[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\nseq_len = 32\nbatch_size = 2\n"
+                       "attention = { type = \"causal\", window = 8 }\n[[variant]]\nname = \"mlp\"\n"
+                       "model.ffn = { type = \"mlp\", d_ff = 100 }\n[[variant]]\nname = \"glu\"\n[throughput]\n");
+  const auto models = config_accounts(path, "cpu", 0, 0, 2.0);
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].shape.d_ff, 100);
+  EXPECT_EQ(models[1].shape.d_ff, 192);
+  for (const auto& m : models) {
+    EXPECT_EQ(m.shape.sliding_window, 8);
+    EXPECT_EQ(m.shape.local_layers, 2);
+    // A window of 8 keeps 8 tokens of the 32 in the cache.
+    EXPECT_DOUBLE_EQ(m.accounts.kv_bytes_total, m.accounts.kv_bytes_per_token * 8 * 2);
+  }
+}
+
 TEST(ConfigAccounts, ErrorsPointAtTheFile) {
   const std::string path = test::write_temp("bad_calc.toml", "name = \"x\"\n[model]\nd_model = \"wide\"\n");
   try {

@@ -2,23 +2,22 @@
 #include <gtest/gtest.h>
 
 #include "experiment/resolve.h"
+#include "support/errors.h"
 #include "support/toml_case.h"
 
 namespace bench {
 namespace {
 
-std::string error_of(const std::string& toml) {
-  try {
-    for (const auto& c : test::cases_of(toml, "cpu", "bad.toml")) {
-      const ResolvedCase rc = resolve_case(c, test::builtin_registry());
-      validate_case(rc, test::builtin_registry());
-    }
-  } catch (const Error& e) {
-    const std::string w = e.what();
-    const auto pos = w.find("bad.toml");
-    return pos == std::string::npos ? w : w.substr(pos);
-  }
-  return "no error";
+/// The error an experiment's cases give when resolved and validated, from its file name on;
+/// "no error" when they give none.
+std::string error_in(const std::string& toml) {
+  const std::string w = test::error_of([&] {
+    for (const auto& c : test::cases_of(toml, "cpu", "bad.toml"))
+      validate_case(test::resolve(c), test::builtin_registry());
+  });
+  if (w.empty()) return "no error";
+  const auto pos = w.find("bad.toml");
+  return pos == std::string::npos ? w : w.substr(pos);
 }
 
 TEST(Experiment, ListsExpandToTheirCrossProduct) {
@@ -39,7 +38,7 @@ TEST(Experiment, ListsExpandToTheirCrossProduct) {
 TEST(Experiment, ListValuedParametersAreNotSweeps) {
   const auto cases = test::cases_of("[throughput]\nmodes = [\"forward\", \"train_step\"]\n");
   ASSERT_EQ(cases.size(), 1u);
-  const ResolvedCase rc = resolve_case(cases[0], test::builtin_registry());
+  const ResolvedCase rc = test::resolve(cases[0]);
   EXPECT_EQ(rc.runner.strings("modes"), (std::vector<std::string>{"forward", "train_step"}));
 }
 
@@ -50,8 +49,8 @@ TEST(Experiment, VariantsOverrideTheBaseAndDeviceTablesShrinkIt) {
       "[[variant]]\nname = \"ln\"\nmodel.norm = \"layernorm\"\n"
       "[[variant]]\nname = \"wide\"\nmodel.d_model = 128\ncpu.stability.steps = 20\n");
   ASSERT_EQ(cases.size(), 2u);
-  const ResolvedCase ln = resolve_case(cases[0], test::builtin_registry());
-  const ResolvedCase wide = resolve_case(cases[1], test::builtin_registry());
+  const ResolvedCase ln = test::resolve(cases[0]);
+  const ResolvedCase wide = test::resolve(cases[1]);
   EXPECT_EQ(cases[0].label, "ln");
   EXPECT_EQ(ln.model.dims.d_model, 64);  // [cpu] applies to the base
   EXPECT_EQ(ln.model.slot(Slot::kNorm).info->name, "layernorm");
@@ -66,7 +65,7 @@ TEST(Experiment, SeedListIsASweepAndDefaultsApply) {
   const auto cases = test::cases_of("seed = [1, 2, 3]\n[stability]\n");
   ASSERT_EQ(cases.size(), 3u);
   EXPECT_EQ(cases[2].label, "seed=3");
-  const ResolvedCase rc = resolve_case(cases[1], test::builtin_registry());
+  const ResolvedCase rc = test::resolve(cases[1]);
   EXPECT_EQ(rc.seed, 2);
   EXPECT_EQ(rc.model.slot(Slot::kNormPosition).info->name, "pre");
   EXPECT_EQ(rc.model.slot(Slot::kFfn).info->name, "swiglu");
@@ -75,45 +74,45 @@ TEST(Experiment, SeedListIsASweepAndDefaultsApply) {
 }
 
 TEST(Experiment, ErrorsNameFileLineAndColumn) {
-  EXPECT_EQ(error_of("[model]\nd_model = 100\nn_heads = 3\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nd_model = 100\nn_heads = 3\n[stability]\n"),
             "bad.toml:3:1: d_model (100) is not divisible by n_heads (3); change one, or set d_head explicitly");
-  EXPECT_EQ(error_of("[model]\nn_heads = 4\nn_kv_heads = 3\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nn_heads = 4\nn_kv_heads = 3\n[stability]\n"),
             "bad.toml:3:1: n_heads (4) is not a multiple of n_kv_heads (3)");
-  EXPECT_EQ(error_of("[model]\nnorm = \"rmsnrom\"\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nnorm = \"rmsnrom\"\n[stability]\n"),
             "bad.toml:2:1: unknown norm 'rmsnrom' (did you mean 'rmsnorm'?); available: layernorm, none, rmsnorm");
-  EXPECT_EQ(error_of("[model]\nd_modle = 64\n[stability]\n").substr(0, 52),
+  EXPECT_EQ(error_in("[model]\nd_modle = 64\n[stability]\n").substr(0, 52),
             "bad.toml:2:1: unknown key 'd_modle' in [model] (did ");
-  EXPECT_EQ(error_of("[model]\nd_model = \"big\"\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nd_model = \"big\"\n[stability]\n"),
             "bad.toml:2:1: 'd_model' of [model] must be an integer, found string \"big\"");
-  EXPECT_EQ(error_of("[model]\nd_model = 0\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nd_model = 0\n[stability]\n"),
             "bad.toml:2:1: 'd_model' of [model] must be >= 1, found 0");
-  EXPECT_EQ(error_of("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"), "bad.toml:4:1: empty sweep: []");
-  EXPECT_EQ(error_of("[model\nd_model = 1\n").substr(0, 33), "bad.toml:1:7: TOML syntax error: ");
-  EXPECT_EQ(error_of("[modle]\n[stability]\n").substr(0, 51), "bad.toml:1:2: unknown key 'modle' in the experiment");
-  EXPECT_EQ(error_of("[model]\nffn = { type = \"swiglu\", d_f = 3 }\n[stability]\n").substr(0, 61),
+  EXPECT_EQ(error_in("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"), "bad.toml:4:1: empty sweep: []");
+  EXPECT_EQ(error_in("[model\nd_model = 1\n").substr(0, 33), "bad.toml:1:7: TOML syntax error: ");
+  EXPECT_EQ(error_in("[modle]\n[stability]\n").substr(0, 51), "bad.toml:1:2: unknown key 'modle' in the experiment");
+  EXPECT_EQ(error_in("[model]\nffn = { type = \"swiglu\", d_f = 3 }\n[stability]\n").substr(0, 61),
             "bad.toml:2:26: unknown key 'd_f' for ffn 'swiglu' (model.ffn)");
-  EXPECT_EQ(error_of("[model]\nposition = { type = \"rope\" }\nd_head = 7\nn_heads = 2\nd_model = 14\n[stability]\n"),
+  EXPECT_EQ(error_in("[model]\nposition = { type = \"rope\" }\nd_head = 7\nn_heads = 2\nd_model = 14\n[stability]\n"),
             "bad.toml:3:1: RoPE rotates pairs of features: d_head (7) must be even");
-  EXPECT_EQ(error_of("[model]\nd_model = 64\n"),
-            "bad.toml: nothing to run: add a [throughput] or a [stability] section");
-  EXPECT_EQ(error_of("[stability]\nschedule = \"cosin\"\n"),
+  EXPECT_EQ(error_in("[model]\nd_model = 64\n"),
+            "bad.toml: nothing to run: add a [throughput], a [stability] or a [diagnostics] section");
+  EXPECT_EQ(error_in("[stability]\nschedule = \"cosin\"\n"),
             "bad.toml:2:1: unknown value \"cosin\" for 'schedule' of [stability]; expected one of cosine, linear, "
             "constant (did you mean \"cosine\"?)");
-  EXPECT_EQ(error_of("[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n[stability]\n"),
+  EXPECT_EQ(error_in("[[variant]]\nname = \"a\"\n[[variant]]\nname = \"a\"\n[stability]\n"),
             "bad.toml:4:1: duplicate variant name 'a'");
-  EXPECT_EQ(error_of("[data]\ntype = \"text\"\npath = \"missing.txt\"\n[stability]\n").substr(0, 40),
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"missing.txt\"\n[stability]\n").substr(0, 40),
             "bad.toml:3:1: no such file: /tmp/bench_t");
 }
 
 TEST(Experiment, NonUtf8AndUnreadableFilesAreErrors) {
   const std::string path = test::write_temp("latin1.toml", "name = \"caf\xe9\"\n[stability]\n");
   try {
-    read_experiment(path);
+    test::read_file_experiment(path);
     FAIL() << "expected an error";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.loc().line, 1) << e.what();
   }
-  EXPECT_THROW(read_experiment("/nonexistent/exp.toml"), ConfigError);
+  EXPECT_THROW(test::read_file_experiment("/nonexistent/exp.toml"), ConfigError);
 }
 
 TEST(Experiment, TooManyCasesIsAnError) {

@@ -40,8 +40,9 @@ Sharded shard_file(const std::string& text, int64_t n) {
   Sharded s;
   s.cases = test::cases_of(text);
   std::vector<ResolvedCase> resolved;
-  for (const auto& c : s.cases) resolved.push_back(resolve_case(c, test::builtin_registry()));
-  s.shard = shard_of(s.cases, resolved, n);
+  std::vector<std::string> keys;
+  for (const auto& c : s.cases) keys.push_back(shard_unit_key(c, test::resolve(c)));
+  s.shard = shard_of(keys, n);
   return s;
 }
 

@@ -27,11 +27,11 @@ TEST(ShippedExperiments, EveryFileResolvesOnTheCpuAndOnCuda) {
   EXPECT_GE(files.size(), 12u);
   for (const std::string& file : files) {
     SCOPED_TRACE(file);
-    const ExperimentFile f = read_experiment(file);
+    const ExperimentFile f = test::read_file_experiment(file);
     for (const char* device : {"cpu", "cuda"}) {
       const std::vector<Case> cases = expand_cases(f, test::builtin_registry(), device);
       EXPECT_FALSE(cases.empty()) << device;
-      for (const Case& c : cases) EXPECT_NO_THROW((void)resolve_case(c, test::builtin_registry())) << device;
+      for (const Case& c : cases) EXPECT_NO_THROW((void)test::resolve(c)) << device;
     }
   }
 }

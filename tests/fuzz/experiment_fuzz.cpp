@@ -14,6 +14,7 @@
 #include "experiment/resolve.h"
 #include "model/model.h"
 #include "plugins/registry.h"
+#include "runners/registry.h"
 
 namespace {
 
@@ -35,13 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     f.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
   try {
-    bench::ExperimentFile file = bench::read_experiment(path);
+    bench::ExperimentFile file = bench::read_experiment(path, bench::runner_sections());
     // plugin_paths would dlopen whatever a random input names: not part of what is fuzzed.
     file.plugin_paths.clear();
     for (const auto& c : bench::expand_cases(file, registry(), "cpu", 64)) {
-      const bench::ResolvedCase rc = bench::resolve_case(c, registry());
-      bench::validate_case(rc, registry());
-      (void)bench::Model::estimate_bytes(rc.model, registry());
+      const bench::ResolvedCase rc = bench::resolve_case(c, registry(), bench::runner_sections());
+      (void)bench::Model::plan(rc.model, registry());  // validates and measures, as `bench validate` does
     }
   } catch (const bench::Error&) {
     // A clear error: the expected outcome for most inputs.

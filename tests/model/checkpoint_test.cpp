@@ -16,6 +16,7 @@
 #include "bench/interfaces.h"
 #include "model/safetensors.h"
 #include "runners/evaluate.h"
+#include "support/errors.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -64,14 +65,7 @@ std::vector<int32_t> some_tokens(int64_t n) {
   return t;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 TEST(Checkpoint, LlamaUsesHuggingFaceNames) {
   Model m(test::resolve_first(kLlama).model, test::builtin_registry(), 1);

@@ -124,5 +124,32 @@ TEST(Model, CostCountsTheMatrixFlops) {
   EXPECT_NEAR(c.flops_backward / c.flops_forward, 2.0, 0.2);
 }
 
+// A case's plan: what the real model will be (bytes, cost, parameters), measured without memory,
+// and the case's validation: each component checks itself before its setup, at the key.
+TEST(Model, ThePlanIsTheModelWithoutMemoryAndValidatesEveryComponent) {
+  for (const char* extra : {"", "norm_position = \"post\"\n", "block = \"parallel\"\nffn = \"mlp\"\n"}) {
+    std::string toml = kBase;
+    toml.insert(toml.find("[data]"), extra);
+    const ResolvedCase rc = test::resolve_first(toml);
+    const ModelPlan plan = Model::plan(rc.model, test::builtin_registry());
+    const Model m(rc.model, test::builtin_registry(), 3);
+    EXPECT_EQ(plan.bytes, m.bytes()) << extra;
+    EXPECT_EQ(plan.n_params, m.n_params()) << extra;
+    EXPECT_EQ(plan.n_params_embedding, m.n_params_embedding()) << extra;
+    EXPECT_EQ(plan.cost.flops_forward, m.cost().flops_forward) << extra;
+    EXPECT_EQ(plan.cost.flops_backward, m.cost().flops_backward) << extra;
+  }
+  std::string odd = kBase;  // RoPE cannot rotate an odd head: refused by the plan, at the key
+  odd.insert(odd.find("[data]"), "d_head = 7\n");
+  try {
+    (void)Model::plan(test::resolve_first(odd).model, test::builtin_registry());
+    ADD_FAILURE() << "planned an odd RoPE head";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("exp.toml:7:1: RoPE rotates pairs of features: d_head (7) must be even"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace bench

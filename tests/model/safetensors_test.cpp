@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "bench/error.h"
+#include "support/errors.h"
 
 namespace bench::safetensors {
 namespace {
@@ -30,13 +31,9 @@ std::vector<char> make_file(const std::string& header, size_t buffer_bytes, int6
   return out;
 }
 
-std::string error_of(const std::vector<char>& bytes) {
-  try {
-    parse(bytes, "t.safetensors");
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+/// The error parsing `bytes` gives, or "".
+std::string parse_error(const std::vector<char>& bytes) {
+  return test::error_of([&] { parse(bytes, "t.safetensors"); });
 }
 
 TEST(Safetensors, ReadsAHandWrittenFile) {
@@ -114,48 +111,49 @@ TEST(Safetensors, HalfAndBfloat16BitPatterns) {
 
 TEST(Safetensors, RejectsMalformedFiles) {
   const std::string ok = R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
-  EXPECT_EQ(error_of(make_file(ok, 8)), "");
-  EXPECT_NE(error_of({1, 2, 3}).find("shorter than the 8-byte header length"), std::string::npos);
-  EXPECT_NE(error_of(make_file(ok, 8, 1000)).find("runs past the end of the file"), std::string::npos);
-  EXPECT_NE(error_of(make_file(ok, 8, int64_t{1} << 40)).find("exceeds the 100 MB limit"), std::string::npos);
-  EXPECT_NE(error_of(make_file("[" + ok + "]", 8)).find("does not start with '{'"), std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":)", 8)).find("not valid JSON"), std::string::npos);
-  EXPECT_NE(
-      error_of(make_file(R"({"a":{"dtype":"F17","shape":[2],"data_offsets":[0,8]}})", 8)).find("unknown dtype 'F17'"),
-      std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8))
+  EXPECT_EQ(parse_error(make_file(ok, 8)), "");
+  EXPECT_NE(parse_error({1, 2, 3}).find("shorter than the 8-byte header length"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(ok, 8, 1000)).find("runs past the end of the file"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(ok, 8, int64_t{1} << 40)).find("exceeds the 100 MB limit"), std::string::npos);
+  EXPECT_NE(parse_error(make_file("[" + ok + "]", 8)).find("does not start with '{'"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":)", 8)).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F17","shape":[2],"data_offsets":[0,8]}})", 8))
+                .find("unknown dtype 'F17'"),
+            std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8))
                 .find("span 8 bytes but shape and dtype need 12"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8))
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8))
                 .find("non-negative integers"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)).find("end before"),
-            std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[2]}})", 8)).find("needs dtype, shape and data_offsets"),
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", 8)).find("end before"),
             std::string::npos);
   EXPECT_NE(
-      error_of(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", 8)).find("unknown key 'x'"),
+      parse_error(make_file(R"({"a":{"dtype":"F32","shape":[2]}})", 8)).find("needs dtype, shape and data_offsets"),
       std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8],"x":1}})", 8))
+                .find("unknown key 'x'"),
+            std::string::npos);
   // Out of range, overlapping, a hole, trailing bytes.
-  EXPECT_NE(error_of(make_file(ok, 4)).find("past the end of the buffer"), std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                               8))
+  EXPECT_NE(parse_error(make_file(ok, 4)).find("past the end of the buffer"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                  8))
                 .find("overlaps"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8)).find("hole"),
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8)).find("hole"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(ok, 12)).find("4 bytes after the last tensor"), std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                               R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                               8))
+  EXPECT_NE(parse_error(make_file(ok, 12)).find("4 bytes after the last tensor"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                  R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                  8))
                 .find("'a' appears twice"),
             std::string::npos);
-  EXPECT_NE(error_of(make_file(R"({"__metadata__":{"k":1}})", 0)).find("is not a string"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(R"({"__metadata__":{"k":1}})", 0)).find("is not a string"), std::string::npos);
   // An empty file of tensors is valid: "{}" and no buffer.
-  EXPECT_EQ(error_of(make_file("{}", 0)), "");
+  EXPECT_EQ(parse_error(make_file("{}", 0)), "");
   // Errors name the file.
-  EXPECT_NE(error_of(make_file(ok, 4)).find("t.safetensors: not a valid safetensors file"), std::string::npos);
+  EXPECT_NE(parse_error(make_file(ok, 4)).find("t.safetensors: not a valid safetensors file"), std::string::npos);
 }
 
 TEST(Safetensors, NonFloatTensorsParseButDoNotConvert) {

@@ -1,4 +1,4 @@
-// The `causal` attention component on its own (float64, set up through a minimal SetupContext),
+// The `causal` attention component on its own (float64, set up in a test::ComponentRig),
 // against closed forms: n_kv_heads = n_heads is MHA; GQA equals MHA with each kv head's weights
 // repeated over its group (outputs and summed gradients); MQA gives equal heads when the query
 // projections are equal; a window covering the sequence is full causal attention; the
@@ -16,61 +16,10 @@
 
 #include "bench/interfaces.h"
 #include "bench/random.h"
-#include "experiment/resolve.h"
-#include "model/arena.h"
-#include "support/toml_case.h"
+#include "support/component_rig.h"
 
 namespace bench {
 namespace {
-
-/// Just enough of a SetupContext to set up one attention (and its position component) alone.
-class StandaloneSetup final : public SetupContext {
- public:
-  StandaloneSetup(const ModelSpec& spec, Arena& arena, std::vector<std::unique_ptr<Param>>& params, int layer,
-                  Position* position)
-      : spec_(spec),
-        arena_(arena),
-        params_(params),
-        layer_(layer),
-        position_(position),
-        scope_("blocks." + std::to_string(layer) + ".attn") {}
-
-  const ModelDims& dims() const override { return spec_.dims; }
-  DType dtype() const override { return spec_.dtype; }
-  int64_t rows() const override { return spec_.dims.tokens(); }
-  int64_t width() const override { return spec_.dims.d_model; }
-  int layer() const override { return layer_; }
-  const std::string& scope() const override { return scope_; }
-  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
-    auto p = std::make_unique<Param>();
-    p->name = std::string(name);
-    p->shape = shape;
-    p->init = init;
-    p->group = group;
-    p->value = arena_.allocate(shape, spec_.dtype);
-    p->grad = arena_.allocate(shape, spec_.dtype);
-    Rng rng(hash_seed(11, p->name));
-    double* v = p->value.data<double>();
-    for (int64_t i = 0; i < shape.numel(); ++i)
-      v[i] = init.kind == Init::Kind::kOnes ? 1.0 : (init.kind == Init::Kind::kZeros ? 0.0 : rng.normal() * 0.5);
-    params_.push_back(std::move(p));
-    return params_.back().get();
-  }
-  Tensor buffer(Shape shape, DType dtype) override { return arena_.allocate(shape, dtype); }
-  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
-    throw Error("not in this test");
-  }
-  Position* position() override { return position_; }
-  Param* embedding_weight() override { throw Error("not in this test"); }
-
- private:
-  const ModelSpec& spec_;
-  Arena& arena_;
-  std::vector<std::unique_ptr<Param>>& params_;
-  int layer_;
-  Position* position_;
-  std::string scope_;
-};
 
 /// A float64 experiment: d_model 16, 4 heads of 4, seq 12, batch 2, plus extra [model] lines.
 std::string experiment(const std::string& model_lines) {
@@ -81,35 +30,37 @@ std::string experiment(const std::string& model_lines) {
   return s + model_lines + "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
 }
 
-/// One attention component at `layer`, its parameters, input and output.
+/// Weights as this test draws them: each from its own stream keyed by its name within the
+/// attention, N(0, 0.25) (ones and zeros as declared).
+void attention_init(Param& p, std::string_view local) {
+  Rng rng(hash_seed(11, std::string(local)));
+  double* v = p.value.data<double>();
+  for (int64_t i = 0; i < p.shape.numel(); ++i)
+    v[i] = p.init.kind == Init::Kind::kOnes ? 1.0 : (p.init.kind == Init::Kind::kZeros ? 0.0 : rng.normal() * 0.5);
+}
+
+/// One attention component at `layer` (and its position component), its parameters, input and output.
 class Attention {
  public:
   explicit Attention(const std::string& model_lines, int layer = 0)
-      : spec_(test::resolve_first(experiment(model_lines)).model) {
-    Registry& reg = test::builtin_registry();
-    const SlotChoice& pos = spec_.slot(Slot::kPosition);
-    position_ = reg.create(*pos.info, pos.params);
-    StandaloneSetup pos_setup(spec_, arena_, params_, -1, nullptr);
-    position_->setup(pos_setup);
-    const SlotChoice& att = spec_.slot(Slot::kAttention);
-    component_ = reg.create(*att.info, att.params);
-    StandaloneSetup setup(spec_, arena_, params_, layer, dynamic_cast<Position*>(position_.get()));
-    component_->setup(setup);
-    x_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
-    y_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
-    dx_ = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+      : rig_(test::resolve_first(experiment(model_lines)).model, test::ComponentRig::Options()
+                                                                     .in("blocks." + std::to_string(layer) + ".attn")
+                                                                     .at_layer(layer)
+                                                                     .filled_by(attention_init)) {
+    position_ = rig_.build<Position>(Slot::kPosition);
+    rig_.set_position(position_.get());
+    component_ = rig_.build<Sublayer>(Slot::kAttention);
+    x_ = rig_.tensor({rows(), dims().d_model});
+    y_ = rig_.tensor({rows(), dims().d_model});
+    dx_ = rig_.tensor({rows(), dims().d_model});
     Rng rng(3);
     for (int64_t i = 0; i < x_.numel(); ++i) x_.data<double>()[i] = rng.normal();
   }
 
-  int64_t rows() const { return spec_.dims.tokens(); }
-  const ModelDims& dims() const { return spec_.dims; }
-  Sublayer& sublayer() { return *dynamic_cast<Sublayer*>(component_.get()); }
-  Param& param(const std::string& name) {
-    for (auto& p : params_)
-      if (p->name == name) return *p;
-    throw Error("no parameter " + name);
-  }
+  int64_t rows() const { return rig_.dims().tokens(); }
+  const ModelDims& dims() const { return rig_.dims(); }
+  Sublayer& sublayer() { return *component_; }
+  Param& param(const std::string& name) { return rig_.param(name); }
   double* w(const std::string& name) { return param(name).value.data<double>(); }
   void scale_input(double s) {
     for (int64_t i = 0; i < x_.numel(); ++i) x_.data<double>()[i] *= s;
@@ -133,27 +84,26 @@ class Attention {
   }
   /// Gradient of sum(y * dy) with respect to x; parameter gradients are zeroed first.
   std::vector<double> backward(const std::vector<double>& dy) {
-    for (auto& p : params_) p->grad.zero();
+    for (Param& p : rig_.params()) p.grad.zero();
     RunContext ctx;
     ctx.training = false;
     forward(ctx);
-    Tensor g = arena_.allocate({rows(), spec_.dims.d_model}, DType::kFloat64);
+    Tensor g = rig_.tensor({rows(), dims().d_model});
     std::copy(dy.begin(), dy.end(), g.data<double>());
     sublayer().backward(g, dx_, ctx);
     return {dx_.data<double>(), dx_.data<double>() + dx_.numel()};
   }
   /// Make the output projection the identity (d_model = H * d_head): y is the heads' outputs.
   void identity_output() {
-    const int64_t n = spec_.dims.d_model;
+    const int64_t n = dims().d_model;
     double* wo = w("wo");
     for (int64_t i = 0; i < n * n; ++i) wo[i] = i / n == i % n ? 1.0 : 0.0;
   }
 
  private:
-  ModelSpec spec_;
-  Arena arena_;
-  std::vector<std::unique_ptr<Param>> params_;
-  std::unique_ptr<Component> position_, component_;
+  test::ComponentRig rig_;
+  std::unique_ptr<Position> position_;
+  std::unique_ptr<Sublayer> component_;
   Tensor x_, y_, dx_;
 };
 

@@ -9,105 +9,50 @@
 #include "bench/interfaces.h"
 #include "bench/ops.h"
 #include "bench/random.h"
-#include "experiment/resolve.h"
 #include "model/model.h"
-#include "support/toml_case.h"
+#include "support/component_rig.h"
 
 namespace bench {
 namespace {
 
-// Builds components of a resolved float64 case outside a model, as the model would (children
-// from the configured slots, dotted parameter names), and owns their parameters and buffers.
+// Components of a resolved float64 case built outside a model, as the model would (children from
+// the configured slots, dotted parameter names, weights drawn as the model draws them), in a
+// test::ComponentRig with the position component built first.
 class Rig {
  public:
   explicit Rig(const std::string& model_lines)
-      : rc_(test::resolve_first("[model]\nd_model = 16\nn_heads = 2\nseq_len = 5\nbatch_size = 2\n"
-                                "dtype = \"float64\"\ninit_std = 0.3\n" +
-                                model_lines +
-                                "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n")) {
-    Context root(*this, "");
-    position_ = root.build_as<Position>(Slot::kPosition, "pos");
+      : rig_(test::resolve_first("[model]\nd_model = 16\nn_heads = 2\nseq_len = 5\nbatch_size = 2\n"
+                                 "dtype = \"float64\"\ninit_std = 0.3\n" +
+                                 model_lines + "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n")
+                 .model,
+             test::ComponentRig::Options().at_layer(0).filled_by(test::init_by_kind(17))) {
+    position_ = rig_.build<Position>(Slot::kPosition, "pos");
+    rig_.set_position(position_.get());
   }
 
   template <class I>
   std::unique_ptr<I> build(Slot slot, const std::string& name) {
-    Context root(*this, "");
-    return root.build_as<I>(slot, name);
+    return rig_.build<I>(slot, name);
   }
 
   /// Copy every parameter under `from.` to the same name under `to.`.
   void copy_params(const std::string& from, const std::string& to) {
     int copied = 0;
-    for (Param& p : params_) {
+    for (Param& p : rig_.params()) {
       if (p.name.rfind(from + ".", 0) != 0) continue;
       ops::copy(p.value, param(to + p.name.substr(from.size())).value);
       ++copied;
     }
     EXPECT_GT(copied, 0) << from;
   }
-  Param& param(const std::string& name) {
-    for (Param& p : params_)
-      if (p.name == name) return p;
-    throw Error("no parameter " + name);
-  }
-  int64_t rows() const { return rc_.model.dims.tokens(); }
-  int64_t width() const { return rc_.model.dims.d_model; }
+  Param& param(const std::string& name) { return rig_.param(name); }
+  int64_t rows() const { return rig_.rows(); }
+  int64_t width() const { return rig_.width(); }
   std::vector<double>& tensor() { return storage_.emplace_back(static_cast<size_t>(rows() * width()), 0.0); }
   Tensor view(std::vector<double>& v) const { return Tensor(v.data(), DType::kFloat64, {rows(), width()}); }
 
  private:
-  class Context final : public SetupContext {
-   public:
-    Context(Rig& rig, std::string scope) : rig_(rig), scope_(std::move(scope)) {}
-    const ModelDims& dims() const override { return rig_.rc_.model.dims; }
-    DType dtype() const override { return DType::kFloat64; }
-    int64_t rows() const override { return rig_.rows(); }
-    int64_t width() const override { return rig_.width(); }
-    int layer() const override { return 0; }
-    const std::string& scope() const override { return scope_; }
-    Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
-      Param& p = rig_.params_.emplace_back();
-      p.name = join(name);
-      p.shape = shape;
-      p.init = init;
-      p.group = group;
-      p.value = buffer(shape);
-      p.grad = buffer(shape);
-      Rng rng(hash_seed(17, p.name));
-      double* v = p.value.data<double>();
-      for (int64_t i = 0; i < shape.numel(); ++i) {
-        v[i] = init.kind == Init::Kind::kNormal  ? rng.normal() * init.value
-               : init.kind == Init::Kind::kZeros ? 0.0
-                                                 : init.value;
-      }
-      return &p;
-    }
-    using SetupContext::buffer;
-    Tensor buffer(Shape shape, DType dtype) override {
-      return Tensor(rig_.storage_.emplace_back(static_cast<size_t>(shape.numel()), 0.0).data(), dtype, shape);
-    }
-    std::unique_ptr<Component> build(Slot slot, std::string_view name, int64_t, int64_t) override {
-      const SlotChoice& c = rig_.rc_.model.slot(slot);
-      std::unique_ptr<Component> comp = test::builtin_registry().create(*c.info, c.params);
-      Context child(rig_, join(name));
-      comp->setup(child);
-      return comp;
-    }
-    Position* position() override { return rig_.position_.get(); }
-    Param* embedding_weight() override { throw Error("no embedding"); }
-
-   private:
-    std::string join(std::string_view name) const {
-      if (scope_.empty()) return std::string(name);
-      if (name.empty()) return scope_;
-      return scope_ + "." + std::string(name);
-    }
-    Rig& rig_;
-    std::string scope_;
-  };
-
-  ResolvedCase rc_;
-  std::list<Param> params_;
+  test::ComponentRig rig_;
   std::list<std::vector<double>> storage_;
   std::unique_ptr<Position> position_;
 };

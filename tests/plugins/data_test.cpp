@@ -22,7 +22,7 @@ Loaded load(const std::string& data_toml, const std::string& name = "data.toml")
   Loaded l;
   const std::string toml = "[model]\nseq_len = 8\nbatch_size = 2\n[data]\n" + data_toml + "\n[stability]\n";
   const auto cases = test::cases_of(toml, "cpu", name);
-  l.rc = resolve_case(cases.at(0), test::builtin_registry());
+  l.rc = test::resolve(cases.at(0));
   validate_case(l.rc, test::builtin_registry());
   l.owner = test::builtin_registry().create(*l.rc.data.info, l.rc.data.params);
   l.ds = dynamic_cast<Dataset*>(l.owner.get());

@@ -13,6 +13,7 @@
 #include "bench/ops.h"
 #include "kernels/memory.h"
 #include "model/model.h"
+#include "runners/registry.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -37,8 +38,8 @@ ResolvedCase resolve(const std::string& ffn, const std::string& device, const st
       dtype + "\"\nffn = " + ffn +
       "\n[data]\ntype = \"synthetic\"\n"
       "reference_tokens = 2048\n[stability]\n";
-  const ExperimentFile f = read_experiment(test::write_temp("relu2_" + device + ".toml", toml));
-  return resolve_case(expand_cases(f, registry(), device).at(0), registry());
+  const ExperimentFile f = read_experiment(test::write_temp("relu2_" + device + ".toml", toml), runner_sections());
+  return resolve_case(expand_cases(f, registry(), device).at(0), registry(), runner_sections());
 }
 
 /// Loss and grad norm of one training step of `m` on `backend`, and the first block's FFN

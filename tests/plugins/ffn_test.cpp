@@ -8,80 +8,42 @@
 
 #include "bench/interfaces.h"
 #include "bench/random.h"
-#include "experiment/resolve.h"
 #include "kernels/activation.h"
-#include "support/toml_case.h"
+#include "support/component_rig.h"
 
 namespace bench {
 namespace {
 
-// A stand-alone SetupContext for one FFN: owns its parameters and buffers. Without `allocate`
-// it records shapes only, so real-model sizes cost no memory.
-class FfnRig final : public SetupContext {
+// One FFN in a rig of its own (layer 0, scope "ffn"); with `allocate`, weights from N(0, init_std^2)
+// keyed by name, else shapes only (real-model sizes cost no memory).
+class FfnRig {
  public:
-  FfnRig(const std::string& model_lines, bool allocate = true)
-      : rc_(test::resolve_first("[model]\nseq_len = 3\nbatch_size = 2\ndtype = \"float64\"\n" + model_lines +
-                                "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n")),
-        allocate_(allocate) {
-    const SlotChoice& c = rc_.model.slot(Slot::kFfn);
-    owner_ = test::builtin_registry().create(*c.info, c.params);
-    ffn = dynamic_cast<Sublayer*>(owner_.get());
-    ffn->setup(*this);
-  }
+  explicit FfnRig(const std::string& model_lines, bool allocate = true)
+      : rig_(test::resolve_first("[model]\nseq_len = 3\nbatch_size = 2\ndtype = \"float64\"\n" + model_lines +
+                                 "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n")
+                 .model,
+             test::ComponentRig::Options()
+                 .in("ffn")
+                 .at_layer(0)
+                 .filled_by(allocate ? test::normal_init(11) : nullptr)
+                 .shapes_only(!allocate)),
+        owner_(rig_.build<Sublayer>(Slot::kFfn)),
+        ffn(owner_.get()) {}
 
-  const ModelDims& dims() const override { return rc_.model.dims; }
-  DType dtype() const override { return DType::kFloat64; }
-  int64_t rows() const override { return rc_.model.dims.tokens(); }
-  int64_t width() const override { return rc_.model.dims.d_model; }
-  int layer() const override { return 0; }
-  const std::string& scope() const override { return scope_; }
-  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
-    auto& p = params.emplace_back();
-    p.name = scope_ + "." + std::string(name);
-    p.shape = shape;
-    p.init = init;
-    p.group = group;
-    p.value = buffer(shape);
-    p.grad = buffer(shape);
-    if (allocate_) {
-      Rng rng(hash_seed(11, p.name));
-      for (int64_t i = 0; i < shape.numel(); ++i) p.value.data<double>()[i] = rng.normal() * init.value;
-    }
-    return &p;
-  }
-  using SetupContext::buffer;
-  Tensor buffer(Shape shape, DType dtype) override {
-    if (!allocate_) return Tensor(nullptr, dtype, shape);
-    return Tensor(storage_.emplace_back(static_cast<size_t>(shape.numel()), 0.0).data(), dtype, shape);
-  }
-  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
-    throw Error("an FFN builds no children");
-  }
-  Position* position() override { throw Error("no position"); }
-  Param* embedding_weight() override { throw Error("no embedding"); }
-
-  const Param& param(const std::string& name) const {
-    for (const Param& p : params)
-      if (p.name == scope_ + "." + name) return p;
-    throw Error("no parameter " + name);
-  }
-  int64_t n_params() const {
-    int64_t n = 0;
-    for (const Param& p : params) n += p.shape.numel();
-    return n;
-  }
+  int64_t rows() const { return rig_.rows(); }
+  int64_t width() const { return rig_.width(); }
+  const Param& param(const std::string& name) const { return rig_.param(name); }
+  const std::list<Param>& params() const { return rig_.params(); }
+  int64_t n_params() const { return rig_.n_params(); }
   /// Hidden width: the down projection's input features.
   int64_t hidden() const { return param("w_out").shape[1]; }
 
-  std::list<Param> params;
-  Sublayer* ffn = nullptr;
-
  private:
-  ResolvedCase rc_;
-  bool allocate_;
-  std::string scope_ = "ffn";
-  std::list<std::vector<double>> storage_;
-  std::unique_ptr<Component> owner_;
+  test::ComponentRig rig_;
+  std::unique_ptr<Sublayer> owner_;
+
+ public:
+  Sublayer* ffn;
 };
 
 std::string ffn_line(const std::string& table) { return "ffn = { " + table + " }\n"; }
@@ -145,7 +107,7 @@ TEST(FfnPlugin, ForwardMatchesTheClosedForm) {
 TEST(FfnPlugin, ParameterCountsAndNames) {
   for (const FfnKind& k : all_kinds()) {
     FfnRig rig("d_model = 16\n" + ffn_line(k.table + ", d_ff = 40"));
-    ASSERT_EQ(rig.params.size(), 2u) << k.table;
+    ASSERT_EQ(rig.params().size(), 2u) << k.table;
     EXPECT_EQ(rig.param("w_in").shape, (Shape{k.gated ? 80 : 40, 16})) << k.table;  // gated: [gate | up] fused
     EXPECT_EQ(rig.param("w_out").shape, (Shape{16, 40})) << k.table;
     EXPECT_EQ(rig.n_params(), (k.gated ? 3 : 2) * 16 * 40) << k.table;

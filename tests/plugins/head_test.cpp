@@ -1,4 +1,4 @@
-// The `lm_head` component on its own (float64, set up through a minimal SetupContext): loss,
+// The `lm_head` component on its own (float64, set up in a test::ComponentRig): loss,
 // z-loss and z against a float64 reference of the formula, with and without the output soft-cap
 // (ignored targets included); the cap bounds the loss (<= 2c + ln V) and z (<= c + ln V) however
 // large the logits, and is nearly the identity for logits much smaller than c; a tied head
@@ -12,70 +12,29 @@
 
 #include "bench/interfaces.h"
 #include "bench/random.h"
-#include "experiment/resolve.h"
-#include "model/arena.h"
-#include "support/toml_case.h"
+#include "support/component_rig.h"
 
 namespace bench {
 namespace {
 
 constexpr int64_t kRows = 12, kWidth = 8, kVocab = 16;
 
-/// Just enough of a SetupContext to set up one head alone; `embedding` stands in for the
-/// token embedding's table.
-class HeadSetup final : public SetupContext {
- public:
-  HeadSetup(const ModelSpec& spec, Arena& arena, std::vector<std::unique_ptr<Param>>& params, Param* embedding)
-      : spec_(spec), arena_(arena), params_(params), embedding_(embedding) {}
-  const ModelDims& dims() const override { return spec_.dims; }
-  DType dtype() const override { return spec_.dtype; }
-  int64_t rows() const override { return kRows; }
-  int64_t width() const override { return kWidth; }
-  int layer() const override { return -1; }
-  const std::string& scope() const override { return scope_; }
-  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
-    auto p = std::make_unique<Param>();
-    p->name = "head." + std::string(name);
-    p->shape = shape;
-    p->init = init;
-    p->group = group;
-    p->value = arena_.allocate(shape, spec_.dtype);
-    p->grad = arena_.allocate(shape, spec_.dtype);
-    params_.push_back(std::move(p));
-    return params_.back().get();
-  }
-  Tensor buffer(Shape shape, DType dtype) override { return arena_.allocate(shape, dtype); }
-  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
-    throw Error("not in this test");
-  }
-  Position* position() override { throw Error("not in this test"); }
-  Param* embedding_weight() override { return embedding_; }
-
- private:
-  const ModelSpec& spec_;
-  Arena& arena_;
-  std::vector<std::unique_ptr<Param>>& params_;
-  Param* embedding_;
-  std::string scope_ = "head";
-};
-
 /// One head, its weight (declared or the stand-in embedding), input h and targets.
 class HeadUnderTest {
  public:
-  explicit HeadUnderTest(const std::string& model_lines) {
-    const std::string toml = "[model]\ndtype = \"float64\"\nd_model = 8\nn_heads = 2\n" + model_lines +
-                             "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
-    spec_ = test::resolve_first(toml).model;
-    embedding_.name = "embed.weight";
-    embedding_.shape = Shape{kVocab, kWidth};
-    embedding_.value = arena_.allocate(embedding_.shape, DType::kFloat64);
-    embedding_.grad = arena_.allocate(embedding_.shape, DType::kFloat64);
-    const SlotChoice& choice = spec_.slot(Slot::kHead);
-    component_ = test::builtin_registry().create(*choice.info, choice.params);
-    HeadSetup setup(spec_, arena_, params_, &embedding_);
-    component_->setup(setup);
-    weight_ = params_.empty() ? &embedding_ : params_.front().get();
-    h_ = arena_.allocate({kRows, kWidth}, DType::kFloat64);
+  explicit HeadUnderTest(const std::string& model_lines)
+      : rig_(test::resolve_first("[model]\ndtype = \"float64\"\nd_model = 8\nn_heads = 2\n" + model_lines +
+                                 "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n"
+                                 "[stability]\n")
+                 .model,
+             test::ComponentRig::Options().in("head").with_rows(kRows).with_width(kWidth)) {
+    Param& embedding = rig_.stand_in("embed.weight", {kVocab, kWidth});
+    rig_.set_embedding(&embedding);
+    component_ = rig_.build(Slot::kHead);
+    for (Param& p : rig_.params())
+      if (&p != &embedding) declared_.push_back(&p);
+    weight_ = declared_.empty() ? &embedding : declared_.front();
+    h_ = rig_.tensor({kRows, kWidth});
     Rng rng(5);
     for (int64_t i = 0; i < h_.numel(); ++i) h_.data<double>()[i] = rng.normal();
     for (int64_t i = 0; i < weight_->value.numel(); ++i) weight_->value.data<double>()[i] = rng.normal() * 0.5;
@@ -83,14 +42,13 @@ class HeadUnderTest {
   }
 
   Head& head() { return *dynamic_cast<Head*>(component_.get()); }
-  const std::vector<std::unique_ptr<Param>>& declared() const { return params_; }
+  const std::vector<Param*>& declared() const { return declared_; }
   void scale_weight(double s) {
     for (int64_t i = 0; i < weight_->value.numel(); ++i) weight_->value.data<double>()[i] *= s;
   }
   LossInfo forward() {
-    RunContext ctx;
-    ctx.training = false;
-    return head().forward(h_, targets_.data(), ctx);
+    rig_.ctx.training = false;
+    return head().forward(h_, targets_.data(), rig_.ctx);
   }
 
   /// Largest |h W^T| over the rows with a target.
@@ -137,10 +95,8 @@ class HeadUnderTest {
   }
 
  private:
-  ModelSpec spec_;
-  Arena arena_;
-  std::vector<std::unique_ptr<Param>> params_;
-  Param embedding_;
+  test::ComponentRig rig_;
+  std::vector<Param*> declared_;
   Param* weight_ = nullptr;
   std::unique_ptr<Component> component_;
   Tensor h_;

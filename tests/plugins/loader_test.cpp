@@ -57,6 +57,44 @@ TEST(Loader, DuplicateNamesNameBothFiles) {
   EXPECT_TRUE(contains(e, "libbench_norms.so")) << e;
 }
 
+// The defaults an experiment gets where it names no component come from the plugins, one per slot.
+TEST(Loader, EverySlotsPluginDeclaresItsDefault) {
+  const Registry& r = test::builtin_registry();
+  const std::vector<std::pair<Slot, std::string>> expected = {
+      {Slot::kEmbedding, "token"},  {Slot::kPosition, "rope"}, {Slot::kBlock, "serial"},
+      {Slot::kNormPosition, "pre"}, {Slot::kNorm, "rmsnorm"},  {Slot::kAttention, "causal"},
+      {Slot::kFfn, "swiglu"},       {Slot::kHead, "lm_head"},  {Slot::kDataset, "synthetic"}};
+  for (const auto& [slot, name] : expected) {
+    const ComponentInfo* d = r.default_component(slot);
+    ASSERT_NE(d, nullptr) << slot_name(slot);
+    EXPECT_EQ(d->name, name) << slot_name(slot);
+    EXPECT_EQ(d, r.find(slot, name));
+  }
+  // An experiment that names nothing gets them, and they are stored by name.
+  const ResolvedCase rc = test::resolve_first("[stability]\n");
+  for (const auto& [slot, name] : expected)
+    EXPECT_EQ((slot == Slot::kDataset ? rc.data : rc.model.slot(slot)).info->name, name) << slot_name(slot);
+  Registry empty;
+  EXPECT_EQ(empty.default_component(Slot::kNorm), nullptr);
+}
+
+TEST(Loader, ASecondDefaultForASlotNamesBothFiles) {
+  const std::string e = load_error("second_default");
+  EXPECT_TRUE(contains(e,
+                       "libbad_second_default.so: register: default norm 'plain_norm': slot 'norm' already has "
+                       "default 'rmsnorm' from "))
+      << e;
+  EXPECT_TRUE(contains(e, "libbench_norms.so")) << e;
+}
+
+TEST(Loader, ADefaultMustBeTheDeclaringPluginsOwn) {
+  const std::string e = load_error("default_unknown");
+  EXPECT_TRUE(contains(e,
+                       "libbad_default_unknown.so: register: default ffn 'ghost': the plugin registers no such "
+                       "component"))
+      << e;
+}
+
 TEST(Loader, ThrowingRegistrationIsAnErrorValue) {
   const std::string e = load_error("throwing_register");
   EXPECT_TRUE(contains(e, "libbad_throwing_register.so: register: cannot register today")) << e;

@@ -16,9 +16,9 @@
 #include "bench/interfaces.h"
 #include "bench/random.h"
 #include "experiment/resolve.h"
-#include "model/arena.h"
-#include "runners/runner.h"
-#include "support/toml_case.h"
+#include "runners/registry.h"
+#include "support/component_rig.h"
+#include "support/errors.h"
 
 namespace bench {
 namespace {
@@ -31,61 +31,22 @@ std::string model_toml(const std::string& position, int64_t d_model, int64_t n_h
          "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
 }
 
-/// A SetupContext for one component on its own: buffers and parameters from an arena.
-class SoloContext final : public SetupContext {
- public:
-  explicit SoloContext(const ModelSpec& spec) : spec_(spec) {}
-  const ModelDims& dims() const override { return spec_.dims; }
-  DType dtype() const override { return spec_.dtype; }
-  int64_t rows() const override { return spec_.dims.tokens(); }
-  int64_t width() const override { return spec_.dims.d_model; }
-  int layer() const override { return -1; }
-  const std::string& scope() const override { return scope_; }
-  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
-    auto p = std::make_unique<Param>();
-    p->name = scope_ + "." + std::string(name);
-    p->shape = shape;
-    p->init = init;
-    p->group = group;
-    p->value = arena_.allocate(shape, spec_.dtype);
-    p->grad = arena_.allocate(shape, spec_.dtype);
-    params_.push_back(std::move(p));
-    return params_.back().get();
-  }
-  Tensor buffer(Shape shape, DType dtype) override { return arena_.allocate(shape, dtype); }
-  std::unique_ptr<Component> build(Slot, std::string_view, int64_t, int64_t) override {
-    throw Error("a position component builds no children");
-  }
-  Position* position() override { return nullptr; }
-  Param* embedding_weight() override { return nullptr; }
-  std::vector<std::unique_ptr<Param>> params_;
-
- private:
-  const ModelSpec& spec_;
-  std::string scope_ = "pos";
-  Arena arena_;
-};
-
-/// The position component of an experiment, validated and set up on its own.
+/// The position component of an experiment, validated and set up on its own (scope "pos").
 struct Solo {
+  explicit Solo(const std::string& toml)
+      : rc(test::resolve_first(toml)), rig(rc.model, test::ComponentRig::Options().in("pos")) {
+    validate_case(rc, test::builtin_registry());
+    owner = rig.build<Position>(Slot::kPosition);
+    pos = owner.get();
+  }
   ResolvedCase rc;
-  std::unique_ptr<Component> owner;
-  std::unique_ptr<SoloContext> ctx;
+  test::ComponentRig rig;
+  std::unique_ptr<Position> owner;
   Position* pos = nullptr;
   const ModelDims& dims() const { return rc.model.dims; }
 };
 
-std::unique_ptr<Solo> solo(const std::string& toml) {
-  auto s = std::make_unique<Solo>();
-  s->rc = test::resolve_first(toml);
-  validate_case(s->rc, test::builtin_registry());
-  const SlotChoice& choice = s->rc.model.slot(Slot::kPosition);
-  s->owner = test::builtin_registry().create(*choice.info, choice.params);
-  s->pos = dynamic_cast<Position*>(s->owner.get());
-  s->ctx = std::make_unique<SoloContext>(s->rc.model);
-  s->owner->setup(*s->ctx);
-  return s;
-}
+std::unique_ptr<Solo> solo(const std::string& toml) { return std::make_unique<Solo>(toml); }
 
 // ---------------------------------------------------------------------------------------------
 // RoPE: rotations
@@ -380,8 +341,8 @@ TEST(Learned, AddsItsRowsAndSumsTheBatchIntoItsGradient) {
   const int64_t seq = 5, d = 40, batch = 3;
   for (auto backend : {tile::Backend::kCpu, tile::Backend::kEmulated}) {
     auto s = solo(model_toml("\"learned\"", d, 2, seq, batch));
-    ASSERT_EQ(s->ctx->params_.size(), 1u);
-    Param& w = *s->ctx->params_[0];
+    ASSERT_EQ(s->rig.params().size(), 1u);
+    Param& w = s->rig.params().front();
     EXPECT_EQ(w.name, "pos.weight");
     EXPECT_EQ(w.group, ParamGroup::kEmbedding);
     EXPECT_TRUE(w.shape == Shape({seq, d}));
@@ -421,13 +382,9 @@ TEST(Learned, AddsItsRowsAndSumsTheBatchIntoItsGradient) {
 // ---------------------------------------------------------------------------------------------
 
 std::string config_error(const std::string& position, int64_t d_model = 16, int64_t n_heads = 2) {
-  try {
-    const ResolvedCase rc = test::resolve_first(model_toml(position, d_model, n_heads, 8));
-    validate_case(rc, test::builtin_registry());
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  const auto e = test::config_error_of(
+      [&] { validate_case(test::resolve_first(model_toml(position, d_model, n_heads, 8)), test::builtin_registry()); });
+  return e ? e->what() : "no error";
 }
 
 // model_toml puts `position = ...` on line 8 of exp.toml; an error names the key's place.
@@ -463,7 +420,7 @@ TEST(PositionConfig, ErrorsNameTheKey) {
 // Evaluation at a longer context than trained (the stability runner's eval_lengths)
 // ---------------------------------------------------------------------------------------------
 
-std::vector<store::MetricRow> train_and_eval(const std::string& position, const std::string& lengths) {
+std::vector<Metric> train_and_eval(const std::string& position, const std::string& lengths) {
   const std::string toml =
       "[model]\nd_model = 16\nn_heads = 2\nn_layers = 1\nseq_len = 16\nbatch_size = 4\n"
       "position = " +
@@ -472,17 +429,17 @@ std::vector<store::MetricRow> train_and_eval(const std::string& position, const 
       "[stability]\nsteps = 6\nlr = 1e-2\neval_batches = 2\neval_lengths = " +
       lengths + "\n";
   const auto cases = test::cases_of(toml);
-  const ResolvedCase rc = resolve_case(cases.at(0), test::builtin_registry());
+  const ResolvedCase rc = test::resolve(cases.at(0));
   validate_case(rc, test::builtin_registry());
   DeviceInfo device;
   Progress progress(true);
   RunnerEnv env{test::builtin_registry(), device, progress, "", nullptr, "", ""};
-  const store::CaseRow row = run_stability(cases.at(0), rc, env);
-  EXPECT_EQ(row.status, "completed") << row.error;
-  return row.metrics;
+  const CaseResult result = find_runner("stability")->run(cases.at(0), rc, env);
+  EXPECT_EQ(result.status, "completed") << result.error;
+  return result.metrics;
 }
 
-double metric(const std::vector<store::MetricRow>& m, const std::string& name) {
+double metric(const std::vector<Metric>& m, const std::string& name) {
   for (const auto& x : m)
     if (x.name == name) return x.value;
   ADD_FAILURE() << "no metric " << name;

@@ -10,6 +10,7 @@
 
 #include "bench/error.h"
 #include "store/store.h"
+#include "support/errors.h"
 
 namespace bench::report {
 namespace {
@@ -22,16 +23,7 @@ using store::RunInfo;
 using store::Store;
 using store::ThroughputRow;
 
-/// The error message of `f`, or "" when it does not throw bench::Error.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 QueryResult small_result() {
   QueryResult r;

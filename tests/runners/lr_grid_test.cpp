@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "runners/runner.h"
+#include "runners/stats.h"
 
 namespace bench {
 namespace {

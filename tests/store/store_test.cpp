@@ -17,6 +17,7 @@
 #include "bench/error.h"
 #include "store/schema.h"
 #include "store/sha256.h"
+#include "support/errors.h"
 
 namespace bench::store {
 namespace {
@@ -44,16 +45,7 @@ void raw_exec(const fs::path& p, const std::string& sql) {
   ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
-/// The error message of `f`, or "" when it does not throw bench::Error.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
 
 RunInfo sample_run() {
   RunInfo info;

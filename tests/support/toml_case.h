@@ -11,6 +11,7 @@
 #include "experiment/experiment.h"
 #include "experiment/resolve.h"
 #include "plugins/registry.h"
+#include "runners/registry.h"
 
 namespace bench::test {
 
@@ -33,18 +34,21 @@ inline std::string write_temp(const std::string& name, const std::string& text) 
   return path.string();
 }
 
+/// The experiment file at `path`, read with the build's runners.
+inline ExperimentFile read_file_experiment(const std::string& path) { return read_experiment(path, runner_sections()); }
+
 /// Cases of an experiment given as TOML text.
 inline std::vector<Case> cases_of(const std::string& toml, const std::string& device = "cpu",
                                   const std::string& name = "exp.toml") {
-  const ExperimentFile f = read_experiment(write_temp(name, toml));
+  const ExperimentFile f = read_file_experiment(write_temp(name, toml));
   return expand_cases(f, builtin_registry(), device);
 }
 
+/// A case resolved with the built-in plugins and the build's runners.
+inline ResolvedCase resolve(const Case& c) { return resolve_case(c, builtin_registry(), runner_sections()); }
+
 /// The first case of an experiment, resolved.
-inline ResolvedCase resolve_first(const std::string& toml) {
-  const auto cases = cases_of(toml);
-  return resolve_case(cases.at(0), builtin_registry());
-}
+inline ResolvedCase resolve_first(const std::string& toml) { return resolve(cases_of(toml).at(0)); }
 
 /// One batch of a case's dataset: inputs and targets, batch_size x seq_len each.
 struct Batch {

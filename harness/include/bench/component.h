@@ -1,4 +1,4 @@
-// defines: bench::Slot, ModelDims, Cost, Init, Param, SetupContext, RunContext, Component
+// defines: bench::Slot, ModelDims, Cost, AccountingFacts, Init, Param, SetupContext, RunContext, Component
 //
 // Every architecture variant is a Component registered by a plugin in one Slot. The harness
 // builds components from an experiment's configuration, calls setup() once with the model's
@@ -83,6 +83,14 @@ struct Cost {
   double bytes_forward = 0;
   double bytes_backward = 0;
   Cost& operator+=(const Cost& o);
+};
+
+/// Widths and windows of a component that accounting (`bench calc`: FLOPs and KV-cache bytes per
+/// token) reads from the component instead of parsing parameter names; 0 where a field does not
+/// apply. Parameters themselves are counted by the model from what components declare.
+struct AccountingFacts {
+  int64_t ffn_hidden = 0;        ///< a feed-forward network: the width of its hidden layer (d_ff)
+  int64_t attention_window = 0;  ///< an attention: the keys a query of this layer sees at most; 0 = all earlier ones
 };
 
 /// How a parameter is initialized (deterministically from the run seed and its name).
@@ -204,6 +212,8 @@ class Component {
   /// Declared FLOPs and bytes of one forward and one backward call (excluding children, which
   /// report their own).
   virtual Cost cost() const;
+  /// Facts for accounting, valid after setup (AccountingFacts); none by default.
+  virtual AccountingFacts accounting() const { return {}; }
   /// Children built through SetupContext::build, for cost accounting and listings.
   const std::vector<Component*>& children() const { return children_; }
   /// Called by the harness for each child built on this component's behalf.

@@ -49,6 +49,10 @@ class Registrar {
   virtual void plugin(std::string_view name, std::string_view version, std::string_view doc) = 0;
   /// Add a component. Problems (duplicate names) are reported by the loader afterwards.
   virtual void add(ComponentInfo info) = 0;
+  /// Declare this plugin's component `name` (added with add()) the default of `slot`: what an
+  /// experiment gets when it names no component there. One plugin per slot may declare one; the
+  /// loader refuses a second, naming both files.
+  virtual void set_default(Slot slot, std::string_view name) = 0;
 };
 
 }  // namespace bench

@@ -1,5 +1,6 @@
 // config_accounts(): the accounts of an experiment's models, counted from the components
-// themselves (Model built with plan_only: every component sets up, nothing is allocated).
+// themselves (a model's plan-only build: every component validates and sets up, nothing is
+// allocated).
 #include <map>
 
 #include "accounting/accounting.h"
@@ -8,44 +9,30 @@
 #include "experiment/resolve.h"
 #include "model/model.h"
 #include "plugins/registry.h"
+#include "runners/registry.h"
 
 namespace bench::accounting {
 
 namespace {
 
-/// The label token of a swept key, as experiment.cpp writes it: model.norm.type -> norm,
-/// model.d_model -> d_model.
-std::string axis_name(const std::string& key) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t dot = key.find('.', start);
-    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-    if (dot == std::string::npos) break;
-    start = dot + 1;
-  }
-  if (parts.size() >= 2 && parts.back() == "type") return parts[parts.size() - 2];
-  return parts.back();
-}
-
 /// The case's label restricted to what shapes the model: the variant and the model.* / data.* axes.
 std::string model_label(const Case& c) {
-  std::string label = c.variant;
-  for (const auto& [key, value] : c.axes.as_table()) {
-    if (key.rfind("model.", 0) != 0 && key.rfind("data.", 0) != 0) continue;
-    label += (label.empty() ? "" : " ") + axis_name(key) + "=" + (value.is_string() ? value.as_string() : value.str());
-  }
-  return label.empty() ? "base" : label;
+  return case_label(c.variant, c.axes,
+                    [](std::string_view key) { return key.starts_with("model.") || key.starts_with("data."); });
 }
 
-/// d_ff read from the first layer's FFN: its output matrix is [d_model, d_ff]. 0 when not found.
+/// A fact the model's components in `slot` report (AccountingFacts): the first block's for d_ff,
+/// the largest over the blocks for the window.
 int64_t ffn_width(const Model& m) {
-  const int64_t d = m.spec().dims.d_model;
-  for (const Param* p : m.params()) {
-    if (p->name.rfind("blocks.0.", 0) != 0 || p->name.find(".ffn.") == std::string::npos) continue;
-    if (p->shape.rank() == 2 && p->shape[0] == d && p->shape[1] != d) return p->shape[1];
-  }
+  for (const auto& [layer, c] : m.components(Slot::kFfn))
+    if (layer == 0) return c->accounting().ffn_hidden;
   return 0;
+}
+int64_t attention_window(const Model& m) {
+  int64_t window = 0;
+  for (const auto& [layer, c] : m.components(Slot::kAttention))
+    window = std::max(window, c->accounting().attention_window);
+  return window;
 }
 
 Architecture shape_of(const Model& m, const std::string& label) {
@@ -55,9 +42,10 @@ Architecture shape_of(const Model& m, const std::string& label) {
   a.n_layers = d.n_layers, a.d_model = d.d_model, a.n_heads = d.n_heads, a.n_kv_heads = d.n_kv_heads;
   a.d_head = d.d_head, a.d_ff = ffn_width(m), a.vocab_size = d.vocab_size, a.tied_embeddings = d.tie_embeddings;
   a.context = d.seq_len;
-  const SlotChoice& attn = m.spec().slot(Slot::kAttention);
-  if (const Value* w = attn.params.values().find("window"); w != nullptr && w->is_number() && w->as_int() > 0) {
-    a.sliding_window = w->as_int();
+  // As before the components reported it: any window counts every layer as local (a local/global
+  // pattern is not applied to the KV cache; docs/calc.md).
+  if (const int64_t w = attention_window(m); w > 0) {
+    a.sliding_window = w;
     a.local_layers = d.n_layers;
   }
   return a;
@@ -67,7 +55,7 @@ Architecture shape_of(const Model& m, const std::string& label) {
 
 std::vector<ConfigAccounts> config_accounts(const std::string& path, const std::string& device, int64_t context,
                                             int64_t batch, double bytes_per_element) {
-  const ExperimentFile file = read_experiment(path);
+  const ExperimentFile file = read_experiment(path, runner_sections());
   Registry registry;
   registry.load_defaults();
   for (const auto& dir : file.plugin_paths) registry.load_directory(dir, true);
@@ -75,15 +63,14 @@ std::vector<ConfigAccounts> config_accounts(const std::string& path, const std::
   std::vector<ConfigAccounts> out;
   std::map<std::string, size_t> seen;  // resolved model JSON -> index in out
   for (const Case& c : expand_cases(file, registry, device)) {
-    ResolvedCase rc = resolve_case(c, registry);
-    validate_case(rc, registry);
+    ResolvedCase rc = resolve_case(c, registry, file.runners);
     // Cases differing only in runner settings (lr, steps ...) build the same model.
     const std::string model_json = resolved_json(ResolvedCase{rc.model, rc.data, Params{}, 0});
     if (const auto it = seen.find(model_json); it != seen.end()) {
       out[it->second].ordinals.push_back(c.ordinal);
       continue;
     }
-    const Model m(rc.model, registry, 0, /*plan_only=*/true);
+    const Model m(rc.model, registry, Model::Validating{});  // validated, nothing allocated
     ConfigAccounts ca;
     ca.label = model_label(c);
     ca.variant = c.variant;

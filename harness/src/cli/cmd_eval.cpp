@@ -10,26 +10,27 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "runners/evaluate.h"
+#include "runners/registry.h"
 
 namespace bench::cli {
 
 int cmd_eval(const GlobalOptions& g, const EvalArgs& o) {
   try {
-    ExperimentFile file = read_experiment(o.config, /*model_only=*/true);
+    ExperimentFile file = read_experiment(o.config, runner_sections(), /*model_only=*/true);
     Registry registry;
     registry.load_defaults();
     for (const auto& dir : file.plugin_paths) registry.load_directory(dir, true);
-    // A model-only file (no runner section) still describes one model: give it an empty
-    // throughput section so that it expands into a case.
+    // A model-only file (no runner section) still describes one model: give it an empty section
+    // of the first runner so that it expands into a case.
     bool has_runner = false;
-    for (const auto& r : {"throughput", "stability"}) has_runner = has_runner || file.root.find(r) != nullptr;
-    if (!has_runner) file.root["throughput"] = Value::table();
+    for (const auto& r : file.runners) has_runner = has_runner || file.root.find(r.name) != nullptr;
+    if (!has_runner) file.root[file.runners.front().name] = Value::table();
     const std::vector<Case> cases = expand_cases(file, registry, "cpu");
     if (o.case_ordinal >= static_cast<int64_t>(cases.size()))
       throw Error(o.config + " has " + std::to_string(cases.size()) + " cases; --case " +
                   std::to_string(o.case_ordinal) + " does not exist");
     const Case& c = cases[static_cast<size_t>(o.case_ordinal)];
-    ResolvedCase rc = resolve_case(c, registry);
+    ResolvedCase rc = resolve_case(c, registry, file.runners);
     if (o.seq_len > 0) rc.model.dims.seq_len = o.seq_len;
     rc.model.dims.batch_size = o.batch_size;
     rc.model.dims.dropout_embedding = rc.model.dims.dropout_attention = rc.model.dims.dropout_residual = 0;

@@ -6,6 +6,7 @@
 #include "cli/prepare.h"
 #include "experiment/experiment.h"
 #include "kernels/catalog.h"
+#include "runners/registry.h"
 
 namespace bench::cli {
 
@@ -14,7 +15,7 @@ int cmd_list(const GlobalOptions&, const std::string& what, const std::string& e
   try {
     registry.load_defaults();
     if (!experiment.empty()) {
-      const ExperimentFile f = read_experiment(experiment);
+      const ExperimentFile f = read_experiment(experiment, runner_sections());
       for (const auto& dir : f.plugin_paths) registry.load_directory(dir, true);
     }
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include "cli/commands.h"
 #include "cli/prepare.h"
+#include "store/runs.h"
 #include "store/store.h"
 
 namespace bench::cli {
@@ -35,19 +36,12 @@ int cmd_merge(const GlobalOptions& g, const MergeArgs& o) {
   for (const auto& m : done)
     if (std::find(targets.begin(), targets.end(), m.target_run) == targets.end()) targets.push_back(m.target_run);
   for (const int64_t id : targets) {
-    const auto r = out->query(
-        "SELECT experiment_name, status, ifnull(error, ''), n_cases, ifnull(sweep, ''), shard_count, "
-        "(SELECT count(*) FROM cases WHERE run_id = runs.id), "
-        "(SELECT count(*) FROM cases WHERE run_id = runs.id AND status IN ('completed', 'diverged')) "
-        "FROM runs WHERE id = ?1",
-        {Value::integer(id)});
-    const auto& row = r.rows.at(0);
-    std::string line = fmt::format("run {} ({}): {} of {} cases finished, {} stored", id, row[0].as_string(),
-                                   row[7].as_int(), row[3].as_int(), row[6].as_int());
-    if (!row[4].as_string().empty())
-      line += fmt::format(", sweep {} of {} shards", row[4].as_string(), row[5].is_null() ? 0 : row[5].as_int());
-    line += ": " + row[1].as_string();
-    if (!row[2].as_string().empty()) line += " (" + row[2].as_string() + ")";
+    const store::RunSummary r = store::run_summary(*out, id);
+    std::string line = fmt::format("run {} ({}): {} of {} cases finished, {} stored", id, r.experiment_name, r.finished,
+                                   r.n_cases, r.stored);
+    if (!r.sweep.empty()) line += fmt::format(", sweep {} of {} shards", r.sweep, r.shard_count);
+    line += ": " + r.status;
+    if (!r.error.empty()) line += " (" + r.error + ")";
     std::printf("%s\n", line.c_str());
   }
   if (!g.quiet)

@@ -17,6 +17,7 @@
 #include "cli/prepare.h"
 #include "cli/signals.h"
 #include "experiment/shard.h"
+#include "store/runs.h"
 #include "store/sha256.h"
 #include "store/store.h"
 
@@ -99,9 +100,7 @@ bool shard_completed(const fs::path& db, const std::string& sweep, int64_t index
   if (!fs::exists(db, ec)) return false;
   try {
     const store::Store s(db.string(), store::Store::Mode::kReadOnly);
-    return !s.query("SELECT 1 FROM runs WHERE sweep = ?1 AND shard_index = ?2 AND status = 'completed'",
-                    {Value::string(sweep), Value::integer(index)})
-                .rows.empty();
+    return store::shard_completed(s, sweep, index);
   } catch (const Error&) {
     return false;  // unreadable or older: the task resumes or starts it, and says why
   }

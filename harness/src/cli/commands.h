@@ -35,10 +35,7 @@ struct RunOptions {
   std::string sweep;             ///< the sweep id of a shard (default: from the experiment text and N)
   int64_t jobs = 0;              ///< run this many cases at once, each in its own process (CPU)
   std::vector<int64_t> devices;  ///< one process per CUDA device, each seeing only its device
-  int64_t child_run = 0;         ///< (internal, a child of --isolate/--jobs) store one case into this run ...
-  int64_t child_case = -1;       ///< ... the case with this ordinal
-  std::string child_device;      ///< ... with this device description (DeviceInfo JSON)
-  std::string child_placement;   ///< ... stored as the case's placement
+  std::string jsonl;             ///< also write each case's result as a JSON line here ("-": stdout)
 };
 
 /// `bench merge OUT IN...`.
@@ -118,6 +115,9 @@ struct EvalArgs {
 };
 
 int cmd_run(const GlobalOptions& g, const RunOptions& o);
+/// The child of `bench run --isolate / --jobs / --devices` (hidden `bench run-case TASK RESULT`):
+/// runs the one case of the task file and writes its result (runners/child.h).
+int cmd_run_case(const std::string& task, const std::string& result);
 int cmd_validate(const GlobalOptions& g, const std::string& file, const std::string& device);
 int cmd_list(const GlobalOptions& g, const std::string& what, const std::string& experiment);
 int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string& format);

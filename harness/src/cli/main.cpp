@@ -50,11 +50,14 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::NonNegativeNumber)
       ->excludes(jobs_opt);
-  // The child of --isolate / --jobs / --devices: run one case of an existing run (not for direct use).
-  run_cmd->add_option("--isolated-run", run.child_run)->group("");
-  run_cmd->add_option("--isolated-case", run.child_case)->group("");
-  run_cmd->add_option("--isolated-device", run.child_device)->group("");
-  run_cmd->add_option("--isolated-placement", run.child_placement)->group("");
+  run_cmd->add_option("--jsonl", run.jsonl,
+                      "also write each case's result, as it ends, as one line of JSON to this file (- for stdout, "
+                      "instead of the table at the end)");
+  // The child of --isolate / --jobs / --devices: one case from a task file (not for direct use).
+  std::string case_task, case_result;
+  auto* run_case_cmd = app.add_subcommand("run-case", "")->group("");
+  run_case_cmd->add_option("task", case_task)->required();
+  run_case_cmd->add_option("result", case_result)->required();
 
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");
@@ -233,6 +236,7 @@ int main(int argc, char** argv) {
     return code == 0 ? kOk : kBadInput;
   }
   if (run_cmd->parsed()) return cmd_run(g, run);
+  if (run_case_cmd->parsed()) return cmd_run_case(case_task, case_result);
   if (validate_cmd->parsed()) return cmd_validate(g, validate_file, validate_device);
   if (list_cmd->parsed()) return cmd_list(g, list_what, list_experiment);
   if (results_cmd->parsed()) return cmd_results(g, results_run, results_format);

@@ -8,12 +8,13 @@
 
 #include "kernels/memory.h"
 #include "model/model.h"
+#include "runners/registry.h"
 
 namespace bench::cli {
 
 Prepared prepare(const std::string& path, const std::string& device_flag) {
   Prepared p;
-  p.file = read_experiment(path);
+  p.file = read_experiment(path, runner_sections());
   p.registry = std::make_unique<Registry>();
   p.registry->load_defaults();
   for (const auto& dir : p.file.plugin_paths) p.registry->load_directory(dir, true);
@@ -44,12 +45,11 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
   // A guarded run is a CPU run: the [cpu] overrides apply.
   p.cases = expand_cases(p.file, *p.registry, p.device == "cuda" ? "cuda" : "cpu");
   for (const auto& c : p.cases) {
-    ResolvedCase rc = resolve_case(c, *p.registry);
+    ResolvedCase rc = resolve_case(c, *p.registry, p.file.runners);
     rc.model.backend = backend;
-    validate_case(rc, *p.registry);
+    p.plans.push_back(Model::plan(rc.model, *p.registry));  // validates, sets up and measures, once
     p.resolved.push_back(std::move(rc));
   }
-  for (const auto& rc : p.resolved) p.model_bytes.push_back(Model::estimate_bytes(rc.model, *p.registry));
   p.keep_only(std::vector<bool>(p.cases.size(), true));
   return p;
 }
@@ -57,23 +57,32 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
 void Prepared::keep_only(const std::vector<bool>& keep) {
   std::vector<Case> kept_cases;
   std::vector<ResolvedCase> kept_resolved;
-  std::vector<size_t> kept_bytes;
+  std::vector<ModelPlan> kept_plans;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (!keep.at(i)) continue;
     kept_cases.push_back(std::move(cases[i]));
     kept_resolved.push_back(std::move(resolved[i]));
-    kept_bytes.push_back(model_bytes[i]);
+    kept_plans.push_back(plans[i]);
   }
   cases = std::move(kept_cases);
   resolved = std::move(kept_resolved);
-  model_bytes = std::move(kept_bytes);
+  plans = std::move(kept_plans);
   max_model_bytes = 0;
   max_model_case = 0;
-  for (size_t i = 0; i < model_bytes.size(); ++i)
-    if (model_bytes[i] > max_model_bytes) {
-      max_model_bytes = model_bytes[i];
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (plans[i].bytes > max_model_bytes) {
+      max_model_bytes = plans[i].bytes;
       max_model_case = i;
     }
+}
+
+std::string Prepared::case_counts() const {
+  std::string per_runner;
+  for (const Runner* r : runners()) {
+    const auto n = std::count_if(cases.begin(), cases.end(), [&](const Case& c) { return c.runner == r->name(); });
+    if (n > 0) per_runner += (per_runner.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(r->name());
+  }
+  return std::to_string(cases.size()) + " cases (" + per_runner + ")";
 }
 
 size_t available_memory(const std::string& device) {

@@ -1,4 +1,4 @@
-// defines: bench::cli::Prepared, prepare — read, load plugins, expand and check an experiment
+// defines: bench::cli::Prepared, prepare — read, load plugins, expand, resolve and plan an experiment
 #pragma once
 
 #include <memory>
@@ -8,11 +8,12 @@
 #include "cli/commands.h"
 #include "experiment/experiment.h"
 #include "experiment/resolve.h"
+#include "model/model.h"
 #include "plugins/registry.h"
 
 namespace bench::cli {
 
-/// An experiment ready to run: every case resolved and validated.
+/// An experiment ready to run: every case resolved, and checked by its plan-only build.
 struct Prepared {
   ExperimentFile file;
   std::unique_ptr<Registry> registry;
@@ -20,13 +21,18 @@ struct Prepared {
   std::string device_note;  ///< why
   std::vector<Case> cases;
   std::vector<ResolvedCase> resolved;
-  std::vector<size_t> model_bytes;  ///< per case, measured by a dry set-up
-  size_t max_model_bytes = 0;       ///< largest case
-  size_t max_model_case = 0;        ///< index in `cases` of that case
+  /// Per case: its plan-only build (Model::plan), which validated every component against the
+  /// model's dimensions, set it up and measured it. One per case: validation, the memory estimate
+  /// and the run's checks share it.
+  std::vector<ModelPlan> plans;
+  size_t max_model_bytes = 0;  ///< largest case
+  size_t max_model_case = 0;   ///< index in `cases` of that case
 
   /// Keeps only the cases whose `keep` flag is set (by position), with their resolved settings and
-  /// sizes, and the largest of them.
+  /// plans, and the largest of them.
   void keep_only(const std::vector<bool>& keep);
+  /// "16 cases (8 throughput, 8 stability)": the count, and per runner with cases.
+  std::string case_counts() const;
 };
 
 /// Everything before the first case runs. Throws ConfigError / Error.

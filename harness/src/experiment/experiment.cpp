@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "experiment/messages.h"
 #include "experiment/schema.h"
 #include "experiment/toml_reader.h"
 #include "plugins/registry.h"
@@ -14,20 +15,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
-
 void check_keys(const Value& table, const std::vector<std::string>& allowed, const std::string& where) {
-  for (const auto& [k, v] : table.as_table()) {
-    if (std::find(allowed.begin(), allowed.end(), k) != allowed.end()) continue;
-    std::string msg = "unknown key '" + k + "' in " + where;
-    const std::string dym = did_you_mean(k, allowed);
-    msg += dym.empty() ? "; allowed: " + join(allowed) : " (did you mean '" + dym + "'?)";
-    throw ConfigError(v.loc, msg);
-  }
+  for (const auto& [k, v] : table.as_table())
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) throw unknown_key(k, allowed, where, v.loc);
 }
 
 const Value& expect_table(const Value& v, const std::string& what) {
@@ -60,9 +50,9 @@ void normalize_model(Value& model) {
 }
 
 // The sections of an override table ([[variant]], [cpu], [cuda]) in canonical form.
-Value normalized_sections(const Value& t) {
+Value normalized_sections(const Value& t, const RunnerSections& runners) {
   Value out = Value::table({}, t.loc);
-  for (const auto& key : schema::override_keys()) {
+  for (const auto& key : schema::override_keys(runners)) {
     const Value* v = t.find(key);
     if (v == nullptr) continue;
     Value c = *v;
@@ -79,10 +69,14 @@ Value normalized_sections(const Value& t) {
   return out;
 }
 
-std::string axis_name(const std::vector<std::string>& path) {
+std::string axis_name(std::string_view key) {
   // model.norm.type -> norm; model.d_model -> d_model; stability.lr -> lr
-  if (path.size() >= 2 && path.back() == "type") return path[path.size() - 2];
-  return path.back();
+  const size_t last = key.rfind('.');
+  const std::string_view tail = last == std::string_view::npos ? key : key.substr(last + 1);
+  if (tail != "type" || last == std::string_view::npos) return std::string(tail);
+  const size_t before = key.rfind('.', last - 1);
+  return std::string(key.substr(before == std::string_view::npos ? 0 : before + 1,
+                                last - (before == std::string_view::npos ? 0 : before + 1)));
 }
 
 std::string axis_value(const Value& v) { return v.is_string() ? v.as_string() : v.str(); }
@@ -94,7 +88,7 @@ class SweepFinder {
   explicit SweepFinder(const Registry& registry) : registry_(registry) {}
 
   // Returns the path of the first sweep, or an empty path.
-  std::vector<std::string> find(const Value& config, const std::string& runner) {
+  std::vector<std::string> find(const Value& config, const RunnerSection& runner) {
     if (const Value* s = config.find("seed"); s && s->is_array()) return {"seed"};
     if (const Value* m = config.find("model")) {
       for (const auto& [k, v] : m->as_table()) {
@@ -110,9 +104,9 @@ class SweepFinder {
       auto p = find_in_slot(Slot::kDataset, *d, "[data]");
       if (!p.empty()) return prepend({"data"}, p);
     }
-    if (const Value* r = config.find(runner)) {
+    if (const Value* r = config.find(runner.name)) {
       for (const auto& [k, v] : r->as_table())
-        if (v.is_array() && is_scalar(schema::runner_params(runner), k)) return {runner, k};
+        if (v.is_array() && is_scalar(runner.params, k)) return {runner.name, k};
     }
     return {};
   }
@@ -120,14 +114,7 @@ class SweepFinder {
   const ComponentInfo& component(Slot slot, const Value& type, const std::string& what) const {
     const std::string name = expect_string(type, what + ".type");
     const ComponentInfo* info = registry_.find(slot, name);
-    if (info == nullptr) {
-      const auto names = registry_.names(slot);
-      std::string msg = "unknown " + std::string(slot_name(slot)) + " '" + name + "'";
-      const std::string dym = did_you_mean(name, names);
-      if (!dym.empty()) msg += " (did you mean '" + dym + "'?)";
-      msg += names.empty() ? "; no plugin provides one" : "; available: " + join(names);
-      throw ConfigError(type.loc, msg);
-    }
+    if (info == nullptr) throw unknown_component(slot, name, registry_, type.loc);
     return *info;
   }
 
@@ -164,6 +151,13 @@ Value* at_path(Value& root, const std::vector<std::string>& path) {
 
 }  // namespace
 
+std::string case_label(const std::string& variant, const Value& axes, bool (*keep)(std::string_view key_path)) {
+  std::string label = variant;
+  for (const auto& [k, v] : axes.as_table())
+    if (keep == nullptr || keep(k)) label += (label.empty() ? "" : " ") + axis_name(k) + "=" + axis_value(v);
+  return label.empty() ? "base" : label;
+}
+
 void merge_into(Value& base, const Value& over) {
   if (base.is_table() && over.is_table()) {
     for (const auto& [k, v] : over.as_table()) {
@@ -179,15 +173,16 @@ void merge_into(Value& base, const Value& over) {
   base = over;
 }
 
-ExperimentFile read_experiment(const std::string& path, bool model_only) {
+ExperimentFile read_experiment(const std::string& path, const RunnerSections& runners, bool model_only) {
   ExperimentFile f;
   f.path = path;
+  f.runners = runners;
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
   f.text = read_text_file(path);
   f.root = read_toml(f.text, path);
-  check_keys(f.root, schema::top_level_keys(), "the experiment");
+  check_keys(f.root, schema::top_level_keys(runners), "the experiment");
   const SourceLoc top{path, 0, 0, {}};
 
   f.name = fs::path(path).stem().string();
@@ -229,15 +224,17 @@ ExperimentFile read_experiment(const std::string& path, bool model_only) {
       f.plugin_paths.push_back(pp.lexically_normal().string());
     }
   }
-  for (const char* key : {"model", "data", "throughput", "stability", "cpu", "cuda"})
-    if (const Value* v = f.root.find(key); v && key != std::string("data"))
-      expect_table(*v, std::string("[") + key + "]");
+  std::vector<std::string> tables = {"model"};
+  for (const auto& r : runners) tables.push_back(r.name);
+  tables.insert(tables.end(), {"cpu", "cuda"});
+  for (const auto& key : tables)
+    if (const Value* v = f.root.find(key)) expect_table(*v, "[" + key + "]");
   for (const char* key : {"cpu", "cuda"})
-    if (const Value* v = f.root.find(key)) check_keys(*v, schema::override_keys(), std::string("[") + key + "]");
+    if (const Value* v = f.root.find(key)) check_keys(*v, schema::override_keys(runners), std::string("[") + key + "]");
   if (const Value* v = f.root.find("variant")) {
     if (!v->is_array()) throw ConfigError(v->loc, "variant must be an array of tables: write [[variant]]");
     std::vector<std::string> names;
-    auto allowed = schema::override_keys();
+    auto allowed = schema::override_keys(runners);
     allowed.insert(allowed.end(), {"name", "description", "cpu", "cuda"});
     for (const auto& var : v->as_array()) {
       expect_table(var, "[[variant]]");
@@ -252,12 +249,18 @@ ExperimentFile read_experiment(const std::string& path, bool model_only) {
       for (const char* key : {"cpu", "cuda"})
         if (const Value* d = var.find(key)) {
           expect_table(*d, std::string("[variant.") + key + "]");
-          check_keys(*d, schema::override_keys(), "[variant." + std::string(key) + "]");
+          check_keys(*d, schema::override_keys(runners), "[variant." + std::string(key) + "]");
         }
     }
   }
-  if (!model_only && !f.root.find("throughput") && !f.root.find("stability"))
-    throw ConfigError(top, "nothing to run: add a [throughput] or a [stability] section");
+  const bool has_runner =
+      std::any_of(runners.begin(), runners.end(), [&](const auto& r) { return f.root.find(r.name); });
+  if (!model_only && !has_runner) {
+    std::string sections;
+    for (size_t i = 0; i < runners.size(); ++i)
+      sections += std::string(i == 0 ? "" : i + 1 == runners.size() ? " or " : ", ") + "a [" + runners[i].name + "]";
+    throw ConfigError(top, "nothing to run: add " + sections + " section");
+  }
   return f;
 }
 
@@ -265,11 +268,11 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
                                size_t max_cases) {
   const Value& root = file.root;
   // Base configuration with every section in canonical form.
-  Value base = normalized_sections(root);
+  Value base = normalized_sections(root, file.runners);
   if (!base.find("seed")) base["seed"] = Value::integer(1234);
   if (!base.find("data")) base["data"] = Value::table();
   if (!base.find("model")) base["model"] = Value::table();
-  if (const Value* d = root.find(std::string(device))) merge_into(base, normalized_sections(*d));
+  if (const Value* d = root.find(std::string(device))) merge_into(base, normalized_sections(*d, file.runners));
 
   struct VariantDef {
     std::string name;
@@ -278,8 +281,8 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
   std::vector<VariantDef> variants;
   if (const Value* v = root.find("variant")) {
     for (const auto& var : v->as_array()) {
-      Value o = normalized_sections(var);
-      if (const Value* d = var.find(std::string(device))) merge_into(o, normalized_sections(*d));
+      Value o = normalized_sections(var, file.runners);
+      if (const Value* d = var.find(std::string(device))) merge_into(o, normalized_sections(*d, file.runners));
       variants.push_back({var.find("name")->as_string(), std::move(o)});
     }
   } else {
@@ -291,18 +294,22 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
   for (const auto& variant : variants) {
     Value merged = base;
     merge_into(merged, variant.overrides);
-    // Every model slot names a component; the dataset too.
+    // Every model slot names a component, the default its plugin declares when the file names
+    // none; the dataset too.
     Value& model = merged["model"];
+    const auto name_default = [&](Value& s, Slot slot) {
+      const ComponentInfo* d = registry.default_component(slot);
+      if (!s.find("type") && d != nullptr) s["type"] = Value::string(d->name, s.loc);
+    };
     for (const auto& [key, slot] : schema::model_slots()) {
       Value& s = model[key];
       if (s.is_null()) s = Value::table({}, model.loc);
-      if (!s.find("type")) s["type"] = Value::string(std::string(schema::default_component(slot)), s.loc);
+      name_default(s, slot);
     }
-    Value& data = merged["data"];
-    if (!data.find("type"))
-      data["type"] = Value::string(std::string(schema::default_component(Slot::kDataset)), data.loc);
+    name_default(merged["data"], Slot::kDataset);
 
-    for (const auto& runner : schema::runners()) {
+    for (const RunnerSection& section : file.runners) {
+      const std::string& runner = section.name;
       if (!merged.find(runner)) continue;
       Value config = Value::table();
       config["model"] = merged["model"];
@@ -312,7 +319,7 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
 
       // Depth-first expansion: the first sweep found splits the configuration.
       std::function<void(Value&, Value&)> expand = [&](Value& cfg, Value& axes) {
-        const auto path = finder.find(cfg, runner);
+        const auto path = finder.find(cfg, section);
         if (path.empty()) {
           if (cases.size() >= max_cases)
             throw ConfigError(SourceLoc{file.path, 0, 0, {}},
@@ -323,19 +330,7 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
           c.variant = variant.name;
           c.axes = axes;
           c.config = cfg;
-          std::string label = variant.name;
-          for (const auto& [k, v] : axes.as_table()) {
-            std::vector<std::string> parts;
-            size_t start = 0;
-            while (true) {
-              const size_t dot = k.find('.', start);
-              parts.push_back(k.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-              if (dot == std::string::npos) break;
-              start = dot + 1;
-            }
-            label += (label.empty() ? "" : " ") + axis_name(parts) + "=" + axis_value(v);
-          }
-          c.label = label.empty() ? "base" : label;
+          c.label = case_label(variant.name, axes);
           cases.push_back(std::move(c));
           return;
         }

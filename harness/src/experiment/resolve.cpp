@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bench/interfaces.h"
+#include "experiment/messages.h"
 #include "experiment/schema.h"
 #include "plugins/registry.h"
 
@@ -10,26 +11,19 @@ namespace bench {
 
 namespace {
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-  return s;
-}
-
 SlotChoice resolve_slot(Slot slot, const Value& t, const Registry& registry, const std::string& what) {
   const Value* type = t.find("type");
   SlotChoice c;
   c.loc = t.loc;
-  const std::string name = type ? type->as_string() : std::string(schema::default_component(slot));
-  c.info = registry.find(slot, name);
-  if (c.info == nullptr) {
+  if (type == nullptr && registry.default_component(slot) == nullptr) {
     const auto names = registry.names(slot);
-    std::string msg = "unknown " + std::string(slot_name(slot)) + " '" + name + "'";
-    const std::string dym = did_you_mean(name, names);
-    if (!dym.empty()) msg += " (did you mean '" + dym + "'?)";
-    msg += names.empty() ? "; no plugin provides one" : "; available: " + join(names);
-    throw ConfigError(type ? type->loc : t.loc, msg);
+    throw ConfigError(t.loc, what + " names no " + std::string(slot_name(slot)) +
+                                 " and no loaded plugin declares a default one" +
+                                 (names.empty() ? "" : "; available: " + join_names(names)));
   }
+  const std::string name = type ? type->as_string() : registry.default_component(slot)->name;
+  c.info = registry.find(slot, name);
+  if (c.info == nullptr) throw unknown_component(slot, name, registry, type ? type->loc : t.loc);
   c.params = Params::resolve(c.info->params, t, std::string(slot_name(slot)) + " '" + name + "' (" + what + ")",
                              type ? type->loc : t.loc);
   return c;
@@ -37,7 +31,7 @@ SlotChoice resolve_slot(Slot slot, const Value& t, const Registry& registry, con
 
 }  // namespace
 
-ResolvedCase resolve_case(const Case& c, const Registry& registry) {
+ResolvedCase resolve_case(const Case& c, const Registry& registry, const RunnerSections& runners) {
   ResolvedCase rc;
   const Value& cfg = c.config;
   rc.seed = cfg.find("seed")->as_int();
@@ -50,12 +44,7 @@ ResolvedCase resolve_case(const Case& c, const Registry& registry) {
   for (const auto& [k, s] : schema::model_slots()) allowed.push_back(k);
   for (const auto& [k, v] : model.as_table()) {
     if (schema::model_slot(k)) continue;
-    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
-      std::string msg = "unknown key '" + k + "' in [model]";
-      const std::string dym = did_you_mean(k, allowed);
-      msg += dym.empty() ? "; allowed: " + join(allowed) : " (did you mean '" + dym + "'?)";
-      throw ConfigError(v.loc, msg);
-    }
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) throw unknown_key(k, allowed, "[model]", v.loc);
     harness_keys[k] = v;
   }
   const Params mp = Params::resolve(schema::model_params(), harness_keys, "[model]", model.loc);
@@ -107,13 +96,21 @@ ResolvedCase resolve_case(const Case& c, const Registry& registry) {
                                                   ") is smaller than the dataset's vocabulary (" +
                                                   std::to_string(data_vocab) + ")");
 
-  const Value* runner = cfg.find(c.runner);
-  rc.runner = Params::resolve(schema::runner_params(c.runner), *runner, "[" + c.runner + "]", runner->loc);
-  if (c.runner == "stability") {
-    spec.decay_groups = rc.runner.strings("weight_decay_groups");
-    for (int64_t len : rc.runner.integers("eval_lengths"))
-      if (len < 1) throw ConfigError(rc.runner.where("eval_lengths"), "eval_lengths must be positive context lengths");
+  // The dataset checks itself against the complete dimensions (validate_case does it again).
+  try {
+    ds->validate(d);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error("plugin " + registry.origin(rc.data.info) + ": dataset '" + rc.data.info->name +
+                "': validate threw: " + e.what());
   }
+
+  const RunnerSection* section = schema::find_runner(runners, c.runner);
+  if (section == nullptr) throw Error("case " + std::to_string(c.ordinal) + ": no runner '" + c.runner + "'");
+  const Value* runner = cfg.find(c.runner);
+  rc.runner = Params::resolve(section->params, *runner, "[" + c.runner + "]", runner->loc);
+  if (section->resolve) section->resolve(rc.runner, spec);
   return rc;
 }
 
@@ -131,8 +128,6 @@ void validate_case(const ResolvedCase& rc, const Registry& registry) {
     }
   }
 }
-
-namespace {
 
 Value resolved_value(const ResolvedCase& rc) {
   Value root = Value::table();
@@ -167,14 +162,6 @@ Value resolved_value(const ResolvedCase& rc) {
   return root;
 }
 
-}  // namespace
-
 std::string resolved_json(const ResolvedCase& rc) { return resolved_value(rc).json(); }
-
-std::string lr_group_key(const ResolvedCase& rc) {
-  Value root = resolved_value(rc);
-  root["runner"].erase("lr");
-  return root.json();
-}
 
 }  // namespace bench

@@ -1,43 +1,20 @@
-// defines: bench::SlotChoice, ModelSpec, ResolvedCase, resolve_case, validate_case
+// defines: bench::ResolvedCase, resolve_case, validate_case
 //
 // A Case holds merged TOML values; resolving it checks every key and type against the
 // harness's schemas and the chosen components' declared parameters, and yields typed settings.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 
 #include "bench/component.h"
 #include "bench/params.h"
 #include "experiment/experiment.h"
+#include "model/spec.h"
 
 namespace bench {
 
 class Registry;
-struct ComponentInfo;
-
-/// The component chosen for a slot and its checked parameters.
-struct SlotChoice {
-  const ComponentInfo* info = nullptr;
-  Params params;
-  SourceLoc loc;  ///< where the slot was configured
-};
-
-/// Everything needed to build a model.
-struct ModelSpec {
-  ModelDims dims;
-  DType dtype = DType::kFloat32;
-  std::string final_norm = "auto";  ///< "auto", "on" or "off"
-  std::array<SlotChoice, kSlotCount> slots;
-  /// Parameter groups AdamW decays (ParamGroup names).
-  std::vector<std::string> decay_groups = {"matrix", "embedding"};
-  /// Where the model's tensors live and its kernels run: kCpu (host memory), kCuda (GPU
-  /// memory, CUDA launchers) or kGuarded (the CPU executor on guarded memory: tests). Set from
-  /// the run's device, not from the experiment's model table.
-  tile::Backend backend = tile::Backend::kCpu;
-  const SlotChoice& slot(Slot s) const { return slots[static_cast<size_t>(s)]; }
-};
 
 /// A case with typed, checked settings.
 struct ResolvedCase {
@@ -47,17 +24,21 @@ struct ResolvedCase {
   int64_t seed = 0;
 };
 
-/// Check and type a case. Throws ConfigError at the offending key.
-ResolvedCase resolve_case(const Case& c, const Registry& registry);
+/// Check and type a case: its model and data against the harness's keys and the components'
+/// declared parameters (the dataset also validates itself), its runner section against
+/// `runners`' settings. Throws ConfigError at the offending key.
+ResolvedCase resolve_case(const Case& c, const Registry& registry, const RunnerSections& runners);
 
-/// Construct every component of the case once, without allocating, and let each check itself
-/// against the model's dimensions (Component::validate). Throws ConfigError or Error.
+/// Construct every configured component of the case once, without setting anything up, and let
+/// each check itself against the model's dimensions (Component::validate): a case's configuration
+/// checked alone. `bench run` and `bench validate` get these checks, and those of set-up, from
+/// the case's plan-only build instead (Model::plan). Throws ConfigError or Error.
 void validate_case(const ResolvedCase& rc, const Registry& registry);
 
-/// The resolved configuration as JSON text, for storage with the case.
+/// The resolved configuration as a table: model (sizes and every slot's component with its
+/// parameters), data, the runner's settings ("runner") and seed.
+Value resolved_value(const ResolvedCase& rc);
+/// resolved_value as JSON text, for storage with the case.
 std::string resolved_json(const ResolvedCase& rc);
-/// resolved_json without the runner's peak learning rate: cases with equal keys differ only in
-/// `lr` and form one variant's learning-rate grid (for `lr_sensitivity`).
-std::string lr_group_key(const ResolvedCase& rc);
 
 }  // namespace bench

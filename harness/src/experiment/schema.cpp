@@ -2,16 +2,25 @@
 
 namespace bench::schema {
 
-const std::vector<std::string>& top_level_keys() {
-  static const std::vector<std::string> keys = {"name",         "description", "device",  "seed", "threads",
-                                                "plugin_paths", "model",       "variant", "data", "throughput",
-                                                "stability",    "cpu",         "cuda"};
+std::vector<std::string> top_level_keys(const RunnerSections& runners) {
+  std::vector<std::string> keys = {"name",         "description", "device",  "seed", "threads",
+                                   "plugin_paths", "model",       "variant", "data"};
+  for (const auto& r : runners) keys.push_back(r.name);
+  keys.insert(keys.end(), {"cpu", "cuda"});
   return keys;
 }
 
-const std::vector<std::string>& override_keys() {
-  static const std::vector<std::string> keys = {"model", "data", "throughput", "stability", "seed"};
+std::vector<std::string> override_keys(const RunnerSections& runners) {
+  std::vector<std::string> keys = {"model", "data"};
+  for (const auto& r : runners) keys.push_back(r.name);
+  keys.emplace_back("seed");
   return keys;
+}
+
+const RunnerSection* find_runner(const RunnerSections& runners, std::string_view name) {
+  for (const auto& r : runners)
+    if (r.name == name) return &r;
+  return nullptr;
 }
 
 const std::vector<ParamSpec>& model_params() {
@@ -59,87 +68,6 @@ std::optional<Slot> model_slot(std::string_view key) {
   for (const auto& [k, s] : model_slots())
     if (k == key) return s;
   return std::nullopt;
-}
-
-std::string_view default_component(Slot slot) {
-  switch (slot) {
-    case Slot::kEmbedding:
-      return "token";
-    case Slot::kPosition:
-      return "rope";
-    case Slot::kBlock:
-      return "serial";
-    case Slot::kNormPosition:
-      return "pre";
-    case Slot::kNorm:
-      return "rmsnorm";
-    case Slot::kAttention:
-      return "causal";
-    case Slot::kFfn:
-      return "swiglu";
-    case Slot::kHead:
-      return "lm_head";
-    case Slot::kDataset:
-      return "synthetic";
-  }
-  return "";
-}
-
-const std::vector<std::string>& runners() {
-  static const std::vector<std::string> r = {"throughput", "stability"};
-  return r;
-}
-
-const std::vector<ParamSpec>& runner_params(std::string_view runner) {
-  static const std::vector<ParamSpec> throughput = {
-      ParamSpec::strings("modes", {"forward", "forward_backward", "train_step"},
-                         {"forward", "forward_backward", "train_step"}, "what to time"),
-      ParamSpec::integer("repetitions", 5, "timed repetitions (median and spread over these)").at_least(1),
-      ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least").at_least(0),
-      ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
-      ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
-      ParamSpec::boolean("cuda_graph", false,
-                         "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
-                         "(no launch overhead); ignored on the CPU"),
-  };
-  static const std::vector<ParamSpec> stability = {
-      ParamSpec::integer("steps", 200, "optimizer steps").at_least(1),
-      ParamSpec::number("lr", 3e-3, "peak learning rate").at_least(0),
-      ParamSpec::number("warmup_fraction", 0.05, "linear warm-up as a fraction of the steps").at_least(0).at_most(1),
-      ParamSpec::integer("warmup_steps", 0, "linear warm-up steps; overrides warmup_fraction when > 0").at_least(0),
-      ParamSpec::choice("schedule", "cosine", {"cosine", "linear", "constant"}, "decay after warm-up"),
-      ParamSpec::number("min_lr_ratio", 0.1, "final learning rate / peak").at_least(0).at_most(1),
-      ParamSpec::number("weight_decay", 0.1, "AdamW weight decay of the decay group").at_least(0),
-      ParamSpec::choice("weight_decay_mode", "coupled", {"coupled", "independent"},
-                        "coupled: p *= 1 - lr*wd (PyTorch); independent: p *= 1 - wd*lr/peak_lr"),
-      ParamSpec::number("beta1", 0.9, "AdamW beta1").at_least(0).at_most(1),
-      ParamSpec::number("beta2", 0.95, "AdamW beta2").at_least(0).at_most(1),
-      ParamSpec::number("eps", 1e-8, "AdamW epsilon").at_least(0),
-      ParamSpec::number("grad_clip", 1.0, "clip the global grad norm to this; 0 = off").at_least(0),
-      ParamSpec::strings("weight_decay_groups", {"matrix", "embedding"},
-                         {"matrix", "embedding", "gain", "bias", "other"},
-                         "parameter groups that weight decay applies to"),
-      ParamSpec::integers("eval_lengths", {},
-                          "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
-      ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
-      ParamSpec::boolean("save_weights", false,
-                         "keep the final weights as safetensors next to the database (table artifacts)"),
-      ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
-      ParamSpec::integer("val_every", 0,
-                         "also record the held-out loss (val_batches batches) every this many steps; 0 = off")
-          .at_least(0),
-      ParamSpec::integer("val_batches", 2, "held-out batches of each val_every evaluation").at_least(1),
-      ParamSpec::integer("init_probe_batches", 0,
-                         "before training, average per-layer gradient norms and activation RMS at initialization "
-                         "over this many batches (x init_probe_seeds); 0 = off")
-          .at_least(0),
-      ParamSpec::integer("init_probe_seeds", 1, "initializations (seed, seed+1, ...) the init probe averages over")
-          .at_least(1),
-      ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),
-      ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
-          .at_least(0),
-  };
-  return runner == "throughput" ? throughput : stability;
 }
 
 }  // namespace bench::schema

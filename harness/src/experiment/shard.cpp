@@ -35,24 +35,18 @@ ShardSpec parse_shard(const std::string& text) {
   return s;
 }
 
-std::vector<int64_t> shard_of(const std::vector<Case>& cases, const std::vector<ResolvedCase>& resolved,
-                              int64_t count) {
-  if (cases.size() != resolved.size()) throw Error("shard_of: cases and resolved cases differ in number");
+std::vector<int64_t> shard_of(const std::vector<std::string>& unit_keys, int64_t count) {
   // Unit key -> the positions of its cases. Hashing the key spreads units evenly whatever their
   // configurations have in common, and keeps the order independent of the file's order.
   std::map<std::string, std::vector<size_t>> units;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const std::string key = cases[i].runner == "stability" ? "stability\n" + lr_group_key(resolved[i])
-                                                           : cases[i].runner + "\n" + resolved_json(resolved[i]);
-    units[store::sha256_hex(key)].push_back(i);
-  }
+  for (size_t i = 0; i < unit_keys.size(); ++i) units[store::sha256_hex(unit_keys[i])].push_back(i);
   std::vector<std::pair<std::string, const std::vector<size_t>*>> order;
   order.reserve(units.size());
   for (const auto& [key, members] : units) order.emplace_back(key, &members);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.second->size() > b.second->size(); });
   std::vector<int64_t> load(static_cast<size_t>(count), 0);
-  std::vector<int64_t> out(cases.size(), 0);
+  std::vector<int64_t> out(unit_keys.size(), 0);
   for (const auto& [key, members] : order) {
     const auto lightest = std::min_element(load.begin(), load.end()) - load.begin();
     for (const size_t i : *members) out[i] = lightest;

@@ -109,6 +109,15 @@ class ModelSetupContext final : public SetupContext {
     if (!implements(slot, c.get()))
       throw Error("plugin " + m_.registry_.origin(choice.info) + ": " + std::string(slot_name(slot)) + " '" +
                   choice.info->name + "' does not implement " + interface_name(slot));
+    // In a plan, checked against the model's dimensions before anything is declared or
+    // allocated: the plan is also the case's validation (bench validate, bench run).
+    if (m_.validate_) {
+      try {
+        c->validate(m_.spec_.dims);
+      } catch (...) {
+        rethrow_from_plugin(m_.registry_, *choice.info, "validate");
+      }
+    }
     ModelSetupContext child(m_, join(scope_, name), rows < 0 ? rows_ : rows, width < 0 ? width_ : width, layer_,
                             c.get());
     try {
@@ -116,7 +125,7 @@ class ModelSetupContext final : public SetupContext {
     } catch (...) {
       rethrow_from_plugin(m_.registry_, *choice.info, "setup");
     }
-    m_.nodes_.push_back({child.scope_, slot, choice.info->name, c.get(), choice.info});
+    m_.nodes_.push_back({child.scope_, slot, choice.info->name, layer_, c.get(), choice.info});
     if (owner_ != nullptr) owner_->adopt(c.get());
     return c;
   }
@@ -147,6 +156,15 @@ class ModelSetupContext final : public SetupContext {
 
 Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only)
     : spec_(spec), registry_(registry), arena_(plan_only, kernels::memory_for(spec.backend)) {
+  build(plan_only, seed);
+}
+
+Model::Model(const ModelSpec& spec, const Registry& registry, Validating)
+    : spec_(spec), registry_(registry), arena_(true, kernels::memory_for(spec.backend)), validate_(true) {
+  build(true, 0);
+}
+
+void Model::build(bool plan_only, uint64_t seed) {
   const ModelDims& d = spec_.dims;
   const int64_t rows = d.tokens();
   ModelSetupContext root(*this, "", rows, d.d_model, -1, nullptr);
@@ -158,9 +176,9 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
   }
   bool final_norm = spec_.final_norm == "on";
   if (spec_.final_norm == "auto") {
-    const SlotChoice& np = spec_.slot(Slot::kNormPosition);
-    std::unique_ptr<Component> probe = registry_.create(*np.info, np.params);
-    auto* residual = dynamic_cast<Residual*>(probe.get());
+    // As the norm position the blocks built prefers (on when they built none).
+    const auto residuals = components(Slot::kNormPosition);
+    const auto* residual = residuals.empty() ? nullptr : dynamic_cast<const Residual*>(residuals.front().second);
     final_norm = residual == nullptr || residual->wants_final_norm();
   }
   if (final_norm) final_norm_ = root.build_as<Sublayer>(Slot::kNorm, "final_norm");
@@ -198,9 +216,8 @@ Model::Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, boo
     param_ptrs_.push_back(p.get());
   }
   n_params_ = total;
-  const std::string embed_prefix = "embed.";
   for (const auto& p : params_)
-    if (p->name.rfind(embed_prefix, 0) == 0 || p->name.rfind("pos.", 0) == 0) n_params_embedding_ += p->shape.numel();
+    if (p->group == ParamGroup::kEmbedding) n_params_embedding_ += p->shape.numel();
 
   if (plan_only) return;
   // Initialization: each parameter from its own stream, keyed by seed and name, so adding a
@@ -497,9 +514,18 @@ Cost Model::cost() const {
   return c;
 }
 
-size_t Model::estimate_bytes(const ModelSpec& spec, const Registry& registry) {
-  Model m(spec, registry, 0, /*plan_only=*/true);
-  return m.bytes();
+ModelPlan Model::plan(const ModelSpec& spec, const Registry& registry) {
+  const Model m(spec, registry, Validating{});
+  return ModelPlan{m.bytes(), m.cost(), m.n_params(), m.n_params_embedding()};
+}
+
+size_t Model::estimate_bytes(const ModelSpec& spec, const Registry& registry) { return plan(spec, registry).bytes; }
+
+std::vector<std::pair<int, const Component*>> Model::components(Slot slot) const {
+  std::vector<std::pair<int, const Component*>> out;
+  for (const auto& n : nodes_)
+    if (n.slot == slot) out.emplace_back(n.layer, n.component);
+  return out;
 }
 
 std::string Model::describe() const {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bench/interfaces.h"
-#include "experiment/resolve.h"
 #include "model/arena.h"
+#include "model/spec.h"
 
 namespace bench {
 
@@ -40,10 +40,20 @@ struct LayerSquares {
 /// What squares_by_layer sums.
 enum class LayerQuantity : uint8_t { kValue, kGradient, kUpdate };
 
+/// What a plan-only build of a model found (Model::plan): every component was created, validated
+/// against the dimensions and set up, and nothing was committed.
+struct ModelPlan {
+  size_t bytes = 0;  ///< parameters, gradients, optimizer state and activations
+  Cost cost;         ///< declared work of one forward and one backward (one batch)
+  int64_t n_params = 0;
+  int64_t n_params_embedding = 0;
+};
+
 class Model {
  public:
   /// Build, set up and initialize every component (deterministic in `seed`). With `plan_only`
-  /// nothing is committed or initialized: only bytes() is meaningful (memory estimates).
+  /// nothing is committed or initialized: bytes(), cost() and the parameter counts are meaningful,
+  /// the values are not. Components are not validated here: a case's plan (plan()) did that.
   Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only = false);
   ~Model();
   Model(const Model&) = delete;
@@ -107,11 +117,23 @@ class Model {
   const Tensor& block_output(int64_t i) const { return acts_.at(static_cast<size_t>(i) + 1); }
   /// The head's logits [B*T, vocab] of the last forward without training, or nullptr.
   const Tensor* logits() const { return head_->logits(); }
-  /// Bytes the model would need, measured by setting it up without committing memory.
+  /// Tag of a plan-only build that also validates: see plan().
+  struct Validating {};
+  /// plan()'s build, kept: for what a plan does not record (accounting reads its components).
+  Model(const ModelSpec& spec, const Registry& registry, Validating);
+  /// The plan-only build of `spec`: every component validated against the dimensions
+  /// (Component::validate, before its setup), set up and measured, without committing memory.
+  /// Throws ConfigError (at the offending key) or Error naming the plugin.
+  static ModelPlan plan(const ModelSpec& spec, const Registry& registry);
+  /// plan(spec, registry).bytes.
   static size_t estimate_bytes(const ModelSpec& spec, const Registry& registry);
+  /// The components built into the model in `slot`, each with the block it belongs to (-1 outside
+  /// the blocks), in build order: how accounting reads a component's facts without parsing names.
+  std::vector<std::pair<int, const Component*>> components(Slot slot) const;
 
  private:
   friend class ModelSetupContext;
+  void build(bool plan_only, uint64_t seed);
   void embedding_dropout(Tensor& t, const RunContext& ctx) const;
   /// Point ctx's executor at the model's memory (kept as the caller set it for host memory, so
   /// that tests can choose the CPU or the emulated executor).
@@ -120,6 +142,7 @@ class Model {
     std::string scope;
     Slot slot;
     std::string name;
+    int layer;
     Component* component;
     const ComponentInfo* info;
   };
@@ -157,6 +180,7 @@ class Model {
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
   std::string stage_;  // the top-level component forward_steps / backward_steps is in (for messages)
+  bool validate_ = false;  // each component validates itself before its setup (plan())
 };
 
 }  // namespace bench

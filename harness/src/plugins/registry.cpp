@@ -30,10 +30,12 @@ class CollectingRegistrar final : public Registrar {
     described = true;
   }
   void add(ComponentInfo info) override { added.push_back(std::move(info)); }
+  void set_default(Slot slot, std::string_view name) override { defaults.emplace_back(slot, name); }
 
   PluginRecord record;
   bool described = false;
   std::vector<ComponentInfo> added;
+  std::vector<std::pair<Slot, std::string>> defaults;
 };
 
 [[noreturn]] void fail(const fs::path& file, std::string_view step, const std::string& message) {
@@ -46,6 +48,7 @@ struct Registry::Impl {
   std::vector<boost::dll::shared_library> libraries;
   std::set<std::string> loaded_paths;
   std::map<std::pair<int, std::string>, Entry, std::less<>> entries;
+  std::map<int, std::pair<std::string, size_t>> defaults;  // slot -> component name, declaring plugin
 };
 
 Registry::Registry() : impl_(std::make_unique<Impl>()) {}
@@ -120,9 +123,23 @@ void Registry::load_file(const fs::path& file) {
   for (const auto& p : plugins_)
     if (p.name == reg.record.name)
       fail(file, "register", "duplicate plugin name '" + p.name + "': already loaded from " + p.path);
-  // 6. commit
+  // 6. defaults: each of its own components, at most one per slot across all plugins
+  std::set<int> defaulted;
+  for (const auto& [slot, name] : reg.defaults) {
+    const std::string what = "default " + std::string(slot_name(slot)) + " '" + name + "'";
+    if (!seen.count({static_cast<int>(slot), name}))
+      fail(file, "register", what + ": the plugin registers no such component");
+    if (!defaulted.insert(static_cast<int>(slot)).second)
+      fail(file, "register", "two defaults for slot '" + std::string(slot_name(slot)) + "'");
+    if (const auto it = impl_->defaults.find(static_cast<int>(slot)); it != impl_->defaults.end())
+      fail(file, "register",
+           what + ": slot '" + std::string(slot_name(slot)) + "' already has default '" + it->second.first + "' from " +
+               plugins_[it->second.second].path);
+  }
+  // 7. commit
   reg.record.path = key;
   plugins_.push_back(reg.record);
+  for (const auto& [slot, name] : reg.defaults) impl_->defaults[static_cast<int>(slot)] = {name, plugins_.size() - 1};
   for (auto& info : reg.added) {
     const auto k = std::make_pair(static_cast<int>(info.slot), info.name);
     impl_->entries.emplace(k, Entry{std::move(info), plugins_.size() - 1});
@@ -162,6 +179,11 @@ void Registry::load_defaults() {
 const ComponentInfo* Registry::find(Slot slot, std::string_view name) const {
   auto it = impl_->entries.find(std::make_pair(static_cast<int>(slot), std::string(name)));
   return it == impl_->entries.end() ? nullptr : &it->second.info;
+}
+
+const ComponentInfo* Registry::default_component(Slot slot) const {
+  const auto it = impl_->defaults.find(static_cast<int>(slot));
+  return it == impl_->defaults.end() ? nullptr : find(slot, it->second.first);
 }
 
 std::vector<std::string> Registry::names(Slot slot) const {

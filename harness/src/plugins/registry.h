@@ -39,6 +39,9 @@ class Registry {
 
   /// Component `name` in `slot`, or nullptr.
   const ComponentInfo* find(Slot slot, std::string_view name) const;
+  /// The component a plugin declared the default of `slot` (Registrar::set_default), or nullptr
+  /// when no loaded plugin declares one.
+  const ComponentInfo* default_component(Slot slot) const;
   /// Registered names in `slot`, sorted.
   std::vector<std::string> names(Slot slot) const;
   /// Registered components in `slot`, sorted by name.

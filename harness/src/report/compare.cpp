@@ -10,10 +10,16 @@
 #include <set>
 
 #include "bench/error.h"
-#include "report/run_data.h"
+#include "report/case_words.h"
 #include "report/sheet.h"
+#include "runners/registry.h"
+#include "store/run_data.h"
 
 namespace bench::report {
+
+using store::CaseData;
+using store::ModeData;
+using store::RunData;
 
 namespace {
 
@@ -306,7 +312,7 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
       r.rows.push_back(std::move(row));
     }
 
-    if (group_a.runner == "throughput") {
+    if (const Runner* runner = find_runner(group_a.runner); runner != nullptr && runner->table().timings) {
       for (const std::string& mode : modes_of(group_a)) {
         const auto modes_b = modes_of(group_b);
         if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;

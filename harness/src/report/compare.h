@@ -26,7 +26,7 @@ struct CompareOptions {
 
 /// One compared metric of one matching pair of cases (and mode).
 struct CompareRow {
-  std::string runner;  ///< "throughput" or "stability"
+  std::string runner;  ///< the cases' runner
   std::string key;     ///< what the two sides share: the label, or the rest of it after the selectors
   std::string a_label, b_label;
   std::string mode;         ///< throughput mode; empty for stability
@@ -51,9 +51,11 @@ struct CompareReport {
 /// an unknown metric, or when no case of A matches a case of B.
 CompareReport compare(const store::Store& db, const CompareOptions& o);
 
-/// Table: a header (A, B, the rule), a throughput and a stability table, the unmatched labels and
-/// a count of verdicts. CSV: one block per table. JSON: {"a", "b", "rule", "throughput",
-/// "stability", "only_in_a", "only_in_b", "regressions"}. Markdown: the tables under headings.
+/// Table: a header (A, B, the rule), a table per runner (runners/registry.h: "throughput",
+/// "stability" ...) with rows, then one ("other") for runners this build does not have, the
+/// unmatched labels and a count of verdicts. CSV: one block per table. JSON: {"a", "b", "rule",
+/// one key per runner, "other" when it has rows, "only_in_a", "only_in_b", "regressions"}.
+/// Markdown: the tables under headings.
 std::string render_compare(const CompareReport& r, Format f);
 
 }  // namespace bench::report

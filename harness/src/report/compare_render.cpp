@@ -1,11 +1,13 @@
 // render_compare(): the comparison as tables (text, Markdown), CSV blocks or JSON.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "report/compare.h"
 #include "report/sheet.h"
+#include "runners/registry.h"
 
 namespace bench::report {
 
@@ -104,14 +106,20 @@ std::string summary(const CompareReport& r) {
 }  // namespace
 
 std::string render_compare(const CompareReport& r, Format f) {
-  std::vector<const CompareRow*> tp, st;
-  for (const auto& row : r.rows) (row.runner == "throughput" ? tp : st).push_back(&row);
+  // A table per runner (timed modes for a runner with a timings table), then one for the rows of
+  // runners this build does not have.
   struct Part {
-    const char* title;
-    const std::vector<const CompareRow*>* rows;
+    std::string title;
+    std::vector<const CompareRow*> rows;
     bool throughput;
   };
-  const Part parts[] = {{"throughput", &tp, true}, {"stability", &st, false}};
+  std::vector<Part> parts;
+  for (const Runner* runner : runners()) parts.push_back({std::string(runner->name()), {}, runner->table().timings});
+  parts.push_back({"other", {}, false});
+  for (const auto& row : r.rows) {
+    auto it = std::find_if(parts.begin(), parts.end(), [&](const Part& p) { return p.title == row.runner; });
+    (it == parts.end() ? parts.back() : *it).rows.push_back(&row);
+  }
 
   std::string out;
   switch (f) {
@@ -121,8 +129,8 @@ std::string render_compare(const CompareReport& r, Format f) {
       const char* br = md ? "  " : "";  // a Markdown line break
       out += fmt::format("A (baseline): {1}{0}\nB: {2}{0}\nrule: {3}\n", br, r.a_title, r.b_title, r.rule);
       for (const Part& p : parts) {
-        if (p.rows->empty()) continue;
-        const Sheet s = rows_sheet(*p.rows, p.throughput, false);
+        if (p.rows.empty()) continue;
+        const Sheet s = rows_sheet(p.rows, p.throughput, false);
         out += md ? fmt::format("\n### {}\n\n", p.title) + sheet_markdown(s)
                   : fmt::format("\n{}\n", p.title) + sheet_text(s);
       }
@@ -134,7 +142,7 @@ std::string render_compare(const CompareReport& r, Format f) {
     }
     case Format::kCsv: {
       for (const Part& p : parts)
-        if (!p.rows->empty()) out += (out.empty() ? "" : "\r\n") + sheet_csv(rows_sheet(*p.rows, p.throughput, true));
+        if (!p.rows.empty()) out += (out.empty() ? "" : "\r\n") + sheet_csv(rows_sheet(p.rows, p.throughput, true));
       return out;
     }
     case Format::kJson: {
@@ -142,7 +150,8 @@ std::string render_compare(const CompareReport& r, Format f) {
       j["a"] = r.a_title;
       j["b"] = r.b_title;
       j["rule"] = r.rule;
-      for (const Part& p : parts) j[p.title] = sheet_json(rows_sheet(*p.rows, p.throughput, true));
+      for (const Part& p : parts)
+        if (p.title != "other" || !p.rows.empty()) j[p.title] = sheet_json(rows_sheet(p.rows, p.throughput, true));
       j["only_in_a"] = r.only_a;
       j["only_in_b"] = r.only_b;
       j["regressions"] = r.regressions;

@@ -1,5 +1,5 @@
 // render_export(): every number of a run in one long table (one observation per row), built from
-// the store's tables with bound parameters.
+// the store's rows of the run (store/run_tables.h).
 #include "report/export.h"
 
 #include <fmt/format.h>
@@ -9,38 +9,11 @@
 
 #include "bench/error.h"
 #include "report/sheet.h"
+#include "store/run_tables.h"
 
 namespace bench::report {
 
 namespace {
-
-/// A numeric column of a store table exported as one row per value, with its unit.
-struct Column {
-  std::string_view name, unit;
-};
-constexpr Column kCaseColumns[] = {
-    {"n_params", "params"}, {"n_params_embedding", "params"}, {"flops_per_token", "FLOP/token"}, {"wall_s", "s"}};
-constexpr Column kThroughputColumns[] = {{"repetitions", ""},
-                                         {"iterations", ""},
-                                         {"median_ms", "ms"},
-                                         {"mean_ms", "ms"},
-                                         {"min_ms", "ms"},
-                                         {"max_ms", "ms"},
-                                         {"stddev_ms", "ms"},
-                                         {"mad_ms", "ms"},
-                                         {"tokens_per_s", "tokens/s"},
-                                         {"flops_per_iter", "FLOP"},
-                                         {"gflops_per_s", "GFLOP/s"},
-                                         {"mfu", ""},
-                                         {"peak_bytes", "bytes"}};
-constexpr Column kStepColumns[] = {{"lr", ""},         {"loss", "nats"},   {"grad_norm", ""}, {"max_attn_logit", ""},
-                                   {"z_mean", "nats"}, {"z_loss", "nats"}, {"ms", "ms"}};
-
-std::string select_list(const auto& columns) {
-  std::string s;
-  for (const Column& c : columns) s += fmt::format("{}\"{}\"", s.empty() ? "" : ", ", c.name);
-  return s;
-}
 
 Value axis_value(const nlohmann::ordered_json& v) {
   if (v.is_string()) return Value::string(v.get<std::string>());
@@ -58,12 +31,9 @@ struct CaseInfo {
 }  // namespace
 
 std::string render_export(const store::Store& db, int64_t run_id, Format f) {
-  const auto run = db.query("SELECT * FROM runs WHERE id = ?1", {Value::integer(run_id)});
-  if (run.rows.empty()) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
-  const auto cases = db.query(
-      "SELECT id, ordinal, runner, variant, label, status, seed, axes_json, config_json, error FROM cases "
-      "WHERE run_id = ?1 ORDER BY ordinal",
-      {Value::integer(run_id)});
+  const store::RunTables tables = store::load_run_tables(db, run_id);
+  const auto& run = tables.run;
+  const auto& cases = tables.cases;
 
   // Axis columns: every swept key of the run, in the order they first appear.
   std::vector<std::string> axis_keys;
@@ -97,45 +67,24 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
     s.rows.push_back(std::move(cells));
   };
 
-  const Value id = Value::integer(run_id);
-  for (const auto& row :
-       db.query("SELECT id, " + select_list(kCaseColumns) + " FROM cases WHERE run_id = ?1 ORDER BY ordinal", {id})
-           .rows)
-    for (size_t i = 0; i < std::size(kCaseColumns); ++i)
+  const auto& case_columns = store::case_value_columns();
+  for (const auto& row : tables.case_values.rows)
+    for (size_t i = 0; i < case_columns.size(); ++i)
       if (!row[i + 1].is_null())
-        add(row[0].as_int(), "case", {}, {}, {}, kCaseColumns[i].name, row[i + 1], kCaseColumns[i].unit);
-  for (const auto& row : db.query("SELECT t.case_id, t.mode, " + select_list(kThroughputColumns) +
-                                      " FROM throughput t JOIN cases c ON c.id = t.case_id WHERE c.run_id = ?1 "
-                                      "ORDER BY c.ordinal, t.mode",
-                                  {id})
-                             .rows)
-    for (size_t i = 0; i < std::size(kThroughputColumns); ++i)
-      add(row[0].as_int(), "throughput", row[1], {}, {}, kThroughputColumns[i].name, row[i + 2],
-          kThroughputColumns[i].unit);
-  for (const auto& row : db.query("SELECT s.case_id, s.mode, s.repetition, s.ms FROM samples s JOIN cases c ON "
-                                  "c.id = s.case_id WHERE c.run_id = ?1 ORDER BY c.ordinal, s.mode, s.repetition",
-                                  {id})
-                             .rows)
-    add(row[0].as_int(), "sample", row[1], {}, row[2], "ms", row[3], "ms");
-  for (const auto& row : db.query("SELECT s.case_id, s.step, " + select_list(kStepColumns) +
-                                      " FROM steps s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
-                                      "ORDER BY c.ordinal, s.step",
-                                  {id})
-                             .rows)
-    for (size_t i = 0; i < std::size(kStepColumns); ++i)
-      add(row[0].as_int(), "step", {}, row[1], {}, kStepColumns[i].name, row[i + 2], kStepColumns[i].unit);
-  // Named series: per-layer values as "name/layer" (grad_rms/0); step -1 is "at initialization".
-  for (const auto& row :
-       db.query("SELECT s.case_id, s.step, s.name || ifnull('/' || s.layer, ''), s.value FROM series s "
-                "JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
-                "ORDER BY c.ordinal, s.name, s.layer, s.step",
-                {id})
-           .rows)
+        add(row[0].as_int(), "case", {}, {}, {}, case_columns[i].name, row[i + 1], case_columns[i].unit);
+  const auto& throughput_columns = store::throughput_value_columns();
+  for (const auto& row : tables.throughput.rows)
+    for (size_t i = 0; i < throughput_columns.size(); ++i)
+      add(row[0].as_int(), "throughput", row[1], {}, {}, throughput_columns[i].name, row[i + 2],
+          throughput_columns[i].unit);
+  for (const auto& row : tables.samples.rows) add(row[0].as_int(), "sample", row[1], {}, row[2], "ms", row[3], "ms");
+  const auto& step_columns = store::step_value_columns();
+  for (const auto& row : tables.steps.rows)
+    for (size_t i = 0; i < step_columns.size(); ++i)
+      add(row[0].as_int(), "step", {}, row[1], {}, step_columns[i].name, row[i + 2], step_columns[i].unit);
+  for (const auto& row : tables.series.rows)
     add(row[0].as_int(), "series", {}, row[1], {}, row[2].as_string(), row[3], "");
-  for (const auto& row : db.query("SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON "
-                                  "c.id = m.case_id WHERE c.run_id = ?1 ORDER BY c.ordinal, m.name",
-                                  {id})
-                             .rows)
+  for (const auto& row : tables.metrics.rows)
     add(row[0].as_int(), "metric", {}, {}, {}, row[1].as_string(), row[2],
         row[3].is_string() ? row[3].as_string() : "");
 

@@ -10,11 +10,18 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "report/case_words.h"
 #include "report/results_view.h"
-#include "report/run_data.h"
 #include "report/svg.h"
+#include "runners/registry.h"
+#include "store/run_data.h"
 
 namespace bench::report {
+
+using store::CaseData;
+using store::ModeData;
+using store::RunData;
+using store::Steps;
 
 namespace {
 
@@ -79,6 +86,12 @@ std::string figure(const std::string& kind, const std::string& chart, const std:
                      chart, caption);
 }
 
+/// The table a runner declares (runners/runner.h); none for a runner this build does not have.
+ResultsTable table_of(const std::string& runner) {
+  const Runner* r = find_runner(runner);
+  return r == nullptr ? ResultsTable{} : r->table();
+}
+
 std::string throughput_section(const RunData& run, const std::vector<ResultsSection>& tables) {
   std::vector<std::string> modes;
   for (const CaseData& c : run.cases)
@@ -116,7 +129,7 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
   }
   o += "</div>\n";
   for (const auto& t : tables)
-    if (t.title == "throughput") {
+    if (table_of(t.title).timings) {
       o += sheet_html(visible_part(t.sheet));
       if (!t.errors.empty()) {
         o += "<ul class=\"errors\">";
@@ -240,7 +253,7 @@ std::optional<double> shared_metric(const std::vector<const CaseData*>& cases, c
 std::string stability_section(const store::Store& db, const RunData& run, const std::vector<ResultsSection>& tables) {
   std::vector<const CaseData*> cases;
   for (const CaseData& c : run.cases)
-    if (c.runner == "stability") cases.push_back(&c);
+    if (table_of(c.runner).steps) cases.push_back(&c);
   std::string o = "<section id=\"stability\">\n<h2>Stability</h2>\n";
   if (cases.empty()) return o + "<p class=\"note\">This run has no stability cases.</p>\n</section>\n";
   const StabilityLayout l = layout_of(cases);
@@ -411,7 +424,7 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
   if (init_heading) o += "</div>\n";
 
   for (const auto& t : tables)
-    if (t.title == "stability") {
+    if (table_of(t.title).steps) {
       o += "<h3>Summary</h3>\n" + sheet_html(visible_part(t.sheet));
       if (!t.errors.empty()) {
         o += "<ul class=\"errors\">";
@@ -420,6 +433,23 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
       }
     }
   return o + "</section>\n";
+}
+
+/// The tables of the other runners this build has (diagnostics ...), a section each.
+std::string other_runner_sections(const std::vector<ResultsSection>& tables) {
+  std::string o;
+  for (const auto& t : tables) {
+    const ResultsTable declared = table_of(t.title);
+    if (find_runner(t.title) == nullptr || declared.timings || declared.steps) continue;
+    o += fmt::format("<section id=\"{0}\">\n<h2>{0}</h2>\n", escape(t.title)) + sheet_html(visible_part(t.sheet));
+    if (!t.errors.empty()) {
+      o += "<ul class=\"errors\">";
+      for (const auto& e : t.errors) o += "<li>" + escape(e) + "</li>";
+      o += "</ul>\n";
+    }
+    o += "</section>\n";
+  }
+  return o;
 }
 
 std::string key_value_table(const std::vector<std::pair<std::string, std::string>>& rows) {
@@ -475,7 +505,7 @@ std::string provenance_section(const RunData& run) {
 
 std::string render_html(const store::Store& db, int64_t run_id) {
   const RunData run = load_run(db, run_id);
-  const auto tables = results_sections(db, run_id);
+  const auto tables = results_sections(run);
   std::string o = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   o += fmt::format("<title>bench report: run {} ({})</title>\n", run.id, escape(run.experiment_name));
   o += "<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n";
@@ -490,6 +520,7 @@ std::string render_html(const store::Store& db, int64_t run_id) {
        "<a href=\"#provenance\">provenance</a></nav>\n";
   o += throughput_section(run, tables);
   o += stability_section(db, run, tables);
+  o += other_runner_sections(tables);
   o += provenance_section(run);
   o += "</body>\n</html>\n";
   return o;

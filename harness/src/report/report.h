@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "store/run_data.h"
 #include "store/store.h"
 
 namespace bench::report {
@@ -25,14 +26,17 @@ std::optional<Format> parse_format(std::string_view name);
 std::string render(const store::QueryResult& r, Format f);
 
 /// The `bench results` view of one run (run_id 0: the latest run): a header line (run id,
-/// experiment, status, start time, device, git sha), then a throughput table and a stability
-/// table, each only when the run has such cases, with the errors of failed cases listed under
+/// experiment, status, start time, device, git sha), then a table per runner (throughput,
+/// stability ...; results_view.h), each only when the run has such cases, with the errors of failed cases listed under
 /// their table. CSV and Markdown give the same tables without the header line (CSV: one block
 /// per table, separated by an empty line); CSV and JSON rows carry the case ordinal and error as
 /// extra fields. JSON: {"run": {...}, "throughput": [...], "stability": [...]}.
 /// Throws bench::Error when the database has no runs or no run `run_id`. The text table and
 /// Markdown show the case ordinal as their first column, `#` (what `bench compare --run` takes as `#N`).
 std::string render_results(const store::Store& db, int64_t run_id, Format f);
+
+/// The same view of a run already in memory (load_run's, or `bench run`'s own results).
+std::string render_results(const store::RunData& run, Format f);
 
 /// The run a command reads: `run_id` when non-zero, else the latest run of experiment
 /// `experiment` when it is not empty, else the latest run. Throws bench::Error naming the database

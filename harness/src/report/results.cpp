@@ -1,5 +1,7 @@
-// render_results(): the `bench results` view of one run — a throughput table and a stability
-// table, each column declared once below.
+// render_results(): the `bench results` view of one run — a table per runner, as the runner
+// declares it (runners/runner.h: ResultsTable), and one for cases of runners this build does not
+// have — made from the run's data (store/run_data.h), whether read back from the database or
+// collected in memory by `bench run`.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -10,67 +12,44 @@
 #include "report/report.h"
 #include "report/results_view.h"
 #include "report/sheet.h"
+#include "runners/registry.h"
+#include "store/runs.h"
 
 namespace bench::report {
 
 namespace {
 
-/// Runner names as the runners record them in cases.runner.
-constexpr std::string_view kThroughputRunner = "throughput";
-constexpr std::string_view kStabilityRunner = "stability";
-/// Throughput modes in the order a reader expects them; other modes follow alphabetically.
-constexpr std::string_view kModeOrder[] = {"forward", "forward_backward", "train_step"};
+using store::CaseData;
+using store::RunData;
 
-/// How a number is shown in the text table and Markdown (CSV and JSON keep full precision).
-enum class Style { kSig4, kFixed1, kFixed4, kLr, kCount };
-
-/// A throughput column: an SQL expression over `cases c` LEFT JOIN `throughput t`.
-struct ThroughputColumn {
-  std::string_view key, header, sql;
-  Style style;
+/// The throughput columns of a runner with a timings table: a value of each timed mode.
+struct TimingColumn {
+  std::string_view key, header, format;
+  std::optional<double> (*value)(const store::ModeData& m);
 };
-constexpr ThroughputColumn kThroughputColumns[] = {
-    {"median_ms", "median ms", "t.median_ms", Style::kSig4},
-    {"mad_ms", "± MAD ms", "t.mad_ms", Style::kSig4},
-    {"tokens_per_s", "tokens/s", "t.tokens_per_s", Style::kSig4},
-    {"gflops_per_s", "GFLOP/s", "t.gflops_per_s", Style::kSig4},
-    {"mfu_percent", "MFU %", "t.mfu * 100.0", Style::kFixed1},
-    {"peak_mb", "peak MB", "t.peak_bytes / 1048576.0", Style::kFixed1},
-};
-
-/// A stability column: one metric of the case (metrics.name), NULL when absent.
-struct MetricColumn {
-  std::string_view metric, header;
-  Style style;
-};
-constexpr MetricColumn kStabilityColumns[] = {
-    {"lr", "lr", Style::kLr},
-    {"final_loss", "final loss (nats)", Style::kFixed4},
-    {"best_loss", "best loss (nats)", Style::kFixed4},
-    {"unigram_entropy", "unigram H (nats)", Style::kFixed4},
-    {"spike_count", "spikes", Style::kCount},
-    {"diverged_step", "diverged at step", Style::kCount},
-    {"max_attn_logit", "max logit", Style::kSig4},
-    {"final_grad_norm", "grad norm", Style::kSig4},
+constexpr TimingColumn kTimingColumns[] = {
+    {"median_ms", "median ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.median_ms; }},
+    {"mad_ms", "± MAD ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.mad_ms; }},
+    {"tokens_per_s", "tokens/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.tokens_per_s; }},
+    {"gflops_per_s", "GFLOP/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.gflops_per_s; }},
+    {"mfu_percent", "MFU %", "{:.1f}",
+     [](const store::ModeData& m) -> std::optional<double> {
+       return m.mfu ? std::optional<double>(*m.mfu * 100.0) : std::nullopt;
+     }},
+    {"peak_mb", "peak MB", "{:.1f}",
+     [](const store::ModeData& m) -> std::optional<double> {
+       return m.peak_bytes ? std::optional<double>(static_cast<double>(*m.peak_bytes) / 1048576.0) : std::nullopt;
+     }},
 };
 
-std::string styled(const Value& v, Style style) {
-  if (!v.is_number() || !std::isfinite(v.as_double())) return display_text(v);
-  const double x = v.as_double();
-  switch (style) {
-    case Style::kSig4:
-      return display_text(v);
-    case Style::kFixed1:
-      return fmt::format("{:.1f}", x);
-    case Style::kFixed4:
-      return fmt::format("{:.4f}", x);
-    case Style::kLr:
-      return fmt::format("{:.3g}", x);
-    case Style::kCount:
-      return fmt::format("{:.0f}", x);
-  }
-  return display_text(v);
+/// How the text table and Markdown show a number: `format` (a fmt spec), or 4 significant digits.
+std::string styled(const Value& v, std::string_view format) {
+  if (format.empty() || !v.is_number() || !std::isfinite(v.as_double())) return display_text(v);
+  return fmt::format(fmt::runtime(format), v.as_double());
 }
+
+Value number_or_null(std::optional<double> v) { return v ? Value::number(*v) : Value(); }
+Value text_or_null(const std::string& s) { return s.empty() ? Value() : Value::string(s); }
 
 /// An error message on one line (a traceback would break the list under the table).
 std::string single_line(std::string s) {
@@ -79,76 +58,96 @@ std::string single_line(std::string s) {
   return s;
 }
 
-/// Fills a section from a query whose columns are ordinal, the visible columns, status, error.
-ResultsSection make_section(std::string title, std::vector<SheetColumn> visible, const std::vector<Style>& styles,
-                            const store::QueryResult& r) {
-  ResultsSection s{std::move(title), {}, {}};
-  s.sheet.columns.push_back({"ordinal", "#", true});
-  for (auto& c : visible) s.sheet.columns.push_back(std::move(c));
-  s.sheet.columns.push_back({"status", "status", false});
-  s.sheet.columns.push_back({"error", "error", false});
-  std::set<int64_t> reported;
-  for (const auto& row : r.rows) {
-    std::vector<SheetCell> cells;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const bool styled_column = c >= 1 && c - 1 < styles.size();
-      cells.push_back({row[c], styled_column ? styled(row[c], styles[c - 1]) : display_text(row[c])});
+/// A section being filled: the ordinal first, `visible` columns (with their formats), status and
+/// error last.
+class SectionBuilder {
+ public:
+  SectionBuilder(std::string title, const std::vector<std::pair<SheetColumn, std::string>>& visible) {
+    section_.title = std::move(title);
+    section_.sheet.columns.push_back({"ordinal", "#", true});
+    for (const auto& [column, format] : visible) {
+      section_.sheet.columns.push_back(column);
+      formats_.push_back(format);
     }
-    const int64_t ordinal = row.front().as_int();
-    const Value& status = row[row.size() - 2];
-    const Value& error = row.back();
-    if (!error.is_null() && reported.insert(ordinal).second)
-      s.errors.push_back(fmt::format("case {} {}: {}", ordinal, status.as_string(), single_line(error.as_string())));
-    s.sheet.rows.push_back(std::move(cells));
+    section_.sheet.columns.push_back({"status", "status", false});
+    section_.sheet.columns.push_back({"error", "error", false});
   }
-  return s;
+  void add(const CaseData& c, const std::vector<Value>& visible) {
+    std::vector<SheetCell> cells;
+    cells.push_back({Value::integer(c.ordinal), display_text(Value::integer(c.ordinal))});
+    for (size_t i = 0; i < visible.size(); ++i) cells.push_back({visible[i], styled(visible[i], formats_[i])});
+    const Value status = Value::string(c.status), error = text_or_null(c.error);
+    cells.push_back({status, display_text(status)});
+    cells.push_back({error, display_text(error)});
+    if (!c.error.empty() && reported_.insert(c.ordinal).second)
+      section_.errors.push_back(fmt::format("case {} {}: {}", c.ordinal, c.status, single_line(c.error)));
+    section_.sheet.rows.push_back(std::move(cells));
+  }
+  ResultsSection take() { return std::move(section_); }
+
+ private:
+  ResultsSection section_;
+  std::vector<std::string> formats_;
+  std::set<int64_t> reported_;
+};
+
+/// A row per timed mode of the runner's cases (and of any case with timings); a case without
+/// timings gets one row of NULLs.
+ResultsSection timings_section(const RunData& run, const Runner& runner) {
+  std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""},
+                                                              {{"mode", "mode", false}, ""}};
+  for (const TimingColumn& c : kTimingColumns)
+    visible.push_back({{std::string(c.key), std::string(c.header), true}, std::string(c.format)});
+  SectionBuilder b(std::string(runner.name()), visible);
+  for (const CaseData& c : run.cases) {
+    if (c.runner != runner.name() && c.modes.empty()) continue;
+    if (c.modes.empty()) {
+      std::vector<Value> row = {Value::string(c.label), Value()};
+      row.resize(2 + std::size(kTimingColumns));
+      b.add(c, row);
+    }
+    for (const store::ModeData& m : c.modes) {
+      std::vector<Value> row = {Value::string(c.label), Value::string(m.mode)};
+      for (const TimingColumn& col : kTimingColumns) row.push_back(number_or_null(col.value(m)));
+      b.add(c, row);
+    }
+  }
+  return b.take();
 }
 
-ResultsSection throughput_section(const store::Store& db, int64_t run_id) {
-  std::string sql = "SELECT c.ordinal, c.label, t.mode";
-  std::vector<SheetColumn> visible = {{"case", "case", false}, {"mode", "mode", false}};
-  std::vector<Style> styles = {Style::kSig4, Style::kSig4};  // text columns: the style is unused
-  for (const ThroughputColumn& c : kThroughputColumns) {
-    sql += fmt::format(", {} AS \"{}\"", c.sql, c.key);
-    visible.push_back({std::string(c.key), std::string(c.header), true});
-    styles.push_back(c.style);
+/// A row per case of the runner, a column per declared metric (NULL when the case has none).
+ResultsSection metrics_section(const RunData& run, const Runner& runner, const std::vector<ResultsColumn>& columns) {
+  std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""}};
+  for (const ResultsColumn& c : columns) visible.push_back({{c.metric, c.header, true}, c.format});
+  SectionBuilder b(std::string(runner.name()), visible);
+  for (const CaseData& c : run.cases) {
+    if (c.runner != runner.name()) continue;
+    std::vector<Value> row = {Value::string(c.label)};
+    for (const ResultsColumn& col : columns) {
+      const auto it = c.metrics.find(col.metric);
+      row.push_back(it == c.metrics.end() || std::isnan(it->second.value) ? Value() : Value::number(it->second.value));
+    }
+    b.add(c, row);
   }
-  sql += R"sql(, c.status, c.error
-    FROM cases c LEFT JOIN throughput t ON t.case_id = c.id
-    WHERE c.run_id = ?1 AND (c.runner = ?2 OR t.case_id IS NOT NULL)
-    ORDER BY c.ordinal, CASE t.mode WHEN ?3 THEN 0 WHEN ?4 THEN 1 WHEN ?5 THEN 2 ELSE 3 END, t.mode)sql";
-  std::vector<Value> params = {Value::integer(run_id), Value::string(std::string(kThroughputRunner))};
-  for (std::string_view mode : kModeOrder) params.push_back(Value::string(std::string(mode)));
-  return make_section("throughput", std::move(visible), styles, db.query(sql, params));
+  return b.take();
 }
 
-ResultsSection stability_section(const store::Store& db, int64_t run_id) {
-  std::string sql = "SELECT c.ordinal, c.label";
-  std::vector<SheetColumn> visible = {{"case", "case", false}};
-  std::vector<Style> styles = {Style::kSig4};
-  std::vector<Value> params = {Value::integer(run_id), Value::string(std::string(kStabilityRunner))};
-  for (const MetricColumn& c : kStabilityColumns) {
-    params.push_back(Value::string(std::string(c.metric)));
-    sql += fmt::format(", (SELECT m.value FROM metrics m WHERE m.case_id = c.id AND m.name = ?{}) AS \"{}\"",
-                       params.size(), c.metric);
-    visible.push_back({std::string(c.metric), std::string(c.header), true});
-    styles.push_back(c.style);
+// Cases of runners this build does not have (`bench demo --store` writes runner "demo"): one row
+// per metric, in the order they were stored.
+ResultsSection other_section(const RunData& run) {
+  SectionBuilder b("other", {{{"case", "case", false}, ""},
+                             {{"metric", "metric", false}, ""},
+                             {{"value", "value", true}, ""},
+                             {{"unit", "unit", false}, ""}});
+  for (const CaseData& c : run.cases) {
+    if (find_runner(c.runner) != nullptr) continue;
+    for (const std::string& name : c.metric_order) {
+      const store::MetricData& m = c.metrics.at(name);
+      b.add(c, {Value::string(c.label), Value::string(name), std::isnan(m.value) ? Value() : Value::number(m.value),
+                Value::string(m.unit)});
+    }
   }
-  sql += ", c.status, c.error FROM cases c WHERE c.run_id = ?1 AND c.runner = ?2 ORDER BY c.ordinal";
-  return make_section("stability", std::move(visible), styles, db.query(sql, params));
-}
-
-// Cases of any other runner (`bench demo --store` writes runner "demo"): one row per metric.
-ResultsSection other_section(const store::Store& db, int64_t run_id) {
-  const std::string sql =
-      "SELECT c.ordinal, c.label, m.name, m.value, m.unit, c.status, c.error FROM cases c JOIN metrics m ON "
-      "m.case_id = c.id WHERE c.run_id = ?1 AND c.runner NOT IN (?2, ?3) ORDER BY c.ordinal, m.rowid";
-  return make_section(
-      "other",
-      {{"case", "case", false}, {"metric", "metric", false}, {"value", "value", true}, {"unit", "unit", false}},
-      {Style::kSig4, Style::kSig4, Style::kSig4, Style::kSig4},
-      db.query(sql, {Value::integer(run_id), Value::string(std::string(kThroughputRunner)),
-                     Value::string(std::string(kStabilityRunner))}));
+  return b.take();
 }
 
 // "device: <name>, N threads (isa); fp32 GEMM peak X, bf16 Z GFLOP/s (library), copy Y GB/s; bench V
@@ -177,26 +176,26 @@ Sheet visible_part(const Sheet& full) {
   return s;
 }
 
-std::vector<ResultsSection> results_sections(const store::Store& db, int64_t run_id) {
+std::vector<ResultsSection> results_sections(const RunData& run) {
   std::vector<ResultsSection> sections;
-  sections.push_back(throughput_section(db, run_id));
-  sections.push_back(stability_section(db, run_id));
-  sections.push_back(other_section(db, run_id));
+  for (const Runner* r : runners()) {
+    const ResultsTable t = r->table();
+    sections.push_back(t.timings ? timings_section(run, *r) : metrics_section(run, *r, t.columns));
+  }
+  sections.push_back(other_section(run));
   std::erase_if(sections, [](const ResultsSection& s) { return s.sheet.rows.empty(); });
   return sections;
 }
 
 int64_t select_run(const store::Store& db, int64_t run_id, const std::string& experiment) {
   if (run_id != 0) {
-    if (db.query("SELECT 1 FROM runs WHERE id = ?1", {Value::integer(run_id)}).rows.empty())
-      throw Error(fmt::format("no run {} in {}", run_id, db.path()));
+    if (!store::has_run(db, run_id)) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
     return run_id;
   }
   if (!experiment.empty()) {
-    const auto r = db.query("SELECT max(id) FROM runs WHERE experiment_name = ?1", {Value::string(experiment)});
-    if (r.rows.empty() || r.rows[0][0].is_null())
-      throw Error(fmt::format("no run of experiment \"{}\" in {}", experiment, db.path()));
-    return r.rows[0][0].as_int();
+    const auto latest = store::latest_run_of(db, experiment);
+    if (!latest) throw Error(fmt::format("no run of experiment \"{}\" in {}", experiment, db.path()));
+    return *latest;
   }
   const auto latest = db.latest_run();
   if (!latest) throw Error(fmt::format("no runs in {} (run `bench run` first)", db.path()));
@@ -204,23 +203,18 @@ int64_t select_run(const store::Store& db, int64_t run_id, const std::string& ex
 }
 
 std::string render_results(const store::Store& db, int64_t run_id, Format f) {
-  run_id = select_run(db, run_id, "");
-  const auto run = db.query(
-      "SELECT id, experiment_name, status, started_at, finished_at, device, git_sha, error, n_cases, device_json, "
-      "harness_version, compiler FROM runs WHERE id = ?1",
-      {Value::integer(run_id)});
-  if (run.rows.empty()) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
-  const auto& info = run.rows.front();
+  return render_results(store::load_run(db, select_run(db, run_id, "")), f);
+}
 
-  const std::vector<ResultsSection> sections = results_sections(db, run_id);
-
+std::string render_results(const RunData& run, Format f) {
+  const std::vector<ResultsSection> sections = results_sections(run);
   std::string out;
   switch (f) {
     case Format::kTable: {
-      out = fmt::format("run {}: {} ({}), started {} on {}, git {}\n", info[0].as_int(), info[1].as_string(),
-                        info[2].as_string(), info[3].as_string(), info[5].as_string(), info[6].as_string());
-      out += device_line(info[9].as_string(), info[10].as_string(), info[11].as_string());
-      if (!info[7].is_null()) out += fmt::format("run error: {}\n", info[7].as_string());
+      out = fmt::format("run {}: {} ({}), started {} on {}, git {}\n", run.id, run.experiment_name, run.status,
+                        run.started_at, run.device, run.git_sha);
+      out += device_line(run.device_json, run.harness_version, run.compiler);
+      if (!run.error.empty()) out += fmt::format("run error: {}\n", run.error);
       if (sections.empty()) out += "no cases in this run\n";
       for (const ResultsSection& s : sections) {
         out += "\n" + s.title + "\n" + sheet_text(visible_part(s.sheet));
@@ -243,9 +237,19 @@ std::string render_results(const store::Store& db, int64_t run_id, Format f) {
     case Format::kJson: {
       nlohmann::ordered_json j;
       auto& r = j["run"];
-      for (size_t c = 0; c < run.columns.size(); ++c) r[run.columns[c]] = json_of(info[c]);
-      j["throughput"] = nlohmann::ordered_json::array();
-      j["stability"] = nlohmann::ordered_json::array();
+      r["id"] = run.id;
+      r["experiment_name"] = run.experiment_name;
+      r["status"] = run.status;
+      r["started_at"] = run.started_at;
+      r["finished_at"] = json_of(text_or_null(run.finished_at));
+      r["device"] = run.device;
+      r["git_sha"] = run.git_sha;
+      r["error"] = json_of(text_or_null(run.error));
+      r["n_cases"] = run.n_cases;
+      r["device_json"] = run.device_json;
+      r["harness_version"] = run.harness_version;
+      r["compiler"] = run.compiler;
+      for (const Runner* runner : runners()) j[std::string(runner->name())] = nlohmann::ordered_json::array();
       for (const ResultsSection& s : sections) j[s.title] = sheet_json(s.sheet);
       return dump_json(j);
     }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "report/sheet.h"
-#include "store/store.h"
+#include "store/run_data.h"
 
 namespace bench::report {
 
@@ -19,8 +19,10 @@ struct ResultsSection {
   std::vector<std::string> errors;  ///< "case 3 failed: message", one per case
 };
 
-/// The throughput and stability tables of run `run_id`, each only when the run has such cases.
-std::vector<ResultsSection> results_sections(const store::Store& db, int64_t run_id);
+/// The tables of the run: one per runner (runners/registry.h) in their order, titled by its name
+/// and made as its ResultsTable says, then "other" for cases of runners this build does not have;
+/// each only when it has rows.
+std::vector<ResultsSection> results_sections(const store::RunData& run);
 
 /// The sheet as people read it: without the error column.
 Sheet visible_part(const Sheet& full);

@@ -20,6 +20,8 @@ InitProbe probe_initialization(const ResolvedCase& rc, RunnerEnv& env, Dataset& 
   for (int64_t s = 0; s < seeds; ++s) {
     const auto seed = static_cast<uint64_t>(rc.seed + s);
     Model model(rc.model, env.registry, seed);
+    out.n_params = model.n_params();
+    out.n_params_embedding = model.n_params_embedding();
     RunContext ctx;
     ctx.seed = seed;
     ctx.training = true;
@@ -45,6 +47,20 @@ InitProbe probe_initialization(const ResolvedCase& rc, RunnerEnv& env, Dataset& 
   }
   out.growth_exponent = std::log(out.block_rms.back() / out.embed_rms) / static_cast<double>(layers);
   return out;
+}
+
+void record_init_probe(const InitProbe& ip, CaseResult& out) {
+  for (size_t i = 0; i < ip.grad_norm.size(); ++i) {
+    const auto layer = static_cast<int64_t>(i);
+    out.series.push_back({"init_grad_norm", layer, -1, ip.grad_norm[i]});
+    out.series.push_back({"init_block_rms", layer, -1, ip.block_rms[i]});
+  }
+  out.metrics.push_back({"init_growth_exponent", ip.growth_exponent, "1/layer"});
+  out.metrics.push_back({"init_embed_rms", ip.embed_rms, ""});
+  out.metrics.push_back({"init_grad_norm_first", ip.grad_norm.front(), ""});
+  out.metrics.push_back({"init_grad_norm_last", ip.grad_norm.back(), ""});
+  out.metrics.push_back({"init_grad_norm_ratio", ip.grad_norm.back() / ip.grad_norm.front(), ""});
+  out.metrics.push_back({"init_loss", ip.loss, "nats"});
 }
 
 }  // namespace bench

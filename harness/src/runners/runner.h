@@ -1,15 +1,21 @@
-// defines: bench::RunnerEnv, run_case, GridCase, lr_grid_metrics — run one case with its runner and
-// describe the outcome; summaries across the cases of a learning-rate grid
+// defines: bench::Runner, RunnerEnv, FinishedCase, CaseMetrics, ResultsTable — what a runner is:
+// a name (its experiment section and its cases' runner), the settings of its section, run(case),
+// and finish(cases) for figures across its cases. Runners are registered in one place,
+// runners/registry.cpp; nothing else names them.
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "bench/params.h"
 #include "experiment/experiment.h"
 #include "experiment/resolve.h"
 #include "runners/device.h"
 #include "runners/progress.h"
-#include "store/store.h"
+#include "runners/result.h"
 
 namespace bench {
 
@@ -28,25 +34,63 @@ struct RunnerEnv {
   std::string db_dir;
 };
 
-/// Run `c` (already resolved as `rc`) with its runner. Never throws for a failure of the case
-/// itself: a plugin error or exception gives a row with status "failed" and the message.
-store::CaseRow run_case(const Case& c, const ResolvedCase& rc, RunnerEnv& env);
-
-store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& env);
-store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& env);
-
-/// A finished stability case, as lr_grid_metrics sees it.
-struct GridCase {
-  std::string key;  ///< lr_group_key of the case: equal for cases that differ only in lr
-  int64_t case_id = 0;
-  double lr = 0;
-  double initial_loss = 0;    ///< loss at initialization (step 0)
-  double final_val_loss = 0;  ///< NaN when the case diverged or was not evaluated
+/// A finished case of a runner (completed or diverged), as finish() sees it: `index` is the
+/// caller's, handed back in CaseMetrics.
+struct FinishedCase {
+  size_t index = 0;
+  const ResolvedCase* resolved = nullptr;
+  const CaseResult* result = nullptr;
 };
 
-/// For every group of cases with equal keys and at least two distinct learning rates, the
-/// metrics `lr_sensitivity` (stats.h: over the group's final validation losses, with L0 the mean
-/// of the group's initial losses) and `lr_grid_size`, to add to each case of the group.
-std::vector<std::pair<int64_t, std::vector<store::MetricRow>>> lr_grid_metrics(const std::vector<GridCase>& cases);
+/// Metrics to add to the case `index` after all cases ran.
+struct CaseMetrics {
+  size_t index = 0;
+  std::vector<Metric> metrics;
+};
+
+/// A column of a runner's table in `bench results`: one metric, its header, and how the text
+/// table and Markdown show it (a fmt format spec such as "{:.4f}"; empty: 4 significant digits).
+struct ResultsColumn {
+  std::string metric, header, format;
+};
+
+/// How `bench results` shows a runner's cases: a row per case with these metric columns; with
+/// `timings`, instead a row per timed mode with the throughput columns (median ms, tokens/s ...).
+/// With `steps`, its cases train: the HTML report plots their curves.
+struct ResultsTable {
+  bool timings = false;
+  std::vector<ResultsColumn> columns;
+  bool steps = false;
+};
+
+/// A kind of measurement applied to cases (google/benchmark's benchmark family, our section).
+class Runner {
+ public:
+  virtual ~Runner();
+  /// The name of its section and of its cases' `runner` ("throughput").
+  virtual std::string_view name() const = 0;
+  /// The settings its section takes.
+  virtual const std::vector<ParamSpec>& params() const = 0;
+  /// Checks `settings` beyond their declared ranges and applies what they imply for the model;
+  /// throws ConfigError at the offending setting. Default: nothing.
+  virtual void resolve(const Params& settings, ModelSpec& model) const;
+  /// Runs one case. Throws for a failure of the case (the scheduler records it as failed).
+  virtual CaseResult run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const = 0;
+  /// Cases with equal keys belong together: finish() needs them whole, and a shard takes them
+  /// together (experiment/shard.h). Default: the resolved configuration (every case alone).
+  virtual std::string group_key(const ResolvedCase& rc) const;
+  /// Figures across its finished cases, after all of the run's cases ran. Default: none.
+  virtual std::vector<CaseMetrics> finish(const std::vector<FinishedCase>& cases) const;
+  /// Its table in `bench results`.
+  virtual ResultsTable table() const = 0;
+  /// The headline of a finished case for the note printed when it ends (", final loss 2.345");
+  /// default: none.
+  virtual std::string summary(const CaseResult& result) const;
+};
+
+/// Runs `c` with its runner and records how it went: never throws for a failure of the case itself
+/// (a plugin error or exception gives status "failed" with the message), stamps the start and end
+/// times and the wall time.
+CaseResult run_case(const Runner& runner, const Case& c, const ResolvedCase& rc, RunnerEnv& env);
 
 }  // namespace bench

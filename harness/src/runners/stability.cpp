@@ -42,7 +42,7 @@ std::string series_unit(const std::string& name) {
 
 /// The final weights of case `c` as <weights_dir>/case-<ordinal>.safetensors, described for the
 /// case's row with a path relative to the database's directory.
-store::ArtifactRow save_final_weights(const Case& c, const Model& model, const RunnerEnv& env) {
+Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& env) {
   namespace fs = std::filesystem;
   if (env.weights_dir.empty()) throw Error("save_weights: this run has no directory for weights");
   fs::create_directories(env.weights_dir);
@@ -55,10 +55,101 @@ store::ArtifactRow save_final_weights(const Case& c, const Model& model, const R
           static_cast<int64_t>(bytes.size()), store::sha256_hex(bytes)};
 }
 
+/// The settings of [stability].
+const std::vector<ParamSpec>& stability_params() {
+  static const std::vector<ParamSpec> specs = {
+      ParamSpec::integer("steps", 200, "optimizer steps").at_least(1),
+      ParamSpec::number("lr", 3e-3, "peak learning rate").at_least(0),
+      ParamSpec::number("warmup_fraction", 0.05, "linear warm-up as a fraction of the steps").at_least(0).at_most(1),
+      ParamSpec::integer("warmup_steps", 0, "linear warm-up steps; overrides warmup_fraction when > 0").at_least(0),
+      ParamSpec::choice("schedule", "cosine", {"cosine", "linear", "constant"}, "decay after warm-up"),
+      ParamSpec::number("min_lr_ratio", 0.1, "final learning rate / peak").at_least(0).at_most(1),
+      ParamSpec::number("weight_decay", 0.1, "AdamW weight decay of the decay group").at_least(0),
+      ParamSpec::choice("weight_decay_mode", "coupled", {"coupled", "independent"},
+                        "coupled: p *= 1 - lr*wd (PyTorch); independent: p *= 1 - wd*lr/peak_lr"),
+      ParamSpec::number("beta1", 0.9, "AdamW beta1").at_least(0).at_most(1),
+      ParamSpec::number("beta2", 0.95, "AdamW beta2").at_least(0).at_most(1),
+      ParamSpec::number("eps", 1e-8, "AdamW epsilon").at_least(0),
+      ParamSpec::number("grad_clip", 1.0, "clip the global grad norm to this; 0 = off").at_least(0),
+      ParamSpec::strings("weight_decay_groups", {"matrix", "embedding"},
+                         {"matrix", "embedding", "gain", "bias", "other"},
+                         "parameter groups that weight decay applies to"),
+      ParamSpec::integers("eval_lengths", {},
+                          "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
+      ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
+      ParamSpec::boolean("save_weights", false,
+                         "keep the final weights as safetensors next to the database (table artifacts)"),
+      ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
+      ParamSpec::integer("val_every", 0,
+                         "also record the held-out loss (val_batches batches) every this many steps; 0 = off")
+          .at_least(0),
+      ParamSpec::integer("val_batches", 2, "held-out batches of each val_every evaluation").at_least(1),
+      ParamSpec::integer("init_probe_batches", 0,
+                         "before training, average per-layer gradient norms and activation RMS at initialization "
+                         "over this many batches (x init_probe_seeds); 0 = off")
+          .at_least(0),
+      ParamSpec::integer("init_probe_seeds", 1, "initializations (seed, seed+1, ...) the init probe averages over")
+          .at_least(1),
+      ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),
+      ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
+          .at_least(0),
+  };
+  return specs;
+}
+
+/// Short training runs (docs/stability.md); over a learning-rate grid, lr_sensitivity at the end.
+class StabilityRunner final : public Runner {
+ public:
+  std::string_view name() const override { return "stability"; }
+  const std::vector<ParamSpec>& params() const override { return stability_params(); }
+  void resolve(const Params& s, ModelSpec& model) const override {
+    model.decay_groups = s.strings("weight_decay_groups");
+    for (int64_t len : s.integers("eval_lengths"))
+      if (len < 1) throw ConfigError(s.where("eval_lengths"), "eval_lengths must be positive context lengths");
+  }
+  CaseResult run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const override;
+  /// The resolved configuration without the peak learning rate: cases with equal keys differ only
+  /// in `lr` and form one variant's learning-rate grid.
+  std::string group_key(const ResolvedCase& rc) const override {
+    Value root = resolved_value(rc);
+    root["runner"].erase("lr");
+    return root.json();
+  }
+  /// lr_sensitivity and lr_grid_size over every learning-rate grid of the run.
+  std::vector<CaseMetrics> finish(const std::vector<FinishedCase>& cases) const override {
+    std::vector<GridCase> grid;
+    for (const FinishedCase& f : cases) {
+      const auto value = [&](const char* m) { return f.result->metric(m).value_or(NAN); };
+      grid.push_back({group_key(*f.resolved), f.index, value("lr"), value("initial_loss"), value("final_val_loss")});
+    }
+    std::vector<CaseMetrics> out;
+    for (auto& [index, metrics] : lr_grid_metrics(grid)) out.push_back({index, std::move(metrics)});
+    return out;
+  }
+  ResultsTable table() const override {
+    return {false,
+            {{"lr", "lr", "{:.3g}"},
+             {"final_loss", "final loss (nats)", "{:.4f}"},
+             {"best_loss", "best loss (nats)", "{:.4f}"},
+             {"unigram_entropy", "unigram H (nats)", "{:.4f}"},
+             {"spike_count", "spikes", "{:.0f}"},
+             {"diverged_step", "diverged at step", "{:.0f}"},
+             {"max_attn_logit", "max logit", ""},
+             {"final_grad_norm", "grad norm", ""}},
+            true};
+  }
+  std::string summary(const CaseResult& r) const override {
+    std::string s;
+    for (const Metric& m : r.metrics)
+      if (m.name == "final_loss") s += ", final loss " + std::to_string(m.value).substr(0, 6);
+    return s;
+  }
+};
+
 }  // namespace
 
-store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
-  store::CaseRow row;
+CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const {
+  CaseResult row;
   const Params& s = rc.runner;
   const ModelDims& d = rc.model.dims;
   Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
@@ -96,21 +187,10 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   std::map<int64_t, double> layer_max_logit;                      // layer -> max over all steps
   const int64_t val_every = s.integer("val_every");
 
-  // At initialization, before any update: per-layer gradient norms and activation growth.
-  if (const int64_t batches = s.integer("init_probe_batches"); batches > 0) {
-    const InitProbe ip = probe_initialization(rc, env, *dataset, batches, s.integer("init_probe_seeds"));
-    for (size_t i = 0; i < ip.grad_norm.size(); ++i) {
-      const auto layer = static_cast<int64_t>(i);
-      row.series.push_back({"init_grad_norm", layer, -1, ip.grad_norm[i]});
-      row.series.push_back({"init_block_rms", layer, -1, ip.block_rms[i]});
-    }
-    row.metrics.push_back({"init_growth_exponent", ip.growth_exponent, "1/layer"});
-    row.metrics.push_back({"init_embed_rms", ip.embed_rms, ""});
-    row.metrics.push_back({"init_grad_norm_first", ip.grad_norm.front(), ""});
-    row.metrics.push_back({"init_grad_norm_last", ip.grad_norm.back(), ""});
-    row.metrics.push_back({"init_grad_norm_ratio", ip.grad_norm.back() / ip.grad_norm.front(), ""});
-    row.metrics.push_back({"init_loss", ip.loss, "nats"});
-  }
+  // At initialization, before any update: per-layer gradient norms and activation growth. The
+  // diagnostics runner measures the same on its own; these keys keep working here.
+  if (const int64_t batches = s.integer("init_probe_batches"); batches > 0)
+    record_init_probe(probe_initialization(rc, env, *dataset, batches, s.integer("init_probe_seeds")), row);
   const auto t0 = std::chrono::steady_clock::now();
   int64_t done = 0;
   for (int64_t step = 0; step < steps; ++step) {
@@ -158,7 +238,7 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
       }
     }
     if (logging) {
-      std::vector<store::SeriesRow> logged;
+      std::vector<SeriesPoint> logged;
       for (const auto& [key, v] : probes) {
         const auto [name, layer] = split_layer(key);
         // The whole-model max logit and z are columns of `steps` already.
@@ -195,7 +275,7 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     last_z = info.z_mean;
     last_z_loss = info.z_loss;
     if (logging || !std::isfinite(info.loss)) {
-      row.steps.push_back(store::StepRow{step, opt.lr, info.loss, norm, logit, info.z_mean, info.z_loss, ms});
+      row.steps.push_back(StepRecord{step, opt.lr, info.loss, norm, logit, info.z_mean, info.z_loss, ms});
     }
     const bool bad = !std::isfinite(info.loss) || !std::isfinite(norm);
     if (diverged_step < 0 && (bad || (step > warmup && info.loss > initial_loss))) diverged_step = step;
@@ -288,6 +368,11 @@ store::CaseRow run_stability(const Case& c, const ResolvedCase& rc, RunnerEnv& e
     row.error = "non-finite loss or gradient at step " + std::to_string(diverged_step);
   }
   return row;
+}
+
+const Runner& stability_runner() {
+  static const StabilityRunner runner;
+  return runner;
 }
 
 }  // namespace bench

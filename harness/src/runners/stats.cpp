@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace bench {
 
@@ -76,6 +78,28 @@ double lr_sensitivity(const std::vector<double>& final_losses, double initial_lo
     best = std::min(best, v);
   }
   return sum / static_cast<double>(final_losses.size()) - best;
+}
+
+std::vector<std::pair<size_t, std::vector<Metric>>> lr_grid_metrics(const std::vector<GridCase>& cases) {
+  std::map<std::string, std::vector<const GridCase*>> groups;
+  for (const GridCase& c : cases) groups[c.key].push_back(&c);
+  std::vector<std::pair<size_t, std::vector<Metric>>> out;
+  for (const auto& [key, members] : groups) {
+    std::set<double> lrs;
+    std::vector<double> finals;
+    double l0 = 0;
+    for (const GridCase* c : members) {
+      lrs.insert(c->lr);
+      finals.push_back(c->final_val_loss);
+      l0 += c->initial_loss / static_cast<double>(members.size());
+    }
+    if (lrs.size() < 2) continue;
+    const double sensitivity = lr_sensitivity(finals, l0);
+    for (const GridCase* c : members)
+      out.push_back(
+          {c->index, {{"lr_sensitivity", sensitivity, "nats"}, {"lr_grid_size", static_cast<double>(lrs.size()), ""}}});
+  }
+  return out;
 }
 
 }  // namespace bench

@@ -1,9 +1,13 @@
-// defines: bench::Summary, summarize, find_spikes, lr_at, lr_sensitivity — the arithmetic behind the runners
+// defines: bench::Summary, summarize, find_spikes, lr_at, lr_sensitivity, GridCase, lr_grid_metrics —
+// the arithmetic behind the runners
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "runners/result.h"
 
 namespace bench {
 
@@ -33,5 +37,19 @@ double lr_at(int64_t step, int64_t total, double peak, int64_t warmup, const std
 /// initialization). 0 when one learning rate is as good as all; larger is more sensitive.
 /// NaN for an empty grid.
 double lr_sensitivity(const std::vector<double>& final_losses, double initial_loss);
+
+/// A finished stability case, as lr_grid_metrics sees it.
+struct GridCase {
+  std::string key;  ///< equal for cases that differ only in lr (the stability runner's group key)
+  size_t index = 0;
+  double lr = 0;
+  double initial_loss = 0;    ///< loss at initialization (step 0)
+  double final_val_loss = 0;  ///< NaN when the case diverged or was not evaluated
+};
+
+/// For every group of cases with equal keys and at least two distinct learning rates, the
+/// metrics `lr_sensitivity` (over the group's final validation losses, with L0 the mean of the
+/// group's initial losses) and `lr_grid_size`, to add to each case (by index) of the group.
+std::vector<std::pair<size_t, std::vector<Metric>>> lr_grid_metrics(const std::vector<GridCase>& cases);
 
 }  // namespace bench

@@ -99,10 +99,42 @@ class Replay {
 #endif
 };
 
+/// The settings of [throughput].
+const std::vector<ParamSpec>& throughput_params() {
+  static const std::vector<ParamSpec> specs = {
+      ParamSpec::strings("modes", {"forward", "forward_backward", "train_step"},
+                         {"forward", "forward_backward", "train_step"}, "what to time"),
+      ParamSpec::integer("repetitions", 5, "timed repetitions (median and spread over these)").at_least(1),
+      ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least").at_least(0),
+      ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
+      ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
+      ParamSpec::boolean("cuda_graph", false,
+                         "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
+                         "(no launch overhead); ignored on the CPU"),
+  };
+  return specs;
+}
+
 }  // namespace
 
-store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
-  store::CaseRow row;
+/// Times the configured modes of one model with its real data (docs/design.md, "How throughput is
+/// measured").
+class ThroughputRunner final : public Runner {
+ public:
+  std::string_view name() const override { return "throughput"; }
+  const std::vector<ParamSpec>& params() const override { return throughput_params(); }
+  CaseResult run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const override;
+  ResultsTable table() const override { return {true, {}}; }
+  std::string summary(const CaseResult& r) const override {
+    std::string s;
+    for (const Timing& t : r.timings)
+      if (t.mode == "train_step") s += ", train step " + std::to_string(t.median_ms).substr(0, 6) + " ms";
+    return s;
+  }
+};
+
+CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const {
+  CaseResult row;
   const Params& s = rc.runner;
   Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
   std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
@@ -231,7 +263,7 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
       row.metrics.push_back({"loss_after_graph/" + mode, after.loss, "nats"});
     }
     const Summary sum = summarize(reporter.ms);
-    store::ThroughputRow t;
+    Timing t;
     t.mode = mode;
     t.repetitions = static_cast<int64_t>(reporter.ms.size());
     t.iterations = reporter.iterations;
@@ -248,12 +280,17 @@ store::CaseRow run_throughput(const Case& c, const ResolvedCase& rc, RunnerEnv& 
     if (peak > 0) t.mfu = t.gflops_per_s / peak;
     t.peak_bytes = static_cast<int64_t>(model.bytes());
     t.samples_ms = reporter.ms;
-    row.throughput.push_back(std::move(t));
+    row.timings.push_back(std::move(t));
   }
   row.metrics.push_back({"initial_loss", first.loss, "nats"});
   row.metrics.push_back({"model_bytes", static_cast<double>(model.bytes()), "bytes"});
   (void)c;
   return row;
+}
+
+const Runner& throughput_runner() {
+  static const ThroughputRunner runner;
+  return runner;
 }
 
 }  // namespace bench

@@ -343,7 +343,7 @@ int64_t Store::begin_run(const RunInfo& info) {
              lower(hex(randomblob(16))), ?18, ?19, ?20, ?21))sql");
     const bool shard = !info.sweep.empty();
     const auto if_shard = [&](int64_t v) { return shard ? std::optional<int64_t>(v) : std::nullopt; };
-    s.bind(1, now_utc())
+    s.bind(1, info.started_at.empty() ? now_utc() : info.started_at)
         .bind(2, info.experiment_name)
         .bind(3, info.experiment_path)
         .bind(4, info.experiment_text)
@@ -372,12 +372,13 @@ int64_t Store::begin_run(const RunInfo& info) {
   });
 }
 
-void Store::finish_run(int64_t run_id, std::string_view status, std::string_view error) {
+std::string Store::finish_run(int64_t run_id, std::string_view status, std::string_view error) {
   if (status != "completed" && status != "failed" && status != "interrupted")
     throw Error(fmt::format("finish_run: status must be completed, failed or interrupted, not '{}'", status));
+  const std::string finished_at = now_utc();
   write_transaction(fmt::format("finishing run {}", run_id), [&] {
     sqlite::Statement s(db_.get(), "UPDATE runs SET status=?1, error=?2, finished_at=?3 WHERE id=?4");
-    s.bind(1, status).bind(3, now_utc()).bind(4, run_id);
+    s.bind(1, status).bind(3, finished_at).bind(4, run_id);
     if (error.empty())
       s.bind_null(2);
     else
@@ -386,6 +387,7 @@ void Store::finish_run(int64_t run_id, std::string_view status, std::string_view
     if (sqlite3_changes(db_.get()) == 0) throw Error(fmt::format("no run {}", run_id));
     return 0;
   });
+  return finished_at;
 }
 
 int64_t Store::add_case(int64_t run_id, const CaseRow& c) {

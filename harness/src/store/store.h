@@ -30,6 +30,7 @@ struct RunInfo {
   /// the number of cases of the whole sweep. Empty sweep: an unsharded run (stored as NULLs).
   std::string sweep;
   int64_t shard_index = 0, shard_count = 0, sweep_cases = 0;
+  std::string started_at;  ///< ISO-8601 UTC (now_utc()); empty: the time of begin_run
 };
 
 /// Timing of one mode ("forward", "forward_backward", "train_step") of a throughput case; a row
@@ -138,8 +139,8 @@ class Store {
   /// Inserts a run with status 'running' and started_at now; returns its id.
   int64_t begin_run(const RunInfo& info);
   /// Sets a run's status ('completed', 'failed', 'interrupted'), error (NULL when empty) and
-  /// finished_at. Throws when the run does not exist.
-  void finish_run(int64_t run_id, std::string_view status, std::string_view error = {});
+  /// finished_at, which it returns. Throws when the run does not exist.
+  std::string finish_run(int64_t run_id, std::string_view status, std::string_view error = {});
   /// Marks failed every run that is 'running' on this host while its process (`pid`) is gone or
   /// is no longer a `bench` process: what a run killed by SIGKILL or a crash leaves behind. Its
   /// error says which process it was. Returns the ids of the runs it marked.

@@ -1,4 +1,4 @@
-#include "report/run_data.h"
+#include "store/run_data.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 
 #include "bench/error.h"
 
-namespace bench::report {
+namespace bench::store {
 
 namespace {
 
@@ -29,7 +29,13 @@ std::optional<double> CaseData::metric(const std::string& name) const {
   return it->second.value;
 }
 
-RunData load_run(const store::Store& db, int64_t run_id) {
+void sort_modes(std::vector<ModeData>& modes) {
+  std::stable_sort(modes.begin(), modes.end(), [](const ModeData& x, const ModeData& y) {
+    return mode_rank(x.mode) != mode_rank(y.mode) ? mode_rank(x.mode) < mode_rank(y.mode) : x.mode < y.mode;
+  });
+}
+
+RunData load_run_header(const Store& db, int64_t run_id) {
   const auto run = db.query(
       "SELECT id, seed, n_cases, experiment_name, experiment_path, experiment_text, status, error, started_at, "
       "finished_at, git_sha, harness_version, plugins_json, device, device_json, compiler, build_flags, command_line, "
@@ -46,7 +52,11 @@ RunData load_run(const store::Store& db, int64_t run_id) {
                            &d.harness_version, &d.plugins_json,    &d.device,          &d.device_json,
                            &d.compiler,        &d.build_flags,     &d.command_line,    &d.hostname};
   for (size_t i = 0; i < std::size(fields); ++i) *fields[i] = text(r[i + 3]);
+  return d;
+}
 
+RunData load_run(const Store& db, int64_t run_id) {
+  RunData d = load_run_header(db, run_id);
   const auto cases = db.query(
       "SELECT id, ordinal, seed, runner, label, variant, status, error FROM cases WHERE run_id = ?1 ORDER BY ordinal",
       {Value::integer(run_id)});
@@ -83,10 +93,7 @@ RunData load_run(const store::Store& db, int64_t run_id) {
     if (row[10].is_number()) m.peak_bytes = row[10].as_int();
     d.cases[index.at(row[0].as_int())].modes.push_back(std::move(m));
   }
-  for (auto& c : d.cases)
-    std::stable_sort(c.modes.begin(), c.modes.end(), [](const ModeData& x, const ModeData& y) {
-      return mode_rank(x.mode) != mode_rank(y.mode) ? mode_rank(x.mode) < mode_rank(y.mode) : x.mode < y.mode;
-    });
+  for (auto& c : d.cases) sort_modes(c.modes);
 
   const auto samples = db.query(
       "SELECT s.case_id, s.mode, s.ms FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
@@ -99,14 +106,18 @@ RunData load_run(const store::Store& db, int64_t run_id) {
   }
 
   const auto metrics = db.query(
-      "SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.run_id = ?1",
+      "SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.run_id = ?1 "
+      "ORDER BY m.case_id, m.rowid",
       {Value::integer(run_id)});
-  for (const auto& row : metrics.rows)
-    d.cases[index.at(row[0].as_int())].metrics[text(row[1])] = MetricData{number(row[2]), text(row[3])};
+  for (const auto& row : metrics.rows) {
+    CaseData& c = d.cases[index.at(row[0].as_int())];
+    c.metrics[text(row[1])] = MetricData{number(row[2]), text(row[3])};
+    c.metric_order.push_back(text(row[1]));
+  }
   return d;
 }
 
-Steps load_steps(const store::Store& db, int64_t case_id) {
+Steps load_steps(const Store& db, int64_t case_id) {
   const auto q =
       db.query("SELECT step, lr, loss, grad_norm, max_attn_logit, z_mean FROM steps WHERE case_id = ?1 ORDER BY step",
                {Value::integer(case_id)});
@@ -130,7 +141,7 @@ Steps load_steps(const store::Store& db, int64_t case_id) {
   return s;
 }
 
-std::vector<std::pair<double, double>> load_layers(const store::Store& db, int64_t case_id, const std::string& name,
+std::vector<std::pair<double, double>> load_layers(const Store& db, int64_t case_id, const std::string& name,
                                                    int64_t step) {
   const auto q = db.query(
       "SELECT layer, value FROM series WHERE case_id = ?1 AND name = ?2 AND step = ?3 AND layer IS NOT NULL "
@@ -141,24 +152,4 @@ std::vector<std::pair<double, double>> load_layers(const store::Store& db, int64
   return out;
 }
 
-std::vector<std::string> label_tokens(const CaseData& c) {
-  std::vector<std::string> tokens;
-  std::string rest = c.label;
-  if (!c.variant.empty() && rest.rfind(c.variant, 0) == 0) {
-    tokens.push_back(c.variant);
-    rest = rest.substr(c.variant.size());
-  } else if (c.variant.empty() && rest == "base") {
-    return tokens;
-  }
-  size_t pos = 0;
-  while (pos < rest.size()) {
-    const size_t space = rest.find(' ', pos);
-    const std::string word = rest.substr(pos, space == std::string::npos ? std::string::npos : space - pos);
-    if (!word.empty()) tokens.push_back(word);
-    if (space == std::string::npos) break;
-    pos = space + 1;
-  }
-  return tokens;
-}
-
-}  // namespace bench::report
+}  // namespace bench::store

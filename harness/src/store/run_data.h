@@ -1,6 +1,6 @@
-// defines: bench::report::RunData, CaseData, ModeData, Steps, load_run, load_steps, label_tokens —
-// one run read back from the database into plain structs, for compare and the HTML report.
-// Private to report/.
+// defines: bench::store::RunData, CaseData, ModeData, MetricData, Steps, load_run, load_steps,
+// load_layers — one run read back from the database into plain structs: what the reports (results,
+// compare, HTML) are made from. `bench run` fills the same structs from the results in memory.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 #include "store/store.h"
 
-namespace bench::report {
+namespace bench::store {
 
 /// One mode of a throughput case: the stored summary and the per-repetition samples.
 struct ModeData {
@@ -33,10 +33,12 @@ struct CaseData {
   std::string runner, label, variant, status, error;
   std::vector<ModeData> modes;  ///< forward, forward_backward, train_step, then others
   std::map<std::string, MetricData, std::less<>> metrics;
+  std::vector<std::string> metric_order;  ///< the metrics' names in the order they were stored
   /// The metric's value when present and finite.
   std::optional<double> metric(const std::string& name) const;
 };
 
+/// A run; `error` and `finished_at` are empty where the database has NULL.
 struct RunData {
   int64_t id = 0, seed = 0, n_cases = 0;
   std::string experiment_name, experiment_path, experiment_text, status, error, started_at, finished_at, git_sha,
@@ -44,9 +46,16 @@ struct RunData {
   std::vector<CaseData> cases;  ///< in ordinal order
 };
 
+/// Modes in the order a reader expects them: forward, forward_backward, train_step, then the
+/// others by name.
+void sort_modes(std::vector<ModeData>& modes);
+
 /// A run with its cases, throughput (with samples) and metrics. Throws bench::Error when there
 /// is no run `run_id`.
-RunData load_run(const store::Store& db, int64_t run_id);
+RunData load_run(const Store& db, int64_t run_id);
+
+/// The run's fields without its cases. Throws bench::Error when there is no run `run_id`.
+RunData load_run_header(const Store& db, int64_t run_id);
 
 /// The per-step series of a stability case; NaN where the store has NULL.
 struct Steps {
@@ -54,15 +63,11 @@ struct Steps {
   /// Whole-model named series of the `series` table (val_loss, param_norm ...): steps, values.
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> named;
 };
-Steps load_steps(const store::Store& db, int64_t case_id);
+Steps load_steps(const Store& db, int64_t case_id);
 
 /// One per-layer series of a case at one step (-1: at initialization): (layer, value) pairs in
 /// layer order; NaN where the store has NULL.
-std::vector<std::pair<double, double>> load_layers(const store::Store& db, int64_t case_id, const std::string& name,
+std::vector<std::pair<double, double>> load_layers(const Store& db, int64_t case_id, const std::string& name,
                                                    int64_t step);
 
-/// The words of a case's label: the variant name (as one word, even with spaces) and each
-/// "key=value" of its swept axes. "base" has none.
-std::vector<std::string> label_tokens(const CaseData& c);
-
-}  // namespace bench::report
+}  // namespace bench::store

@@ -1,0 +1,58 @@
+// Diagnostics runner ([diagnostics]): the model at initialization, before any update — per-layer
+// gradient norms (Post-Norm vs Pre-Norm, Xiong et al. 2020) and the growth of the residual stream
+// with depth, averaged over batches and initializations (runners/init_probe.h). No training step is
+// taken. The stability runner's init_probe_batches / init_probe_seeds measure the same before they
+// train; this is the probe on its own, at the cost of a forward and backward per batch and seed.
+#include <memory>
+
+#include "bench/interfaces.h"
+#include "plugins/registry.h"
+#include "runners/init_probe.h"
+#include "runners/runner.h"
+
+namespace bench {
+
+namespace {
+
+class DiagnosticsRunner final : public Runner {
+ public:
+  std::string_view name() const override { return "diagnostics"; }
+
+  const std::vector<ParamSpec>& params() const override {
+    static const std::vector<ParamSpec> specs = {
+        ParamSpec::integer("batches", 4, "training batches (0, 1, ...) each initialization is probed on").at_least(1),
+        ParamSpec::integer("seeds", 1, "initializations (seed, seed+1, ...) the figures average over").at_least(1),
+    };
+    return specs;
+  }
+
+  CaseResult run(const Case& /*c*/, const ResolvedCase& rc, RunnerEnv& env) const override {
+    std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
+    auto* dataset = dynamic_cast<Dataset*>(ds.get());
+    const InitProbe probe =
+        probe_initialization(rc, env, *dataset, rc.runner.integer("batches"), rc.runner.integer("seeds"));
+    CaseResult out;
+    out.n_params = probe.n_params;
+    out.n_params_embedding = probe.n_params_embedding;
+    record_init_probe(probe, out);
+    return out;
+  }
+
+  ResultsTable table() const override {
+    return {false,
+            {{"init_loss", "loss (nats)", "{:.4f}"},
+             {"init_grad_norm_first", "grad norm L0", ""},
+             {"init_grad_norm_last", "grad norm last", ""},
+             {"init_grad_norm_ratio", "last / L0", ""},
+             {"init_growth_exponent", "growth / layer", ""}}};
+  }
+};
+
+}  // namespace
+
+const Runner& diagnostics_runner() {
+  static const DiagnosticsRunner runner;
+  return runner;
+}
+
+}  // namespace bench

@@ -1,0 +1,77 @@
+// defines: bench::CaseResult and its parts (Timing, StepRecord, SeriesPoint, Metric, Artifact) —
+// what a runner measured for one case, in the runners' own terms: the scheduler hands it to the
+// sinks (runners/sink.h), one of which writes it to the database as the store's rows
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+/// One timed mode ("forward", "forward_backward", "train_step") of a throughput case.
+struct Timing {
+  std::string mode;
+  int64_t repetitions = 0, iterations = 0;
+  double median_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0, stddev_ms = 0, mad_ms = 0, tokens_per_s = 0,
+         flops_per_iter = 0, gflops_per_s = 0;
+  std::optional<double> mfu;          ///< fraction of the device peak, 0..1; none when the peak is unknown
+  std::optional<int64_t> peak_bytes;  ///< peak device memory during the timed loop
+  std::vector<double> samples_ms;     ///< per repetition, in order
+};
+
+/// One training step (loss, grad norm ...); non-finite values are kept as they are.
+struct StepRecord {
+  int64_t step = 0;
+  double lr = 0, loss = 0, grad_norm = 0, max_attn_logit = 0, z_mean = 0, z_loss = 0, ms = 0;
+};
+
+/// One value of a named series at a step (-1: at initialization); layer < 0: the whole model.
+struct SeriesPoint {
+  std::string name;
+  int64_t layer = -1;
+  int64_t step = 0;
+  double value = 0;
+};
+
+/// A named summary number with its unit.
+struct Metric {
+  std::string name;
+  double value = 0;
+  std::string unit;
+};
+
+/// A file the case produced (the final weights of save_weights).
+struct Artifact {
+  std::string kind;  ///< "weights"
+  std::string path;  ///< relative to the database's directory (absolute when elsewhere)
+  int64_t bytes = 0;
+  std::string sha256;
+};
+
+/// Everything one case produced, and how and where it ran.
+struct CaseResult {
+  std::string status = "completed";  ///< completed, diverged, failed or interrupted
+  std::string error;                 ///< why it failed or diverged; empty otherwise
+  std::string placement;             ///< where it ran ("job 2/4, cores 4-7"); empty in this process
+  std::string started_at, finished_at;
+  double wall_s = 0;
+  std::optional<int64_t> n_params, n_params_embedding;
+  std::optional<double> flops_per_token;
+  std::vector<Timing> timings;
+  std::vector<StepRecord> steps;
+  std::vector<SeriesPoint> series;
+  std::vector<Metric> metrics;
+  std::vector<Artifact> artifacts;
+  /// The metric's value, or nullopt when the case has none of that name.
+  std::optional<double> metric(const std::string& name) const {
+    for (const Metric& m : metrics)
+      if (m.name == name) return m.value;
+    return std::nullopt;
+  }
+  /// Whether the case has a result to keep: completed, or diverged (deterministically).
+  bool finished() const { return status == "completed" || status == "diverged"; }
+};
+
+}  // namespace bench

@@ -1,0 +1,63 @@
+#include "runners/scheduler.h"
+
+#include <algorithm>
+
+#include "bench/error.h"
+
+namespace bench {
+
+ResultSink::~ResultSink() = default;
+void ResultSink::started(const Job& /*job*/) {}
+void ResultSink::added(const Job& /*job*/, const std::vector<Metric>& /*metrics*/) {}
+
+Executor::~Executor() = default;
+
+void InProcessExecutor::start(size_t /*slot*/, const Job& job) {
+  if (done_) throw Error("InProcessExecutor: a job was started before the last one was collected");
+  env_.prefix = job.prefix;
+  done_.emplace(job.index, run_case(*job.runner, *job.c, *job.rc, env_));
+}
+
+std::optional<std::pair<size_t, CaseResult>> InProcessExecutor::wait(std::chrono::milliseconds /*timeout*/) {
+  std::optional<std::pair<size_t, CaseResult>> out;
+  out.swap(done_);
+  return out;
+}
+
+std::vector<size_t> schedule(const std::vector<Job>& jobs, Executor& executor, const std::vector<ResultSink*>& sinks,
+                             const std::atomic<bool>& stop) {
+  const size_t n_slots = std::max<size_t>(1, executor.slots());
+  std::vector<std::optional<size_t>> slot_job(n_slots);  // the position in `jobs` each slot runs
+  size_t next = 0, running = 0;
+  bool told = false;
+  std::vector<size_t> ran;
+  while (next < jobs.size() || running > 0) {
+    while (!stop && next < jobs.size() && running < n_slots) {
+      const size_t slot =
+          static_cast<size_t>(std::find(slot_job.begin(), slot_job.end(), std::nullopt) - slot_job.begin());
+      const Job& job = jobs[next];
+      for (ResultSink* s : sinks) s->started(job);
+      slot_job[slot] = next++;
+      ++running;
+      executor.start(slot, job);
+    }
+    if (stop && !told) {
+      executor.stop();
+      told = true;
+    }
+    if (running == 0) break;  // stopped before the rest started
+    auto done = executor.wait(std::chrono::milliseconds(20));
+    if (!done) continue;
+    const auto it = std::find_if(slot_job.begin(), slot_job.end(),
+                                 [&](const std::optional<size_t>& j) { return j && jobs[*j].index == done->first; });
+    if (it == slot_job.end()) throw Error("the executor returned a job it was not running");
+    const Job& job = jobs[**it];
+    it->reset();
+    --running;
+    ran.push_back(job.index);
+    for (ResultSink* s : sinks) s->finished(job, done->second);
+  }
+  return ran;
+}
+
+}  // namespace bench

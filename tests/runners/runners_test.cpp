@@ -1,0 +1,117 @@
+// The runner table: every runner once, in the order cases expand; what the experiment layer gets
+// of them; the diagnostics runner measures exactly what the stability runner's init_probe_batches
+// measures before it trains (the same code, the same seeds); the stability runner groups a
+// learning-rate grid for finish() and for shards.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "runners/registry.h"
+#include "store/sha256.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+const char* const kModel =
+    "[model]\nd_model = 16\nn_heads = 2\nn_layers = 3\nseq_len = 8\nbatch_size = 2\nnorm_position = \"post\"\n";
+
+CaseResult run_first(const std::string& toml, const std::string& runner) {
+  for (const Case& c : test::cases_of(toml)) {
+    if (c.runner != runner) continue;
+    const DeviceInfo device;
+    Progress progress(true);
+    RunnerEnv env{test::builtin_registry(), device, progress, "", nullptr, "", ""};
+    return run_case(runner_of(c), c, test::resolve(c), env);
+  }
+  ADD_FAILURE() << "no " << runner << " case";
+  return {};
+}
+
+TEST(Runners, OneTableInExpansionOrder) {
+  std::vector<std::string> names;
+  for (const Runner* r : runners()) names.emplace_back(r->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"throughput", "stability", "diagnostics"}));
+  const RunnerSections& sections = runner_sections();
+  ASSERT_EQ(sections.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(sections[i].name, names[i]);
+    EXPECT_EQ(sections[i].params.size(), runners()[i]->params().size());
+    EXPECT_EQ(find_runner(names[i]), runners()[i]);
+  }
+  EXPECT_EQ(find_runner("demo"), nullptr);
+  Case c;
+  c.runner = "nope";
+  EXPECT_THROW(runner_of(c), Error);
+  // Each section a file can have, in a variant's expansion order.
+  const auto cases = test::cases_of(std::string(kModel) + "[diagnostics]\n[stability]\nsteps = 2\n[throughput]\n");
+  ASSERT_EQ(cases.size(), 3u);
+  EXPECT_EQ(cases[0].runner, "throughput");
+  EXPECT_EQ(cases[1].runner, "stability");
+  EXPECT_EQ(cases[2].runner, "diagnostics");
+}
+
+TEST(Runners, TheStabilityRunnerChecksItsSettingsAndSetsTheDecayGroups) {
+  const ResolvedCase rc =
+      test::resolve_first(std::string(kModel) + "[stability]\nweight_decay_groups = [\"matrix\", \"gain\"]\n");
+  EXPECT_EQ(rc.model.decay_groups, (std::vector<std::string>{"matrix", "gain"}));
+  EXPECT_THROW(test::resolve_first(std::string(kModel) + "[stability]\neval_lengths = [16, 0]\n"), ConfigError);
+  // Throughput cases keep the default groups.
+  EXPECT_EQ(test::resolve_first(std::string(kModel) + "[throughput]\n").model.decay_groups,
+            (std::vector<std::string>{"matrix", "embedding"}));
+}
+
+TEST(Runners, DiagnosticsMeasureWhatTheStabilityRunnersInitProbeMeasures) {
+  const CaseResult alone = run_first(std::string(kModel) + "[diagnostics]\nbatches = 2\nseeds = 2\n", "diagnostics");
+  const CaseResult before_training = run_first(
+      std::string(kModel) + "[stability]\nsteps = 1\ninit_probe_batches = 2\ninit_probe_seeds = 2\n", "stability");
+  ASSERT_EQ(alone.status, "completed") << alone.error;
+  ASSERT_EQ(before_training.status, "completed") << before_training.error;
+  int compared = 0;
+  for (const Metric& m : alone.metrics) {
+    EXPECT_EQ(before_training.metric(m.name), m.value) << m.name;  // bit for bit
+    ++compared;
+  }
+  EXPECT_EQ(compared, 6);
+  ASSERT_EQ(alone.series.size(), 2u * 3u);  // grad norm and block RMS per layer
+  for (size_t i = 0; i < alone.series.size(); ++i) {
+    EXPECT_EQ(alone.series[i].name, before_training.series[i].name);
+    EXPECT_EQ(alone.series[i].value, before_training.series[i].value);
+    EXPECT_EQ(alone.series[i].step, -1);
+  }
+  EXPECT_GT(*alone.metric("init_grad_norm_ratio"), 0.0);
+  EXPECT_GT(alone.n_params.value_or(0), 0);
+  EXPECT_TRUE(alone.steps.empty()) << "no training step";
+}
+
+TEST(Runners, AStabilityGridIsOneGroupForFinishAndForShards) {
+  const auto cases = test::cases_of(std::string(kModel) + "[stability]\nlr = [0.01, 0.1]\nsteps = 3\n[throughput]\n");
+  ASSERT_EQ(cases.size(), 3u);
+  const ResolvedCase tp = test::resolve(cases[0]), a = test::resolve(cases[1]), b = test::resolve(cases[2]);
+  const Runner& stability = runner_of(cases[1]);
+  EXPECT_EQ(stability.group_key(a), stability.group_key(b));
+  EXPECT_NE(resolved_json(a), resolved_json(b));
+  EXPECT_EQ(shard_unit_key(cases[0], tp), "throughput\n" + resolved_json(tp));
+  Value without_lr = resolved_value(a);
+  without_lr["runner"].erase("lr");
+  EXPECT_EQ(shard_unit_key(cases[1], a), "stability\n" + without_lr.json());
+  // finish(): lr_sensitivity over the two learning rates, for both cases.
+  CaseResult ra, rb;
+  ra.metrics = {{"lr", 0.01, ""}, {"initial_loss", 5.0, "nats"}, {"final_val_loss", 3.0, "nats"}};
+  rb.metrics = {{"lr", 0.1, ""}, {"initial_loss", 5.0, "nats"}, {"final_val_loss", 4.0, "nats"}};
+  const auto added = stability.finish({{1, &a, &ra}, {2, &b, &rb}});
+  ASSERT_EQ(added.size(), 2u);
+  std::set<size_t> indices;
+  for (const CaseMetrics& m : added) {
+    indices.insert(m.index);
+    ASSERT_EQ(m.metrics.size(), 2u);
+    EXPECT_EQ(m.metrics[0].name, "lr_sensitivity");
+    EXPECT_DOUBLE_EQ(m.metrics[0].value, 3.5 - 3.0);  // mean(3, 4) - min(3, 4)
+    EXPECT_EQ(m.metrics[1].value, 2);
+  }
+  EXPECT_EQ(indices, (std::set<size_t>{1, 2}));
+  EXPECT_TRUE(runner_of(cases[0]).finish({{0, &tp, &ra}}).empty());
+}
+
+}  // namespace
+}  // namespace bench
