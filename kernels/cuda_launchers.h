@@ -40,6 +40,11 @@ void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64
 /// the log-sum-exp [B, H, T] in float); bf16 only (float throws); std::runtime_error naming the
 /// cuDNN call and its status on failure.
 bool cudnn_attention_available(std::string* why);
+/// The loaded cuDNN's version as cuDNN numbers it (9.16.0 is 91600); 0 where none loads.
+int cudnn_version();
+/// "" when the loaded cuDNN runs `a`, forward and backward; else why not (it does not load, the
+/// variant, the version). Never throws.
+std::string cudnn_attention_refusal(const AttentionArgs& a);
 template <class T>
 void cudnn_attention_forward(Stream stream, const AttentionArgs& args, const T* qkv, T* out, float* stats);
 template <class T>

@@ -62,6 +62,10 @@ void copy_2d(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, siz
 void zero(void* p, size_t bytes, void* stream);
 /// cudaStreamSynchronize, then the stream's sticky error if any.
 void synchronize(void* stream);
+/// "" while the current device is usable; else the message of the sticky error that poisons its
+/// context (an illegal address, a launch failure). Waits for the whole device; clears an error
+/// that is not sticky. For test drivers that must stop at the test that broke the device.
+std::string sticky_error();
 
 /// Times work on a stream with CUDA events: start(), enqueue, stop_ms() synchronizes on the stop
 /// event and returns the elapsed device time.

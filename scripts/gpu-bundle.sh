@@ -1,38 +1,50 @@
 #!/usr/bin/env bash
-# Packs `bench` for the lent GPU machine, which has CUDA but not the project's Debian packages:
-# builds the "cuda" preset here (sm_90) and puts into .gpu-bundle.tar.xz (git-ignored) the program,
-# libbench, libbench_cuda, the plugins, every other shared library they load (oneDNN, SQLite,
-# TOML++, fmt, Google Benchmark, OpenMP, the C++ runtime) and this machine's C library with its
-# loader, so that the GPU machine's own glibc does not matter. CUDA's libraries (cudart,
-# cuBLASLt) and the driver are the GPU machine's: the same CUDA major version (13) as here.
+# Packs the prebuilt programs for the lent GPU machine, which has CUDA but not the project's
+# Debian packages and must compile nothing (its minutes are for measuring): builds the CUDA build
+# here (the "default" preset's build/ when it has CUDA, else the "cuda" preset's build/cuda, both
+# sm_90) and puts into .gpu-bundle.tar.xz (git-ignored) `bench`, `cuda_check`, `kernels_test`,
+# libbench and its CUDA library, the plugins, every other shared library they load (oneDNN,
+# SQLite, TOML++, fmt, Google Benchmark, GoogleTest, OpenMP, the C++ runtime) and this machine's C
+# library with its loader, so that the GPU machine's own glibc does not matter. CUDA's libraries
+# (cudart, cuBLASLt, NVRTC) and the driver are the GPU machine's: the same CUDA major version (13).
 #
 #   scripts/gpu-bundle.sh            then: run(carry=[".gpu-bundle.tar.xz"], "scripts/gpu-check.sh")
 #
-# scripts/gpu-check.sh runs `bench run` from the bundle through its loader:
-#   lib/ld-linux-x86-64.so.2 --library-path lib:<CUDA's> bin/bench ...
+# scripts/gpu-check.sh runs the programs through the bundle's loader:
+#   lib/ld-linux-x86-64.so.2 --library-path lib:<CUDA's> bin/PROGRAM ...
+# The device tool carries at most 64 MiB: the bundle's size is printed, and over 60 MiB is an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-cmake --preset cuda --log-level=WARNING > /dev/null
-cmake --build --preset cuda
+if [ -f build/CMakeCache.txt ] && grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=.' build/CMakeCache.txt; then
+  dir=build
+  cmake --build build
+else
+  dir=build/cuda
+  cmake --preset cuda --log-level=WARNING > /dev/null
+  cmake --build --preset cuda
+fi
 stage=$(mktemp -d)
 b="$stage/bench-bundle"
 mkdir -p "$b/bin" "$b/lib"
-cp build/cuda/bin/bench "$b/bin/"
-cp -a build/cuda/lib/libbench.so* build/cuda/lib/libbench_cuda.so "$b/lib/"
-cp -a build/cuda/lib/bench "$b/lib/"  # lib/bench/plugins, found next to libbench
-# Every library the program and the plugins load, except CUDA's, the driver's and our own.
-for f in "$b/bin/bench" "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so; do ldd "$f"; done |
+cp "$dir/bin/bench" "$dir/bin/cuda_check" "$dir/bin/kernels_test" "$b/bin/"
+cp -a "$dir"/lib/libbench*.so* "$b/lib/"
+cp -a "$dir/lib/bench" "$b/lib/"  # lib/bench/plugins, found next to libbench
+# Every library the programs and the plugins load, except CUDA's, the driver's and our own.
+for f in "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
-  grep -v -e 'libcuda\.' -e 'libcudart' -e 'libcublas' -e "$PWD/build" |
+  grep -v -e 'libcuda\.' -e 'libcudart' -e 'libcublas' -e 'libnvrtc' -e "$PWD/build" |
   while read -r lib; do cp -L "$lib" "$b/lib/"; done
 # The rest of glibc, which CUDA's libraries may load, and its loader.
 for lib in libc.so.6 libm.so.6 libdl.so.2 librt.so.1 libpthread.so.0 libresolv.so.2; do
   [ -e "/lib/x86_64-linux-gnu/$lib" ] && cp -L "/lib/x86_64-linux-gnu/$lib" "$b/lib/"
 done
 cp -L /lib64/ld-linux-x86-64.so.2 "$b/lib/"
+strip --strip-unneeded "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so 2> /dev/null || true
 tar -C "$stage" -cJf .gpu-bundle.tar.xz bench-bundle
 rm -rf "$stage"
-echo "gpu-bundle: .gpu-bundle.tar.xz, $(du -h .gpu-bundle.tar.xz | cut -f1)"
+bytes=$(stat -c %s .gpu-bundle.tar.xz)
+echo "gpu-bundle: .gpu-bundle.tar.xz, $((bytes / 1048576)) MiB ($bytes bytes; the carry limit is 64 MiB)"
+[ "$bytes" -le $((60 * 1048576)) ] || { echo "gpu-bundle: over 60 MiB: too close to the 64 MiB carry limit" >&2 && exit 1; }

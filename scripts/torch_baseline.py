@@ -5,10 +5,20 @@ z-loss (bandwidth, against the measured copy bandwidth), and causal attention fo
 through scaled_dot_product_attention with the flash and cuDNN backends (TFLOP/s).
 
     python3 scripts/torch_baseline.py [--bench OUT/gpu-check.json] [--out DIR] [--no-compile]
+                                      [--gpt2-flops FLOPS_PER_STEP]
 
 Timing as in cuda_check: CUDA events around each call, 256 MiB of L2 flush before each, 3 warm-up
 calls, median of 20 with the spread (min..max); random inputs, never zeros. Bytes are counted as
 cuda_check counts them (what the operation must read and write once), so GB/s compare directly.
+A GPT-2-small train step (124M parameters, batch 8 x 1024, bf16 autocast with float weights,
+AdamW, SDPA's flash attention) in eager mode and under torch.compile gives PyTorch's MFU beside
+ours: `--gpt2-flops` is bench's own FLOP count of that step (tests/cuda/gpt2_small.toml) and the
+denominator is cuda_check's bf16 GEMM ceiling, so both MFUs share numerator and denominator.
+
+--bench takes scripts/gpu-check.sh's gpu-check.json (an array of rows: section, check, result,
+value, unit, detail): cuda_check's "ceiling/copy", "ceiling/gemm/bf16 square",
+"bandwidth/<kernel>/<dtype>" and "attention/flash forward|backward" rows.
+
 Exit 77 where there is no PyTorch or no GPU (nothing measured)."""
 import argparse
 import json
@@ -150,12 +160,77 @@ def attention(torch):
     return rows
 
 
+def gpt2_small(torch, compiled):
+    """ms per train step (median, min, max) of a GPT-2-small model in bf16 autocast: LayerNorm, GeLU
+    MLP, learned positions, causal SDPA, an untied 50257-token head, AdamW; batch 8 x 1024."""
+    nn, F = torch.nn, torch.nn.functional
+    d, n_layers, n_heads, t, b, vocab = 768, 12, 12, 1024, 8, 50257
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+            self.fc, self.fc2 = nn.Linear(d, 4 * d, bias=False), nn.Linear(4 * d, d, bias=False)
+
+        def forward(self, x):
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, n_heads, d // n_heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+            x = x + self.proj(a)
+            return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(t, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(n_layers))
+            self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx, targets):
+            x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+            for blk in self.blocks:
+                x = blk(x)
+            return F.cross_entropy(self.head(self.ln_f(x)).float().view(-1, vocab), targets.view(-1))
+
+    torch.manual_seed(1)
+    model = GPT().cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    idx = torch.randint(0, vocab, (b, t), device="cuda", generator=gen)
+    tgt = torch.randint(0, vocab, (b, t), device="cuda", generator=gen)
+    fwd = torch.compile(model) if compiled else model
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = fwd(idx, tgt)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return time_ms(torch, step)
+
+
+def rows_of(path):
+    """{check: row} of gpu-check.json's rows."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return {r["check"]: r for r in json.load(f) if isinstance(r, dict) and "check" in r}
+
+
+def value(rows, check):
+    v = rows.get(check, {}).get("value")
+    return math.nan if v is None else float(v)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", help="cuda_check's JSON timings (OUT/gpu-check.json), for the side-by-side columns")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gpu-check"), help="folder of torch-baseline.md")
     ap.add_argument("--no-compile", action="store_true", help="PyTorch eager only")
     ap.add_argument("--budget", type=float, default=150, help="seconds after which torch.compile rows are skipped")
+    ap.add_argument("--gpt2-flops", type=float, default=math.nan,
+                    help="bench's FLOPs of one GPT-2-small train step (its throughput table), for MFU")
     args = ap.parse_args()
     try:
         import torch
@@ -166,13 +241,9 @@ def main():
         print("torch_baseline: no CUDA device: nothing measured (SKIPPED)")
         return 77
     began = time.time()
-    ours = {}
-    bench = {}
-    if args.bench and os.path.exists(args.bench):
-        with open(args.bench) as f:
-            bench = json.load(f)
-        ours = {(r["kernel"], r["dtype"], r["shape"]): r for r in bench["rows"]}
-    copy = bench.get("copy_gbps", math.nan)
+    bench = rows_of(args.bench)
+    copy = value(bench, "ceiling/copy")
+    gemm_peak = value(bench, "ceiling/gemm/bf16 square")
     props = torch.cuda.get_device_properties(0)
     lines = [f"# PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}) "
              f"on {props.name}, side by side with bench\n",
@@ -196,19 +267,34 @@ def main():
                     cells.append((f"{med:.4f} ({lo:.4f}..{hi:.4f})", gbps))
                 except Exception as exc:
                     cells.append((f"failed: {type(exc).__name__}", math.nan))
-            mine = ours.get((kernel, dname, shape), {}).get("gbps", math.nan)
+            mine = value(bench, f"bandwidth/{kernel}/{dname}")
             lines.append(f"| {kernel} | {dname} | {shape} | {mine:.0f} | {cells[0][0]} | {cells[0][1]:.0f} | "
                          f"{cells[1][0]} | {cells[1][1]:.0f} | {100 * mine / copy:.0f}% | {100 * best / copy:.0f}% |")
     lines += ["", "## Causal attention, bf16, B=4 H=16 T=4096 dh=128 (TFLOP/s; backward = 2.5x the forward's FLOPs)",
               "", "| implementation | forward | backward |", "|---|---|---|"]
     if bench:
-        lines.append(f"| bench flash (mma.sync) | {bench.get('flash_forward_tflops', math.nan):.0f} | "
-                     f"{bench.get('flash_backward_tflops', math.nan):.0f} |")
+        lines.append(f"| bench flash (mma.sync) | {value(bench, 'attention/flash forward'):.0f} | "
+                     f"{value(bench, 'attention/flash backward'):.0f} |")
+        lines.append(f"| bench's cuDNN SDPA (backend graph) | {value(bench, 'attention/cudnn forward'):.0f} | "
+                     f"{value(bench, 'attention/cudnn backward'):.0f} |")
     for name, fwd, bwd in attention(torch):
         lines.append(f"| PyTorch SDPA {name} | {fwd:.0f} | {bwd:.0f} |")
     if bench:
-        lines.append(f"\nbf16 GEMM ceiling (cuBLASLt 8192^3, cuda_check): {bench.get('bf16_gemm_tflops', math.nan):.0f} "
-                     "TFLOP/s")
+        lines.append(f"\nbf16 GEMM ceiling (cuBLASLt 8192^3, 10 back-to-back, cuda_check): {gemm_peak:.0f} TFLOP/s")
+    lines += ["", "## GPT-2-small train step (124M, batch 8 x 1024, bf16 autocast, AdamW; SDPA flash attention)", "",
+              f"MFU = bench's FLOPs per step ({args.gpt2_flops:.4g}) / time / the bf16 GEMM ceiling above.", "",
+              "| PyTorch | ms per step (min..max) | tokens/s | MFU |", "|---|---|---|---|"]
+    for compiled in (False, True):
+        name = "torch.compile" if compiled else "eager"
+        if compiled and (args.no_compile or time.time() - began > args.budget + 120):
+            lines.append(f"| {name} | skipped (time) | | |")
+            continue
+        try:
+            med, lo, hi = gpt2_small(torch, compiled)
+            mfu = args.gpt2_flops / (med * 1e-3) / (gemm_peak * 1e12)
+            lines.append(f"| {name} | {med:.1f} ({lo:.1f}..{hi:.1f}) | {8 * 1024 / (med * 1e-3):.0f} | {100 * mfu:.1f}% |")
+        except Exception as exc:
+            lines.append(f"| {name} | failed: {type(exc).__name__}: {str(exc)[:80]} | | |")
     text = "\n".join(lines) + "\n"
     print(text)
     os.makedirs(args.out, exist_ok=True)

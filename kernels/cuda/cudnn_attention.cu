@@ -329,18 +329,25 @@ void execute(const ThreadState& st, const Plan& plan, const std::vector<int64_t>
 
 /// The checks every call makes: a variant cuDNN covers, its library, a version without the bugs
 /// the frontend works around, and the 16-byte alignment the tensors declare.
+/// What the loaded cuDNN `version` refuses of `a` (its backward too, with `backward`), or "".
+std::string version_refusal(size_t version, const AttentionArgs& a, bool backward) {
+  if (version == 91000 || version == 91001)
+    return "cuDNN " + version_string(version) +
+           "'s fused attention has known bugs (cudnn_frontend refuses it): use 9.10.2 or later";
+  if (backward && version < 91600 && a.seq % 128 != 0)
+    return "the backward on cuDNN " + version_string(version) +
+           " needs T a multiple of 128 (cudnn_frontend's padding-mask workaround before 9.16 is not built here), "
+           "got T = " +
+           std::to_string(a.seq);
+  return "";
+}
+
 void check_call(const AttentionArgs& a, bool backward, std::initializer_list<const void*> pointers) {
   if (const std::string why = attention_cudnn_unsupported(a); !why.empty())
     throw std::invalid_argument("cuDNN SDPA: " + why);
   const Api& lib = loaded_api();
-  if (lib.version == 91000 || lib.version == 91001)
-    throw std::runtime_error("cuDNN SDPA: cuDNN " + version_string(lib.version) +
-                             "'s fused attention has known bugs (cudnn_frontend refuses it): use 9.10.2 or later");
-  if (backward && lib.version < 91600 && a.seq % 128 != 0)
-    throw std::runtime_error("cuDNN SDPA: the backward on cuDNN " + version_string(lib.version) +
-                             " needs T a multiple of 128 (cudnn_frontend's padding-mask workaround before 9.16 is "
-                             "not built here), got T = " +
-                             std::to_string(a.seq));
+  if (const std::string why = version_refusal(lib.version, a, backward); !why.empty())
+    throw std::runtime_error("cuDNN SDPA: " + why);
   for (const void* p : pointers)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
       throw std::invalid_argument("cuDNN SDPA: qkv, out, dout, dqkv and stats must be 16-byte aligned");
@@ -370,6 +377,15 @@ void bind_masks(const AttentionArgs& a, MaskScalars& m, std::vector<int64_t>& ui
 }
 
 }  // namespace
+
+int cudnn_version() { return api().error.empty() ? static_cast<int>(api().version) : 0; }
+
+std::string cudnn_attention_refusal(const AttentionArgs& a) {
+  std::string why;
+  if (!cudnn_attention_available(&why)) return why;
+  if (why = attention_cudnn_unsupported(a); !why.empty()) return why;
+  return version_refusal(api().version, a, true);
+}
 
 bool cudnn_attention_available(std::string* why) {
   const Api& a = api();
@@ -451,6 +467,12 @@ void cudnn_attention_backward(Stream stream, const AttentionArgs& a, const T* qk
 bool cudnn_attention_available(std::string* why) {
   if (why != nullptr) *why = "cuDNN headers were not found when bench was built";
   return false;
+}
+
+int cudnn_version() { return 0; }
+
+std::string cudnn_attention_refusal(const AttentionArgs&) {
+  return "cuDNN headers were not found when bench was built";
 }
 
 template <class T>

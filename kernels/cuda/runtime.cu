@@ -157,6 +157,13 @@ void synchronize(void* stream) {
   check(cudaGetLastError(), "a kernel");
 }
 
+std::string sticky_error() {
+  if (cudaDeviceSynchronize() == cudaSuccess) return "";
+  (void)cudaGetLastError();
+  const cudaError_t again = cudaDeviceSynchronize();
+  return again == cudaSuccess ? "" : cudaGetErrorString(again);
+}
+
 EventTimer::EventTimer(void* stream) : stream_(stream) {
   cudaEvent_t a = nullptr, b = nullptr;
   check(cudaEventCreate(&a), "cudaEventCreate");

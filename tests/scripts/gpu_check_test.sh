@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh --dry-run end to end, without a GPU (the script's header says how): every
+# section runs, on the guarded device and the CPU executor; $OUT holds at most six files; every row
+# is in the markdown table and in the JSON; a check made to fail (GPU_CHECK_FAIL) is a FAIL row
+# with its message and the checks after it still run; a check made to hang with SIGTERM ignored
+# (GPU_CHECK_HANG) is killed by `timeout -k` within its section's cap, the rows its program wrote
+# before stay, the section gets its TIMEOUT row and the sections after it run; and the exit status
+# says that something failed.
+#   gpu_check_test.sh BUILD_DIR SOURCE_DIR      exit 0 pass, 1 fail, 77 skipped (no CUDA build)
+set -uo pipefail
+build=$(cd "$1" && pwd)
+src=$2
+if [ ! -x "$build/bin/cuda_check" ]; then
+  echo "gpu_check_test: this build has no cuda_check (no CUDA toolkit): skipped"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() {  # DESCRIPTION CONDITION...
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else echo "FAIL: $what" && fails=$((fails + 1)); fi
+}
+
+fail_check="bandwidth/add/float"     # made to throw
+hang_check="bandwidth/adamw/bf16"    # made to hang, after it (bf16 rows come after float ones)
+cap=12
+start=$SECONDS
+OUT="$tmp/out" GPU_CHECK_FAIL="$fail_check" GPU_CHECK_HANG="$hang_check" GPU_CHECK_CAP_TIMING=$cap \
+  "$src/scripts/gpu-check.sh" --dry-run --bin "$build/bin" --budget 600 > "$tmp/stdout.txt" 2> "$tmp/stderr.txt"
+status=$?
+took=$((SECONDS - start))
+md="$tmp/out/gpu-check.md"
+echo "gpu-check --dry-run: exit $status after ${took}s"
+sed -n '1,200p' "$md"
+
+check "exit status 1 (a check failed on purpose)" [ "$status" -eq 1 ]
+n_files=$(find "$tmp/out" -type f | wc -l)
+check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf '%f ')))" [ "$n_files" -le 6 ]
+for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
+  check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
+done
+for s in facts kernels timing model cudnn mfu norms torch; do
+  check "a row of section $s" grep -q "^| $s | " "$md"
+done
+check "the failed check's FAIL row, with its message" grep -q "^| timing | $fail_check | FAIL | .*failed on purpose" "$md"
+# shellcheck disable=SC2016  # awk's own $0
+check "a timing row after the failed check (the next check ran)" \
+  awk -v f="| timing | $fail_check |" 'index($0, f) == 1 {seen = 1; next} seen && /^\| timing \| bandwidth\// {ok = 1} END {exit !ok}' "$md"
+check "no row of the hung check (it never finished)" bash -c "! grep -q '^| timing | $hang_check |' '$md'"
+check "the timing section's TIMEOUT row" grep -q "^| timing | (whole section) | TIMEOUT |" "$md"
+check "sections after the hung one ran (model rows)" grep -q "^| model | every_component f32, guarded vs cpu | PASS |" "$md"
+check "every_component bf16 on the guarded device matches the CPU" \
+  grep -q "^| model | every_component bf16, guarded vs cpu | PASS |" "$md"
+check "cuDNN on the guarded device is SKIPPED with the reason" grep -q "^| cudnn | .* | SKIPPED |" "$md"
+# The timing section starts within seconds; the next one must start within its cap (12 s), the
+# 10 s between timeout's SIGTERM and its SIGKILL, and some slack for a loaded machine.
+timing_at=$(sed -n 's/^== section timing at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
+model_at=$(sed -n 's/^== section model at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
+gap=$((${model_at:-9999} - ${timing_at:-0}))
+check "the hung check was killed within its cap plus the grace period (timing at ${timing_at}s, next at ${model_at}s)" \
+  [ "$gap" -lt 45 ]
+rows_md=$(grep '^| [a-z-]* | ' "$md" | grep -vc '^| section | check |')
+rows_json=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$tmp/out/gpu-check.json" 2>&1)
+check "the JSON parses and has every row of the table ($rows_md rows, JSON: $rows_json)" [ "$rows_md" = "$rows_json" ]
+check "the archive holds the sections' files" \
+  bash -c "tar -tJf '$tmp/out/gpu-check-files.tar.xz' | grep -q 'every-f32-guarded.db'"
+
+# --only reruns just what is named; a wrong section name is refused.
+OUT="$tmp/only" "$src/scripts/gpu-check.sh" --dry-run --bin "$build/bin" --only facts,cudnn > /dev/null 2>&1
+only_status=$?
+check "--only facts,cudnn passes (exit $only_status)" [ "$only_status" -eq 0 ]
+check "--only ran only those sections" bash -c "! grep -q '^| model ' '$tmp/only/gpu-check.md' && grep -q '^| facts ' '$tmp/only/gpu-check.md'"
+"$src/scripts/gpu-check.sh" --dry-run --only nosuch > /dev/null 2>&1
+check "an unknown section is refused (exit 2)" [ $? -eq 2 ]
+
+if [ $fails -ne 0 ]; then
+  echo "gpu_check_test: $fails failed; the script's stderr:"
+  tail -n 40 "$tmp/stderr.txt"
+  exit 1
+fi
+echo "gpu_check_test: all passed"
