@@ -166,9 +166,18 @@ void gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, d
   });
 }
 
+namespace {
+thread_local GemmRecorder* t_recorder = nullptr;
+}  // namespace
+
+GemmRecorder::GemmRecorder() : outer_(t_recorder) { t_recorder = this; }
+GemmRecorder::~GemmRecorder() { t_recorder = outer_; }
+
 template <class T>
 void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha,
           const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc) {
+  if (t_recorder != nullptr)
+    t_recorder->add({trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(sizeof(T)), beta != 0});
   if (exec.backend == tile::Backend::kCuda) {
     require(exec, "gemm", type_bit<T>());
     if constexpr (!std::is_same_v<T, double>)

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tile/defs.h"
 #include "tile/exec.h"
@@ -31,6 +32,36 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc
 template <class T>
 void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, tile::acc_t<T> alpha,
           const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc);
+
+/// One call of gemm(exec, ...) as a GemmRecorder saw it: the shape, the strides, the flags and
+/// the element size (4 float, 8 double, 2 bf16), and whether beta was nonzero (C is read).
+struct GemmCall {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
+  int element_bytes = 0;
+  bool accumulate = false;
+  /// 2 m n k: the multiply-adds of the call, each counted as two operations.
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+/// While one lives on a thread, every gemm(exec, ...) that thread calls is appended to calls()
+/// (and still runs). How the throughput runner learns the GEMMs a model's step really makes, to
+/// time them back to back as the MFU's second denominator (harness/src/runners/gemm_ceiling.h).
+/// Recorders nest: the innermost one records.
+class GemmRecorder {
+ public:
+  GemmRecorder();
+  ~GemmRecorder();
+  GemmRecorder(const GemmRecorder&) = delete;
+  GemmRecorder& operator=(const GemmRecorder&) = delete;
+  const std::vector<GemmCall>& calls() const { return calls_; }
+  /// Appends a call (what gemm(exec, ...) does while this recorder is the thread's innermost).
+  void add(const GemmCall& c) { calls_.push_back(c); }
+
+ private:
+  std::vector<GemmCall> calls_;
+  GemmRecorder* outer_;
+};
 
 /// Name and version of the float GEMM library, e.g. "oneDNN 2.6.3 dnnl_sgemm".
 const char* gemm_backend();

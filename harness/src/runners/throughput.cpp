@@ -12,6 +12,7 @@
 #include "kernels/memory.h"
 #include "model/model.h"
 #include "plugins/registry.h"
+#include "runners/gemm_ceiling.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
 
@@ -162,6 +163,25 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
   const LossInfo first = model.forward(inputs.data(), targets.data(), ctx);
   if (!std::isfinite(first.loss)) throw Error("the initial loss is not finite");
 
+  // The MFU's second denominator: the GEMMs one forward and backward of this model makes, recorded
+  // outside the timing and timed back to back on its device (runners/gemm_ceiling.h).
+  std::vector<kernels::GemmCall> gemm_calls;
+  {
+    kernels::GemmRecorder recorder;
+    ctx.training = true;
+    model.zero_grad();
+    model.forward(inputs.data(), targets.data(), ctx);
+    model.backward(ctx);
+    kernels::synchronize(ctx.exec);
+    gemm_calls = recorder.calls();
+  }
+  GemmCeiling ceiling;
+  if (!gemm_calls.empty()) ceiling = time_gemm_calls(gemm_calls, model.memory(), 5);
+  if (ceiling.gflops_per_s > 0) {
+    row.metrics.push_back({"gemm_ceiling_gflops", ceiling.gflops_per_s, "GFLOP/s"});
+    row.metrics.push_back({"gemm_ceiling_calls", static_cast<double>(ceiling.calls), ""});
+  }
+
   // On a GPU: CUDA events around each step and an L2 flush before it (kernels/device_runtime.h).
   std::unique_ptr<GpuTiming> gpu;
 #if BENCH_HAVE_CUDA
@@ -278,6 +298,8 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
     t.gflops_per_s = flops / (sum.median * 1e-3) * 1e-9;
     const double peak = env.device.peak_for(dtype_name(rc.model.dtype));
     if (peak > 0) t.mfu = t.gflops_per_s / peak;
+    if (ceiling.gflops_per_s > 0)
+      row.metrics.push_back({"mfu_model_gemms/" + mode, t.gflops_per_s / ceiling.gflops_per_s, ""});
     t.peak_bytes = static_cast<int64_t>(model.bytes());
     t.samples_ms = reporter.ms;
     row.timings.push_back(std::move(t));
