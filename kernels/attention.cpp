@@ -297,6 +297,17 @@ bool attention_cudnn_available(std::string* why) {
 }
 
 template <class T>
+bool attention_cudnn_runs(const Exec& exec, const AttentionArgs& a, std::string* why) {
+  std::string reason;
+  if (supports<T>(exec, "attention_cudnn_forward", &reason) && supports<T>(exec, "attention_cudnn_backward", &reason)) {
+    reason = attention_cudnn_unsupported(a);
+    if (reason.empty()) reason = require_cuda_backend("attention_cudnn_forward").cudnn_refusal(a);
+  }
+  if (why != nullptr) *why = reason;
+  return reason.empty();
+}
+
+template <class T>
 void attention_cudnn_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, float* stats) {
   cudnn_checks<T>(exec, a, "attention_cudnn_forward");
   if constexpr (std::is_same_v<T, tile::bf16>)
@@ -313,6 +324,7 @@ void attention_cudnn_backward(const Exec& exec, const AttentionArgs& a, const T*
 
 #define BENCH_INSTANTIATE(T)                                                                                         \
   template void attention_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, T*, acc_t<T>*, T*);            \
+  template bool attention_cudnn_runs<T>(const Exec&, const AttentionArgs&, std::string*);                            \
   template void attention_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const T*, const T*, T*, \
                                       T*);                                                                           \
   template void attention_entropy<T>(const Exec&, const AttentionArgs&, const T*, acc_t<T>*);                        \

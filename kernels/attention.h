@@ -481,6 +481,14 @@ inline std::string attention_cudnn_unsupported(const AttentionArgs& a) {
 /// without a GPU; false in a build without CUDA.
 bool attention_cudnn_available(std::string* why);
 
+/// Whether cuDNN's fused attention runs `a`, forward and backward, on `exec`'s target in T: the
+/// target runs both kernels (CUDA, bf16, a cuDNN that loads), cuDNN covers the variant
+/// (attention_cudnn_unsupported) and the loaded version takes it (not 9.10.0 or 9.10.1; before
+/// 9.16, T a multiple of 128 for the backward). `why` (may be null) receives the first reason
+/// when not. Never throws. How the causal attention's kernel = "auto" picks cuDNN.
+template <class T>
+bool attention_cudnn_runs(const Exec& exec, const AttentionArgs& a, std::string* why);
+
 /// Floats of `stats` that attention_cudnn_forward writes and attention_cudnn_backward reads: the
 /// log-sum-exp of each query's logits, [B, H, T].
 inline int64_t attention_cudnn_stats_size(const AttentionArgs& a) { return a.batch * a.n_heads * a.seq; }

@@ -59,6 +59,8 @@ class CudaBackend {
                               const tile::bf16* dout, void* state, tile::bf16* dqkv) const = 0;
   /// cuDNN's fused attention (kernels/cuda/cudnn_attention.cu), bf16.
   virtual bool cudnn_available(std::string* why) const = 0;
+  /// "" when the loaded cuDNN runs `a`, its backward included; else why not (never throws).
+  virtual std::string cudnn_refusal(const AttentionArgs& a) const = 0;
   virtual void cudnn_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                              float* stats) const = 0;
   virtual void cudnn_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,

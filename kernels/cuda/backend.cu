@@ -74,6 +74,7 @@ class Backend final : public CudaBackend {
        "attention: flash backward");
   }
   bool cudnn_available(std::string* why) const override { return cudnn_attention_available(why); }
+  std::string cudnn_refusal(const AttentionArgs& a) const override { return cudnn_attention_refusal(a); }
   void cudnn_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                      float* stats) const override {
     cudnn_attention_forward<tile::bf16>(static_cast<Stream>(stream), a, qkv, out, stats);

@@ -8,7 +8,10 @@
 // where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
 // letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
 // `kernel = "cudnn"` runs the attention itself through cuDNN's fused flash attention instead of
-// ours (kernels/attention.h, section 4: the baseline; CUDA and bf16, no soft-cap or dropout).
+// ours (kernels/attention.h, section 4: CUDA and bf16, no soft-cap or dropout); `kernel = "ours"`
+// always runs ours; the default, "auto", takes cuDNN wherever it runs this layer's variant forward
+// and backward (kernels::attention_cudnn_runs: a CUDA target in bf16 with a cuDNN that loads and
+// takes the shape) and ours everywhere else (the CPU, float32, soft-capping, dropout).
 #include <cmath>
 #include <string>
 
@@ -41,7 +44,7 @@ class CausalAttention final : public Sublayer {
         pattern_(p.string("pattern")),
         softcap_(p.number("softcap")),
         out_scale_(p.boolean("scaled_output_init")),
-        cudnn_(p.string("kernel") == "cudnn"),
+        kernel_(p.string("kernel")),
         kernel_where_(p.where("kernel")),
         qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias")) {
     // Checked here, from the parameters alone, so that both `bench validate` and a model build
@@ -62,7 +65,7 @@ class CausalAttention final : public Sublayer {
   // What cuDNN's fused attention cannot run is known from the model's shape: `bench validate`
   // reports it at the key (the device and dtype are known at setup only).
   void validate(const ModelDims& d) const override {
-    if (!cudnn_ || d.n_kv_heads <= 0 || d.n_heads % d.n_kv_heads != 0) return;  // heads: not ours to report
+    if (kernel_ != "cudnn" || d.n_kv_heads <= 0 || d.n_heads % d.n_kv_heads != 0) return;  // heads: not ours
     kernels::AttentionArgs a{d.batch_size, d.seq_len, d.n_heads, d.n_kv_heads, d.d_head, 1.0, softcap_, window_, true};
     a.dropout = d.dropout_attention;
     if (const std::string why = kernels::attention_cudnn_unsupported(a); !why.empty())
@@ -94,7 +97,8 @@ class CausalAttention final : public Sublayer {
     const int64_t window = layer_window(pattern_, window_, layer_);
     args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
     args_.scale = position_->attention_scale() / std::sqrt(static_cast<double>(d_head_));
-    if (cudnn_) check_cudnn(ctx);
+    cudnn_ = kernel_ == "cudnn" || (kernel_ == "auto" && cudnn_runs(ctx));
+    if (kernel_ == "cudnn") check_cudnn(ctx);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
     dqkv_ = ctx.buffer({rows_, qkv_width_});
@@ -218,6 +222,15 @@ class CausalAttention final : public Sublayer {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }
 
+  /// kernel = "auto" at setup: cuDNN runs this layer's variant (its training dropout rate
+  /// included), forward and backward, on the target in the model's dtype.
+  bool cudnn_runs(const SetupContext& ctx) const {
+    const tile::Exec target{ctx.backend()};
+    kernels::AttentionArgs a = args_;
+    a.dropout = dropout_;
+    return dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_cudnn_runs<T>(target, a, nullptr); });
+  }
+
   /// kernel = "cudnn" at setup: the target must run cuDNN's attention (CUDA, bf16, a cuDNN that
   /// loads: the target answers), and cuDNN must cover the variant (this layer's window and the
   /// training dropout rate included); else a ConfigError at the key naming this attention, the
@@ -242,7 +255,8 @@ class CausalAttention final : public Sublayer {
   std::string pattern_;
   double softcap_;
   bool out_scale_;
-  bool cudnn_;  // kernel = "cudnn": probs_ holds cuDNN's log-sum-exp per query (float)
+  std::string kernel_;  // "auto", "ours" or "cudnn"
+  bool cudnn_ = false;  // cuDNN runs this layer: probs_ holds its log-sum-exp per query (float)
   SourceLoc kernel_where_;
   QkNorm qk_norm_;
   int64_t batch_ = 0, seq_ = 0, heads_ = 0, kv_heads_ = 0, d_head_ = 0, d_model_ = 0, rows_ = 0, qkv_width_ = 0;
@@ -274,8 +288,9 @@ ComponentInfo causal_info() {
        ParamSpec::number("qk_norm_eps", 1e-6, "epsilon of the QK-norm").at_least(0),
        ParamSpec::boolean("qk_norm_bias", false, "learnable QK-norm biases of size d_head (default: gains only)"),
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
-       ParamSpec::choice("kernel", "ours", {"ours", "cudnn"},
-                         "attention kernel on CUDA in bf16: ours (flash) or cudnn (cuDNN SDPA, the baseline)")});
+       ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn"},
+                         "attention kernel on CUDA in bf16: auto (cuDNN SDPA where it runs the variant, else "
+                         "ours), ours (flash) or cudnn (cuDNN SDPA, an error where it cannot run)")});
 }
 
 }  // namespace bench::attention

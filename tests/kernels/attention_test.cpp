@@ -318,6 +318,30 @@ TEST(AttentionCudnn, RefusesOtherBackendsTypesAndVariants) {
   }
 }
 
+// attention_cudnn_runs, the causal attention's kernel = "auto" choice, answers from the target
+// (the CPU, float32, a build without CUDA), then the variant, without running anything.
+TEST(AttentionCudnn, RunsAnswersFromTheTargetTheTypeAndTheVariant) {
+  const AttentionArgs a = make_args(2, 256, 4, 2, 64);
+  const Exec cuda{Backend::kCuda};
+  std::string why;
+  EXPECT_FALSE(attention_cudnn_runs<tile::bf16>(Exec{Backend::kCpu}, a, &why));
+  EXPECT_EQ(why, "it runs on CUDA only");
+  EXPECT_FALSE(attention_cudnn_runs<tile::bf16>(Exec{Backend::kGuarded}, a, &why));
+  EXPECT_FALSE(attention_cudnn_runs<float>(cuda, a, nullptr));
+  if (!cuda_built()) {
+    EXPECT_FALSE(attention_cudnn_runs<tile::bf16>(cuda, a, &why));
+    EXPECT_NE(why.find("no CUDA backend"), std::string::npos) << why;
+  } else if (attention_cudnn_available(nullptr)) {
+    // A cuDNN that loads: the variant decides (a soft-cap, dropout), then the version.
+    EXPECT_FALSE(attention_cudnn_runs<tile::bf16>(cuda, make_args(2, 256, 4, 2, 64, 5.0), &why));
+    EXPECT_NE(why.find("soft-capping"), std::string::npos) << why;
+    AttentionArgs dropped = a;
+    dropped.dropout = 0.1;
+    EXPECT_FALSE(attention_cudnn_runs<tile::bf16>(cuda, dropped, &why));
+    EXPECT_NE(why.find("dropout"), std::string::npos) << why;
+  }
+}
+
 // Which path keeps the probabilities: only CUDA in bf16 at d_head 64/128 with room for the
 // flash state (the predicate the causal attention sizes its buffer by; no kernel runs here).
 TEST(AttentionFlash, KeepsProbabilitiesOffTheFlashPathOnly) {

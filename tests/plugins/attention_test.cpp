@@ -342,13 +342,16 @@ TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
       EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
     }
   }
-  // d_head 16, a window: a variant cuDNN runs (on a GPU); the default kernel is ours.
+  // d_head 16, a window: a variant cuDNN runs (on a GPU). The default kernel, auto, is ours on the
+  // CPU, where cuDNN cannot run: the same forward bit for bit.
   EXPECT_NO_THROW(validate_case(
       test::resolve_first(
           experiment("d_model = 64\nattention = { type = \"causal\", kernel = \"cudnn\", window = 4 }\n")),
       test::builtin_registry()));
-  Attention ours("attention = { type = \"causal\", kernel = \"ours\" }\n"), def("");
+  Attention ours("attention = { type = \"causal\", kernel = \"ours\" }\n"), def(""),
+      autok("attention = { type = \"causal\", kernel = \"auto\" }\n");
   EXPECT_EQ(ours.forward(), def.forward());
+  EXPECT_EQ(ours.forward(), autok.forward());
 }
 
 }  // namespace
