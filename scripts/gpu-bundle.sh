@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-if [ -f build/CMakeCache.txt ] && grep -q '^CMAKE_CUDA_COMPILER:FILEPATH=.' build/CMakeCache.txt; then
+if [ -f build/CMakeCache.txt ] && grep -Eq '^CMAKE_CUDA_COMPILER:[A-Z]+=.' build/CMakeCache.txt; then
   dir=build
   cmake --build build
 else

@@ -179,7 +179,7 @@ class Model {
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
   int64_t decay_count_ = 0;
-  std::string stage_;  // the top-level component forward_steps / backward_steps is in (for messages)
+  std::string stage_;      // the top-level component forward_steps / backward_steps is in (for messages)
   bool validate_ = false;  // each component validates itself before its setup (plan())
 };
 
