@@ -200,9 +200,11 @@ namespace {
 
 // Where the flash kernels will run (CUDA, bf16, d_head 64), each attention keeps their state
 // instead of the T x T probabilities: the plan of the same model on CUDA is smaller by exactly
-// that, per layer (nothing is allocated on a device to find out).
+// that, per layer (nothing is allocated on a device to find out). kernel = "ours": the default,
+// "auto", takes cuDNN where it loads (tests/plugins/attention_test.cpp).
 TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
-  const std::string lines = "d_model = 128\nn_heads = 2\nseq_len = 256\n";
+  const std::string lines =
+      "d_model = 128\nn_heads = 2\nseq_len = 256\nattention = { type = \"causal\", kernel = \"ours\" }\n";
   const std::string toml = "[model]\nn_layers = 3\nbatch_size = 2\ndtype = \"bfloat16\"\n" + lines +
                            "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
   ModelSpec spec = test::resolve_first(toml).model;
