@@ -375,7 +375,7 @@ int64_t Store::begin_run(const RunInfo& info) {
 std::string Store::finish_run(int64_t run_id, std::string_view status, std::string_view error) {
   if (status != "completed" && status != "failed" && status != "interrupted")
     throw Error(fmt::format("finish_run: status must be completed, failed or interrupted, not '{}'", status));
-  const std::string finished_at = now_utc();
+  std::string finished_at = now_utc();
   write_transaction(fmt::format("finishing run {}", run_id), [&] {
     sqlite::Statement s(db_.get(), "UPDATE runs SET status=?1, error=?2, finished_at=?3 WHERE id=?4");
     s.bind(1, status).bind(3, finished_at).bind(4, run_id);
