@@ -27,8 +27,8 @@
 
 #include "../../kernels/cuda/flash_attention.cuh"
 #include "../../kernels/cuda/gemm.cuh"
-#include "launcher_adapters.cuh"
 #include "../../kernels/device_runtime.h"
+#include "launcher_adapters.cuh"
 
 namespace {
 
@@ -185,23 +185,28 @@ void check_softmax(int64_t rows, int64_t cols, kernels::SoftmaxMask mask, double
   compare(name, dtype_name<T>(), "ds", ds, gds.host(), 1e-6, rtol<T>() * 4);
 }
 
+/// ld > vocab: a padded vocabulary (the padding holds large logits the kernel must not read; its
+/// gradient must come back 0, compared with the CPU's).
 template <class T>
-void check_cross_entropy(int64_t rows, int64_t vocab) {
+void check_cross_entropy(int64_t rows, int64_t vocab, int64_t ld) {
   using A = acc_t<T>;
-  const std::string name = "cross_entropy " + std::to_string(rows) + "x" + std::to_string(vocab);
-  const auto logits = random_vec<T>(rows * vocab, 7, 2.0f, 5.0f);
+  const std::string name =
+      "cross_entropy " + std::to_string(rows) + "x" + std::to_string(vocab) + " ld " + std::to_string(ld);
+  auto logits = random_vec<T>(rows * ld, 7, 2.0f, 5.0f);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t v = vocab; v < ld; ++v) logits[static_cast<size_t>(i * ld + v)] = from_float<T>(50.0f);
   std::vector<int32_t> targets(rows);
   for (int64_t i = 0; i < rows; ++i) targets[i] = static_cast<int32_t>((i * 7919) % vocab);
   targets[0] = -1;  // ignored
   std::vector<A> loss(rows), z(rows);
   std::vector<T> dl(logits.size());
-  kernels::cross_entropy<T>(tile::Exec{}, logits.data(), targets.data(), rows, vocab, loss.data(), z.data(), dl.data(),
-                            1e-4, 1.0 / rows);
+  kernels::cross_entropy<T>(tile::Exec{}, logits.data(), targets.data(), rows, vocab, ld, loss.data(), z.data(),
+                            dl.data(), 1e-4, 1.0 / rows);
   Device<T> gl(logits), gdl(logits.size());
   Device<int32_t> gt(targets);
   Device<A> gloss(rows), gz(rows);
-  CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, gl.get(), gt.get(), rows, vocab, gloss.get(), gz.get(), gdl.get(),
-                                          1e-4, 1.0 / rows));
+  CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, gl.get(), gt.get(), rows, vocab, ld, gloss.get(), gz.get(),
+                                          gdl.get(), 1e-4, 1.0 / rows));
   CUDA_OK(cudaDeviceSynchronize());
   compare(name, dtype_name<T>(), "loss", loss, gloss.host(), 1e-4, 2e-5);
   compare(name, dtype_name<T>(), "z", z, gz.host(), 1e-4, 2e-5);
@@ -435,8 +440,8 @@ void bandwidth() {
   g_timings.push_back({"cross_entropy fwd+bwd", dtype_name<T>(), "4096x16384", 0, 0});
   {
     const double ms = time_ms([&] {
-      CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, x.get(), gt.get(), rows / 4, cols * 4, loss.get(), z.get(),
-                                              y.get(), 1e-4, 1.0));
+      CUDA_OK(kernels::cuda::cross_entropy<T>(nullptr, x.get(), gt.get(), rows / 4, cols * 4, cols * 4, loss.get(),
+                                              z.get(), y.get(), 1e-4, 1.0));
     });
     g_timings.back().ms = ms;
     g_timings.back().gbps = 2 * n * e / (ms * 1e-3) * 1e-9;
@@ -916,8 +921,10 @@ int main(int argc, char** argv) {
     check_softmax<float>(64, 333, kernels::SoftmaxMask{true, 0, 17}, cap);
     check_softmax<bf16>(300, 1000, kernels::SoftmaxMask{false, 0, 0}, cap);
   }
-  check_cross_entropy<float>(64, 50257);
-  check_cross_entropy<bf16>(33, 1000);
+  check_cross_entropy<float>(64, 50257, 50257);
+  check_cross_entropy<float>(64, 50257, 50304);
+  check_cross_entropy<bf16>(33, 1000, 1000);
+  check_cross_entropy<bf16>(33, 1000, 1024);
   check_rope<float>(kernels::RopeLayout::kHalf);
   check_rope<float>(kernels::RopeLayout::kInterleaved);
   check_rope<bf16>(kernels::RopeLayout::kHalf);

@@ -66,10 +66,10 @@ Status softmax_backward(Stream s, const T* p, const T* dp, const T* x, T* ds, in
       [&] { kernels::softmax_backward<T>(adapter::on(s), p, dp, x, ds, rows, cols, ld, scale, cap, mask); });
 }
 template <class T>
-Status cross_entropy(Stream s, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab, acc_t<T>* loss,
-                     acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
+Status cross_entropy(Stream s, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t ld,
+                     acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale) {
   return adapter::status([&] {
-    kernels::cross_entropy<T>(adapter::on(s), logits, targets, rows, vocab, loss, z, dlogits, z_coef, grad_scale);
+    kernels::cross_entropy<T>(adapter::on(s), logits, targets, rows, vocab, ld, loss, z, dlogits, z_coef, grad_scale);
   });
 }
 template <class T>
