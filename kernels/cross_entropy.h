@@ -6,6 +6,8 @@
 // Per row: z = logsumexp(logits), loss = z - logits[target].
 // dlogits = grad_scale * (softmax - onehot(target) + 2 * z_coef * z * softmax), the gradient of
 // grad_scale * (loss + z_coef * z^2). A target < 0 is ignored: loss 0, dlogits row 0, z written.
+// Rows are `ld` apart (ld >= vocab): columns [vocab, ld) are padding (a vocabulary padded for
+// aligned rows), never read, and their gradient is written as exactly 0.
 #pragma once
 
 #include <algorithm>
@@ -60,7 +62,9 @@ namespace tl = tile::tl;
 
 /// One row per program, over B-wide chunks of the vocabulary: a max pass, a sum-of-exponentials
 /// pass and, for the gradient, a write pass. Element-wise running max and sum tiles are reduced
-/// once per pass, so each pass costs one block reduction whatever the vocabulary size.
+/// once per pass, so each pass costs one block reduction whatever the vocabulary size. Loads are
+/// masked at `vocab`, so padding columns never reach the max, the sum or the loss; the gradient's
+/// padding columns are stored as 0.
 template <class T, int B>
 struct CrossEntropy {
   static constexpr int kBlock = B;
@@ -71,13 +75,14 @@ struct CrossEntropy {
   A* z;        // may be null
   T* dlogits;  // may be null; may alias logits
   int64_t vocab;
-  A z_coef2;  // 2 * z_coef
+  int64_t ld;  // row stride, >= vocab
+  A z_coef2;   // 2 * z_coef
   A grad_scale;
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);
-    const T* x = logits + r * vocab;
+    const T* x = logits + r * ld;
     const int64_t target = targets[r];
     // Read before any write: dlogits may overwrite the row.
     const A x_target = target >= 0 ? tile::to_acc(x[target]) : A(0);
@@ -93,9 +98,9 @@ struct CrossEntropy {
     if (z != nullptr) tl::store_scalar(c, z + r, zr);
     if (loss != nullptr) tl::store_scalar(c, loss + r, target >= 0 ? zr - x_target : A(0));
     if (dlogits == nullptr) return;
-    T* d = dlogits + r * vocab;
+    T* d = dlogits + r * ld;
     if (target < 0) {
-      for (int64_t c0 = 0; c0 < vocab; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), vocab - c0);
+      for (int64_t c0 = 0; c0 < ld; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), ld - c0);
       return;
     }
     const A coef = grad_scale * (A(1) + z_coef2 * zr) / sum;
@@ -103,8 +108,11 @@ struct CrossEntropy {
       auto g = tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0) - m) * coef;
       if (target >= c0 && target < c0 + B)
         g = tl::where(tl::arange<B>(c) == static_cast<int>(target - c0), g - grad_scale, g);
-      tl::store(c, d + c0, g, vocab - c0);
+      if (c0 + B > vocab) g = tl::where(tl::arange<B>(c) < static_cast<int>(vocab - c0), g, A(0));
+      tl::store(c, d + c0, g, ld - c0);
     }
+    // Padding past the last chunk that holds real columns (a chunk narrower than the padding).
+    for (int64_t c0 = (vocab + B - 1) / B * B; c0 < ld; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), ld - c0);
   }
 };
 
@@ -114,11 +122,13 @@ struct CrossEntropy {
 // 3. launchers (float, double and bf16 storage are instantiated in cross_entropy.cpp)
 // ---------------------------------------------------------------------------------------------
 
-/// Softmax cross-entropy of `rows` rows of `vocab` logits against `targets` (< 0: ignored row).
-/// Writes per-row loss and z = logsumexp (either may be null) and, when dlogits is non-null,
-/// grad_scale times the gradient of loss + z_coef * z^2. dlogits may alias logits.
+/// Softmax cross-entropy of `rows` rows of `vocab` logits, `ld` apart (ld >= vocab; the columns
+/// past vocab are padding and never read), against `targets` (< 0: ignored row). Writes per-row
+/// loss and z = logsumexp (either may be null) and, when dlogits is non-null (rows `ld` apart),
+/// grad_scale times the gradient of loss + z_coef * z^2, with 0 in the padding columns. dlogits
+/// may alias logits.
 template <class T>
-void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab,
+void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t ld,
                    acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale);
 
 }  // namespace bench::kernels

@@ -2,6 +2,13 @@
 // optionally soft-capped to c * tanh(logits / c) (Gemma 2: c = 30), mean softmax cross-entropy,
 // and optionally PaLM's z-loss coef * mean(log Z ^ 2), which pulls the softmax normalizer log Z
 // towards 0 (softmax itself is invariant to a shift of the logits).
+//
+// The vocabulary is padded (ModelDims::padded_vocab(): 50257 -> 50304): the weight is stored
+// with zero rows after the real ones, so the logits' rows and the three GEMMs have aligned
+// widths; the padding logits are then exactly 0 (h times zero rows), the cross-entropy masks them
+// out of the loss, z and the z-loss and writes them a zero gradient, so the padding rows' gradient
+// is exactly 0 and they stay 0. FLOPs are declared for the real vocabulary (model FLOPs: the
+// padding is this implementation's waste), bytes for what is moved.
 #include <algorithm>
 #include <cmath>
 
@@ -21,13 +28,19 @@ class LmHead final : public Head {
     rows_ = ctx.rows();
     width_ = ctx.width();
     vocab_ = d.vocab_size;
-    weight_ =
-        d.tie_embeddings ? ctx.embedding_weight() : ctx.add_param("weight", {vocab_, width_}, Init::normal(d.init_std));
+    weight_ = d.tie_embeddings ? ctx.embedding_weight()
+                               : ctx.add_param("weight", {vocab_, width_}, Init::normal(d.init_std),
+                                               ParamGroup::kMatrix, d.padded_vocab() - vocab_);
+    // The logits are as wide as the weight is stored (a tied embedding's padding is its own).
+    if (weight_->shape.rank() != 2 || weight_->shape[0] != vocab_ || weight_->shape[1] != width_)
+      throw Error("lm_head: the weight is " + weight_->shape.str() + ", not [vocab_size, width] = [" +
+                  std::to_string(vocab_) + ", " + std::to_string(width_) + "]");
+    ld_ = vocab_ + weight_->pad_rows;
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
-    logits_ = ctx.buffer({rows_, vocab_});
+    logits_ = ctx.buffer({rows_, ld_});
     // With the cap, the cross-entropy gradient goes to its own buffer so that the capped logits
     // survive for the cap's backward (computed from its output).
-    dlogits_ = softcap_ > 0 ? ctx.buffer({rows_, vocab_}) : logits_;
+    dlogits_ = softcap_ > 0 ? ctx.buffer({rows_, ld_}) : logits_;
     loss_ = ctx.buffer({rows_}, acc);
     z_ = ctx.buffer({rows_}, acc);
     esize_ = dtype_size(ctx.dtype());
@@ -35,18 +48,19 @@ class LmHead final : public Head {
 
   LossInfo forward(const Tensor& h, const int32_t* targets, RunContext& ctx) override {
     h_ = h;
-    ops::linear_forward(ctx, h, weight_->value, logits_);
+    ops::linear_forward(ctx, h, weight_->padded_value(), logits_);
     if (softcap_ > 0)
       dispatch_float(h.dtype(), [&]<class T>() {
         kernels::softcap_forward<T>(ctx.exec, logits_.data<T>(), logits_.data<T>(), logits_.numel(), softcap_);
       });
     // Mean output logit (after the cap), before the cross-entropy overwrites the logits with
     // their gradient: with log Z it shows whether the logits drift as a whole.
-    // Summed where the logits are (on a device: only the sum comes back).
+    // Summed where the logits are (on a device: only the sum comes back); the padding logits are
+    // exact zeros (h times zero rows, capped to 0), which add nothing, and are not counted.
     if (ctx.probes)
       dispatch_float(h.dtype(), [&]<class T>() {
         const double sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kValues, logits_.data<T>(), logits_.numel());
-        ctx.probe_mean("logit_mean", sum / static_cast<double>(logits_.numel()));
+        ctx.probe_mean("logit_mean", sum / static_cast<double>(rows_ * vocab_));
       });
     // The targets on the host: the model's copy (ctx.host_targets), else (a head driven directly)
     // read here, through a copy when they are in a device's memory.
@@ -61,7 +75,7 @@ class LmHead final : public Head {
     dispatch_float(h.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       // Without the cap the gradient overwrites the logits in place: they are not needed after this.
-      kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, static_cast<A*>(loss_.raw()),
+      kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, ld_, static_cast<A*>(loss_.raw()),
                                 static_cast<A*>(z_.raw()), ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
       if (ctx.capturing) {  // the per-row losses stay on the device: nothing is read back
         info.loss = info.z_mean = info.z_loss = std::nan("");
@@ -91,7 +105,10 @@ class LmHead final : public Head {
         kernels::softcap_backward<T>(ctx.exec, logits_.data<T>(), dlogits_.data<T>(), dlogits_.data<T>(),
                                      dlogits_.numel(), softcap_);
       });
-    ops::linear_backward(ctx, dlogits_, h_, weight_->value, &dh, &weight_->grad);
+    // The padding columns of dlogits are 0 (the cross-entropy's, and the cap's backward keeps a
+    // zero a zero), so the padding rows of the weight's gradient are exactly 0.
+    Tensor dw = weight_->padded_grad();
+    ops::linear_backward(ctx, dlogits_, h_, weight_->padded_value(), &dh, &dw);
   }
 
   // Intact after a forward without training: the cross-entropy then writes no gradient over them.
@@ -99,13 +116,14 @@ class LmHead final : public Head {
 
   Cost cost() const override {
     const double r = static_cast<double>(rows_), v = static_cast<double>(vocab_), w = static_cast<double>(width_);
+    const double p = static_cast<double>(ld_);  // the padded vocabulary: what the GEMMs and buffers move
     const double e = static_cast<double>(esize_);
     Cost c;
     const bool cap = softcap_ > 0;
     c.flops_forward = 2 * r * v * w + 6 * r * v + (cap ? 4 * r * v : 0);  // tanh counted as a few FLOPs
     c.flops_backward = 4 * r * v * w + (cap ? 3 * r * v : 0);
-    c.bytes_forward = (r * w + v * w + (cap ? 5 : 3) * r * v) * e;
-    c.bytes_backward = (2 * r * w + 2 * v * w + (cap ? 4 : 1) * r * v) * e;
+    c.bytes_forward = (r * w + p * w + (cap ? 5 : 3) * r * p) * e;
+    c.bytes_backward = (2 * r * w + 2 * p * w + (cap ? 4 : 1) * r * p) * e;
     return c;
   }
 
@@ -113,6 +131,7 @@ class LmHead final : public Head {
   double z_coef_;
   double softcap_;
   int64_t rows_ = 0, width_ = 0, vocab_ = 0;
+  int64_t ld_ = 0;  // the logits' row stride: vocab_ plus the weight's padding rows
   size_t esize_ = 4;
   Param* weight_ = nullptr;
   Tensor h_, logits_, dlogits_, loss_, z_;

@@ -1,4 +1,5 @@
-// Token embedding: h[i] = W[token_i], W [vocab, d_model].
+// Token embedding: h[i] = W[token_i], W [vocab, d_model]. Tied to the LM head, the table is
+// stored padded to the head's vocabulary (ModelDims::padded_vocab(): zero rows no token reads).
 #include "head.h"
 #include "kernels/elementwise.h"
 
@@ -11,7 +12,8 @@ class TokenEmbedding final : public Embedding {
     const ModelDims& d = ctx.dims();
     rows_ = ctx.rows();
     dim_ = d.d_model;
-    weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), ParamGroup::kEmbedding);
+    weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), ParamGroup::kEmbedding,
+                            d.tie_embeddings ? d.padded_vocab() - d.vocab_size : 0);
     esize_ = dtype_size(ctx.dtype());
   }
   void forward(const int32_t* tokens, Tensor& h, RunContext& ctx) override {

@@ -133,6 +133,31 @@ TEST(ConfigAccounts, CountsFromTheComponentsAgreeWithTheFormula) {
   EXPECT_NEAR(m.flops_declared_forward_per_token * 3 / m.flops_declared_train_per_token, 1.0, 0.05);
 }
 
+// A vocabulary that is not a multiple of 64: the model stores the head padded (1000 -> 1024 rows),
+// but the counts and N are the real vocabulary's, untied and tied (the declared FLOPs: the model
+// test vocab_padding_test.cpp).
+TEST(ConfigAccounts, APaddedVocabularyCountsTheRealOne) {
+  for (const bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    std::string toml = kLlamaLike;
+    toml.replace(toml.find("[model]\n"), 8,
+                 std::string("[model]\nvocab_size = 1000\ntie_embeddings = ") + (tied ? "true" : "false") + "\n");
+    const std::string path = test::write_temp("padded_vocab.toml", toml);
+    const auto models = config_accounts(path, "cpu", 0, 0, 2.0);
+    ASSERT_EQ(models.size(), 1u);
+    const ConfigAccounts& m = models[0];
+    EXPECT_EQ(m.shape.vocab_size, 1000);
+    Architecture a = m.shape;
+    a.gated_ffn = true;
+    a.norm = NormKind::kRmsNorm;
+    EXPECT_EQ(m.accounts.params, count_params(a));
+    EXPECT_EQ(m.accounts.params_embedding, 1000 * 64);
+    // 6N: the head's matrix counts 1000 x 64 in N whether or not it is tied.
+    EXPECT_DOUBLE_EQ(m.accounts.n_matmul,
+                     static_cast<double>(m.accounts.params_non_embedding) + (tied ? 1000.0 * 64 : 0.0));
+  }
+}
+
 // d_ff and the sliding window come from what the components report (Component::accounting), not
 // from parameter names: an MLP with an explicit width, a SwiGLU by its rule, a window.
 TEST(ConfigAccounts, WidthsAndWindowsComeFromTheComponents) {

@@ -135,9 +135,10 @@ vocab_size = 64
 /// Run the reference script and `bench eval` on its checkpoint; compare loss, logits and each
 /// block's output with the float64 reference.
 void check_against_numpy(const std::string& config, const std::string& toml, const std::string& token_format,
-                         const std::string& dtype = "F32") {
-  const std::string dir = fresh_dir("hf_" + config + "_" + dtype);
-  const Output py = shell(kPython + " " + kScript + " " + config + " " + dir + " " + dtype);
+                         const std::string& dtype = "F32", int vocab = 64) {
+  const std::string dir = fresh_dir("hf_" + config + "_" + dtype + "_" + std::to_string(vocab));
+  const Output py =
+      shell(kPython + " " + kScript + " " + config + " " + dir + " " + dtype + " " + std::to_string(vocab));
   ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
   const std::string cfg = dir + "/model.toml";
   std::ofstream(cfg) << toml;
@@ -178,6 +179,24 @@ TEST(EvalHuggingFace, LlamaBfloat16CheckpointMatchesNumPy) {
 
 TEST(EvalHuggingFace, PostNormLayerNormGeluLearnedMatchesNumPy) {
   check_against_numpy("postnorm", kPostNormToml, "auto");  // llm.c header: detected by its magic
+}
+
+/// A TOML twin with another vocabulary (model and data).
+std::string with_vocab(const char* toml, int vocab) {
+  std::string s = toml;
+  for (size_t at = s.find("vocab_size = 64"); at != std::string::npos; at = s.find("vocab_size = 64", at))
+    s.replace(at, 15, "vocab_size = " + std::to_string(vocab));
+  return s;
+}
+
+// A vocabulary that is not a multiple of 64 (padded to 128 inside bench): the loss and the dumped
+// logits ([positions, 100]) are the real vocabulary's, untied and tied.
+TEST(EvalHuggingFace, PaddedVocabularyLlamaMatchesNumPy) {
+  check_against_numpy("llama", with_vocab(kLlamaToml, 100), "uint16", "F32", 100);
+}
+
+TEST(EvalHuggingFace, PaddedVocabularyTiedPostNormMatchesNumPy) {
+  check_against_numpy("postnorm", with_vocab(kPostNormToml, 100), "auto", "F32", 100);
 }
 
 TEST(Eval, SavedWeightsEvaluateBitForBit) {

@@ -6,10 +6,12 @@ PyTorch Linear weights [out, in]), a token file, and the float64 logits and bloc
 the model computes on that file, evaluated as `bench eval` does: consecutive windows of seq_len
 positions, each starting at position 0.
 
-    hf_reference.py llama|postnorm OUT_DIR [F32|BF16]
+    hf_reference.py llama|postnorm OUT_DIR [F32|BF16 [VOCAB]]
 
 With BF16 the checkpoint holds bfloat16 weights (rounded to nearest even, as Hugging Face
-checkpoints usually are) and the reference uses exactly those rounded values.
+checkpoints usually are) and the reference uses exactly those rounded values. VOCAB (default 64)
+sets the vocabulary: one that is not a multiple of 64 checks that bench's padded vocabulary
+leaves the loss and the dumped logits those of the real one.
 
 Configurations (their TOML twins are in eval_test.cpp):
   llama:    pre-RMSNorm, SwiGLU, rotate-half RoPE, GQA (4 query / 2 key-value heads), untied head
@@ -134,6 +136,8 @@ class Params(dict):
 def main():
     config, out = sys.argv[1], sys.argv[2]
     dtype = sys.argv[3] if len(sys.argv) > 3 else "F32"
+    global VOCAB
+    VOCAB = int(sys.argv[4]) if len(sys.argv) > 4 else VOCAB
     rng = np.random.default_rng(20240 if config == "llama" else 20241)
     t = {}
 

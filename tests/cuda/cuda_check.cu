@@ -332,7 +332,8 @@ void bandwidth_rows(test::CheckTable& t) {
     Buf<int32_t> gt(targets);
     Buf<A> loss(rows / 4), z(rows / 4);
     row("cross_entropy fwd+bwd", 2 * n * e, std::to_string(rows / 4) + "x" + std::to_string(cols * 4), [&] {
-      kernels::cross_entropy<T>(exec, x.get(), gt.get(), rows / 4, cols * 4, loss.get(), z.get(), y.get(), 1e-4, 1.0);
+      kernels::cross_entropy<T>(exec, x.get(), gt.get(), rows / 4, cols * 4, cols * 4, loss.get(), z.get(), y.get(),
+                                1e-4, 1.0);
     });
   }
 }

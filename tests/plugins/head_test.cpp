@@ -2,12 +2,18 @@
 // z-loss and z against a float64 reference of the formula, with and without the output soft-cap
 // (ignored targets included); the cap bounds the loss (<= 2c + ln V) and z (<= c + ln V) however
 // large the logits, and is nearly the identity for logits much smaller than c; a tied head
-// declares no matrix and reads the embedding's.
+// declares no matrix and reads the embedding's. The vocabulary of 16 is padded to 64: the head's
+// own weight is stored with 48 zero rows, the logits are 64 wide with zero padding columns, and
+// the gradients (dh, and the weight's real rows against the float64 formula) are the real
+// vocabulary's while the padding rows' gradient is exactly 0; a tied embedding padded or not
+// gives the same results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/interfaces.h"
@@ -22,13 +28,13 @@ constexpr int64_t kRows = 12, kWidth = 8, kVocab = 16;
 /// One head, its weight (declared or the stand-in embedding), input h and targets.
 class HeadUnderTest {
  public:
-  explicit HeadUnderTest(const std::string& model_lines)
+  explicit HeadUnderTest(const std::string& model_lines, int64_t embedding_pad_rows = 0)
       : rig_(test::resolve_first("[model]\ndtype = \"float64\"\nd_model = 8\nn_heads = 2\n" + model_lines +
                                  "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n"
                                  "[stability]\n")
                  .model,
              test::ComponentRig::Options().in("head").with_rows(kRows).with_width(kWidth)) {
-    Param& embedding = rig_.stand_in("embed.weight", {kVocab, kWidth});
+    Param& embedding = rig_.stand_in("embed.weight", {kVocab, kWidth}, embedding_pad_rows);
     rig_.set_embedding(&embedding);
     component_ = rig_.build(Slot::kHead);
     for (Param& p : rig_.params())
@@ -49,6 +55,51 @@ class HeadUnderTest {
   LossInfo forward() {
     rig_.ctx.training = false;
     return head().forward(h_, targets_.data(), rig_.ctx);
+  }
+  const Param& weight() const { return *weight_; }
+  /// A training forward and backward: dh, the weight's gradient accumulated into its (zeroed) grad.
+  std::vector<double> train() {
+    rig_.ctx.training = true;
+    (void)head().forward(h_, targets_.data(), rig_.ctx);
+    Tensor dh = rig_.tensor({kRows, kWidth});
+    head().backward(dh, rig_.ctx);
+    return {dh.data<double>(), dh.data<double>() + dh.numel()};
+  }
+
+  /// The gradients of the objective (mean loss + z-loss over the valid rows) in float64, from
+  /// the formula: dlogits = (softmax (1 + 2 coef z) - onehot) / valid, through the cap's
+  /// derivative 1 - (l / c)^2; dW = dlogits^T h, dh = dlogits W. Returns {dh, dW}.
+  std::pair<std::vector<double>, std::vector<double>> reference_gradients(double cap, double z_coef) const {
+    const double* h = h_.data<double>();
+    const double* w = weight_->value.data<double>();
+    std::vector<double> dh(kRows * kWidth), dw(kVocab * kWidth);
+    double valid = 0;
+    for (int32_t t : targets_) valid += t >= 0 ? 1 : 0;
+    for (int64_t i = 0; i < kRows; ++i) {
+      const int32_t t = targets_[static_cast<size_t>(i)];
+      if (t < 0) continue;
+      std::vector<double> l(kVocab), raw(kVocab);
+      for (int64_t v = 0; v < kVocab; ++v) {
+        double s = 0;
+        for (int64_t k = 0; k < kWidth; ++k) s += h[i * kWidth + k] * w[v * kWidth + k];
+        raw[static_cast<size_t>(v)] = s;
+        l[static_cast<size_t>(v)] = cap > 0 ? cap * std::tanh(s / cap) : s;
+      }
+      const double m = *std::max_element(l.begin(), l.end());
+      double sum = 0;
+      for (double x : l) sum += std::exp(x - m);
+      const double z = m + std::log(sum);
+      for (int64_t v = 0; v < kVocab; ++v) {
+        const double p = std::exp(l[static_cast<size_t>(v)] - z);
+        double g = (p * (1 + 2 * z_coef * z) - (v == t ? 1.0 : 0.0)) / valid;
+        if (cap > 0) g *= 1 - std::pow(std::tanh(raw[static_cast<size_t>(v)] / cap), 2);
+        for (int64_t k = 0; k < kWidth; ++k) {
+          dw[static_cast<size_t>(v * kWidth + k)] += g * h[i * kWidth + k];
+          dh[static_cast<size_t>(i * kWidth + k)] += g * w[v * kWidth + k];
+        }
+      }
+    }
+    return {dh, dw};
   }
 
   /// Largest |h W^T| over the rows with a target.
@@ -145,6 +196,42 @@ TEST(LmHead, TiedHeadReadsTheEmbedding) {
   ASSERT_EQ(untied.declared().size(), 1u);
   EXPECT_EQ(untied.declared()[0]->shape, (Shape{kVocab, kWidth}));
   EXPECT_NEAR(tied.forward().loss, tied.reference(0, 0).loss, 1e-12);
+}
+
+TEST(LmHead, PaddedVocabularyGivesTheRealVocabularysResults) {
+  for (const char* lines : {"", "head = { type = \"lm_head\", softcap = 1.5, z_loss = 0.01 }\n",
+                            "tie_embeddings = true\nhead = { type = \"lm_head\", z_loss = 0.01 }\n"}) {
+    SCOPED_TRACE(lines);
+    const bool tied = std::string(lines).find("tie") != std::string::npos;
+    const double cap = std::string(lines).find("softcap") != std::string::npos ? 1.5 : 0.0;
+    const double z_coef = std::string(lines).find("z_loss") != std::string::npos ? 0.01 : 0.0;
+    // Tied, the stand-in embedding is stored padded as the token embedding stores it.
+    HeadUnderTest t(lines, tied ? 48 : 0);
+    const Param& w = t.weight();
+    EXPECT_EQ(w.shape, (Shape{kVocab, kWidth}));
+    EXPECT_EQ(w.pad_rows, 48);  // 16 -> 64
+    const LossInfo got = t.forward(), ref = t.reference(cap, z_coef);
+    EXPECT_NEAR(got.loss, ref.loss, 1e-12);
+    EXPECT_NEAR(got.z_mean, ref.z_mean, 1e-12);
+    const Tensor* logits = t.head().logits();
+    ASSERT_EQ(logits->shape(), (Shape{kRows, 64}));
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t v = kVocab; v < 64; ++v) ASSERT_EQ(logits->data<double>()[i * 64 + v], 0.0);
+    const std::vector<double> dh = t.train();
+    const auto [ref_dh, ref_dw] = t.reference_gradients(cap, z_coef);
+    for (size_t i = 0; i < dh.size(); ++i) EXPECT_NEAR(dh[i], ref_dh[i], 1e-12) << "dh[" << i << "]";
+    const double* g = w.padded_grad().data<double>();
+    for (int64_t i = 0; i < kVocab * kWidth; ++i) EXPECT_NEAR(g[i], ref_dw[static_cast<size_t>(i)], 1e-12) << i;
+    for (int64_t i = kVocab * kWidth; i < 64 * kWidth; ++i) ASSERT_EQ(g[i], 0.0) << "padding gradient " << i;
+  }
+  // A tied embedding stored without padding (another plugin's) works as well: the logits are
+  // then as wide as the vocabulary.
+  HeadUnderTest unpadded("tie_embeddings = true\n");
+  EXPECT_EQ(unpadded.head().logits()->shape(), (Shape{kRows, kVocab}));
+  EXPECT_NEAR(unpadded.forward().loss, unpadded.reference(0, 0).loss, 1e-12);
+  const auto [ref_dh, ref_dw] = unpadded.reference_gradients(0, 0);
+  const std::vector<double> dh = unpadded.train();
+  for (size_t i = 0; i < dh.size(); ++i) EXPECT_NEAR(dh[i], ref_dh[i], 1e-12) << "dh[" << i << "]";
 }
 
 }  // namespace

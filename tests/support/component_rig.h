@@ -75,13 +75,14 @@ class ComponentRig {
   }
   /// A zeroed tensor of the spec's dtype from the rig's arena (inputs, outputs, gradients).
   Tensor tensor(Shape shape) { return arena_.allocate(shape, spec_.dtype); }
-  /// A parameter of the rig's own (a stand-in, e.g. the embedding a tied head reads).
-  Param& stand_in(const std::string& name, Shape shape) {
+  /// A parameter of the rig's own (a stand-in, e.g. the embedding a tied head reads), with
+  /// `pad_rows` zero rows stored after its real ones (Param::pad_rows).
+  Param& stand_in(const std::string& name, Shape shape, int64_t pad_rows = 0) {
     Param& p = params_.emplace_back();
     p.name = name;
     p.shape = shape;
-    p.value = arena_.allocate(shape, spec_.dtype);
-    p.grad = arena_.allocate(shape, spec_.dtype);
+    p.pad_rows = pad_rows;
+    allocate(p);
     return p;
   }
 
@@ -94,6 +95,12 @@ class ComponentRig {
   RunContext ctx;
 
  private:
+  // value and grad with their padding rows (zero: the arena's allocations are), views of the real rows.
+  void allocate(Param& p) {
+    p.value = Tensor(arena_.allocate(p.padded_shape(), spec_.dtype).raw(), spec_.dtype, p.shape);
+    p.grad = Tensor(arena_.allocate(p.padded_shape(), spec_.dtype).raw(), spec_.dtype, p.shape);
+  }
+
   static std::string join(std::string_view scope, std::string_view name) {
     if (scope.empty()) return std::string(name);
     if (name.empty()) return std::string(scope);
@@ -111,14 +118,15 @@ class ComponentRig {
     int64_t width() const override { return width_; }
     int layer() const override { return layer_; }
     const std::string& scope() const override { return scope_; }
-    Param* add_param(std::string_view name, Shape shape, bench::Init init, ParamGroup group) override {
+    Param* add_param(std::string_view name, Shape shape, bench::Init init, ParamGroup group,
+                     int64_t pad_rows) override {
       Param& p = rig_.params_.emplace_back();
       p.name = join(scope_, name);
       p.shape = shape;
       p.init = init;
       p.group = group;
-      p.value = rig_.arena_.allocate(shape, rig_.spec_.dtype);
-      p.grad = rig_.arena_.allocate(shape, rig_.spec_.dtype);
+      p.pad_rows = pad_rows;
+      rig_.allocate(p);
       if (rig_.options_.init && !rig_.options_.plan_only) rig_.options_.init(p, name);
       return &p;
     }

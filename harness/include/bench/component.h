@@ -72,6 +72,16 @@ struct ModelDims {
 
   /// Tokens per step: batch_size * seq_len.
   int64_t tokens() const { return batch_size * seq_len; }
+  /// The vocabulary as the output layer stores it: vocab_size rounded up to a multiple of
+  /// vocab_multiple (50257 -> 50304), so that the logits' rows and the LM head's GEMMs have
+  /// aligned widths. The one place that decides the padding; the extra rows of a vocabulary-sized
+  /// parameter are zero (Param::pad_rows) and the extra logits are masked out of everything.
+  int64_t padded_vocab() const { return (vocab_size + vocab_multiple - 1) / vocab_multiple * vocab_multiple; }
+  /// The default vocab_multiple: 64 elements, 128 bytes of bf16 or 256 of float.
+  static constexpr int64_t kVocabMultiple = 64;
+  /// What padded_vocab() rounds to. Not a configuration key: 1 (no padding) is for tests, which
+  /// compare the padded model with the unpadded computation.
+  int64_t vocab_multiple = kVocabMultiple;
   /// Location of a model key ("n_heads"), or an empty location.
   SourceLoc loc(std::string_view key) const;
 };
@@ -109,12 +119,23 @@ struct Init {
 /// Param* and read value/grad when they run, never a pointer cached during setup.
 struct Param {
   std::string name;  ///< dotted, e.g. "blocks.3.attn.wqkv"
-  Shape shape;
+  Shape shape;       ///< the real shape: what is counted, initialized, saved, loaded and reported
   Init init;
   ParamGroup group = ParamGroup::kMatrix;
   bool decay = true;  ///< decayed by AdamW (decided by the model from the decay groups)
-  Tensor value;
-  Tensor grad;
+  /// Rows of zeros stored after the shape[0] real ones (a vocabulary padded to
+  /// ModelDims::padded_vocab()): zero from the start without drawing from the random stream,
+  /// neither counted nor saved. The component that uses them keeps their gradient exactly zero,
+  /// so that AdamW, decay included, keeps them at zero.
+  int64_t pad_rows = 0;
+  Tensor value;  ///< the real rows, [shape]
+  Tensor grad;   ///< the real rows, [shape]
+
+  /// The stored shape: shape with shape[0] + pad_rows rows.
+  Shape padded_shape() const { return pad_rows == 0 ? shape : shape.with_leading(shape[0] + pad_rows); }
+  /// value and grad with their padding rows, [padded_shape()], over the same storage.
+  Tensor padded_value() const { return Tensor(value.raw(), value.dtype(), padded_shape()); }
+  Tensor padded_grad() const { return Tensor(grad.raw(), grad.dtype(), padded_shape()); }
 };
 
 class Component;
@@ -140,8 +161,11 @@ class SetupContext {
   /// Dotted name prefix of this component ("blocks.3.attn").
   virtual const std::string& scope() const = 0;
 
-  /// Declare a parameter named scope() + "." + name, in optimizer group `group`.
-  virtual Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group = ParamGroup::kMatrix) = 0;
+  /// Declare a parameter named scope() + "." + name, in optimizer group `group`, stored with
+  /// `pad_rows` rows of zeros after its shape[0] real ones (Param::pad_rows: a vocabulary-sized
+  /// table padded to dims().padded_vocab()).
+  virtual Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group = ParamGroup::kMatrix,
+                           int64_t pad_rows = 0) = 0;
   /// Allocate an activation or scratch buffer that lives as long as the model.
   virtual Tensor buffer(Shape shape, DType dtype) = 0;
   Tensor buffer(Shape shape) { return buffer(shape, dtype()); }

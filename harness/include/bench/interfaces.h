@@ -68,7 +68,7 @@ class Embedding : public Component {
   ~Embedding() override;
   virtual void forward(const int32_t* tokens, Tensor& h, RunContext& ctx) = 0;
   virtual void backward(const Tensor& dh, RunContext& ctx) = 0;
-  /// The [vocab, d_model] table.
+  /// The [vocab, d_model] table (with Param::pad_rows zero rows after it when tied to the head).
   virtual Param* weight() = 0;
 };
 
@@ -87,8 +87,10 @@ class Head : public Component {
   /// With ctx.training, also prepares the gradient for backward().
   virtual LossInfo forward(const Tensor& h, const int32_t* targets, RunContext& ctx) = 0;
   virtual void backward(Tensor& dh, RunContext& ctx) = 0;
-  /// The output logits [B*T, vocab] of the last forward with ctx.training = false (after any
-  /// soft-cap), for evaluation and dumps; nullptr when the head does not keep them.
+  /// The output logits [B*T, width] of the last forward with ctx.training = false (after any
+  /// soft-cap), for evaluation and dumps; nullptr when the head does not keep them. The first
+  /// vocab_size columns are the logits; any further ones (width >= vocab_size: a padded
+  /// vocabulary, ModelDims::padded_vocab()) are padding, to be left out.
   virtual const Tensor* logits() const { return nullptr; }
 };
 

@@ -23,6 +23,8 @@ class Shape {
   bool operator==(const Shape& o) const;
   /// "[2, 3, 4]".
   std::string str() const;
+  /// This shape with its first dimension set to n (rank >= 1).
+  Shape with_leading(int64_t n) const;
 
  private:
   std::array<int64_t, kMaxRank> dims_{};

@@ -33,6 +33,13 @@ std::string Shape::str() const {
   return s + "]";
 }
 
+Shape Shape::with_leading(int64_t n) const {
+  if (rank_ == 0) throw Error("a scalar shape has no leading dimension");
+  Shape s = *this;
+  s.dims_[0] = n;
+  return s;
+}
+
 Tensor Tensor::view(Shape shape) const {
   if (shape.numel() != numel()) throw Error("cannot view a tensor of shape " + shape_.str() + " as " + shape.str());
   return Tensor(data_, dtype_, shape);

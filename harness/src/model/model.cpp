@@ -84,16 +84,18 @@ class ModelSetupContext final : public SetupContext {
   int layer() const override { return layer_; }
   const std::string& scope() const override { return scope_; }
 
-  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group) override {
+  Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group, int64_t pad_rows) override {
     const std::string full = join(scope_, name);
     for (const auto& p : m_.params_)
       if (p->name == full) throw Error("parameter '" + full + "' declared twice");
     if (shape.numel() <= 0) throw Error("parameter '" + full + "' has empty shape " + shape.str());
+    if (pad_rows < 0) throw Error("parameter '" + full + "' has " + std::to_string(pad_rows) + " padding rows");
     auto p = std::make_unique<Param>();
     p->name = full;
     p->shape = shape;
     p->init = init;
     p->group = group;
+    p->pad_rows = pad_rows;
     const auto& groups = m_.spec_.decay_groups;
     p->decay = std::find(groups.begin(), groups.end(), param_group_name(group)) != groups.end();
     m_.params_.push_back(std::move(p));
@@ -194,10 +196,12 @@ void Model::build(bool plan_only, uint64_t seed) {
   }
 
   // Parameter storage: one flat block, weight-decay group first, so that the optimizer and
-  // the gradient norm run over two contiguous ranges.
+  // the gradient norm run over two contiguous ranges. A parameter's padding rows (a padded
+  // vocabulary) follow its real rows there: zero, with a zero gradient, so AdamW keeps them zero
+  // and they add nothing to the norms.
   std::stable_sort(params_.begin(), params_.end(), [](const auto& a, const auto& b) { return a->decay > b->decay; });
   int64_t total = 0;
-  for (const auto& p : params_) total += p->shape.numel();
+  for (const auto& p : params_) total += p->padded_shape().numel();
   values_ = arena_.allocate({total}, spec_.dtype);
   grads_ = arena_.allocate({total}, spec_.dtype);
   const DType acc = spec_.dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
@@ -211,19 +215,19 @@ void Model::build(bool plan_only, uint64_t seed) {
   for (const auto& p : params_) {
     p->value = Tensor(static_cast<char*>(values_.raw()) + offset * esize, spec_.dtype, p->shape);
     p->grad = Tensor(static_cast<char*>(grads_.raw()) + offset * esize, spec_.dtype, p->shape);
-    offset += p->shape.numel();
-    if (p->decay) decay_count_ += p->shape.numel();
+    offset += p->padded_shape().numel();
+    if (p->decay) decay_count_ += p->padded_shape().numel();
     param_ptrs_.push_back(p.get());
-  }
-  n_params_ = total;
-  for (const auto& p : params_)
+    n_params_ += p->shape.numel();  // the real rows only: padding is the implementation's
     if (p->group == ParamGroup::kEmbedding) n_params_embedding_ += p->shape.numel();
+  }
 
   if (plan_only) return;
   // Initialization: each parameter from its own stream, keyed by seed and name, so adding a
   // parameter elsewhere never changes another one's initial values. The values are made on the
   // host (in float for a bf16 model's master copy, whose rounding is the bf16 value) and copied
-  // into the model's memory once.
+  // into the model's memory once. Padding rows stay zero (the staging is) and draw nothing, so
+  // the real values do not depend on the padding.
   std::vector<char> staging(values_.bytes());
   std::vector<float> master(master_.defined() ? static_cast<size_t>(total) : 0);
   dispatch_float(spec_.dtype, [&]<class T>() {
@@ -532,7 +536,8 @@ std::string Model::describe() const {
   std::ostringstream os;
   for (const auto& n : nodes_) os << n.scope << ": " << slot_name(n.slot) << " '" << n.name << "'\n";
   for (const auto& p : params_)
-    os << "  " << p->name << " " << p->shape.str() << (p->decay ? "" : " (no decay)") << "\n";
+    os << "  " << p->name << " " << p->shape.str() << (p->decay ? "" : " (no decay)")
+       << (p->pad_rows > 0 ? " (stored with " + std::to_string(p->pad_rows) + " zero padding rows)" : "") << "\n";
   return os.str();
 }
 

@@ -115,7 +115,8 @@ class Model {
   kernels::Memory memory() const { return arena_.memory(); }
   /// Output of block i ([B*T, d_model]) of the last forward.
   const Tensor& block_output(int64_t i) const { return acts_.at(static_cast<size_t>(i) + 1); }
-  /// The head's logits [B*T, vocab] of the last forward without training, or nullptr.
+  /// The head's logits [B*T, width >= vocab] of the last forward without training, or nullptr:
+  /// the first vocab_size columns are real, the rest padding (Head::logits()).
   const Tensor* logits() const { return head_->logits(); }
   /// Tag of a plan-only build that also validates: see plan().
   struct Validating {};

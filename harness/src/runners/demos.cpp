@@ -39,15 +39,15 @@ std::vector<ZLossRow> zloss_demo() {
     }
     std::vector<float> loss(kRows), z(kRows);
     ZLossRow row{c, 0, 0, exact, 0, 0};
-    kernels::cross_entropy<float>(exec, f32.data(), targets.data(), kRows, kVocab, loss.data(), z.data(), nullptr, 0,
-                                  1);
+    kernels::cross_entropy<float>(exec, f32.data(), targets.data(), kRows, kVocab, kVocab, loss.data(), z.data(),
+                                  nullptr, 0, 1);
     for (int64_t r = 0; r < kRows; ++r) {
       row.ce_fp32 += loss[static_cast<size_t>(r)] / static_cast<double>(kRows);
       row.z_mean += z[static_cast<size_t>(r)] / static_cast<double>(kRows);
       row.z_loss += kCoef * std::pow(static_cast<double>(z[static_cast<size_t>(r)]), 2) / static_cast<double>(kRows);
     }
-    kernels::cross_entropy<tile::bf16>(exec, b16.data(), targets.data(), kRows, kVocab, loss.data(), nullptr, nullptr,
-                                       0, 1);
+    kernels::cross_entropy<tile::bf16>(exec, b16.data(), targets.data(), kRows, kVocab, kVocab, loss.data(), nullptr,
+                                       nullptr, 0, 1);
     for (int64_t r = 0; r < kRows; ++r) row.ce_bf16 += loss[static_cast<size_t>(r)] / static_cast<double>(kRows);
     out.push_back(row);
   }

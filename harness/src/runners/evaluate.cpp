@@ -13,8 +13,9 @@ namespace bench {
 
 namespace {
 
-/// Append rows [row, row + n) of `t` ([rows, width]) to `out` as doubles.
-void append_rows(const Tensor& t, int64_t row, int64_t n, std::vector<double>& out) {
+/// Append the first `cols` columns of rows [row, row + n) of `t` ([rows, width]) to `out` as
+/// doubles (cols < width: the logits' padding columns are left out).
+void append_rows(const Tensor& t, int64_t row, int64_t n, int64_t cols, std::vector<double>& out) {
   const int64_t width = t.shape()[t.shape().rank() - 1];
   std::vector<char> storage;
   const Tensor host =
@@ -23,7 +24,8 @@ void append_rows(const Tensor& t, int64_t row, int64_t n, std::vector<double>& o
                    storage);
   dispatch_float(t.dtype(), [&]<class T>() {
     const T* p = host.data<T>();
-    for (int64_t i = 0; i < n * width; ++i) out.push_back(scalar_value(p[i]));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < cols; ++j) out.push_back(scalar_value(p[i * width + j]));
   });
 }
 
@@ -67,10 +69,12 @@ EvalResult evaluate_tokens(Model& model, const std::vector<int32_t>& tokens, boo
       if (keep_logits) {
         const Tensor* logits = model.logits();
         if (logits == nullptr) throw Error("the configured head does not expose its logits");
-        append_rows(*logits, b * seq, rows, r.logits);
+        if (logits->shape()[logits->shape().rank() - 1] < d.vocab_size)
+          throw Error("the head's logits are narrower than the vocabulary");
+        append_rows(*logits, b * seq, rows, d.vocab_size, r.logits);  // the real vocabulary: no padding
       }
       for (size_t l = 0; l < hidden.size(); ++l)
-        append_rows(model.block_output(static_cast<int64_t>(l)), b * seq, rows, hidden[l]);
+        append_rows(model.block_output(static_cast<int64_t>(l)), b * seq, rows, d.d_model, hidden[l]);
     }
   }
   r.loss = total / static_cast<double>(r.positions);
