@@ -55,6 +55,19 @@ inline void norm_forward_reference(bool center, const std::vector<double>& x, co
 namespace programs {
 namespace tl = tile::tl;
 
+/// `a` as computed, each element rounded on its own: on the host, a product inside `a` is not
+/// fused into a later addition (with -march=native GCC contracts `acc + x * y` into one FMA where
+/// it sees both, and whether it sees both depends on how the program is written, e.g. whether
+/// `acc` lives in registers or is loaded). For running sums whose bits must not depend on that.
+/// A no-op on a CUDA device, whose results never matched the CPU's bit for bit.
+template <class T, int N, int L>
+BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
+#if !defined(__CUDA_ARCH__)
+  asm volatile("" : : "g"(&a) : "memory");  // `a` goes through memory: later uses reload it
+#endif
+  return a;
+}
+
 /// One row per program; columns in chunks of B.
 template <class T, int B, bool kCenter>
 struct NormForward {
@@ -123,7 +136,9 @@ struct NormForward {
 /// in registers over the group's rows and are stored once. A row that fits one tile is read once
 /// and kept in registers; wider rows take two passes: the row means of g and g xhat for every row
 /// of the group, then, chunk by chunk, dx and the partial sums of the chunk over the rows. Either
-/// way each partial sum adds its rows in increasing order, starting from zero.
+/// way each partial sum adds its rows in increasing order, starting from zero, and each product
+/// dy xhat rounded on its own (no_fma), as when the partials were loaded, added and stored
+/// per row: the CPU's results are bit for bit those of that form.
 template <class T, int B, bool kCenter>
 struct NormBackward {
   static constexpr int kBlock = B;
@@ -168,7 +183,7 @@ struct NormBackward {
       const A mean_g = kCenter ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
       const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
       tl::store(c, dx + r * cols, (g - mean_g - xhat * mean_gx) * rs, cols);
-      if (dw_part != nullptr) dw_acc = dw_acc + dyv * xhat;
+      if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
       if (db_part != nullptr) db_acc = db_acc + dyv;
     }
     if (dw_part != nullptr) tl::store(c, dw_part + group * cols, dw_acc, cols);
@@ -208,7 +223,7 @@ struct NormBackward {
         auto dyv = tl::load<B>(c, dy + r * cols + c0, n);
         auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
         tl::store(c, dx + r * cols + c0, (g - mean_g[r - r0] - xhat * mean_gx[r - r0]) * rs, n);
-        if (dw_part != nullptr) dw_acc = dw_acc + dyv * xhat;
+        if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
         if (db_part != nullptr) db_acc = db_acc + dyv;
       }
       if (dw_part != nullptr) tl::store(c, dw_part + group * cols + c0, dw_acc, n);
