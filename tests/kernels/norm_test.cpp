@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -120,6 +121,43 @@ TEST_P(NormTest, Bf16BackwardMatchesFloat64Backward) {
     EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
     EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
   }
+}
+
+// On the host targets the float weight and bias gradients are bit for bit the plain sum: per
+// group of 32 rows, from zero, each product dy xhat rounded on its own (no FMA), then the groups
+// in order into the gradient. That is the order the CPU model's stored losses were made with.
+TEST_P(NormTest, FloatWeightGradientOnTheHostIsThePlainSum) {
+  const NormCase p = GetParam();
+  const Target& t = p.target;
+  if (!p.affine || tile::runs_as_device(t.exec())) GTEST_SKIP() << "the host targets' weight gradient";
+  const size_t rows = static_cast<size_t>(p.rows), cols = static_cast<size_t>(p.cols);
+  const auto x = to_storage<float>(random_vector(rows * cols, 4, 1.5, 0.3));
+  const auto w = to_storage<float>(random_vector(cols, 5));
+  const auto dy = to_storage<float>(random_vector(rows * cols, 7));
+  Dev<float> gx(t, x), gw(t, w), gdy(t, dy), gy(t, x.size()), gmean(t, rows), grstd(t, rows), gdx(t, x.size());
+  Dev<float> gws(t, static_cast<size_t>(norm_backward_workspace(p.rows, p.cols)));
+  Dev<float> gdw(t, std::vector<float>(cols, 0.25f)), gdb(t, std::vector<float>(cols, -0.5f));
+  const Exec exec = t.exec();
+  norm_forward<float>(exec, p.center, gx.get(), gw.get(), nullptr, gy.get(), gmean.get(), grstd.get(), p.rows, p.cols,
+                      1e-5);
+  norm_backward<float>(exec, p.center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(), gdx.get(), gdw.get(),
+                       gdb.get(), p.rows, p.cols, gws.get());
+  const std::vector<float> mean = gmean.host(), rstd = grstd.host();
+  std::vector<float> dw(cols, 0.25f), db(cols, -0.5f);
+  for (size_t c = 0; c < cols; ++c)
+    for (size_t g0 = 0; g0 < rows; g0 += 32) {
+      float pw = 0, pb = 0;
+      for (size_t r = g0; r < std::min(rows, g0 + 32); ++r) {
+        volatile float xhat = (x[r * cols + c] - (p.center ? mean[r] : 0.0f)) * rstd[r];
+        volatile float prod = dy[r * cols + c] * xhat;  // rounded: volatile keeps GCC from an FMA
+        pw = pw + prod;
+        pb = pb + dy[r * cols + c];
+      }
+      dw[c] = dw[c] + pw;
+      db[c] = db[c] + pb;
+    }
+  EXPECT_EQ(gdw.host(), dw);
+  EXPECT_EQ(gdb.host(), db);
 }
 
 TEST_P(NormTest, BackwardMatchesFiniteDifferences) {
