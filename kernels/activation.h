@@ -150,6 +150,7 @@ struct ActivationGrad {
 template <class T, Activation kAct, int B>
 struct ActivationForward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* x;
   T* y;
   int64_t n;
@@ -165,6 +166,7 @@ struct ActivationForward {
 template <class T, Activation kAct, int B>
 struct ActivationBackward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* x;
   const T* dy;
   T* dx;
@@ -183,6 +185,7 @@ struct ActivationBackward {
 template <class T, Activation kAct, int B>
 struct GluForward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* gu;
   T* h;
   int64_t d_ff;
@@ -202,6 +205,7 @@ struct GluForward {
 template <class T, Activation kAct, int B>
 struct GluBackward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* gu;
   const T* dh;
   T* dgu;

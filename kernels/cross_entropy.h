@@ -68,6 +68,7 @@ namespace tl = tile::tl;
 template <class T, int B>
 struct CrossEntropy {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const T* logits;
   const int32_t* targets;

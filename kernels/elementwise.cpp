@@ -1,6 +1,9 @@
 #include "elementwise.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "catalog.h"
 #include "memory.h"
@@ -12,7 +15,7 @@ BENCH_KERNEL(axpy, "element-wise y += alpha x");
 BENCH_KERNEL(scale, "element-wise x *= alpha");
 BENCH_KERNEL(sum_of, "deterministic two-stage sum of x^2 (grad norm), x (logit mean) or -x ln x (attention entropy)");
 BENCH_KERNEL(embedding_forward, "gather rows of the embedding table");
-BENCH_KERNEL(embedding_backward, "scatter-add into the table, race-free");
+BENCH_KERNEL(embedding_backward, "scatter-add into the table over positions bucketed by token, race-free");
 BENCH_KERNEL(copy_block, "strided 2-D copy dst[r, :cols] = src[r, :cols]");
 BENCH_KERNEL(zero_block, "strided 2-D fill x[r, :cols] = 0");
 
@@ -110,13 +113,43 @@ void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, 
   });
 }
 
+int64_t embedding_buckets_size(int64_t n_tokens) { return 3 * n_tokens + 1; }
+
+int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab, int32_t* buckets) {
+  if (n_tokens < 0 || n_tokens > std::numeric_limits<int32_t>::max())
+    throw std::out_of_range("embedding_buckets: " + std::to_string(n_tokens) + " tokens is not in [0, 2^31)");
+  // first[t]: the count of token t - 1, then (prefix sums) where token t's positions start.
+  std::vector<int32_t> first(static_cast<size_t>(vocab) + 1, 0);
+  for (int64_t i = 0; i < n_tokens; ++i) {
+    const int32_t t = tokens[i];
+    if (t < 0 || t >= vocab)
+      throw std::out_of_range("embedding_buckets: token " + std::to_string(t) + " at position " + std::to_string(i) +
+                              " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    ++first[static_cast<size_t>(t) + 1];
+  }
+  for (size_t t = 1; t < first.size(); ++t) first[t] += first[t - 1];
+  int32_t* start = buckets + n_tokens;
+  int32_t* token = buckets + 2 * n_tokens + 1;
+  int64_t unique = 0;
+  for (int64_t t = 0; t < vocab; ++t)
+    if (first[static_cast<size_t>(t) + 1] > first[static_cast<size_t>(t)]) {
+      token[unique] = static_cast<int32_t>(t);
+      start[unique] = first[static_cast<size_t>(t)];
+      ++unique;
+    }
+  start[unique] = static_cast<int32_t>(n_tokens);
+  for (int64_t i = 0; i < n_tokens; ++i) buckets[first[static_cast<size_t>(tokens[i])]++] = static_cast<int32_t>(i);
+  return unique;
+}
+
 template <class T>
-void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
-                        int64_t dim) {
-  if (n_tokens <= 0 || dim <= 0) return;
-  constexpr int kB = programs::kEmbeddingBackwardCols;
-  tile::launch(exec, tile::Grid{(dim + kB - 1) / kB},
-               programs::EmbeddingBackward<T, kB>{tokens, dout, dtable, n_tokens, dim});
+void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
+                        int64_t n_tokens, int64_t dim) {
+  if (n_unique <= 0 || n_tokens <= 0 || dim <= 0) return;
+  tile::dispatch_block(dim, [&]<int B>() {
+    tile::launch(exec, tile::Grid{n_unique, (dim + B - 1) / B},
+                 programs::EmbeddingBackward<T, B>{buckets, dout, dtable, n_tokens, dim});
+  });
 }
 
 template <class T>
@@ -135,16 +168,16 @@ void zero_block(const Exec& exec, T* x, int64_t ld, int64_t rows, int64_t cols) 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                        \
-  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                               \
-  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                              \
-  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                       \
-  template double sum_squares<T>(const Exec&, const T*, int64_t);                                   \
-  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                 \
-  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);            \
-  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);  \
-  template void embedding_backward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t); \
-  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);       \
+#define BENCH_INSTANTIATE(T)                                                                                 \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                        \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                       \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                                \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                            \
+  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                          \
+  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);                     \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);           \
+  template void embedding_backward<T>(const Exec&, const int32_t*, int64_t, const T*, T*, int64_t, int64_t); \
+  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);                \
   template void zero_block<T>(const Exec&, T*, int64_t, int64_t, int64_t);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE

@@ -1,5 +1,5 @@
 // defines: add, axpy, scale, SumOf, sum_of, sum_squares, sum_squares_partials, embedding_forward,
-//          embedding_backward, copy_block, zero_block, and their float64 references
+//          embedding_buckets, embedding_backward, copy_block, zero_block, and their float64 references
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
@@ -7,7 +7,8 @@
 // sum_of:     sum of x^2, x or -x ln x (0 for x <= 0: the terms of an entropy) in double, two
 //             fixed stages (per-program partials, then an in-order sum), so the result depends on
 //             n only, never on the thread count; sum_squares = sum_of(kSquares)
-// embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :]
+// embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :] over
+//             positions bucketed by token on the host (embedding_buckets)
 // blocks:     dst[r, c] = src[r, c] and x[r, c] = 0 over rows x cols, each with its row stride
 #pragma once
 
@@ -94,14 +95,12 @@ namespace tl = tile::tl;
 inline constexpr int kFlatBlock = 1024;
 /// Upper bound of the first-stage grid of sum_squares (the number of partial sums).
 inline constexpr int64_t kSumSquaresParts = 256;
-/// Columns per program of embedding_backward: narrow, so that even a small model dimension
-/// gives several programs, each of which owns its columns of every row of dtable.
-inline constexpr int kEmbeddingBackwardCols = 64;
 
 /// out = a + b over one chunk of B elements.
 template <class T, int B>
 struct Add {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* a;
   const T* b;
   T* out;  // may alias a or b: each element is read before it is written, by the same agent
@@ -119,6 +118,7 @@ struct Add {
 template <class T, int B>
 struct Axpy {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const T* x;
   T* y;
@@ -137,6 +137,7 @@ struct Axpy {
 template <class T, int B>
 struct Scale {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   T* x;
   int64_t n;
@@ -155,6 +156,7 @@ struct Scale {
 template <class T, int B, SumOf W>
 struct SumTerms {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const T* x;
   double* partial;  // [parts]
   int64_t n;
@@ -193,6 +195,7 @@ struct SumPartials {
 template <class T, int B>
 struct EmbeddingForward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   const int32_t* tokens;
   const T* table;
   T* out;
@@ -207,13 +210,16 @@ struct EmbeddingForward {
   }
 };
 
-/// One chunk of B columns per program, looping over every token in order: each element of
-/// dtable has one writer and a fixed summation order, so the result is race-free and exact
-/// to reproduce, whatever the grid is split into.
+/// Program (bucket, chunk) of embedding_backward: the row of dtable of one distinct token, B of
+/// its columns. It adds the rows of dout at that token's positions, in increasing position
+/// order, in registers (in acc_t<T>), and stores once. Each element of dtable has one writer and
+/// the summation order of a serial walk over the tokens, so the result is race-free and exact to
+/// reproduce, whatever the grid is split into.
 template <class T, int B>
 struct EmbeddingBackward {
   static constexpr int kBlock = B;
-  const int32_t* tokens;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  const int32_t* buckets;                       // embedding_buckets' layout
   const T* dout;
   T* dtable;
   int64_t n_tokens;
@@ -221,12 +227,17 @@ struct EmbeddingBackward {
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
-    const int64_t c0 = tl::program_id(c, 0) * B;
+    const int64_t u = tl::program_id(c, 0);
+    const int64_t c0 = tl::program_id(c, 1) * B;
     const int64_t rest = dim - c0;
-    for (int64_t i = 0; i < n_tokens; ++i) {
-      T* row = dtable + static_cast<int64_t>(tokens[i]) * dim + c0;
-      tl::store(c, row, tl::load<B>(c, row, rest) + tl::load<B>(c, dout + i * dim + c0, rest), rest);
-    }
+    const int32_t* positions = buckets;
+    const int32_t* start = buckets + n_tokens;
+    const int32_t* token = buckets + 2 * n_tokens + 1;
+    T* row = dtable + static_cast<int64_t>(token[u]) * dim + c0;
+    auto acc = tl::load<B>(c, row, rest);
+    for (int64_t k = start[u]; k < start[u + 1]; ++k)
+      acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest);
+    tl::store(c, row, acc, rest);
   }
 };
 
@@ -235,7 +246,8 @@ struct EmbeddingBackward {
 template <class T, int B>
 struct Block {
   static constexpr int kBlock = B;
-  const T* src;  // null: zeros
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  const T* src;                                 // null: zeros
   int64_t src_ld;
   T* dst;
   int64_t dst_ld;
@@ -299,10 +311,25 @@ void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* pa
 template <class T>
 void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim);
 
-/// dtable[tokens[i], :] += dout[i, :], accumulated in token order (deterministic, no atomics).
+/// int32 elements of the buckets of n_tokens tokens (embedding_buckets): 3 n_tokens + 1.
+int64_t embedding_buckets_size(int64_t n_tokens);
+
+/// Groups the positions of n_tokens tokens by token, on the host, for embedding_backward: fills
+/// `buckets` (embedding_buckets_size(n_tokens) int32s in host memory) and returns the number of
+/// distinct tokens u. Layout: [0, n) the positions, ordered by token and, within a token, by
+/// position; [n, n + u] where each distinct token's positions start, then n; [2n + 1, 2n + 1 + u)
+/// the distinct tokens, ascending. A counting sort, O(n_tokens + vocab). Throws
+/// std::out_of_range naming the position of a token outside [0, vocab).
+int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab, int32_t* buckets);
+
+/// dtable[tokens[i], :] += dout[i, :] for n_tokens rows of dim elements, given the tokens'
+/// buckets (embedding_buckets, copied into exec's memory) and their number of distinct tokens:
+/// one program per (distinct token, column chunk), each adding its token's rows in position
+/// order, the order of a serial walk over the tokens (deterministic, no atomics). bf16 tables
+/// are rounded once per call, after the sum in float.
 template <class T>
-void embedding_backward(const Exec& exec, const int32_t* tokens, const T* dout, T* dtable, int64_t n_tokens,
-                        int64_t dim);
+void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
+                        int64_t n_tokens, int64_t dim);
 
 /// dst[r, 0:cols] = src[r, 0:cols] for r < rows, rows src_ld apart in src and dst_ld in dst (a
 /// strided 2-D copy in exec's memory, e.g. heads out of fused rows); the two must not overlap.

@@ -27,6 +27,32 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
   return 2 * ((rows + kGroup - 1) / kGroup) * cols;
 }
 
+namespace {
+
+/// out[c] += sum_g part[g, c] over the groups' partial sums (part is the launcher's workspace).
+/// On the CPU one pass in group order (column_sum), so the sum does not depend on the thread
+/// count. As a device, the groups are first summed in slices of about sqrt(groups) rows (each
+/// slice in order, in place over its first row), then the slices in order: (column chunks) x
+/// (slices) programs instead of one program per 256 columns walking every group (3 programs for
+/// d_model 768). The order is fixed by the sizes alone, so the result is reproducible, though it
+/// differs from the CPU's by rounding.
+template <class T>
+void group_sum(const Exec& exec, acc_t<T>* part, T* out, int64_t groups, int64_t cols) {
+  if (!tile::runs_as_device(exec) || groups <= 2) {
+    column_sum<T>(exec, part, out, groups, cols);
+    return;
+  }
+  constexpr int kB = 128;
+  int64_t per_slice = 1;
+  while (per_slice * per_slice < groups) ++per_slice;
+  const int64_t slices = (groups + per_slice - 1) / per_slice;
+  const int64_t chunks = (cols + kB - 1) / kB;
+  tile::launch(exec, tile::Grid{chunks, slices}, programs::ColumnSumSlices<T, kB>{part, groups, cols, per_slice});
+  tile::launch(exec, tile::Grid{chunks}, programs::ColumnSum<T, kB>{part, out, slices, cols, per_slice});
+}
+
+}  // namespace
+
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace) {
@@ -44,14 +70,14 @@ void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const
                    programs::NormBackward<T, B, false>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols});
     }
   });
-  if (dweight != nullptr) column_sum<T>(exec, dw_part, dweight, groups, cols);
-  if (dbias != nullptr) column_sum<T>(exec, db_part, dbias, groups, cols);
+  if (dweight != nullptr) group_sum<T>(exec, dw_part, dweight, groups, cols);
+  if (dbias != nullptr) group_sum<T>(exec, db_part, dbias, groups, cols);
 }
 
 template <class T>
 void column_sum(const Exec& exec, const acc_t<T>* part, T* out, int64_t parts, int64_t cols) {
   constexpr int kB = 256;
-  tile::launch(exec, tile::Grid{(cols + kB - 1) / kB}, programs::ColumnSum<T, kB>{part, out, parts, cols});
+  tile::launch(exec, tile::Grid{(cols + kB - 1) / kB}, programs::ColumnSum<T, kB>{part, out, parts, cols, 1});
 }
 
 #define BENCH_INSTANTIATE(T)                                                                                        \

@@ -55,10 +55,24 @@ inline void norm_forward_reference(bool center, const std::vector<double>& x, co
 namespace programs {
 namespace tl = tile::tl;
 
+/// `a` as computed, each element rounded on its own: on the host, a product inside `a` is not
+/// fused into a later addition (with -march=native GCC contracts `acc + x * y` into one FMA where
+/// it sees both, and whether it sees both depends on how the program is written, e.g. whether
+/// `acc` lives in registers or is loaded). For running sums whose bits must not depend on that.
+/// A no-op on a CUDA device, whose results never matched the CPU's bit for bit.
+template <class T, int N, int L>
+BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
+#if !defined(__CUDA_ARCH__)
+  asm volatile("" : : "g"(&a) : "memory");  // `a` goes through memory: later uses reload it
+#endif
+  return a;
+}
+
 /// One row per program; columns in chunks of B.
 template <class T, int B, bool kCenter>
 struct NormForward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const T* x;
   const T* w;  // may be null
@@ -118,10 +132,17 @@ struct NormForward {
 };
 
 /// A group of kRowsPerGroup rows per program: writes dx for its rows and its own row of the
-/// partial sums of dy * xhat (and dy) for the weight (and bias) gradients.
+/// partial sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay
+/// in registers over the group's rows and are stored once. A row that fits one tile is read once
+/// and kept in registers; wider rows take two passes: the row means of g and g xhat for every row
+/// of the group, then, chunk by chunk, dx and the partial sums of the chunk over the rows. Either
+/// way each partial sum adds its rows in increasing order, starting from zero, and each product
+/// dy xhat rounded on its own (no_fma), as when the partials were loaded, added and stored
+/// per row: the CPU's results are bit for bit those of that form.
 template <class T, int B, bool kCenter>
 struct NormBackward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   static constexpr int64_t kRowsPerGroup = 32;
   using A = acc_t<T>;
   const T* dy;
@@ -140,10 +161,39 @@ struct NormBackward {
     const int64_t group = tl::program_id(c, 0);
     const int64_t r0 = group * kRowsPerGroup;
     const int64_t r1 = r0 + kRowsPerGroup < rows ? r0 + kRowsPerGroup : rows;
-    for (int64_t c0 = 0; c0 < cols; c0 += B) {  // zero this group's partial sums
-      if (dw_part != nullptr) tl::store(c, dw_part + group * cols + c0, tl::full<B>(c, A(0)), cols - c0);
-      if (db_part != nullptr) tl::store(c, db_part + group * cols + c0, tl::full<B>(c, A(0)), cols - c0);
+    if (cols <= B) {
+      one_tile(c, group, r0, r1);
+    } else {
+      chunked(c, group, r0, r1);
     }
+  }
+
+  template <class Ctx>
+  BENCH_HD void one_tile(Ctx& c, int64_t group, int64_t r0, int64_t r1) const {
+    auto dw_acc = tl::full<B>(c, A(0));
+    auto db_acc = tl::full<B>(c, A(0));
+    auto wv = tl::full<B>(c, A(1));
+    if (w != nullptr) wv = tl::load<B>(c, w, cols);
+    for (int64_t r = r0; r < r1; ++r) {
+      const A mu = kCenter ? mean[r] : A(0);
+      const A rs = rstd[r];
+      auto xhat = (tl::load<B>(c, x + r * cols, cols, mu) - mu) * rs;  // masked elements: 0
+      auto dyv = tl::load<B>(c, dy + r * cols, cols);
+      auto g = w != nullptr ? dyv * wv : dyv;
+      const A mean_g = kCenter ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
+      const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
+      tl::store(c, dx + r * cols, (g - mean_g - xhat * mean_gx) * rs, cols);
+      if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
+      if (db_part != nullptr) db_acc = db_acc + dyv;
+    }
+    if (dw_part != nullptr) tl::store(c, dw_part + group * cols, dw_acc, cols);
+    if (db_part != nullptr) tl::store(c, db_part + group * cols, db_acc, cols);
+  }
+
+  template <class Ctx>
+  BENCH_HD void chunked(Ctx& c, int64_t group, int64_t r0, int64_t r1) const {
+    A mean_g[kRowsPerGroup];
+    A mean_gx[kRowsPerGroup];
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * cols;
       const T* dyr = dy + r * cols;
@@ -158,43 +208,73 @@ struct NormBackward {
         auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
         sum_g = sum_g + g;
         sum_gx = sum_gx + g * xhat;
-        if (dw_part != nullptr) {
-          A* p = dw_part + group * cols + c0;
-          tl::store(c, p, tl::load<B>(c, p, n) + dyv * xhat, n);
-        }
-        if (db_part != nullptr) {
-          A* p = db_part + group * cols + c0;
-          tl::store(c, p, tl::load<B>(c, p, n) + dyv, n);
-        }
       }
-      const A mean_g = kCenter ? tl::sum(c, sum_g) / A(cols) : A(0);
-      const A mean_gx = tl::sum(c, sum_gx) / A(cols);
-      for (int64_t c0 = 0; c0 < cols; c0 += B) {
-        const int64_t n = cols - c0;
-        auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
-        auto dyv = tl::load<B>(c, dyr + c0, n);
+      mean_g[r - r0] = kCenter ? tl::sum(c, sum_g) / A(cols) : A(0);
+      mean_gx[r - r0] = tl::sum(c, sum_gx) / A(cols);
+    }
+    for (int64_t c0 = 0; c0 < cols; c0 += B) {
+      const int64_t n = cols - c0;
+      auto dw_acc = tl::full<B>(c, A(0));
+      auto db_acc = tl::full<B>(c, A(0));
+      for (int64_t r = r0; r < r1; ++r) {
+        const A mu = kCenter ? mean[r] : A(0);
+        const A rs = rstd[r];
+        auto xhat = (tl::load<B>(c, x + r * cols + c0, n, mu) - mu) * rs;
+        auto dyv = tl::load<B>(c, dy + r * cols + c0, n);
         auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
-        tl::store(c, dx + r * cols + c0, (g - mean_g - xhat * mean_gx) * rs, n);
+        tl::store(c, dx + r * cols + c0, (g - mean_g[r - r0] - xhat * mean_gx[r - r0]) * rs, n);
+        if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
+        if (db_part != nullptr) db_acc = db_acc + dyv;
       }
+      if (dw_part != nullptr) tl::store(c, dw_part + group * cols + c0, dw_acc, n);
+      if (db_part != nullptr) tl::store(c, db_part + group * cols + c0, db_acc, n);
     }
   }
 };
 
-/// out[c] += sum over `parts` rows of part[row, c], for one chunk of B columns per program.
+/// Stage one of the device column sum: program (chunk, slice) adds rows [slice * per_slice,
+/// (slice + 1) * per_slice) of part, in order, for its B columns, and writes the result over the
+/// slice's first row (which only it reads).
+template <class T, int B>
+struct ColumnSumSlices {
+  static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  using A = acc_t<T>;
+  A* part;
+  int64_t parts;
+  int64_t cols;
+  int64_t per_slice;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t c0 = tl::program_id(c, 0) * B;
+    const int64_t p0 = tl::program_id(c, 1) * per_slice;
+    const int64_t p1 = p0 + per_slice < parts ? p0 + per_slice : parts;
+    A* first = part + p0 * cols + c0;
+    auto acc = tl::load<B>(c, first, cols - c0);
+    for (int64_t p = p0 + 1; p < p1; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
+    tl::store(c, first, acc, cols - c0);
+  }
+};
+
+/// out[c] += sum over `parts` rows of part[row, c], in row order, for one chunk of B columns per
+/// program; the rows summed are `stride` rows apart.
 template <class T, int B>
 struct ColumnSum {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const A* part;
   T* out;
   int64_t parts;
   int64_t cols;
+  int64_t stride;
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t c0 = tl::program_id(c, 0) * B;
     auto acc = tl::load<B>(c, out + c0, cols - c0);
-    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
+    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * stride * cols + c0, cols - c0);
     tl::store(c, out + c0, acc, cols - c0);
   }
 };

@@ -63,6 +63,7 @@ namespace tl = tile::tl;
 template <class T, int B>
 struct RopeHalf {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   T* x;
   const A* cos;
@@ -104,6 +105,7 @@ template <class T, int B>
 struct RopeInterleaved {
   static_assert(B >= 64, "pairs must not straddle threads: B >= 64 gives runs of >= 2 elements");
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   T* x;
   const A* cos;

@@ -103,6 +103,7 @@ BENCH_HD BENCH_FORCEINLINE Tl keep_columns(const Ctx& c, int64_t c0, int64_t lo,
 template <class T, int B>
 struct SoftmaxForward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const T* s;
   T* p;        // may alias s
@@ -168,6 +169,7 @@ struct SoftmaxForward {
 template <class T, int B>
 struct SoftmaxBackward {
   static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   using A = acc_t<T>;
   const T* p;
   const T* dp;

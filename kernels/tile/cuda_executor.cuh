@@ -4,8 +4,9 @@
 // tile::launch then instantiates tile_kernel for the program and registers it
 // (cuda_registration), and the CPU-compiled launcher finds it at run time (tile/registry.h).
 //
-// One program per thread block. Thread `threadIdx.x` owns Layout<N, TH>::kPer elements of every
-// tile in registers; contiguous runs are moved with 16-byte vector accesses when the pointer is
+// One program per thread block. Thread `threadIdx.x` owns Layout<N, TH, Run>::kPer elements of
+// every tile in registers; each contiguous run (Run elements: 16 bytes of the program's storage
+// type when it declares kRun) is moved with vector accesses of up to 16 bytes when the pointer is
 // aligned and the run is in bounds; reductions go through cub::BlockReduce and are broadcast to
 // every thread (the barriers live here, never in a program).
 #pragma once
@@ -25,7 +26,29 @@
 
 namespace bench::tile {
 
-template <int TH>
+namespace detail {
+/// The unsigned word of `Bytes` bytes that a vector access moves.
+template <int Bytes>
+struct Word;
+template <>
+struct Word<2> {
+  using type = uint16_t;
+};
+template <>
+struct Word<4> {
+  using type = uint32_t;
+};
+template <>
+struct Word<8> {
+  using type = uint2;
+};
+template <>
+struct Word<16> {
+  using type = uint4;
+};
+}  // namespace detail
+
+template <int TH, int Run = 4>
 class CudaCtx {
  public:
   __device__ int64_t program_id(int axis) const {
@@ -36,21 +59,21 @@ class CudaCtx {
   }
 
   template <int N>
-  __device__ Tile<int, N, Layout<N, TH>::kPer> arange() const {
-    Tile<int, N, Layout<N, TH>::kPer> r;
+  __device__ Tile<int, N, Layout<N, TH, Run>::kPer> arange() const {
+    Tile<int, N, Layout<N, TH, Run>::kPer> r;
 #pragma unroll
-    for (int i = 0; i < Layout<N, TH>::kPer; ++i) r.v[i] = Layout<N, TH>::element(threadIdx.x, i);
+    for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) r.v[i] = Layout<N, TH, Run>::element(threadIdx.x, i);
     return r;
   }
 
   template <int N, class T>
-  __device__ Tile<T, N, Layout<N, TH>::kPer> full(T x) const {
-    return splat<N, Layout<N, TH>::kPer>(x);
+  __device__ Tile<T, N, Layout<N, TH, Run>::kPer> full(T x) const {
+    return splat<N, Layout<N, TH, Run>::kPer>(x);
   }
 
   template <int N, class T>
-  __device__ Tile<acc_t<T>, N, Layout<N, TH>::kPer> load(const T* p, int64_t n, acc_t<T> other) const {
-    using L = Layout<N, TH>;
+  __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load(const T* p, int64_t n, acc_t<T> other) const {
+    using L = Layout<N, TH, Run>;
     Tile<acc_t<T>, N, L::kPer> r;
 #pragma unroll
     for (int i = 0; i < L::kPer; i += L::kVec) {
@@ -69,13 +92,13 @@ class CudaCtx {
   __device__ Tile<acc_t<T>, N, P> gather(const T* p, const Tile<int, N, P>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, P> r;
 #pragma unroll
-    for (int i = 0; i < P; ++i) r.v[i] = Layout<N, TH>::element(threadIdx.x, i) < n ? to_acc(p[idx.v[i]]) : other;
+    for (int i = 0; i < P; ++i) r.v[i] = Layout<N, TH, Run>::element(threadIdx.x, i) < n ? to_acc(p[idx.v[i]]) : other;
     return r;
   }
 
   template <class T, class U, int N, int P>
   __device__ void store(T* p, const Tile<U, N, P>& x, int64_t n) const {
-    using L = Layout<N, TH>;
+    using L = Layout<N, TH, Run>;
 #pragma unroll
     for (int i = 0; i < P; i += L::kVec) {
       const int e = L::element(threadIdx.x, i);
@@ -131,53 +154,51 @@ class CudaCtx {
     return out;
   }
 
+  // A run of V elements of T moves as V * sizeof(T) / kWord words of kWord bytes (at most 16).
+  template <class T, int V>
+  static constexpr int kWord = sizeof(T) * V >= 16 ? 16 : static_cast<int>(sizeof(T) * V);
+
   template <class T, int V>
   __device__ static bool vector_ok(const T* p) {
-    return V == 4 && sizeof(T) * V <= 16 && (reinterpret_cast<uintptr_t>(p) % (sizeof(T) * V)) == 0;
+    constexpr int kBytes = kWord<T, V>;
+    return kBytes >= 4 && (kBytes & (kBytes - 1)) == 0 && reinterpret_cast<uintptr_t>(p) % kBytes == 0;
   }
 
   template <class T, int V>
   __device__ static void load_vec(const T* p, acc_t<T>* out) {
-    if constexpr (sizeof(T) == 4 && V == 4) {
-      const float4 q = *reinterpret_cast<const float4*>(p);
+    constexpr int kBytes = kWord<T, V>;
+    constexpr int kEach = kBytes / static_cast<int>(sizeof(T));  // elements per word
+    using W = typename detail::Word<kBytes>::type;
+    static_assert(sizeof(W) == kBytes && V % kEach == 0, "a run is a whole number of words");
+#pragma unroll
+    for (int w = 0; w < V / kEach; ++w) {
+      const W q = reinterpret_cast<const W*>(p)[w];
       const T* t = reinterpret_cast<const T*>(&q);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = to_acc(t[j]);
-    } else if constexpr (sizeof(T) == 2 && V == 4) {
-      const uint2 q = *reinterpret_cast<const uint2*>(p);
-      const T* t = reinterpret_cast<const T*>(&q);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) out[j] = to_acc(t[j]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) out[j] = to_acc(p[j]);
+      for (int j = 0; j < kEach; ++j) out[w * kEach + j] = to_acc(t[j]);
     }
   }
 
   template <class T, int V, class U>
   __device__ static void store_vec(T* p, const U* in) {
-    if constexpr (sizeof(T) == 4 && V == 4) {
-      float4 q;
+    constexpr int kBytes = kWord<T, V>;
+    constexpr int kEach = kBytes / static_cast<int>(sizeof(T));
+    using W = typename detail::Word<kBytes>::type;
+    static_assert(sizeof(W) == kBytes && V % kEach == 0, "a run is a whole number of words");
+#pragma unroll
+    for (int w = 0; w < V / kEach; ++w) {
+      W q;
       T* t = reinterpret_cast<T*>(&q);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) t[j] = from_acc<T>(in[j]);
-      *reinterpret_cast<float4*>(p) = q;
-    } else if constexpr (sizeof(T) == 2 && V == 4) {
-      uint2 q;
-      T* t = reinterpret_cast<T*>(&q);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) t[j] = from_acc<T>(in[j]);
-      *reinterpret_cast<uint2*>(p) = q;
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) p[j] = from_acc<T>(in[j]);
+      for (int j = 0; j < kEach; ++j) t[j] = from_acc<T>(in[w * kEach + j]);
+      reinterpret_cast<W*>(p)[w] = q;
     }
   }
 };
 
-template <int TH, class Program>
+template <int TH, int Run, class Program>
 __global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
-  CudaCtx<TH> ctx;
+  CudaCtx<TH, Run> ctx;
   program(ctx);
 }
 
@@ -186,11 +207,12 @@ __global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
 /// cudaErrorInvalidConfiguration.
 template <class Program>
 cudaError_t launch_cuda(const Grid& grid, const Program& program, cudaStream_t stream) {
-  constexpr int kThreads = threads_for_tile(Program::kBlock);
+  constexpr int kRun = run_of<Program>();
+  constexpr int kThreads = threads_for_tile(Program::kBlock, kRun);
   if (grid.x <= 0 || grid.y <= 0 || grid.z <= 0) return cudaSuccess;
   if (grid.x > 2147483647 || grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
-  tile_kernel<kThreads, Program><<<blocks, kThreads, 0, stream>>>(program);
+  tile_kernel<kThreads, kRun, Program><<<blocks, kThreads, 0, stream>>>(program);
   return cudaGetLastError();
 }
 

@@ -13,7 +13,7 @@
 
 namespace bench::tile {
 
-template <int TH>
+template <int TH, int Run = 4>
 class EmulatedCtx : public GridPosition {
  public:
   using GridPosition::GridPosition;
@@ -22,7 +22,7 @@ class EmulatedCtx : public GridPosition {
   Tile<int, N, N> arange() const {
     Tile<int, N, N> r;
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH>::kPer; ++i) r.v[slot<N>(lane, i)] = Layout<N, TH>::element(lane, i);
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) r.v[slot<N>(lane, i)] = Layout<N, TH, Run>::element(lane, i);
     return r;
   }
 
@@ -35,8 +35,8 @@ class EmulatedCtx : public GridPosition {
   Tile<acc_t<T>, N, N> load(const T* p, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
-        const int e = Layout<N, TH>::element(lane, i);
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
         r.v[slot<N>(lane, i)] = e < n ? to_acc(p[e]) : other;
       }
     return r;
@@ -46,9 +46,9 @@ class EmulatedCtx : public GridPosition {
   Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
         const int s = slot<N>(lane, i);
-        r.v[s] = Layout<N, TH>::element(lane, i) < n ? to_acc(p[idx.v[s]]) : other;
+        r.v[s] = Layout<N, TH, Run>::element(lane, i) < n ? to_acc(p[idx.v[s]]) : other;
       }
     return r;
   }
@@ -56,8 +56,8 @@ class EmulatedCtx : public GridPosition {
   template <class T, class U, int N>
   void store(T* p, const Tile<U, N, N>& x, int64_t n) const {
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH>::kPer; ++i) {
-        const int e = Layout<N, TH>::element(lane, i);
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
         if (e < n) p[e] = from_acc<T>(x.v[slot<N>(lane, i)]);
       }
   }
@@ -66,8 +66,8 @@ class EmulatedCtx : public GridPosition {
   U sum(const Tile<U, N, N>& x) const {
     U lane_val[TH];
     for (int lane = 0; lane < TH; ++lane) {
-      const int b = lane * Layout<N, TH>::kPer;
-      lane_val[lane] = local_sum(x, b, b + Layout<N, TH>::kPer);
+      const int b = lane * Layout<N, TH, Run>::kPer;
+      lane_val[lane] = local_sum(x, b, b + Layout<N, TH, Run>::kPer);
     }
     return block_reduce(lane_val, [](U a, U b) { return a + b; });
   }
@@ -76,8 +76,8 @@ class EmulatedCtx : public GridPosition {
   U max(const Tile<U, N, N>& x) const {
     U lane_val[TH];
     for (int lane = 0; lane < TH; ++lane) {
-      const int b = lane * Layout<N, TH>::kPer;
-      lane_val[lane] = local_max(x, b, b + Layout<N, TH>::kPer);
+      const int b = lane * Layout<N, TH, Run>::kPer;
+      lane_val[lane] = local_max(x, b, b + Layout<N, TH, Run>::kPer);
     }
     return block_reduce(lane_val, [](U a, U b) { return a > b ? a : b; });
   }
@@ -90,7 +90,7 @@ class EmulatedCtx : public GridPosition {
  private:
   template <int N>
   static constexpr int slot(int lane, int i) {
-    return lane * Layout<N, TH>::kPer + i;
+    return lane * Layout<N, TH, Run>::kPer + i;
   }
 
   // Warp-shuffle tree (offsets 16, 8, 4, 2, 1 inside each 32-lane warp), then warp leaders
@@ -108,14 +108,16 @@ class EmulatedCtx : public GridPosition {
   }
 };
 
-/// Run every program of `grid` with the CUDA executor's mapping for Program::kBlock.
+/// Run every program of `grid` with the CUDA executor's mapping for Program::kBlock and its run.
 template <class Program>
 void launch_emulated(const Grid& grid, const Program& program) {
-  constexpr int kThreads = threads_for_tile(Program::kBlock);
-  static_assert((kThreads & (kThreads - 1)) == 0, "emulated block size must be a power of two");
+  constexpr int kRun = run_of<Program>();
+  constexpr int kThreads = threads_for_tile(Program::kBlock, kRun);
+  static_assert(kThreads % 32 == 0 || (kThreads < 32 && (kThreads & (kThreads - 1)) == 0),
+                "emulated block size: whole warps, or a power of two below one warp");
   parallel_for(grid.size(), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      EmulatedCtx<kThreads> ctx(grid, i);
+      EmulatedCtx<kThreads, kRun> ctx(grid, i);
       program(ctx);
     }
   });

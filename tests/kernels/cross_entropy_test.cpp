@@ -195,6 +195,8 @@ std::vector<CrossEntropyCase> cases() {
   for (const Target& t : targets()) {
     out.push_back({1, 5, 0.0, t});
     out.push_back({7, 1000, 0.0, t});
+    out.push_back({6, 768, 0.0, t});    // the 768-wide tile
+    out.push_back({5, 771, 0.0, t});    // rows not a multiple of 8: unaligned 16-byte runs
     out.push_back({9, 3000, 80.0, t});  // exp(80) overflows float without the max subtraction
     out.push_back({4, 50257, -30.0, t});
   }

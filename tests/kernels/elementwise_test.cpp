@@ -9,6 +9,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -183,39 +185,98 @@ TEST_P(ElementwiseTest, SumSquaresIndependentOfThreadCount) {
   EXPECT_EQ(one, many);  // bitwise
 }
 
+// The tokens' buckets (embedding_buckets, on the host) in the target's memory.
+struct Buckets {
+  Buckets(const Target& t, const std::vector<int32_t>& tokens, int64_t vocab)
+      : host(static_cast<size_t>(embedding_buckets_size(static_cast<int64_t>(tokens.size())))),
+        unique(embedding_buckets(tokens.data(), static_cast<int64_t>(tokens.size()), vocab, host.data())),
+        dev(t, host) {}
+  std::vector<int32_t> host;
+  int64_t unique;
+  Dev<int32_t> dev;
+};
+
+TEST(EmbeddingBuckets, GroupsPositionsByTokenInPositionOrder) {
+  const std::vector<int32_t> tokens = {7, 2, 7, 0, 2, 7, 9};
+  const int64_t n = 7;
+  std::vector<int32_t> b(static_cast<size_t>(embedding_buckets_size(n)), -1);
+  ASSERT_EQ(embedding_buckets(tokens.data(), n, 10, b.data()), 4);
+  EXPECT_EQ(std::vector<int32_t>(b.begin(), b.begin() + n), (std::vector<int32_t>{3, 1, 4, 0, 2, 5, 6}));
+  EXPECT_EQ(std::vector<int32_t>(b.begin() + n, b.begin() + n + 5), (std::vector<int32_t>{0, 1, 3, 6, 7}));
+  EXPECT_EQ(std::vector<int32_t>(b.begin() + 2 * n + 1, b.begin() + 2 * n + 5), (std::vector<int32_t>{0, 2, 7, 9}));
+  EXPECT_EQ(embedding_buckets(tokens.data(), 0, 10, b.data()), 0);
+  EXPECT_EQ(b[0], 0);  // the end of no buckets
+  try {
+    embedding_buckets(tokens.data(), n, 9, b.data());
+    FAIL() << "token 9 is outside a vocabulary of 9";
+  } catch (const std::out_of_range& e) {
+    EXPECT_STREQ(e.what(), "embedding_buckets: token 9 at position 6 is outside the vocabulary [0, 9)");
+  }
+}
+
+// `n` tokens in [0, 23), with repeats.
+std::vector<int32_t> cyclic_tokens(int64_t n) {
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>((i * 7 + i * i) % 23);
+  return tokens;
+}
+
+// Tokens for the backward: `n` positions over a vocabulary of `vocab`, with one token at about
+// half of them and the rest spread (repeats; most of the vocabulary unused when vocab > n).
+std::vector<int32_t> skewed_tokens(int64_t n, int64_t vocab) {
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    tokens[static_cast<size_t>(i)] = static_cast<int32_t>(i % 2 == 0 ? (vocab * 2) / 3 : (i * 7 + i * i) % vocab);
+  return tokens;
+}
+
 TEST_P(ElementwiseTest, EmbeddingMatchesFloat64) {
   const Target& t = GetParam();
   const Exec exec = t.exec();
-  const int64_t vocab = 50;
-  for (int64_t dim : {5, 64, 100, 1500}) {
-    SCOPED_TRACE(dim);
-    std::vector<int32_t> tokens(37);
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i * i) % 23);  // repeats
-    const auto n = static_cast<int64_t>(tokens.size());
-    const auto table = random_vector(static_cast<size_t>(vocab * dim), 5);
-    const auto dout = random_vector(static_cast<size_t>(n * dim), 6);
-    const auto dtable0 = random_vector(table.size(), 7, 0.1);
-    std::vector<double> ref_out, ref_dtable = dtable0;
-    embedding_forward_reference(tokens, table, ref_out, dim);
-    embedding_backward_reference(tokens, dout, ref_dtable, dim);
-    const Dev<int32_t> tok(t, tokens);
+  for (auto [n, vocab] : {std::pair<int64_t, int64_t>{37, 50}, {1000, 5000}}) {
+    for (int64_t dim : {5, 64, 100, 768, 771, 1500}) {
+      SCOPED_TRACE(::testing::Message() << n << " tokens, vocab " << vocab << ", dim " << dim);
+      const std::vector<int32_t> tokens = n == 37 ? cyclic_tokens(n) : skewed_tokens(n, vocab);
+      const auto table = random_vector(static_cast<size_t>(vocab * dim), 5);
+      const auto dout = random_vector(static_cast<size_t>(n * dim), 6);
+      const auto dtable0 = random_vector(table.size(), 7, 0.1);
+      std::vector<double> ref_out, ref_dtable = dtable0;
+      embedding_forward_reference(tokens, table, ref_out, dim);
+      embedding_backward_reference(tokens, dout, ref_dtable, dim);
+      const Dev<int32_t> tok(t, tokens);
+      const Buckets buckets(t, tokens, vocab);
 
-    Dev<float> tf(t, to_storage<float>(table)), out(t, ref_out.size());
-    embedding_forward<float>(exec, tok.get(), tf.get(), out.get(), n, dim);
-    EXPECT_TRUE(all_near(to_double(out.host()), ref_out, 0, 1e-7));
-    Dev<float> dtf(t, to_storage<float>(dtable0)), df(t, to_storage<float>(dout));
-    embedding_backward<float>(exec, tok.get(), df.get(), dtf.get(), n, dim);
-    EXPECT_TRUE(all_near(to_double(dtf.host()), ref_dtable, 1e-5, 1e-5));
+      Dev<float> tf(t, to_storage<float>(table)), out(t, ref_out.size());
+      embedding_forward<float>(exec, tok.get(), tf.get(), out.get(), n, dim);
+      EXPECT_TRUE(all_near(to_double(out.host()), ref_out, 0, 1e-7));
+      Dev<float> dtf(t, to_storage<float>(dtable0)), df(t, to_storage<float>(dout));
+      embedding_backward<float>(exec, buckets.dev.get(), buckets.unique, df.get(), dtf.get(), n, dim);
+      EXPECT_TRUE(all_near(to_double(dtf.host()), ref_dtable, 1e-4, 1e-5));  // up to 500 terms in float
+      // Bit for bit the serial walk over the tokens in float (the order the CPU model's stored
+      // losses were made with).
+      std::vector<float> serial = to_storage<float>(dtable0);
+      const std::vector<float> df_host = df.host();
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t c = 0; c < dim; ++c)
+          serial[static_cast<size_t>(tokens[static_cast<size_t>(i)] * dim + c)] +=
+              df_host[static_cast<size_t>(i * dim + c)];
+      EXPECT_EQ(dtf.host(), serial);
 
-    const auto tb0 = to_storage<bf16>(table);
-    Dev<bf16> tb(t, tb0), outb(t, ref_out.size());
-    embedding_forward<bf16>(exec, tok.get(), tb.get(), outb.get(), n, dim);
-    std::vector<double> ref_outb;  // a copy: exactly the bf16 table values
-    embedding_forward_reference(tokens, to_double(tb0), ref_outb, dim);
-    EXPECT_TRUE(all_near(to_double(outb.host()), ref_outb, 0, 0));
-    Dev<bf16> dtb(t, to_storage<bf16>(dtable0)), db(t, to_storage<bf16>(dout));
-    embedding_backward<bf16>(exec, tok.get(), db.get(), dtb.get(), n, dim);
-    EXPECT_TRUE(all_near(to_double(dtb.host()), ref_dtable, 0.1, 0.02));  // up to ~8 roundings per row
+      const auto tb0 = to_storage<bf16>(table);
+      Dev<bf16> tb(t, tb0), outb(t, ref_out.size());
+      embedding_forward<bf16>(exec, tok.get(), tb.get(), outb.get(), n, dim);
+      std::vector<double> ref_outb;  // a copy: exactly the bf16 table values
+      embedding_forward_reference(tokens, to_double(tb0), ref_outb, dim);
+      EXPECT_TRUE(all_near(to_double(outb.host()), ref_outb, 0, 0));
+      // bf16: the sum in float over the bf16 inputs, rounded once to bf16 (relative 2^-9).
+      const auto dtb0 = to_storage<bf16>(dtable0);
+      const auto doutb = to_storage<bf16>(dout);
+      std::vector<double> ref_b = to_double(dtb0);
+      embedding_backward_reference(tokens, to_double(doutb), ref_b, dim);
+      Dev<bf16> dtb(t, dtb0), db(t, doutb);
+      embedding_backward<bf16>(exec, buckets.dev.get(), buckets.unique, db.get(), dtb.get(), n, dim);
+      EXPECT_TRUE(all_near(to_double(dtb.host()), ref_b, 1e-5, 1.0 / 256));
+    }
   }
 }
 
@@ -235,7 +296,9 @@ TEST_P(ElementwiseTest, EmbeddingBackwardMatchesFiniteDifferences) {
     return l;
   };
   std::vector<double> dtable(table.size(), 0.0);
-  embedding_backward<double>(exec, tokens.data(), w.data(), dtable.data(), n, dim);
+  std::vector<int32_t> buckets(static_cast<size_t>(embedding_buckets_size(n)));
+  const int64_t unique = embedding_buckets(tokens.data(), n, vocab, buckets.data());
+  embedding_backward<double>(exec, buckets.data(), unique, w.data(), dtable.data(), n, dim);
   for (size_t i : sample_indices(table.size(), 60))
     ASSERT_NEAR(dtable[i], central_difference(loss, table, i), 1e-7) << "at " << i;
 }
@@ -246,16 +309,16 @@ TEST_P(ElementwiseTest, EmbeddingBackwardIndependentOfThreadCount) {
   const int64_t dim = 300, n = 500;
   std::vector<int32_t> tokens(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = static_cast<int32_t>((i * 31) % 17);
-  const Dev<int32_t> tok(t, tokens);
+  const Buckets buckets(t, tokens, 17);
   const Dev<float> dout(t, to_storage<float>(random_vector(static_cast<size_t>(n * dim), 10)));
   Dev<float> one(t, std::vector<float>(static_cast<size_t>(17 * dim), 0.0f)), many(t, one.host());
   {
     ThreadCountGuard guard(1);
-    embedding_backward<float>(exec, tok.get(), dout.get(), one.get(), n, dim);
+    embedding_backward<float>(exec, buckets.dev.get(), buckets.unique, dout.get(), one.get(), n, dim);
   }
   {
     ThreadCountGuard guard(2);
-    embedding_backward<float>(exec, tok.get(), dout.get(), many.get(), n, dim);
+    embedding_backward<float>(exec, buckets.dev.get(), buckets.unique, dout.get(), many.get(), n, dim);
   }
   EXPECT_EQ(one.host(), many.host());
 }

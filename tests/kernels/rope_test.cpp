@@ -139,6 +139,9 @@ std::vector<RopeCase> cases() {
       out.push_back({9, 9, 3, 64, 5 * 64, layout, be});      // q heads of a fused qkv row (H=3, Hkv=1)
       out.push_back({5, 5, 12, 128, 12 * 128, layout, be});  // a row of 1536 elements: chunked
       out.push_back({4, 2, 2, 2100, 4200, layout, be});      // half of a head wider than a tile
+      out.push_back({4, 4, 12, 64, 12 * 64, layout, be});    // a row of 768: the 768-wide tile
+      out.push_back({3, 3, 7, 22, 7 * 22 + 3, layout, be});  // rows of 157: unaligned 16-byte runs
+      out.push_back({3, 2, 1, 1536, 1536, layout, be});      // half a head of 768
     }
   return out;
 }

@@ -201,6 +201,10 @@ class RunContext {
   /// into a device's copy), so that a head on a device need not read them back; null when the
   /// caller did not set them.
   const int32_t* host_targets = nullptr;
+  /// This forward's input tokens as the model got them, in host memory (the embedding's own
+  /// pointer may be into a device's copy), so that the token embedding can bucket positions by
+  /// token for its backward without reading them back; null when the caller did not set them.
+  const int32_t* host_inputs = nullptr;
   /// Set while a step is captured into a CUDA graph (the throughput runner's `cuda_graph`):
   /// components must then neither wait for the device nor read results back to the host (a
   /// result stays in device memory: the head's loss is NaN to the caller, the optimizer's grad

@@ -313,6 +313,11 @@ void Model::rethrow_unsupported(const tile::Unsupported& e) const {
 LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
   bind(ctx);
   const int32_t* host_targets = targets;
+  struct HostInputs {  // for the embedding, which then need not read the device's copy back
+    RunContext& ctx;
+    ~HostInputs() { ctx.host_inputs = nullptr; }
+  } inputs_scope{ctx};
+  ctx.host_inputs = inputs;
   if (inputs_.defined() && !ctx.capturing) {  // tokens into the model's memory
     kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());
     kernels::copy_bytes(targets_.raw(), targets, targets_.bytes());
