@@ -7,8 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +73,44 @@ void wait_for_cases(const std::string& db, int64_t n) {
   }
 }
 
+/// The child processes of `pid` (from /proc).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  for (pid_t c = 0; children >> c;) out.push_back(c);
+  return out;
+}
+
+/// CPU seconds (user + system) that process `pid` has used so far, from /proc/PID/stat.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+/// Waits (up to two minutes) until `pid` has `n` children, each with at least `cpu` seconds of
+/// CPU time since it started: a condition, not a sleep, so a loaded machine only makes it slower.
+/// Returns the children.
+std::vector<pid_t> wait_for_busy_children(pid_t pid, size_t n, double cpu) {
+  std::vector<pid_t> kids;
+  for (int i = 0; i < 1200; ++i) {
+    kids = children_of(pid);
+    if (kids.size() == n && std::all_of(kids.begin(), kids.end(), [&](pid_t c) { return cpu_seconds(c) >= cpu; }))
+      return kids;
+    usleep(100 * 1000);
+  }
+  return kids;
+}
+
 /// The wait status of `pid`, as 128 + signal when a signal ended it.
 int exit_code(pid_t pid) {
   int status = 0;
@@ -117,13 +158,10 @@ TEST(Robustness, NoThreadOfATrainingRunHandlesTheStopSignals) {
   const std::string db = fresh_db("mask.db");
   const pid_t pid = start_run(db, exp, {"--jobs", "1", "--threads", "2"});
   wait_for_cases(db, 2);
-  usleep(500 * 1000);  // the child trains its stability case
-  constexpr uint64_t kStop = (uint64_t{1} << (SIGINT - 1)) | (uint64_t{1} << (SIGTERM - 1));
+  // The child trains its stability case: it has used CPU time well past its start-up.
   std::vector<pid_t> processes = {pid};
-  {
-    std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
-    for (pid_t c = 0; children >> c;) processes.push_back(c);
-  }
+  for (const pid_t c : wait_for_busy_children(pid, 1, 1.0)) processes.push_back(c);
+  constexpr uint64_t kStop = (uint64_t{1} << (SIGINT - 1)) | (uint64_t{1} << (SIGTERM - 1));
   ASSERT_EQ(processes.size(), 2U) << "the --jobs child is not running";
   for (const pid_t p : processes) {
     size_t threads = 0, waiting = 0;
@@ -152,7 +190,7 @@ TEST(Robustness, TerminateWithJobsStoresEveryCaseInFlightAsInterrupted) {
   const std::string db = fresh_db("term_jobs.db");
   const pid_t pid = start_run(db, exp, {"--jobs", "2"});
   wait_for_cases(db, 2);  // the two throughput cases; then both stability cases train at once
-  usleep(800 * 1000);
+  EXPECT_EQ(wait_for_busy_children(pid, 2, 1.0).size(), 2U) << "the two --jobs children are not training";
   kill(pid, SIGTERM);  // to the parent only: it passes the stop on to its children
   EXPECT_EQ(exit_code(pid), 143);
   store::Store s(db, store::Store::Mode::kReadOnly);

@@ -2,12 +2,16 @@
 // merging twice adds nothing; mismatched shards, older schemas and foreign files are refused with
 // nothing written; --jobs and --devices run cases at once into one database; --resume auto;
 // bench submit's scripts (dry run, and with a stand-in sbatch).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -100,21 +104,50 @@ struct Shards {
   std::vector<std::string> dbs;
 };
 
-/// The sweep run by one process, and as three shards each into its own database.
+/// What the shared shards depend on: the sweep and the build's program and plugins (the newest
+/// modification time under bin/ and lib/).
+std::string shards_key() {
+  fs::file_time_type newest{};
+  for (const char* sub : {"bin", "lib"}) {
+    const fs::path dir = fs::path(BENCH_BINARY_DIR) / sub;
+    if (!fs::exists(dir)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) newest = std::max(newest, e.last_write_time());
+  }
+  return store::sha256_hex(sweep_text() + BENCH_BINARY_DIR + std::to_string(newest.time_since_epoch().count()))
+      .substr(0, 16);
+}
+
+/// The sweep run by one process, and as three shards each into its own database. CTest runs each
+/// test in a process of its own, so the four runs are made once per build and shared (read only:
+/// a test that writes copies a database first): the first process takes the lock and runs them,
+/// the others wait for it and reuse its databases.
 const Shards& three_shards() {
   static const Shards s = [] {
     Shards r;
-    r.dir = fresh_dir("sweep_shards");
+    r.dir = (fs::temp_directory_path() / ("bench_sweep_shards_" + shards_key())).string();
     r.exp = r.dir + "/sweep.toml";
-    std::ofstream(r.exp) << sweep_text();
     r.single = r.dir + "/single.db";
-    const auto one = bench("--db " + r.single + " run " + r.exp);
-    EXPECT_EQ(one.code, 0) << one.err;
-    for (int i = 0; i < 3; ++i) {
-      r.dbs.push_back(r.dir + "/shard-" + std::to_string(i) + ".db");
-      const auto out = bench("--db " + r.dbs.back() + " run " + r.exp + " --shard " + std::to_string(i) + "/3");
-      EXPECT_EQ(out.code, 0) << out.err;
+    for (int i = 0; i < 3; ++i) r.dbs.push_back(r.dir + "/shard-" + std::to_string(i) + ".db");
+    const int lock = ::open((r.dir + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+    EXPECT_GE(lock, 0) << r.dir << ".lock";
+    if (lock >= 0) EXPECT_EQ(::flock(lock, LOCK_EX), 0);
+    if (!fs::exists(r.dir + "/COMPLETE")) {
+      fs::remove_all(r.dir);
+      fs::create_directories(r.dir);
+      std::ofstream(r.exp) << sweep_text();
+      bool ok = true;
+      const auto one = bench("--db " + r.single + " run " + r.exp);
+      EXPECT_EQ(one.code, 0) << one.err;
+      ok = ok && one.code == 0;
+      for (int i = 0; i < 3; ++i) {
+        const auto out = bench("--db " + r.dbs[i] + " run " + r.exp + " --shard " + std::to_string(i) + "/3");
+        EXPECT_EQ(out.code, 0) << out.err;
+        ok = ok && out.code == 0;
+      }
+      if (ok) std::ofstream(r.dir + "/COMPLETE") << "ok\n";
     }
+    if (lock >= 0) ::close(lock);  // releases the lock
     return r;
   }();
   return s;
