@@ -51,6 +51,13 @@ class CudaBackend {
   /// tensor cores). `bf16` says which of the two the pointers are.
   virtual void gemm(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) const = 0;
+  /// kernels::gemm_epilogue fused by cuBLASLt: kind is a kernels::EpilogueKind, gelu_tanh whether
+  /// the activation is GeLU (tanh). false, having done nothing, where cuBLASLt has no such
+  /// epilogue (another activation) or no algorithm for it: the launcher then runs it unfused.
+  virtual bool gemm_epilogue(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                             float alpha, const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+                             int64_t ldc, int kind, bool gelu_tanh, const void* bias, void* aux, int64_t ld_aux,
+                             void* bias_grad) const = 0;
   /// The flash attention (kernels/cuda/flash_attention.cuh), bf16: `state` is the probs buffer
   /// of attention_forward holding the log-sum-exp, then the backward's workspace.
   virtual void flash_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,

@@ -1,4 +1,5 @@
-// defines: bench::kernels::cuda::Stream, Status, check_status, gemm, cudnn_attention_available,
+// defines: bench::kernels::cuda::Stream, Status, check_status, gemm, gemm_epilogue,
+//          cudnn_attention_available,
 //          cudnn_attention_forward, cudnn_attention_backward — the entry points of the
 //          hand-written CUDA code that is not a tile program (an internal header)
 //
@@ -31,6 +32,15 @@ void check_status(Status s, const char* what);
 template <class T>
 void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc);
+
+/// kernels::gemm_epilogue's fused form through cuBLASLt (kernels/cuda/gemm.cuh): kind is a
+/// kernels::EpilogueKind, gelu_tanh whether the activation is GeLU (tanh), cuBLASLt's. false,
+/// having done nothing, where cuBLASLt has no such epilogue or no algorithm for it; throws on any
+/// other failure.
+template <class T>
+bool gemm_epilogue(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc, int kind, bool gelu_tanh,
+                   const T* bias, T* aux, int64_t ld_aux, T* bias_grad);
 
 /// The cuDNN SDPA baseline (kernels/cuda/cudnn_attention.cu), the CUDA side of
 /// kernels::attention_cudnn_*: libcudnn.so.9 is loaded with dlopen at the first call, never

@@ -59,6 +59,22 @@ class Backend final : public CudaBackend {
                         static_cast<const float*>(b), ldb, beta, static_cast<float*>(c), ldc);
     }
   }
+  bool gemm_epilogue(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                     const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc, int kind,
+                     bool gelu_tanh, const void* bias, void* aux, int64_t ld_aux, void* bias_grad) const override {
+    auto* s = static_cast<Stream>(stream);
+    if (bf16) {
+      using B = tile::bf16;
+      return cuda::gemm_epilogue<B>(s, trans_a, trans_b, m, n, k, alpha, static_cast<const B*>(a), lda,
+                                    static_cast<const B*>(b), ldb, beta, static_cast<B*>(c), ldc, kind, gelu_tanh,
+                                    static_cast<const B*>(bias), static_cast<B*>(aux), ld_aux,
+                                    static_cast<B*>(bias_grad));
+    }
+    return cuda::gemm_epilogue<float>(s, trans_a, trans_b, m, n, k, alpha, static_cast<const float*>(a), lda,
+                                      static_cast<const float*>(b), ldb, beta, static_cast<float*>(c), ldc, kind,
+                                      gelu_tanh, static_cast<const float*>(bias), static_cast<float*>(aux), ld_aux,
+                                      static_cast<float*>(bias_grad));
+  }
   // The flash state in the probs buffer: the log-sum-exp [B, H, T], then (256-byte aligned) the
   // backward's float workspace.
   void flash_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out, float* row_max,

@@ -33,17 +33,34 @@ cublasLtEpilogue_t lt_epilogue(Epilogue e) {
       return CUBLASLT_EPILOGUE_RELU_BIAS;
     case Epilogue::kGeluBias:
       return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case Epilogue::kGelu:
+      return CUBLASLT_EPILOGUE_GELU;
+    case Epilogue::kGeluAux:
+      return CUBLASLT_EPILOGUE_GELU_AUX;
+    case Epilogue::kGeluAuxBias:
+      return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::kDGelu:
+      return CUBLASLT_EPILOGUE_DGELU;
+    case Epilogue::kBiasGradA:
+      return CUBLASLT_EPILOGUE_BGRADB;  // cuBLASLt's B is our A
     case Epilogue::kNone:
       break;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
+bool uses_bias(Epilogue e) {
+  return e == Epilogue::kBias || e == Epilogue::kReluBias || e == Epilogue::kGeluBias || e == Epilogue::kGeluAuxBias ||
+         e == Epilogue::kBiasGradA;
+}
+bool uses_aux(Epilogue e) { return e == Epilogue::kGeluAux || e == Epilogue::kGeluAuxBias || e == Epilogue::kDGelu; }
+
 /// Everything cuBLASLt needs for one shape, made once.
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  bool refused = false;  // no algorithm with this epilogue (try_run only)
   Plan() = default;
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -55,9 +72,9 @@ struct Plan {
   }
 };
 
-// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, alignment of a, b, c)
+// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, alignment of a, b, c, ld_aux)
 using PlanKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, uint32_t,
-                           uint32_t, uint32_t>;
+                           uint32_t, uint32_t, int64_t>;
 
 /// The largest power of two up to 256 that divides the address: cuBLASLt's heuristic assumes 256
 /// unless told, and a kernel chosen for more alignment than the pointer has fails. Views into a
@@ -96,69 +113,116 @@ Gemm::~Gemm() {
 
 size_t Gemm::cached_plans() const { return impl_->plans.size(); }
 
+namespace {
+
+/// The plan of one call, made on first use. `optional`: an epilogue that may have no algorithm,
+/// which marks the plan refused instead of throwing.
 template <class T>
-void Gemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
-               const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream, Epilogue epilogue,
-               const T* bias) {
-  if (m == 0 || n == 0) return;
-  if (epilogue != Epilogue::kNone && bias == nullptr)
-    throw std::runtime_error("cuBLASLt: a bias epilogue needs a bias");
+Plan& plan_for(Gemm::Impl& impl, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T* c, int64_t ldc, Epilogue epilogue, int64_t ld_aux, bool optional) {
   const cudaDataType_t type = data_type<T>();
   const uint32_t align_a = alignment(a), align_b = alignment(b), align_c = alignment(c);
-  const PlanKey key{static_cast<int>(type),     trans_a, trans_b, m,      n, k, lda, ldb, ldc,
-                    static_cast<int>(epilogue), align_a, align_b, align_c};
-  auto& slot = impl_->plans[key];
-  if (!slot) {
-    auto plan = std::make_unique<Plan>();
-    const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // no TF32 for float: CPU-comparable numbers
-    check(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "matmul descriptor");
-    // Column-major view: first operand is B (op = trans_b), second is A (op = trans_a).
-    const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "transa");
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second),
-          "transb");
-    const cublasLtEpilogue_t epi = lt_epilogue(epilogue);
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
-    if (epilogue != Epilogue::kNone)
-      check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type),
-            "bias type");
-    // Stored shapes, column-major: B is N x K (or K x N transposed), A is K x M (or M x K), C is N x M.
-    check(cublasLtMatrixLayoutCreate(&plan->a, type, trans_b ? k : n, trans_b ? n : k, ldb), "layout of B");
-    check(cublasLtMatrixLayoutCreate(&plan->b, type, trans_a ? m : k, trans_a ? k : m, lda), "layout of A");
-    check(cublasLtMatrixLayoutCreate(&plan->c, type, n, m, ldc), "layout of C");
-    cublasLtMatmulPreference_t pref = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl_->workspace_bytes,
-                                               sizeof impl_->workspace_bytes),
-          "workspace preference");
-    // Column-major view: cuBLASLt's A is our B, its B our A, its C and D our C.
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
-    for (const auto& [attribute, bytes] : alignments)
-      check(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof bytes), "alignment preference");
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(impl_->handle, plan->op, plan->a, plan->b, plan->c, plan->c,
-                                                            pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+  const PlanKey key{static_cast<int>(type),     trans_a, trans_b, m,       n,     k, lda, ldb, ldc,
+                    static_cast<int>(epilogue), align_a, align_b, align_c, ld_aux};
+  auto& slot = impl.plans[key];
+  if (slot) return *slot;
+  auto plan = std::make_unique<Plan>();
+  const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // no TF32 for float: CPU-comparable numbers
+  check(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "matmul descriptor");
+  // Column-major view: first operand is B (op = trans_b), second is A (op = trans_a).
+  const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "transa");
+  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second), "transb");
+  const cublasLtEpilogue_t epi = lt_epilogue(epilogue);
+  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+  if (uses_bias(epilogue))
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type),
+          "bias type");
+  if (uses_aux(epilogue)) {
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof ld_aux),
+          "aux ld");
+    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &type, sizeof type),
+          "aux type");
+  }
+  // Stored shapes, column-major: B is N x K (or K x N transposed), A is K x M (or M x K), C is N x M.
+  check(cublasLtMatrixLayoutCreate(&plan->a, type, trans_b ? k : n, trans_b ? n : k, ldb), "layout of B");
+  check(cublasLtMatrixLayoutCreate(&plan->b, type, trans_a ? m : k, trans_a ? k : m, lda), "layout of A");
+  check(cublasLtMatrixLayoutCreate(&plan->c, type, n, m, ldc), "layout of C");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl.workspace_bytes,
+                                             sizeof impl.workspace_bytes),
+        "workspace preference");
+  // Column-major view: cuBLASLt's A is our B, its B our A, its C and D our C.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+  for (const auto& [attribute, bytes] : alignments)
+    check(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof bytes), "alignment preference");
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(impl.handle, plan->op, plan->a, plan->b, plan->c, plan->c,
+                                                          pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (optional && (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0))) {
+    plan->refused = true;
+  } else {
     check(s, "heuristic");
     if (found == 0)
       throw std::runtime_error("cuBLASLt: no algorithm for " + std::to_string(m) + "x" + std::to_string(n) + "x" +
                                std::to_string(k));
     plan->algo = result.algo;
-    slot = std::move(plan);
   }
-  Plan& plan = *slot;
-  if (epilogue != Epilogue::kNone)
+  slot = std::move(plan);
+  return *slot;
+}
+
+/// One call with a made plan; `bias` and `aux` are set on the descriptor where the epilogue uses them.
+template <class T>
+void launch(Gemm::Impl& impl, Plan& plan, float alpha, const T* a, const T* b, float beta, T* c, cudaStream_t stream,
+            Epilogue epilogue, const void* bias, void* aux) {
+  if (uses_bias(epilogue))
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
           "bias pointer");
-  check(cublasLtMatmul(impl_->handle, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
-                       impl_->workspace, impl_->workspace_bytes, stream),
+  if (uses_aux(epilogue))
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux),
+          "aux pointer");
+  check(cublasLtMatmul(impl.handle, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
+                       impl.workspace, impl.workspace_bytes, stream),
         "matmul");
+}
+
+}  // namespace
+
+template <class T>
+void Gemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream, Epilogue epilogue,
+               const T* bias) {
+  if (m == 0 || n == 0) return;
+  if (uses_aux(epilogue) || epilogue == Epilogue::kBiasGradA)
+    throw std::runtime_error("cuBLASLt: this epilogue goes through try_run");
+  if (uses_bias(epilogue) && bias == nullptr) throw std::runtime_error("cuBLASLt: a bias epilogue needs a bias");
+  Plan& plan = plan_for(*impl_, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue, 0, false);
+  launch(*impl_, plan, alpha, a, b, beta, c, stream, epilogue, bias, nullptr);
+}
+
+template <class T>
+bool Gemm::try_run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
+                   const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream, Epilogue epilogue,
+                   const T* bias, T* aux, int64_t ld_aux) {
+  if (m == 0 || n == 0 || k == 0) return false;  // the launcher's unfused path handles the empty cases
+  if (uses_bias(epilogue) && bias == nullptr) throw std::runtime_error("cuBLASLt: a bias epilogue needs a bias");
+  if (uses_aux(epilogue) && aux == nullptr) throw std::runtime_error("cuBLASLt: a GeLU aux epilogue needs its aux");
+  // cuBLASLt's aux: ld a multiple of 8 elements, 16-byte aligned; otherwise ours.
+  if (uses_aux(epilogue) && (ld_aux % 8 != 0 || alignment(aux) < 16)) return false;
+  Plan& plan = plan_for(*impl_, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, epilogue,
+                        uses_aux(epilogue) ? ld_aux : 0, true);
+  if (plan.refused) return false;
+  launch(*impl_, plan, alpha, a, b, beta, c, stream, epilogue, bias, aux);
+  return true;
 }
 
 template void Gemm::run<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
@@ -166,6 +230,12 @@ template void Gemm::run<float>(bool, bool, int64_t, int64_t, int64_t, float, con
 template void Gemm::run<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
                                     const tile::bf16*, int64_t, float, tile::bf16*, int64_t, cudaStream_t, Epilogue,
                                     const tile::bf16*);
+template bool Gemm::try_run<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                                   int64_t, float, float*, int64_t, cudaStream_t, Epilogue, const float*, float*,
+                                   int64_t);
+template bool Gemm::try_run<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
+                                        const tile::bf16*, int64_t, float, tile::bf16*, int64_t, cudaStream_t, Epilogue,
+                                        const tile::bf16*, tile::bf16*, int64_t);
 
 template <class T>
 void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
@@ -179,5 +249,43 @@ template void gemm<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, 
                           int64_t, float, float*, int64_t);
 template void gemm<tile::bf16>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
                                const tile::bf16*, int64_t, float, tile::bf16*, int64_t);
+
+template <class T>
+bool gemm_epilogue(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc, int kind, bool gelu_tanh,
+                   const T* bias, T* aux, int64_t ld_aux, T* bias_grad) {
+  // kind: kernels::EpilogueKind (1 bias, 2 activation, 3 its gradient, 4 the bias gradient).
+  Epilogue e = Epilogue::kNone;
+  const T* bias_arg = bias;
+  switch (kind) {
+    case 1:
+      e = Epilogue::kBias;
+      break;
+    case 2:
+      if (!gelu_tanh) return false;  // cuBLASLt's only smooth activation is GeLU (tanh)
+      e = aux != nullptr ? (bias != nullptr ? Epilogue::kGeluAuxBias : Epilogue::kGeluAux)
+                         : (bias != nullptr ? Epilogue::kGeluBias : Epilogue::kGelu);
+      break;
+    case 3:
+      if (!gelu_tanh) return false;
+      e = Epilogue::kDGelu;
+      break;
+    case 4:
+      e = Epilogue::kBiasGradA;
+      bias_arg = bias_grad;
+      break;
+    default:
+      return false;
+  }
+  thread_local Gemm g;  // the same per-thread plan cache idea as gemm() (a Gemm of its own)
+  return g.try_run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream, e, bias_arg, aux, ld_aux);
+}
+
+template bool gemm_epilogue<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                   const float*, int64_t, float, float*, int64_t, int, bool, const float*, float*,
+                                   int64_t, float*);
+template bool gemm_epilogue<tile::bf16>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*,
+                                        int64_t, const tile::bf16*, int64_t, float, tile::bf16*, int64_t, int, bool,
+                                        const tile::bf16*, tile::bf16*, int64_t, tile::bf16*);
 
 }  // namespace bench::kernels::cuda

@@ -16,8 +16,11 @@
 
 namespace bench::kernels::cuda {
 
-/// What cuBLASLt fuses after the product: nothing, + bias[N], or + bias then ReLU or GeLU (tanh).
-enum class Epilogue { kNone, kBias, kReluBias, kGeluBias };
+/// What cuBLASLt fuses after the product (its GeLU is the tanh form): nothing; + bias[N]; + bias
+/// then ReLU or GeLU; GeLU keeping its input in `aux` (with or without the bias first); the
+/// product times GeLU'(aux); or the bias gradient of op(A), the sum over K, into `bias` [M]
+/// (cuBLASLt's BGRADB: its B is our A, the matrices being swapped for the row-major view).
+enum class Epilogue { kNone, kBias, kReluBias, kGeluBias, kGelu, kGeluAux, kGeluAuxBias, kDGelu, kBiasGradA };
 
 class Gemm {
  public:
@@ -35,11 +38,20 @@ class Gemm {
            const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream,
            Epilogue epilogue = Epilogue::kNone, const T* bias = nullptr);
 
+  /// run() with an epilogue that may have no algorithm: false (nothing done, and remembered for
+  /// the shape) where cuBLASLt finds none or does not support it; throws on any other failure.
+  /// `aux` [M rows, ld_aux] (kGeluAux*, kDGelu); `bias` is written for kBiasGradA.
+  template <class T>
+  bool try_run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream, Epilogue epilogue,
+               const T* bias, T* aux, int64_t ld_aux);
+
   /// Distinct shapes planned so far (each costs one heuristic query, once).
   size_t cached_plans() const;
 
+  struct Impl;  // the handle, the workspace and the plans (gemm.cu)
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

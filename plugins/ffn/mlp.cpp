@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ffn.h"
+#include "kernels/gemm_epilogue.h"
 
 namespace bench::ffn {
 
@@ -30,20 +31,34 @@ class Mlp final : public Sublayer {
     esize_ = dtype_size(ctx.dtype());
   }
 
+  // The input projection and the activation are one gemm_epilogue (kernels/gemm_epilogue.h): one
+  // cuBLASLt call with GELU_AUX for gelu_tanh on CUDA, the product then the activation elsewhere,
+  // bit for bit the unfused sequence. Likewise the backward's dact GEMM with act' (DGELU).
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     x_ = x;
-    ops::linear_forward(ctx, x, w_in_->value, pre_);
     dispatch_float(x.dtype(), [&]<class T>() {
-      kernels::activation_forward<T>(ctx.exec, act_, pre_.data<T>(), act_out_.data<T>(), pre_.numel());
+      kernels::Epilogue<T> e;
+      e.kind = kernels::EpilogueKind::kActivation;
+      e.act = act_;
+      e.aux = pre_.data<T>();
+      e.ld_aux = hidden_;
+      kernels::gemm_epilogue<T>(ctx.exec, false, true, rows_, hidden_, width_, 1, x.data<T>(), width_,
+                                w_in_->value.data<T>(), width_, 0, act_out_.data<T>(), hidden_, e);
     });
     ops::linear_forward(ctx, act_out_, w_out_->value, y);
   }
 
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
-    ops::linear_backward(ctx, dy, act_out_, w_out_->value, &dact_, &w_out_->grad);
-    dispatch_float(dy.dtype(), [&]<class T>() {  // in place: dact <- dact * act'(pre)
-      kernels::activation_backward<T>(ctx.exec, act_, pre_.data<T>(), dact_.data<T>(), dact_.data<T>(), pre_.numel());
+    dispatch_float(dy.dtype(), [&]<class T>() {  // dact = (dy W_out) * act'(pre)
+      kernels::Epilogue<T> e;
+      e.kind = kernels::EpilogueKind::kActivationGrad;
+      e.act = act_;
+      e.aux = pre_.data<T>();
+      e.ld_aux = hidden_;
+      kernels::gemm_epilogue<T>(ctx.exec, false, false, rows_, hidden_, width_, 1, dy.data<T>(), width_,
+                                w_out_->value.data<T>(), hidden_, 0, dact_.data<T>(), hidden_, e);
     });
+    ops::linear_backward(ctx, dy, act_out_, w_out_->value, nullptr, &w_out_->grad);
     ops::linear_backward(ctx, dact_, x_, w_in_->value, &dx, &w_in_->grad);
   }
 

@@ -1,0 +1,111 @@
+#include "gemm_epilogue.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "catalog.h"
+#include "cuda_backend.h"
+#include "gemm.h"
+
+namespace bench::kernels {
+
+BENCH_KERNEL(gemm_epilogue,
+             "gemm, then + bias[j] | aux = C (+ bias), C = act(aux) | C *= act'(aux) | bias_grad = column sums of "
+             "op(A): cuBLASLt's BIAS, GELU_AUX(_BIAS), DGELU, BGRADB on CUDA where it has them");
+
+namespace {
+
+constexpr int kRows = programs::kEpilogueBlock;
+
+template <class T>
+void check(bool trans_a, int64_t n, const Epilogue<T>& e) {
+  const auto fail = [](const std::string& why) { throw std::invalid_argument("gemm_epilogue: " + why); };
+  switch (e.kind) {
+    case EpilogueKind::kBias:
+      if (e.bias == nullptr) fail("the bias epilogue needs a bias");
+      break;
+    case EpilogueKind::kActivation:
+      if (e.aux != nullptr && e.ld_aux < n) fail("ld_aux " + std::to_string(e.ld_aux) + " < n " + std::to_string(n));
+      break;
+    case EpilogueKind::kActivationGrad:
+      if (e.aux == nullptr || e.ld_aux < n) fail("the activation gradient needs the aux it kept (ld_aux >= n)");
+      break;
+    case EpilogueKind::kBiasGrad:
+      if (e.bias_grad == nullptr) fail("the bias-gradient epilogue needs bias_grad");
+      if (!trans_a) fail("the bias gradient is taken in the weight-gradient form (trans_a: dW = dY^T X)");
+      break;
+    case EpilogueKind::kNone:
+      break;
+  }
+}
+
+/// The epilogue alone, after the product, on any target.
+template <class T>
+void run_epilogue(const tile::Exec& exec, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, T* c, int64_t ldc,
+                  const Epilogue<T>& e) {
+  if (e.kind == EpilogueKind::kNone) return;
+  if (e.kind == EpilogueKind::kBiasGrad) {
+    // op(A) = A^T with A stored [k, m]: the sum of A's rows, in row order.
+    tile::dispatch_block(m, [&]<int B>() {
+      tile::launch(exec, tile::Grid{(m + B - 1) / B}, programs::ColumnTotal<T, B>{a, lda, k, m, e.bias_grad});
+    });
+    return;
+  }
+  if (m <= 0 || n <= 0) return;
+  const tile::Grid grid{m, (n + kRows - 1) / kRows};
+  dispatch_activation(e.act, [&]<Activation kAct>() {
+    switch (e.kind) {
+      case EpilogueKind::kBias:
+        // One program for every activation: the bias does not read it.
+        if constexpr (kAct == Activation::kRelu)
+          tile::launch(exec, grid,
+                       programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kBias), kRows>{
+                           c, ldc, n, e.bias, e.aux, e.ld_aux});
+        break;
+      case EpilogueKind::kActivation:
+        tile::launch(exec, grid,
+                     programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kActivation), kRows>{
+                         c, ldc, n, e.bias, e.aux, e.ld_aux});
+        break;
+      case EpilogueKind::kActivationGrad:
+        tile::launch(exec, grid,
+                     programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kActivationGrad), kRows>{
+                         c, ldc, n, e.bias, e.aux, e.ld_aux});
+        break;
+      default:
+        break;
+    }
+  });
+}
+
+}  // namespace
+
+template <class T>
+void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                   tile::acc_t<T> alpha, const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c,
+                   int64_t ldc, const Epilogue<T>& epi) {
+  check(trans_a, n, epi);
+  Epilogue<T> e = epi;
+  if (e.kind == EpilogueKind::kBias) e.act = Activation::kRelu;  // the one program the bias runs
+  if constexpr (!std::is_same_v<T, double>) {
+    if (exec.backend == tile::Backend::kCuda && e.kind != EpilogueKind::kNone) {
+      require(exec, "gemm_epilogue", type_bit<T>());
+      // cuBLASLt fuses it, or says it cannot (false: another activation than GeLU-tanh, no
+      // algorithm for the shape with that epilogue, an aux it cannot address): then unfused below.
+      if (cuda_backend()->gemm_epilogue(exec.stream, std::is_same_v<T, tile::bf16>, trans_a, trans_b, m, n, k, alpha, a,
+                                        lda, b, ldb, beta, c, ldc, static_cast<int>(e.kind),
+                                        e.act == Activation::kGeluTanh, e.bias, e.aux, e.ld_aux, e.bias_grad))
+        return;
+    }
+  }
+  gemm<T>(exec, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  run_epilogue<T>(exec, m, n, k, a, lda, c, ldc, e);
+}
+
+#define BENCH_INSTANTIATE(T)                                                                                         \
+  template void gemm_epilogue<T>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, tile::acc_t<T>, const T*, \
+                                 int64_t, const T*, int64_t, tile::acc_t<T>, T*, int64_t, const Epilogue<T>&);
+BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
+#undef BENCH_INSTANTIATE
+
+}  // namespace bench::kernels
