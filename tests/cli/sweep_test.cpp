@@ -131,7 +131,9 @@ const Shards& three_shards() {
     for (int i = 0; i < 3; ++i) r.dbs.push_back(r.dir + "/shard-" + std::to_string(i) + ".db");
     const int lock = ::open((r.dir + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
     EXPECT_GE(lock, 0) << r.dir << ".lock";
-    if (lock >= 0) EXPECT_EQ(::flock(lock, LOCK_EX), 0);
+    if (lock >= 0) {
+      EXPECT_EQ(::flock(lock, LOCK_EX), 0);
+    }
     if (!fs::exists(r.dir + "/COMPLETE")) {
       fs::remove_all(r.dir);
       fs::create_directories(r.dir);
