@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       rest.push_back(argv[i]);
   }
   int n = static_cast<int>(rest.size());
+  rest.push_back(nullptr);  // argv[argc] is null: GoogleTest's flag parser moves it along (ASan saw the read)
   ::testing::InitGoogleTest(&n, rest.data());
   bench::test::CheckTable table(section, md, jsonl);
   if (!md.empty() || !jsonl.empty()) {
