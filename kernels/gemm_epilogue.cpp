@@ -53,27 +53,19 @@ void run_epilogue(const tile::Exec& exec, int64_t m, int64_t n, int64_t k, const
   }
   if (m <= 0 || n <= 0) return;
   const tile::Grid grid{m, (n + kRows - 1) / kRows};
+  if (e.kind == EpilogueKind::kBias) {  // reads no activation: one program
+    constexpr int kBias = static_cast<int>(EpilogueKind::kBias);
+    tile::launch(exec, grid,
+                 programs::GemmEpilogueRows<T, Activation::kRelu, kBias, kRows>{c, ldc, n, e.bias, e.aux, e.ld_aux});
+    return;
+  }
   dispatch_activation(e.act, [&]<Activation kAct>() {
-    switch (e.kind) {
-      case EpilogueKind::kBias:
-        // One program for every activation: the bias does not read it.
-        if constexpr (kAct == Activation::kRelu)
-          tile::launch(exec, grid,
-                       programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kBias), kRows>{
-                           c, ldc, n, e.bias, e.aux, e.ld_aux});
-        break;
-      case EpilogueKind::kActivation:
-        tile::launch(exec, grid,
-                     programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kActivation), kRows>{
-                         c, ldc, n, e.bias, e.aux, e.ld_aux});
-        break;
-      case EpilogueKind::kActivationGrad:
-        tile::launch(exec, grid,
-                     programs::GemmEpilogueRows<T, kAct, static_cast<int>(EpilogueKind::kActivationGrad), kRows>{
-                         c, ldc, n, e.bias, e.aux, e.ld_aux});
-        break;
-      default:
-        break;
+    if (e.kind == EpilogueKind::kActivation) {
+      constexpr int kMode = static_cast<int>(EpilogueKind::kActivation);
+      tile::launch(exec, grid, programs::GemmEpilogueRows<T, kAct, kMode, kRows>{c, ldc, n, e.bias, e.aux, e.ld_aux});
+    } else {
+      constexpr int kMode = static_cast<int>(EpilogueKind::kActivationGrad);
+      tile::launch(exec, grid, programs::GemmEpilogueRows<T, kAct, kMode, kRows>{c, ldc, n, e.bias, e.aux, e.ld_aux});
     }
   });
 }
@@ -85,8 +77,7 @@ void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m
                    tile::acc_t<T> alpha, const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c,
                    int64_t ldc, const Epilogue<T>& epi) {
   check(trans_a, n, epi);
-  Epilogue<T> e = epi;
-  if (e.kind == EpilogueKind::kBias) e.act = Activation::kRelu;  // the one program the bias runs
+  const Epilogue<T>& e = epi;
   if constexpr (!std::is_same_v<T, double>) {
     if (exec.backend == tile::Backend::kCuda && e.kind != EpilogueKind::kNone) {
       require(exec, "gemm_epilogue", type_bit<T>());

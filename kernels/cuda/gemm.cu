@@ -237,12 +237,19 @@ template bool Gemm::try_run<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, f
                                         const tile::bf16*, int64_t, float, tile::bf16*, int64_t, cudaStream_t, Epilogue,
                                         const tile::bf16*, tile::bf16*, int64_t);
 
+namespace {
+/// This host thread's Gemm (handle, workspace, plans), shared by gemm and gemm_epilogue: the plan
+/// cache is not shared across threads, and a model runs on one thread.
+Gemm& thread_gemm() {
+  thread_local Gemm g;
+  return g;
+}
+}  // namespace
+
 template <class T>
 void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc) {
-  // One per host thread: the plan cache is not shared, and a model runs on one thread.
-  thread_local Gemm g;
-  g.run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+  thread_gemm().run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
 }
 
 template void gemm<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
@@ -277,8 +284,8 @@ bool gemm_epilogue(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t
     default:
       return false;
   }
-  thread_local Gemm g;  // the same per-thread plan cache idea as gemm() (a Gemm of its own)
-  return g.try_run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream, e, bias_arg, aux, ld_aux);
+  return thread_gemm().try_run<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream, e, bias_arg,
+                                  aux, ld_aux);
 }
 
 template bool gemm_epilogue<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
