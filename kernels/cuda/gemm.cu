@@ -1,5 +1,6 @@
 // cuBLASLt behind kernels/cuda/gemm.cuh. Row-major C = op(A) op(B) is computed as the column-major
-// C^T = op(B)^T op(A)^T: the same memory, with A and B swapped and no data moved.
+// C^T = op(B)^T op(A)^T: the same memory, with A and B swapped and no data moved. cuBLASLt is
+// opened with dlopen when the first Gemm is made (cublaslt_api.cuh), never linked.
 #include <cublasLt.h>
 
 #include <map>
@@ -9,15 +10,19 @@
 #include <utility>
 
 #include "../cuda_launchers.h"
+#include "cublaslt_api.cuh"
 #include "gemm.cuh"
 
 namespace bench::kernels::cuda {
 
 namespace {
 
+/// cuBLASLt's functions: the library is loaded by the first Gemm, before any other call.
+const cublaslt::Api& lt() { return cublaslt::loaded_api(); }
+
 void check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string("cuBLASLt ") + what + ": " + cublasLtGetStatusString(s));
+    throw std::runtime_error(std::string("cuBLASLt ") + what + ": " + lt().status_string(s));
 }
 
 template <class T>
@@ -65,10 +70,10 @@ struct Plan {
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
   ~Plan() {
-    if (a) cublasLtMatrixLayoutDestroy(a);
-    if (b) cublasLtMatrixLayoutDestroy(b);
-    if (c) cublasLtMatrixLayoutDestroy(c);
-    if (op) cublasLtMatmulDescDestroy(op);
+    if (a) lt().layout_destroy(a);
+    if (b) lt().layout_destroy(b);
+    if (c) lt().layout_destroy(c);
+    if (op) lt().desc_destroy(op);
   }
 };
 
@@ -97,10 +102,10 @@ struct Gemm::Impl {
 };
 
 Gemm::Gemm(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
-  check(cublasLtCreate(&impl_->handle), "create");
+  check(lt().create(&impl_->handle), "create");
   impl_->workspace_bytes = workspace_bytes;
   if (workspace_bytes > 0 && cudaMalloc(&impl_->workspace, workspace_bytes) != cudaSuccess) {
-    cublasLtDestroy(impl_->handle);
+    lt().destroy(impl_->handle);
     throw std::runtime_error("cuBLASLt: cannot allocate its workspace");
   }
 }
@@ -108,7 +113,7 @@ Gemm::Gemm(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
 Gemm::~Gemm() {
   impl_->plans.clear();
   if (impl_->workspace) cudaFree(impl_->workspace);
-  if (impl_->handle) cublasLtDestroy(impl_->handle);
+  if (impl_->handle) lt().destroy(impl_->handle);
 }
 
 size_t Gemm::cached_plans() const { return impl_->plans.size(); }
@@ -128,31 +133,29 @@ Plan& plan_for(Gemm::Impl& impl, bool trans_a, bool trans_b, int64_t m, int64_t 
   if (slot) return *slot;
   auto plan = std::make_unique<Plan>();
   const cublasComputeType_t compute = CUBLAS_COMPUTE_32F;  // no TF32 for float: CPU-comparable numbers
-  check(cublasLtMatmulDescCreate(&plan->op, compute, CUDA_R_32F), "matmul descriptor");
+  check(lt().desc_create(&plan->op, compute, CUDA_R_32F), "matmul descriptor");
   // Column-major view: first operand is B (op = trans_b), second is A (op = trans_a).
   const cublasOperation_t op_first = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "transa");
-  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second), "transb");
+  check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof op_first), "transa");
+  check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof op_second), "transb");
   const cublasLtEpilogue_t epi = lt_epilogue(epilogue);
-  check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
+  check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi), "epilogue");
   if (uses_bias(epilogue))
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type),
-          "bias type");
+    check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &type, sizeof type), "bias type");
   if (uses_aux(epilogue)) {
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof ld_aux),
-          "aux ld");
-    check(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &type, sizeof type),
+    check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld_aux, sizeof ld_aux), "aux ld");
+    check(lt().desc_set_attribute(plan->op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, &type, sizeof type),
           "aux type");
   }
   // Stored shapes, column-major: B is N x K (or K x N transposed), A is K x M (or M x K), C is N x M.
-  check(cublasLtMatrixLayoutCreate(&plan->a, type, trans_b ? k : n, trans_b ? n : k, ldb), "layout of B");
-  check(cublasLtMatrixLayoutCreate(&plan->b, type, trans_a ? m : k, trans_a ? k : m, lda), "layout of A");
-  check(cublasLtMatrixLayoutCreate(&plan->c, type, n, m, ldc), "layout of C");
+  check(lt().layout_create(&plan->a, type, trans_b ? k : n, trans_b ? n : k, ldb), "layout of B");
+  check(lt().layout_create(&plan->b, type, trans_a ? m : k, trans_a ? k : m, lda), "layout of A");
+  check(lt().layout_create(&plan->c, type, n, m, ldc), "layout of C");
   cublasLtMatmulPreference_t pref = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl.workspace_bytes,
-                                             sizeof impl.workspace_bytes),
+  check(lt().preference_create(&pref), "preference");
+  check(lt().preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl.workspace_bytes,
+                                      sizeof impl.workspace_bytes),
         "workspace preference");
   // Column-major view: cuBLASLt's A is our B, its B our A, its C and D our C.
   const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
@@ -161,12 +164,12 @@ Plan& plan_for(Gemm::Impl& impl, bool trans_a, bool trans_b, int64_t m, int64_t 
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
   for (const auto& [attribute, bytes] : alignments)
-    check(cublasLtMatmulPreferenceSetAttribute(pref, attribute, &bytes, sizeof bytes), "alignment preference");
+    check(lt().preference_set_attribute(pref, attribute, &bytes, sizeof bytes), "alignment preference");
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(impl.handle, plan->op, plan->a, plan->b, plan->c, plan->c,
-                                                          pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+  const cublasStatus_t s =
+      lt().algo_get_heuristic(impl.handle, plan->op, plan->a, plan->b, plan->c, plan->c, pref, 1, &result, &found);
+  lt().preference_destroy(pref);
   if (optional && (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && found == 0))) {
     plan->refused = true;
   } else {
@@ -185,13 +188,11 @@ template <class T>
 void launch(Gemm::Impl& impl, Plan& plan, float alpha, const T* a, const T* b, float beta, T* c, cudaStream_t stream,
             Epilogue epilogue, const void* bias, void* aux) {
   if (uses_bias(epilogue))
-    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-          "bias pointer");
+    check(lt().desc_set_attribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "bias pointer");
   if (uses_aux(epilogue))
-    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux),
-          "aux pointer");
-  check(cublasLtMatmul(impl.handle, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
-                       impl.workspace, impl.workspace_bytes, stream),
+    check(lt().desc_set_attribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux), "aux pointer");
+  check(lt().matmul(impl.handle, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c, &plan.algo,
+                    impl.workspace, impl.workspace_bytes, stream),
         "matmul");
 }
 

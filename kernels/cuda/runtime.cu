@@ -1,6 +1,5 @@
 // The CUDA runtime pieces of kernels/device_runtime.h: device facts with a measured copy
 // bandwidth, the cudaMalloc backend of the caching allocator, event timing, L2 flushing.
-#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -11,6 +10,7 @@
 
 #include "../cuda_launchers.h"
 #include "../device_runtime.h"
+#include "cublaslt_api.cuh"
 
 namespace bench::kernels::cuda {
 
@@ -69,7 +69,7 @@ DeviceFacts describe_device(int index) {
   f.l2_bytes = static_cast<size_t>(prop.l2CacheSize);
   check(cudaDriverGetVersion(&f.driver_version), "cudaDriverGetVersion");
   check(cudaRuntimeGetVersion(&f.runtime_version), "cudaRuntimeGetVersion");
-  f.cublaslt_version = cublasLtGetVersion();
+  if (const cublaslt::Api& lt = cublaslt::api(); lt.error.empty()) f.cublaslt_version = lt.get_version();
   if (void* cudnn = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL)) {
     using GetVersion = size_t (*)();
     if (auto* get = reinterpret_cast<GetVersion>(dlsym(cudnn, "cudnnGetVersion"))) f.cudnn_version = get();
