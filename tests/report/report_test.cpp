@@ -1,11 +1,13 @@
 #include "report/report.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "bench/error.h"
@@ -337,6 +339,77 @@ TEST(ResultsViewEmpty, NoRunsIsAnError) {
   const auto j = nlohmann::json::parse(render_results(db, run, Format::kJson));
   EXPECT_TRUE(j["throughput"].empty());
   EXPECT_TRUE(j["stability"].empty());
+}
+
+// Seed replicates (labels equal but for seed=): the final loss's spread per configuration, and the
+// verdict of bench compare's rule against the lowest median. Five seeds a side: all of "post"
+// above all of "pre" gives the exact two-sided Mann-Whitney p = 2 / C(10, 5).
+TEST(ResultsSeeds, SpreadAndVerdictAgainstTheBest) {
+  Store db(":memory:");
+  const int64_t run = db.begin_run(run_info("seeds"));
+  const std::map<std::string, std::vector<double>> losses = {{"pre", {3.00, 3.01, 3.02, 2.99, 3.005}},
+                                                             {"post", {3.30, 3.31, 3.29, 3.32, 3.305}},
+                                                             {"double", {3.001, 3.012, 2.995, 3.018, 3.0}}};
+  int64_t ordinal = 0;
+  for (const char* variant : {"pre", "post", "double"})
+    for (size_t i = 0; i < 5; ++i) {
+      CaseRow c = stability_case(ordinal++, fmt::format("{} seed={}", variant, i + 1), 3e-3, losses.at(variant)[i],
+                                 std::nullopt);
+      c.variant = variant;
+      db.add_case(run, c);
+    }
+  db.finish_run(run, "completed");
+  const auto j = nlohmann::json::parse(render_results(db, run, Format::kJson));
+  const auto& t = j["stability across seeds"];
+  ASSERT_EQ(t.size(), 3u) << j.dump(1);
+  EXPECT_EQ(t[0]["case"], "pre");
+  EXPECT_EQ(t[0]["ordinal"], 0);
+  EXPECT_EQ(t[0]["seeds"], 5);
+  EXPECT_DOUBLE_EQ(t[0]["final_loss_median"].get<double>(), 3.005);
+  EXPECT_DOUBLE_EQ(t[0]["final_loss_min"].get<double>(), 2.99);
+  EXPECT_DOUBLE_EQ(t[0]["final_loss_max"].get<double>(), 3.02);
+  EXPECT_NEAR(t[0]["final_loss_spread"].get<double>(), 0.03, 1e-12);
+  EXPECT_EQ(t[0]["verdict"], "best");
+  EXPECT_TRUE(t[0]["p"].is_null());
+  EXPECT_EQ(t[1]["case"], "post");
+  EXPECT_EQ(t[1]["ordinal"], 5);
+  EXPECT_DOUBLE_EQ(t[1]["vs_best"].get<double>(), 3.305 / 3.005);
+  EXPECT_NEAR(t[1]["p"].get<double>(), 2.0 / 252.0, 1e-12);
+  EXPECT_EQ(t[1]["verdict"], "worse");
+  EXPECT_EQ(t[2]["case"], "double");
+  EXPECT_DOUBLE_EQ(t[2]["final_loss_median"].get<double>(), 3.001);
+  EXPECT_EQ(t[2]["verdict"], "same");  // every pairwise ratio lies within 1 +- 2 %
+  EXPECT_EQ(t[2]["status"], "completed");
+
+  const std::string text = render_results(db, run, Format::kTable);
+  EXPECT_NE(text.find("\nstability across seeds\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("against the lowest median (pre)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("one seed per configuration"), std::string::npos) << text;
+  const std::string html = render_html(db, run);
+  EXPECT_NE(html.find("<h3>Across seeds</h3>"), std::string::npos);
+}
+
+// One seed per configuration: no table, and the view and the report say that one seed cannot tell.
+TEST(ResultsSeeds, OneSeedCannotTell) {
+  Store db(":memory:");
+  const int64_t run = db.begin_run(run_info("one seed"));
+  db.add_case(run, stability_case(0, "pre", 3e-3, 3.0, std::nullopt));
+  db.add_case(run, stability_case(1, "post", 3e-3, 3.3, std::nullopt));
+  db.finish_run(run, "completed");
+  const auto j = nlohmann::json::parse(render_results(db, run, Format::kJson));
+  EXPECT_FALSE(j.contains("stability across seeds"));
+  ASSERT_EQ(j["notes"]["stability across seeds"].size(), 1u) << j.dump(1);
+  EXPECT_NE(j["notes"]["stability across seeds"][0].get<std::string>().find("cannot be told from seed noise"),
+            std::string::npos);
+  const std::string text = render_results(db, run, Format::kTable);
+  EXPECT_NE(text.find("\nstability: one seed per configuration, so a difference in final loss cannot be told"),
+            std::string::npos)
+      << text;
+  const std::string md = render_results(db, run, Format::kMarkdown);
+  EXPECT_NE(md.find("### stability across seeds\n\nstability: one seed per configuration"), std::string::npos) << md;
+  EXPECT_EQ(render_results(db, run, Format::kCsv).find("one seed"), std::string::npos);
+  const std::string html = render_html(db, run);
+  EXPECT_NE(html.find("one seed per configuration"), std::string::npos);
 }
 
 }  // namespace

@@ -424,7 +424,12 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
   if (init_heading) o += "</div>\n";
 
   for (const auto& t : tables)
-    if (table_of(t.title).steps) {
+    if (t.across_seeds && table_of(t.runner).steps) {
+      // The final loss over seed replicates, or the note that one seed cannot tell.
+      o += "<h3>Across seeds</h3>\n";
+      if (!t.sheet.rows.empty()) o += sheet_html(visible_part(t.sheet));
+      for (const auto& n : t.notes) o += "<p class=\"meta\">" + escape(n) + "</p>\n";
+    } else if (!t.across_seeds && table_of(t.title).steps) {
       o += "<h3>Summary</h3>\n" + sheet_html(visible_part(t.sheet));
       if (!t.errors.empty()) {
         o += "<ul class=\"errors\">";

@@ -4,14 +4,18 @@
 // collected in memory by `bench run`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "bench/error.h"
+#include "report/case_words.h"
 #include "report/report.h"
 #include "report/results_view.h"
 #include "report/sheet.h"
+#include "report/significance.h"
 #include "runners/registry.h"
 #include "store/runs.h"
 
@@ -132,6 +136,124 @@ ResultsSection metrics_section(const RunData& run, const Runner& runner, const s
   return b.take();
 }
 
+/// The metric whose spread over seeds the results give, and the rule its verdict follows (that of
+/// `bench compare`'s defaults, docs/results.md).
+constexpr std::string_view kSeedMetric = "final_loss";
+constexpr double kSeedAlpha = 0.05, kSeedMinEffect = 0.02;
+
+/// Seed replicates: the runner's cases whose labels are equal but for their `seed=` word, one row
+/// per configuration in the order of its first case: how many seeds, the final loss's median,
+/// min, max and spread (max - min) over those that ended with one, and against the configuration
+/// with the lowest median, B/A, p and the verdict of `bench compare` (Mann-Whitney, alpha 0.05,
+/// minimum effect 2 %): "same" or "worse" when the seeds can tell, "unclear" when they cannot.
+/// When no configuration has two seeds there is no row, only the note that one seed cannot tell.
+ResultsSection seeds_section(const RunData& run, const Runner& runner) {
+  ResultsSection out;
+  out.title = std::string(runner.name()) + " across seeds";
+  out.runner = std::string(runner.name());
+  out.across_seeds = true;
+  struct Config {
+    std::string key;
+    std::vector<const CaseData*> cases;
+    std::vector<double> values;
+  };
+  std::vector<Config> configs;
+  std::map<std::string, size_t> index;
+  for (const CaseData& c : run.cases) {
+    if (c.runner != runner.name()) continue;
+    std::string key;
+    for (const std::string& t : label_tokens(c))
+      if (t.rfind("seed=", 0) != 0) key += (key.empty() ? "" : " ") + t;
+    if (key.empty()) key = "base";
+    const auto [it, added] = index.emplace(key, configs.size());
+    if (added) configs.push_back({key, {}, {}});
+    Config& g = configs[it->second];
+    g.cases.push_back(&c);
+    if (const auto v = c.metric(std::string(kSeedMetric))) g.values.push_back(*v);
+  }
+  if (configs.empty()) return out;
+  const bool replicated =
+      std::any_of(configs.begin(), configs.end(), [](const Config& g) { return g.cases.size() > 1; });
+  if (!replicated) {
+    out.notes.push_back(
+        fmt::format("{}: one seed per configuration, so a difference in final loss cannot be told from seed noise; "
+                    "a list `seed = [1, 2, 3, 4, 5]` replicates every case (4 or more seeds a side can reach p < 0.05)",
+                    runner.name()));
+    return out;
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
+  const Config* best = nullptr;
+  double best_median = 0;
+  for (const Config& g : configs) {
+    if (g.values.empty()) continue;
+    const double m = median(g.values);
+    if (best == nullptr || m < best_median) {
+      best = &g;
+      best_median = m;
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> columns = {{"case", ""},
+                                                                    {"seeds", ""},
+                                                                    {"final_loss_median", "{:.4f}"},
+                                                                    {"final_loss_min", "{:.4f}"},
+                                                                    {"final_loss_max", "{:.4f}"},
+                                                                    {"final_loss_spread", "{:.4f}"},
+                                                                    {"vs_best", "{:.4f}"},
+                                                                    {"p", "{:.3g}"},
+                                                                    {"verdict", ""}};
+  const char* headers[] = {"case", "seeds", "final loss median", "min", "max", "spread", "B/best", "p", "verdict"};
+  out.sheet.columns.push_back({"ordinal", "#", true});
+  for (size_t i = 0; i < columns.size(); ++i)
+    out.sheet.columns.push_back({columns[i].first, headers[i], i >= 1 && i <= 7});
+  out.sheet.columns.push_back({"status", "status", false});
+  out.sheet.columns.push_back({"error", "error", false});
+  auto cell = [&](const Value& v, size_t column) { return SheetCell{v, styled(v, columns[column].second)}; };
+  for (const Config& g : configs) {
+    std::vector<SheetCell> row;
+    const Value ordinal = Value::integer(g.cases.front()->ordinal);
+    row.push_back({ordinal, display_text(ordinal)});
+    row.push_back(cell(Value::string(g.key), 0));
+    row.push_back(cell(Value::integer(static_cast<int64_t>(g.cases.size())), 1));
+    if (g.values.empty()) {
+      for (size_t i = 2; i < columns.size(); ++i) row.push_back(cell(Value(), i));
+    } else {
+      const auto [lo, hi] = std::minmax_element(g.values.begin(), g.values.end());
+      row.push_back(cell(Value::number(median(g.values)), 2));
+      row.push_back(cell(Value::number(*lo), 3));
+      row.push_back(cell(Value::number(*hi), 4));
+      row.push_back(cell(Value::number(*hi - *lo), 5));
+      if (&g == best) {
+        row.push_back(cell(Value(), 6));
+        row.push_back(cell(Value(), 7));
+        row.push_back(cell(Value::string("best"), 8));
+      } else {
+        const Comparison cmp =
+            compare_samples(best->values, g.values, Direction::kLowerIsBetter, kSeedAlpha, kSeedMinEffect);
+        row.push_back(cell(number_or_null(cmp.ratio), 6));
+        row.push_back(cell(number_or_null(cmp.p), 7));
+        row.push_back(cell(Value::string(std::string(verdict_name(cmp.verdict, false))), 8));
+      }
+    }
+    const auto completed =
+        std::count_if(g.cases.begin(), g.cases.end(), [](const CaseData* c) { return c->status == "completed"; });
+    const Value status = Value::string(completed == static_cast<int64_t>(g.cases.size())
+                                           ? std::string("completed")
+                                           : fmt::format("{} of {} completed", completed, g.cases.size()));
+    row.push_back({status, display_text(status)});
+    row.push_back({Value(), display_text(Value())});
+    out.sheet.rows.push_back(std::move(row));
+  }
+  out.notes.push_back(fmt::format(
+      "final loss over each configuration's seeds; B/best, p and verdict against the lowest median ({}), by the "
+      "rule of bench compare (Mann-Whitney, alpha {}, minimum effect {:.0f} %)",
+      best != nullptr ? best->key : std::string("none"), kSeedAlpha, kSeedMinEffect * 100));
+  return out;
+}
+
 // Cases of runners this build does not have (`bench demo --store` writes runner "demo"): one row
 // per metric, in the order they were stored.
 ResultsSection other_section(const RunData& run) {
@@ -181,9 +303,12 @@ std::vector<ResultsSection> results_sections(const RunData& run) {
   for (const Runner* r : runners()) {
     const ResultsTable t = r->table();
     sections.push_back(t.timings ? timings_section(run, *r) : metrics_section(run, *r, t.columns));
+    sections.back().runner = std::string(r->name());
+    if (std::any_of(t.columns.begin(), t.columns.end(), [](const ResultsColumn& c) { return c.metric == kSeedMetric; }))
+      sections.push_back(seeds_section(run, *r));
   }
   sections.push_back(other_section(run));
-  std::erase_if(sections, [](const ResultsSection& s) { return s.sheet.rows.empty(); });
+  std::erase_if(sections, [](const ResultsSection& s) { return s.sheet.rows.empty() && s.notes.empty(); });
   return sections;
 }
 
@@ -217,21 +342,25 @@ std::string render_results(const RunData& run, Format f) {
       if (!run.error.empty()) out += fmt::format("run error: {}\n", run.error);
       if (sections.empty()) out += "no cases in this run\n";
       for (const ResultsSection& s : sections) {
-        out += "\n" + s.title + "\n" + sheet_text(visible_part(s.sheet));
+        if (!s.sheet.rows.empty()) out += "\n" + s.title + "\n" + sheet_text(visible_part(s.sheet));
         for (const auto& e : s.errors) out += e + "\n";
+        for (const auto& n : s.notes) out += (s.sheet.rows.empty() ? "\n" : "") + n + "\n";
       }
       return out;
     }
     case Format::kMarkdown: {
       for (const ResultsSection& s : sections) {
-        out += (out.empty() ? "" : "\n") + fmt::format("### {}\n\n", s.title) + sheet_markdown(visible_part(s.sheet));
-        if (!s.errors.empty()) out += "\n";
+        out += (out.empty() ? "" : "\n") + fmt::format("### {}\n\n", s.title);
+        if (!s.sheet.rows.empty()) out += sheet_markdown(visible_part(s.sheet));
+        if (!s.errors.empty() || (!s.notes.empty() && !s.sheet.rows.empty())) out += "\n";
         for (const auto& e : s.errors) out += "- " + e + "\n";
+        for (const auto& n : s.notes) out += n + "\n";
       }
       return out;
     }
     case Format::kCsv: {
-      for (const ResultsSection& s : sections) out += (out.empty() ? "" : "\r\n") + sheet_csv(s.sheet);
+      for (const ResultsSection& s : sections)
+        if (!s.sheet.rows.empty()) out += (out.empty() ? "" : "\r\n") + sheet_csv(s.sheet);
       return out;
     }
     case Format::kJson: {
@@ -250,7 +379,10 @@ std::string render_results(const RunData& run, Format f) {
       r["harness_version"] = run.harness_version;
       r["compiler"] = run.compiler;
       for (const Runner* runner : runners()) j[std::string(runner->name())] = nlohmann::ordered_json::array();
-      for (const ResultsSection& s : sections) j[s.title] = sheet_json(s.sheet);
+      for (const ResultsSection& s : sections) {
+        if (!s.sheet.rows.empty()) j[s.title] = sheet_json(s.sheet);
+        if (!s.notes.empty()) j["notes"][s.title] = s.notes;
+      }
       return dump_json(j);
     }
   }

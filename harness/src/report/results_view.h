@@ -17,11 +17,16 @@ struct ResultsSection {
   std::string title;
   Sheet sheet;
   std::vector<std::string> errors;  ///< "case 3 failed: message", one per case
+  std::vector<std::string> notes;   ///< lines shown under the table (or alone when it has no rows)
+  std::string runner;               ///< the runner whose cases the table shows
+  bool across_seeds = false;        ///< the seed replicates' table of `runner` (seeds_section)
 };
 
 /// The tables of the run: one per runner (runners/registry.h) in their order, titled by its name
-/// and made as its ResultsTable says, then "other" for cases of runners this build does not have;
-/// each only when it has rows.
+/// and made as its ResultsTable says, each followed, for a runner with a `final_loss` column, by
+/// "<runner> across seeds" (the final loss's spread over seed replicates and its verdict against
+/// the best configuration; a note alone when every configuration has one seed), then "other" for
+/// cases of runners this build does not have; each only when it has rows or notes.
 std::vector<ResultsSection> results_sections(const store::RunData& run);
 
 /// The sheet as people read it: without the error column.
