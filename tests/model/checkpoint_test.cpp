@@ -152,20 +152,21 @@ TEST(Checkpoint, BiasesAndFullWidthQkNormUseHuggingFaceNames) {
   using V = std::vector<int64_t>;
   const Model qwen(test::resolve_first(kQwen2).model, test::builtin_registry(), 1);
   auto s = shapes_of(qwen);
+  EXPECT_EQ(s.size(), 1 + 2 * 12 + 2u);  // embedding, 9 matrices and norms + 3 biases a layer, final norm, head
   EXPECT_EQ(s["model.layers.1.self_attn.q_proj.bias"], (V{32}));
   EXPECT_EQ(s["model.layers.1.self_attn.k_proj.bias"], (V{16}));
   EXPECT_EQ(s["model.layers.1.self_attn.v_proj.bias"], (V{16}));
   EXPECT_EQ(s.count("model.layers.1.self_attn.o_proj.bias"), 0u) << "qkv: no output bias";
-  EXPECT_EQ(s.size(), 1 + 2 * 12 + 2u);  // embedding, 9 matrices and norms + 3 biases a layer, final norm, head
 
   const Model neox(test::resolve_first(kNeoX).model, test::builtin_registry(), 1);
   s = shapes_of(neox);
+  // Embedding; a layer's 6 matrices, 6 biases and 2 LayerNorms of 2; the final LayerNorm; the head.
+  EXPECT_EQ(s.size(), 1 + 2 * 16 + 2 + 1u);
   for (const char* n : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias",
                         "self_attn.o_proj.bias", "mlp.down_proj.bias", "input_layernorm.weight", "input_layernorm.bias",
                         "post_attention_layernorm.weight", "post_attention_layernorm.bias"})
     EXPECT_EQ(s[std::string("model.layers.0.") + n], (V{32})) << n;
   EXPECT_EQ(s["model.layers.0.mlp.up_proj.bias"], (V{64}));
-  EXPECT_EQ(s.size(), 1 + 2 * 15 + 2 + 1u);  // embedding, 15 a layer, final norm (2), head
 
   const Model olmo(test::resolve_first(kOlmo2).model, test::builtin_registry(), 1);
   s = shapes_of(olmo);
