@@ -143,21 +143,22 @@ enum class QkRef { kNone, kHead, kFull };
 /// softmax per head, query head h reading kv head h / (H / Hkv); y = o Wo^T + bo.
 std::vector<double> reference_attention(Attention& a, QkRef qk) {
   const ModelDims& d = a.dims();
-  const int64_t B = d.batch_size, T = d.seq_len, H = d.n_heads, K = d.n_kv_heads, dh = d.d_head, D = d.d_model;
-  const int64_t width = (H + 2 * K) * dh;
+  const int64_t batch = d.batch_size, seq = d.seq_len, nh = d.n_heads, nkv = d.n_kv_heads, dh = d.d_head,
+                dm = d.d_model;
+  const int64_t width = (nh + 2 * nkv) * dh;
   const double* x = a.input();
   const double* wqkv = a.w("wqkv");
   const double* wo = a.w("wo");
   const double* bqkv = a.maybe("bqkv");
   const double* bo = a.maybe("bo");
-  std::vector<double> qkv(static_cast<size_t>(B * T * width));
-  for (int64_t r = 0; r < B * T; ++r)
+  std::vector<double> qkv(static_cast<size_t>(batch * seq * width));
+  for (int64_t r = 0; r < batch * seq; ++r)
     for (int64_t o = 0; o < width; ++o) {
       double s = bqkv != nullptr ? bqkv[o] : 0.0;
-      for (int64_t i = 0; i < D; ++i) s += x[r * D + i] * wqkv[o * D + i];
+      for (int64_t i = 0; i < dm; ++i) s += x[r * dm + i] * wqkv[o * dm + i];
       qkv[r * width + o] = s;
     }
-  // RMSNorm of n features at p, gains g (each group of n consecutive features is one vector).
+  // RMSNorm, in place, of the n features at p with gains g.
   const auto rms = [](double* p, int64_t n, const double* g) {
     double ss = 0;
     for (int64_t i = 0; i < n; ++i) ss += p[i] * p[i];
@@ -165,28 +166,28 @@ std::vector<double> reference_attention(Attention& a, QkRef qk) {
     for (int64_t i = 0; i < n; ++i) p[i] *= rstd * g[i];
   };
   if (qk != QkRef::kNone)
-    for (int64_t r = 0; r < B * T; ++r) {
+    for (int64_t r = 0; r < batch * seq; ++r) {
       double* q = &qkv[r * width];
-      double* k = q + H * dh;
+      double* k = q + nh * dh;
       if (qk == QkRef::kFull) {
-        rms(q, H * dh, a.w("q_norm.weight"));
-        rms(k, K * dh, a.w("k_norm.weight"));
+        rms(q, nh * dh, a.w("q_norm.weight"));
+        rms(k, nkv * dh, a.w("k_norm.weight"));
       } else {
-        for (int64_t h = 0; h < H; ++h) rms(q + h * dh, dh, a.w("q_norm.weight"));
-        for (int64_t g = 0; g < K; ++g) rms(k + g * dh, dh, a.w("k_norm.weight"));
+        for (int64_t h = 0; h < nh; ++h) rms(q + h * dh, dh, a.w("q_norm.weight"));
+        for (int64_t g = 0; g < nkv; ++g) rms(k + g * dh, dh, a.w("k_norm.weight"));
       }
     }
-  std::vector<double> att(static_cast<size_t>(B * T * H * dh), 0.0);
+  std::vector<double> att(static_cast<size_t>(batch * seq * nh * dh), 0.0);
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        const int64_t g = h / (H / K);
-        const double* q = &qkv[(b * T + t) * width + h * dh];
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t t = 0; t < seq; ++t) {
+        const int64_t g = h / (nh / nkv);
+        const double* q = &qkv[(b * seq + t) * width + h * dh];
         std::vector<double> p(static_cast<size_t>(t + 1));
         double m = -INFINITY, z = 0;
         for (int64_t j = 0; j <= t; ++j) {
-          const double* k = &qkv[(b * T + j) * width + (H + g) * dh];
+          const double* k = &qkv[(b * seq + j) * width + (nh + g) * dh];
           double s = 0;
           for (int64_t e = 0; e < dh; ++e) s += q[e] * k[e];
           p[j] = s * scale;
@@ -194,16 +195,16 @@ std::vector<double> reference_attention(Attention& a, QkRef qk) {
         }
         for (double& v : p) z += (v = std::exp(v - m));
         for (int64_t j = 0; j <= t; ++j) {
-          const double* v = &qkv[(b * T + j) * width + (H + K + g) * dh];
-          for (int64_t e = 0; e < dh; ++e) att[(b * T + t) * H * dh + h * dh + e] += p[j] / z * v[e];
+          const double* v = &qkv[(b * seq + j) * width + (nh + nkv + g) * dh];
+          for (int64_t e = 0; e < dh; ++e) att[(b * seq + t) * nh * dh + h * dh + e] += p[j] / z * v[e];
         }
       }
-  std::vector<double> y(static_cast<size_t>(B * T * D));
-  for (int64_t r = 0; r < B * T; ++r)
-    for (int64_t o = 0; o < D; ++o) {
+  std::vector<double> y(static_cast<size_t>(batch * seq * dm));
+  for (int64_t r = 0; r < batch * seq; ++r)
+    for (int64_t o = 0; o < dm; ++o) {
       double s = bo != nullptr ? bo[o] : 0.0;
-      for (int64_t i = 0; i < H * dh; ++i) s += att[r * H * dh + i] * wo[o * H * dh + i];
-      y[r * D + o] = s;
+      for (int64_t i = 0; i < nh * dh; ++i) s += att[r * nh * dh + i] * wo[o * nh * dh + i];
+      y[r * dm + o] = s;
     }
   return y;
 }
@@ -368,23 +369,23 @@ TEST(AttentionBias, KeyBiasCancelsValueBiasPassesThroughOutputBiasAdds) {
   // bias adds itself.
   Attention plain("attention = { type = \"causal\", bias = \"all\" }\n");
   const std::vector<double> y0 = plain.forward();
-  const int64_t D = 16;
+  const int64_t dm = 16;
   Attention kb("attention = { type = \"causal\", bias = \"all\" }\n");
   for (int64_t i = 16; i < 32; ++i) kb.w("bqkv")[i] = 0.7 * static_cast<double>(i % 5) - 1.0;
   expect_near(kb.forward(), y0, 1e-12, "key bias");
   Attention vb("attention = { type = \"causal\", bias = \"all\" }\n");
   Attention ob("attention = { type = \"causal\", bias = \"all\" }\n");
-  std::vector<double> shift(D, 0.0);
+  std::vector<double> shift(dm, 0.0);
   for (int64_t i = 0; i < 16; ++i) {
     vb.w("bqkv")[32 + i] = 0.3 * static_cast<double>(i) - 2.0;
     ob.w("bo")[i] = 0.1 * static_cast<double>(i * i) - 1.0;
   }
-  for (int64_t o = 0; o < D; ++o)
+  for (int64_t o = 0; o < dm; ++o)
     for (int64_t i = 0; i < 16; ++i) shift[o] += vb.w("wo")[o * 16 + i] * vb.w("bqkv")[32 + i];
   std::vector<double> want_v = y0, want_o = y0;
   for (size_t i = 0; i < y0.size(); ++i) {
-    want_v[i] += shift[i % D];
-    want_o[i] += ob.w("bo")[i % D];
+    want_v[i] += shift[i % dm];
+    want_o[i] += ob.w("bo")[i % dm];
   }
   expect_near(vb.forward(), want_v, 1e-12, "value bias");
   expect_near(ob.forward(), want_o, 1e-12, "output bias");
