@@ -294,14 +294,14 @@ TEST(BlocksPlugin, ParallelHasOneSharedNormPerResidual) {
 }
 
 TEST(BlocksPlugin, PerBranchHasANormPositionPerBranch) {
-  const int64_t L = 3, D = 32;
+  const int64_t layers = 3, dm = 32;
   const std::string per_branch = "block = { type = \"parallel\", norms = \"per_branch\" }\n";
   // One norm more per layer than the shared form: the serial block's count.
   for (const char* norm : {"rmsnorm", "layernorm"}) {
     const std::string n = std::string("norm = \"") + norm + "\"\n";
-    const int64_t per_norm = std::string(norm) == "layernorm" ? 2 * D : D;
+    const int64_t per_norm = std::string(norm) == "layernorm" ? 2 * dm : dm;
     EXPECT_EQ(model_with(per_branch + n).n_params() - model_with("block = \"parallel\"\n" + n).n_params(),
-              L * per_norm);
+              layers * per_norm);
     EXPECT_EQ(model_with(per_branch + n).n_params(), model_with("block = \"serial\"\n" + n).n_params());
   }
   const Model p = model_with(per_branch);
