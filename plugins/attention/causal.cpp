@@ -1,10 +1,12 @@
 // Causal self-attention with n_kv_heads query-head groups (MHA when n_kv_heads = n_heads, GQA
 // between, MQA at 1), sliding window with local/global interleaving over the layers, QK-norm,
-// attention-logit soft-capping and attention-probability dropout:
-//   [q k v] = x Wqkv^T;  q_h, k_g <- norm(q_h) * g_q, norm(k_g) * g_k over d_head (QK-norm);
+// attention-logit soft-capping, attention-probability dropout and optional linear biases:
+//   [q k v] = x Wqkv^T (+ bqkv: bias = "qkv" or "all", Qwen2);
+//   q_h, k_g <- norm(q_h) * g_q, norm(k_g) * g_k over d_head (QK-norm, qk_norm_scope = "head"), or
+//   q, k <- norm(q) * g_q, norm(k) * g_k over all n_heads d_head / n_kv_heads d_head ("full", OLMo 2);
 //   q, k rotated by the position component;
 //   o_h = dropout((softmax(cap(scale * q_h k_g^T) + mask))) v_g  (g = h / (n_heads / n_kv_heads));
-//   y = o Wo^T,
+//   y = o Wo^T (+ bo: bias = "all", GPT-2, GPT-NeoX),
 // where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
 // letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
 // `kernel = "cudnn"` runs the attention itself through cuDNN's fused flash attention instead of
@@ -12,6 +14,7 @@
 // always runs ours; the default, "auto", takes cuDNN wherever it runs this layer's variant forward
 // and backward (kernels::attention_cudnn_runs: a CUDA target in bf16 with a cuDNN that loads and
 // takes the shape) and ours everywhere else (the CPU, float32, soft-capping, dropout).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -46,7 +49,10 @@ class CausalAttention final : public Sublayer {
         out_scale_(p.boolean("scaled_output_init")),
         kernel_(p.string("kernel")),
         kernel_where_(p.where("kernel")),
-        qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias")) {
+        qkv_bias_(p.string("bias") != "none"),
+        out_bias_(p.string("bias") == "all"),
+        qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias"),
+                 p.string("qk_norm_scope") == "full") {
     // Checked here, from the parameters alone, so that both `bench validate` and a model build
     // point at the key.
     if (p.given("pattern") && pattern_.empty())
@@ -57,6 +63,9 @@ class CausalAttention final : public Sublayer {
       if (c != 'L' && c != 'G')
         throw ConfigError(p.where("pattern"), "pattern may contain only L (local) and G (global), found '" +
                                                   std::string(1, c) + "' in \"" + pattern_ + "\"");
+    if (!qk_norm_.enabled() && p.string("qk_norm_scope") == "full")
+      throw ConfigError(p.where("qk_norm_scope"),
+                        "qk_norm_scope = \"full\" needs a QK-norm: set qk_norm = \"rmsnorm\" or \"layernorm\"");
     if (pattern_.find('L') != std::string::npos && window_ <= 0)
       throw ConfigError(p.given("window") ? p.where("window") : p.where("pattern"),
                         "pattern \"" + pattern_ + "\" has local (L) layers: set window > 0 tokens");
@@ -93,6 +102,10 @@ class CausalAttention final : public Sublayer {
     // GPT-2: residual-branch output projections scaled by 1/sqrt(2 * n_layers).
     const double out_std = out_scale_ ? std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : std;
     wo_ = ctx.add_param("wo", {d_model_, heads_ * d_head_}, Init::normal(out_std));
+    if (qkv_bias_) bqkv_ = ctx.add_param("bqkv", {qkv_width_}, Init::zeros(), ParamGroup::kBias);
+    if (out_bias_) bo_ = ctx.add_param("bo", {d_model_}, Init::zeros(), ParamGroup::kBias);
+    // The bias gradient's column sums land here before they are added (ops::linear_backward).
+    if (qkv_bias_ || out_bias_) bias_scratch_ = ctx.buffer({std::max(qkv_width_, d_model_)});
     qk_norm_.setup(ctx, rows_, heads_, kv_heads_, d_head_);
     const int64_t window = layer_window(pattern_, window_, layer_);
     args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
@@ -121,7 +134,10 @@ class CausalAttention final : public Sublayer {
 
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     x_ = x;
-    ops::linear_forward(ctx, x, wqkv_->value, qkv_);
+    if (bqkv_ != nullptr)
+      ops::linear_forward(ctx, x, wqkv_->value, bqkv_->value, qkv_);
+    else
+      ops::linear_forward(ctx, x, wqkv_->value, qkv_);
     qk_norm_.forward(qkv_, ctx);  // after the projection, before the rotation (OLMo 2, Gemma 3)
     position_->rotate_forward(view(qkv_), ctx);
     // Backward reads the rate and seed of this forward from args_.
@@ -171,11 +187,17 @@ class CausalAttention final : public Sublayer {
         ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
       }
     });
-    ops::linear_forward(ctx, att_, wo_->value, y);
+    if (bo_ != nullptr)
+      ops::linear_forward(ctx, att_, wo_->value, bo_->value, y);
+    else
+      ops::linear_forward(ctx, att_, wo_->value, y);
   }
 
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
-    ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, &wo_->grad);
+    if (bo_ != nullptr)
+      ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, wo_->grad, bo_->grad, bias_scratch_);
+    else
+      ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, &wo_->grad);
     dispatch_float(dy.dtype(), [&]<class T>() {
       if (cudnn_)
         kernels::attention_cudnn_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>(),
@@ -186,7 +208,10 @@ class CausalAttention final : public Sublayer {
     });
     position_->rotate_backward(view(dqkv_), ctx);
     qk_norm_.backward(dqkv_, ctx);
-    ops::linear_backward(ctx, dqkv_, x_, wqkv_->value, &dx, &wqkv_->grad);
+    if (bqkv_ != nullptr)
+      ops::linear_backward(ctx, dqkv_, x_, wqkv_->value, &dx, wqkv_->grad, bqkv_->grad, bias_scratch_);
+    else
+      ops::linear_backward(ctx, dqkv_, x_, wqkv_->value, &dx, &wqkv_->grad);
   }
 
   Cost cost() const override {
@@ -211,6 +236,14 @@ class CausalAttention final : public Sublayer {
     const double probs = flash_ || cudnn_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
+    // Biases: one add per output forward, one column-sum term per output backward, each read and
+    // written with its gradient.
+    const double biased = (bqkv_ != nullptr ? static_cast<double>(qkv_width_) : 0.0) +
+                          (bo_ != nullptr ? static_cast<double>(d_model_) : 0.0);
+    c.flops_forward += rows * biased;
+    c.flops_backward += rows * biased;
+    c.bytes_forward += biased * e;
+    c.bytes_backward += 3 * biased * e;
     c += qk_norm_.cost(esize_);
     return c;
   }
@@ -258,6 +291,7 @@ class CausalAttention final : public Sublayer {
   std::string kernel_;  // "auto", "ours" or "cudnn"
   bool cudnn_ = false;  // cuDNN runs this layer: probs_ holds its log-sum-exp per query (float)
   SourceLoc kernel_where_;
+  bool qkv_bias_, out_bias_;  // bias = "qkv": q, k, v; "all": and the output projection
   QkNorm qk_norm_;
   int64_t batch_ = 0, seq_ = 0, heads_ = 0, kv_heads_ = 0, d_head_ = 0, d_model_ = 0, rows_ = 0, qkv_width_ = 0;
   int layer_ = -1;
@@ -268,7 +302,10 @@ class CausalAttention final : public Sublayer {
   Position* position_ = nullptr;
   Param* wqkv_ = nullptr;
   Param* wo_ = nullptr;
+  Param* bqkv_ = nullptr;
+  Param* bo_ = nullptr;
   kernels::AttentionArgs args_{};
+  Tensor bias_scratch_;
   Tensor x_, qkv_, dqkv_, att_, datt_, probs_, work_, row_max_;
 };
 
@@ -276,7 +313,7 @@ ComponentInfo causal_info() {
   return make_info<CausalAttention>(
       Slot::kAttention, "causal",
       "causal multi-head attention; n_kv_heads gives MHA, GQA or MQA; sliding window, local/global pattern, "
-      "QK-norm, soft-capping, dropout_attention",
+      "QK-norm (per head or full width), soft-capping, dropout_attention, linear biases",
       {ParamSpec::integer("window", 0, "sliding window: attend to the last `window` tokens; 0 = all").at_least(0),
        ParamSpec::string("pattern", "",
                          "local/global layers, cycled: L = sliding `window`, G = global (\"LLLLLG\": Gemma 3); "
@@ -284,9 +321,16 @@ ComponentInfo causal_info() {
        ParamSpec::number("softcap", 0.0, "attention logit soft-cap c: logits -> c * tanh(logits / c); 0 = off")
            .at_least(0),
        ParamSpec::choice("qk_norm", "none", {"none", "rmsnorm", "layernorm"},
-                         "normalize each q and k head over d_head before RoPE (gains of size d_head)"),
+                         "normalize q and k before RoPE (gains of size d_head, or the full width with "
+                         "qk_norm_scope = \"full\")"),
+       ParamSpec::choice("qk_norm_scope", "head", {"head", "full"},
+                         "QK-norm over each head's d_head features (head: Qwen3, Gemma 3) or over the whole q "
+                         "(n_heads d_head) and the whole k (n_kv_heads d_head) projection (full: OLMo 2)"),
        ParamSpec::number("qk_norm_eps", 1e-6, "epsilon of the QK-norm").at_least(0),
-       ParamSpec::boolean("qk_norm_bias", false, "learnable QK-norm biases of size d_head (default: gains only)"),
+       ParamSpec::boolean("qk_norm_bias", false, "learnable QK-norm biases of the gains' size (default: gains only)"),
+       ParamSpec::choice("bias", "none", {"none", "qkv", "all"},
+                         "linear biases, initialized to 0: none (Llama), qkv on the q, k, v projections (Qwen2), "
+                         "all: and on the output projection (GPT-2, GPT-NeoX)"),
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
        ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn"},
                          "attention kernel on CUDA in bf16: auto (cuDNN SDPA where it runs the variant, else "

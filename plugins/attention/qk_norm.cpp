@@ -39,26 +39,31 @@ void QkNorm::setup(SetupContext& ctx, int64_t rows, int64_t heads, int64_t kv_he
   heads_ = heads;
   kv_heads_ = kv_heads;
   d_head_ = d_head;
-  q_gain_ = ctx.add_param("q_norm.weight", {d_head}, Init::ones(), ParamGroup::kGain);
-  k_gain_ = ctx.add_param("k_norm.weight", {d_head}, Init::ones(), ParamGroup::kGain);
+  const int64_t q_cols = norm_cols(heads), k_cols = norm_cols(kv_heads);
+  q_gain_ = ctx.add_param("q_norm.weight", {q_cols}, Init::ones(), ParamGroup::kGain);
+  k_gain_ = ctx.add_param("k_norm.weight", {k_cols}, Init::ones(), ParamGroup::kGain);
   if (bias_) {
-    q_bias_ = ctx.add_param("q_norm.bias", {d_head}, Init::zeros(), ParamGroup::kBias);
-    k_bias_ = ctx.add_param("k_norm.bias", {d_head}, Init::zeros(), ParamGroup::kBias);
+    q_bias_ = ctx.add_param("q_norm.bias", {q_cols}, Init::zeros(), ParamGroup::kBias);
+    k_bias_ = ctx.add_param("k_norm.bias", {k_cols}, Init::zeros(), ParamGroup::kBias);
   }
   const int64_t n_rows = rows * (heads + kv_heads);
   in_ = ctx.buffer({n_rows, d_head});
   tmp_a_ = ctx.buffer({n_rows, d_head});
   tmp_b_ = ctx.buffer({n_rows, d_head});
   const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
-  mean_ = ctx.buffer({n_rows}, acc);
-  rstd_ = ctx.buffer({n_rows}, acc);
-  workspace_ = ctx.buffer({kernels::norm_backward_workspace(rows * std::max(heads, kv_heads), d_head)}, acc);
+  mean_ = ctx.buffer({norm_rows(heads) + norm_rows(kv_heads)}, acc);
+  rstd_ = ctx.buffer({norm_rows(heads) + norm_rows(kv_heads)}, acc);
+  workspace_ = ctx.buffer({std::max(kernels::norm_backward_workspace(norm_rows(heads), q_cols),
+                                    kernels::norm_backward_workspace(norm_rows(kv_heads), k_cols))},
+                          acc);
 }
 
 void QkNorm::forward(Tensor& qkv, const RunContext& ctx) {
   if (!enabled()) return;
   const bool center = kind_ == Kind::kLayer;
-  const int64_t width = qkv.size(1), q_rows = rows_ * heads_, k_rows = rows_ * kv_heads_, dh = d_head_;
+  const int64_t width = qkv.size(1), dh = d_head_, q_size = rows_ * heads_ * dh;
+  const int64_t q_rows = norm_rows(heads_), k_rows = norm_rows(kv_heads_);
+  const int64_t q_cols = norm_cols(heads_), k_cols = norm_cols(kv_heads_);
   dispatch_float(qkv.dtype(), [&]<class T>() {
     using A = tile::acc_t<T>;
     T* x = in_.data<T>();
@@ -67,10 +72,11 @@ void QkNorm::forward(Tensor& qkv, const RunContext& ctx) {
     A* rstd = static_cast<A*>(rstd_.raw());
     move_heads(ctx.exec, qkv.data<T>(), x, rows_, width, heads_ * dh, kv_heads_ * dh, false);
     kernels::norm_forward<T>(ctx.exec, center, x, q_gain_->value.data<T>(),
-                             q_bias_ != nullptr ? q_bias_->value.data<T>() : nullptr, y, mean, rstd, q_rows, dh, eps_);
-    kernels::norm_forward<T>(ctx.exec, center, x + q_rows * dh, k_gain_->value.data<T>(),
-                             k_bias_ != nullptr ? k_bias_->value.data<T>() : nullptr, y + q_rows * dh, mean + q_rows,
-                             rstd + q_rows, k_rows, dh, eps_);
+                             q_bias_ != nullptr ? q_bias_->value.data<T>() : nullptr, y, mean, rstd, q_rows, q_cols,
+                             eps_);
+    kernels::norm_forward<T>(ctx.exec, center, x + q_size, k_gain_->value.data<T>(),
+                             k_bias_ != nullptr ? k_bias_->value.data<T>() : nullptr, y + q_size, mean + q_rows,
+                             rstd + q_rows, k_rows, k_cols, eps_);
     move_heads(ctx.exec, qkv.data<T>(), y, rows_, width, heads_ * dh, kv_heads_ * dh, true);
   });
 }
@@ -78,7 +84,9 @@ void QkNorm::forward(Tensor& qkv, const RunContext& ctx) {
 void QkNorm::backward(Tensor& dqkv, const RunContext& ctx) {
   if (!enabled()) return;
   const bool center = kind_ == Kind::kLayer;
-  const int64_t width = dqkv.size(1), q_rows = rows_ * heads_, k_rows = rows_ * kv_heads_, dh = d_head_;
+  const int64_t width = dqkv.size(1), dh = d_head_, q_size = rows_ * heads_ * dh;
+  const int64_t q_rows = norm_rows(heads_), k_rows = norm_rows(kv_heads_);
+  const int64_t q_cols = norm_cols(heads_), k_cols = norm_cols(kv_heads_);
   dispatch_float(dqkv.dtype(), [&]<class T>() {
     using A = tile::acc_t<T>;
     const T* x = in_.data<T>();
@@ -90,10 +98,10 @@ void QkNorm::backward(Tensor& dqkv, const RunContext& ctx) {
     move_heads(ctx.exec, dqkv.data<T>(), dy, rows_, width, heads_ * dh, kv_heads_ * dh, false);
     kernels::norm_backward<T>(ctx.exec, center, dy, x, q_gain_->value.data<T>(), mean, rstd, dx,
                               q_gain_->grad.data<T>(), q_bias_ != nullptr ? q_bias_->grad.data<T>() : nullptr, q_rows,
-                              dh, ws);
-    kernels::norm_backward<T>(ctx.exec, center, dy + q_rows * dh, x + q_rows * dh, k_gain_->value.data<T>(),
-                              mean + q_rows, rstd + q_rows, dx + q_rows * dh, k_gain_->grad.data<T>(),
-                              k_bias_ != nullptr ? k_bias_->grad.data<T>() : nullptr, k_rows, dh, ws);
+                              q_cols, ws);
+    kernels::norm_backward<T>(ctx.exec, center, dy + q_size, x + q_size, k_gain_->value.data<T>(), mean + q_rows,
+                              rstd + q_rows, dx + q_size, k_gain_->grad.data<T>(),
+                              k_bias_ != nullptr ? k_bias_->grad.data<T>() : nullptr, k_rows, k_cols, ws);
     move_heads(ctx.exec, dqkv.data<T>(), dx, rows_, width, heads_ * dh, kv_heads_ * dh, true);
   });
 }

@@ -39,6 +39,8 @@ std::vector<ParamSpec> size_params(double default_ratio) {
       ParamSpec::number("ratio", default_ratio, "d_ff / d_model when d_ff = 0").at_least(0),
       ParamSpec::integer("multiple_of", 32, "round d_ff up to a multiple of this (Llama uses 256)").at_least(1),
       ParamSpec::boolean("scaled_output_init", true, "init the down projection with std / sqrt(2 n_layers)"),
+      ParamSpec::boolean("bias", false,
+                         "biases on every FFN matrix, initialized to 0 (GPT-2, GPT-NeoX); default none (Llama)"),
   };
 }
 
@@ -61,7 +63,7 @@ double activation_flops(kernels::Activation act) {
 }
 
 Cost ffn_cost(int64_t rows, int64_t width, int64_t hidden, int in_halves, double pointwise_fwd, double pointwise_bwd,
-              size_t esize) {
+              size_t esize, bool bias) {
   const double r = static_cast<double>(rows), w = static_cast<double>(width), h = static_cast<double>(hidden);
   const double g = in_halves;
   const double e = static_cast<double>(esize);
@@ -75,6 +77,15 @@ Cost ffn_cost(int64_t rows, int64_t width, int64_t hidden, int in_halves, double
   // Backward: dy, x read and dx written; the pre-activations and the hidden gradient read and
   // written per stage; each weight read once and its gradient read and written.
   c.bytes_backward = (3 * r * w + (4 * g + 3) * r * h + 3 * (g + 1) * h * w) * e;
+  if (bias) {
+    // One add per output of both projections forward, their column sums backward; the biases
+    // read forward, their gradients read and written (through the scratch) backward.
+    const double outputs = g * h + w;
+    c.flops_forward += r * outputs;
+    c.flops_backward += r * outputs;
+    c.bytes_forward += outputs * e;
+    c.bytes_backward += 3 * outputs * e;
+  }
   return c;
 }
 

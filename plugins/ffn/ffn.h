@@ -22,7 +22,7 @@ ComponentInfo reglu_info();
 int64_t hidden_width(int64_t d_ff, double ratio, int64_t multiple_of, int64_t d_model);
 
 /// The sizing parameters every FFN declares: d_ff, ratio (default `default_ratio`), multiple_of
-/// and scaled_output_init.
+/// and scaled_output_init; and bias (biases on every FFN matrix, default off).
 std::vector<ParamSpec> size_params(double default_ratio);
 
 /// Activation by its parameter name: relu, gelu, gelu_tanh, silu, relu2.
@@ -33,9 +33,10 @@ std::vector<std::string> activation_names();
 /// Declared work of an FFN on `rows` tokens of `width` features with hidden width `hidden`:
 /// the input projection has `in_halves` * hidden outputs (1 plain, 2 gated), the down
 /// projection hidden inputs; `pointwise_fwd` / `pointwise_bwd` are FLOPs per hidden element of
-/// the non-linearity. Matrix products at 2 FLOPs per multiply-add, backward twice forward.
+/// the non-linearity. Matrix products at 2 FLOPs per multiply-add, backward twice forward. With
+/// `bias`, an add per output of each projection forward and a column-sum term backward.
 Cost ffn_cost(int64_t rows, int64_t width, int64_t hidden, int in_halves, double pointwise_fwd, double pointwise_bwd,
-              size_t esize);
+              size_t esize, bool bias = false);
 
 /// FLOPs per element of act(x), and of dy * act'(x) (the derivative costs about as much as the
 /// function, plus the product).
@@ -43,7 +44,8 @@ double activation_flops(kernels::Activation act);
 
 /// Gated FFN (Shazeer 2020): y = (act(x Wg^T) * (x Wu^T)) Wd^T. Gate and up projections are
 /// one [2 d_ff, d_model] matrix "w_in" (rows [gate | up]), so the input side is one GEMM; the
-/// down projection is "w_out" [d_model, d_ff]. Subclasses only choose the activation.
+/// down projection is "w_out" [d_model, d_ff]. With `bias`, "b_in" [2 d_ff] ([gate | up]) and
+/// "b_out" [d_model]. Subclasses only choose the activation.
 class GatedFfn : public Sublayer {
  public:
   GatedFfn(const Params& p, kernels::Activation act);
@@ -59,11 +61,14 @@ class GatedFfn : public Sublayer {
   double ratio_;
   int64_t multiple_of_;
   bool out_scale_;
+  bool bias_;
   int64_t rows_ = 0, width_ = 0, hidden_ = 0;
   size_t esize_ = 4;
   Param* w_in_ = nullptr;
   Param* w_out_ = nullptr;
-  Tensor x_, gu_, dgu_, h_, dh_;
+  Param* b_in_ = nullptr;
+  Param* b_out_ = nullptr;
+  Tensor x_, gu_, dgu_, h_, dh_, bias_scratch_;
 };
 
 }  // namespace bench::ffn

@@ -1,6 +1,8 @@
 // Plain MLP (Vaswani et al. 2017; GPT-2 and BERT with GeLU; Primer with ReLU^2):
-//   y = act(x W_in^T) W_out^T,  W_in [d_ff, d_model], W_out [d_model, d_ff],
-// d_ff = 4 d_model by default, rounded up to `multiple_of`. No biases.
+//   y = act(x W_in^T (+ b_in)) W_out^T (+ b_out),  W_in [d_ff, d_model], W_out [d_model, d_ff],
+// d_ff = 4 d_model by default, rounded up to `multiple_of`. Biases with `bias = true` (GPT-2,
+// GPT-NeoX), none by default (the lecture's section 3.3: modern models drop them).
+#include <algorithm>
 #include <cmath>
 
 #include "ffn.h"
@@ -15,7 +17,8 @@ class Mlp final : public Sublayer {
         d_ff_(p.integer("d_ff")),
         ratio_(p.number("ratio")),
         multiple_of_(p.integer("multiple_of")),
-        out_scale_(p.boolean("scaled_output_init")) {}
+        out_scale_(p.boolean("scaled_output_init")),
+        bias_(p.boolean("bias")) {}
 
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
@@ -25,6 +28,11 @@ class Mlp final : public Sublayer {
     w_in_ = ctx.add_param("w_in", {hidden_, width_}, Init::normal(d.init_std));
     const double out_std = out_scale_ ? d.init_std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : d.init_std;
     w_out_ = ctx.add_param("w_out", {width_, hidden_}, Init::normal(out_std));
+    if (bias_) {
+      b_in_ = ctx.add_param("b_in", {hidden_}, Init::zeros(), ParamGroup::kBias);
+      b_out_ = ctx.add_param("b_out", {width_}, Init::zeros(), ParamGroup::kBias);
+      bias_scratch_ = ctx.buffer({std::max(hidden_, width_)});
+    }
     pre_ = ctx.buffer({rows_, hidden_});
     act_out_ = ctx.buffer({rows_, hidden_});
     dact_ = ctx.buffer({rows_, hidden_});
@@ -32,8 +40,10 @@ class Mlp final : public Sublayer {
   }
 
   // The input projection and the activation are one gemm_epilogue (kernels/gemm_epilogue.h): one
-  // cuBLASLt call with GELU_AUX for gelu_tanh on CUDA, the product then the activation elsewhere,
-  // bit for bit the unfused sequence. Likewise the backward's dact GEMM with act' (DGELU).
+  // cuBLASLt call with GELU_AUX (GELU_AUX_BIAS with b_in) for gelu_tanh on CUDA, the product then
+  // the (bias and) activation elsewhere, bit for bit the unfused sequence. Likewise the backward's
+  // dact GEMM with act' (DGELU); the biases' gradients come from the weight-gradient GEMMs'
+  // BGRADB epilogue (ops::linear_backward).
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     x_ = x;
     dispatch_float(x.dtype(), [&]<class T>() {
@@ -42,10 +52,14 @@ class Mlp final : public Sublayer {
       e.act = act_;
       e.aux = pre_.data<T>();
       e.ld_aux = hidden_;
+      e.bias = b_in_ != nullptr ? b_in_->value.data<T>() : nullptr;
       kernels::gemm_epilogue<T>(ctx.exec, false, true, rows_, hidden_, width_, 1, x.data<T>(), width_,
                                 w_in_->value.data<T>(), width_, 0, act_out_.data<T>(), hidden_, e);
     });
-    ops::linear_forward(ctx, act_out_, w_out_->value, y);
+    if (b_out_ != nullptr)
+      ops::linear_forward(ctx, act_out_, w_out_->value, b_out_->value, y);
+    else
+      ops::linear_forward(ctx, act_out_, w_out_->value, y);
   }
 
   void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override {
@@ -58,13 +72,18 @@ class Mlp final : public Sublayer {
       kernels::gemm_epilogue<T>(ctx.exec, false, false, rows_, hidden_, width_, 1, dy.data<T>(), width_,
                                 w_out_->value.data<T>(), hidden_, 0, dact_.data<T>(), hidden_, e);
     });
-    ops::linear_backward(ctx, dy, act_out_, w_out_->value, nullptr, &w_out_->grad);
-    ops::linear_backward(ctx, dact_, x_, w_in_->value, &dx, &w_in_->grad);
+    if (bias_) {
+      ops::linear_backward(ctx, dy, act_out_, w_out_->value, nullptr, w_out_->grad, b_out_->grad, bias_scratch_);
+      ops::linear_backward(ctx, dact_, x_, w_in_->value, &dx, w_in_->grad, b_in_->grad, bias_scratch_);
+    } else {
+      ops::linear_backward(ctx, dy, act_out_, w_out_->value, nullptr, &w_out_->grad);
+      ops::linear_backward(ctx, dact_, x_, w_in_->value, &dx, &w_in_->grad);
+    }
   }
 
   Cost cost() const override {
     const double a = activation_flops(act_);
-    return ffn_cost(rows_, width_, hidden_, 1, a, a + 1, esize_);
+    return ffn_cost(rows_, width_, hidden_, 1, a, a + 1, esize_, bias_);
   }
   AccountingFacts accounting() const override { return {hidden_, 0}; }
 
@@ -74,11 +93,14 @@ class Mlp final : public Sublayer {
   double ratio_;
   int64_t multiple_of_;
   bool out_scale_;
+  bool bias_;
   int64_t rows_ = 0, width_ = 0, hidden_ = 0;
   size_t esize_ = 4;
   Param* w_in_ = nullptr;
   Param* w_out_ = nullptr;
-  Tensor x_, pre_, act_out_, dact_;
+  Param* b_in_ = nullptr;
+  Param* b_out_ = nullptr;
+  Tensor x_, pre_, act_out_, dact_, bias_scratch_;
 };
 
 ComponentInfo mlp_info() {

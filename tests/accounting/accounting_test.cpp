@@ -178,6 +178,38 @@ TEST(ConfigAccounts, WidthsAndWindowsComeFromTheComponents) {
   }
 }
 
+// Real models written as experiment files (tests/accounting/models/), counted from their own
+// components as `bench calc FILE` counts them, against the checkpoints' totals: linear biases on
+// q, k, v only (Qwen2.5), on every linear layer with a LayerNorm per parallel branch (GPT-NeoX),
+// and the full-width QK-norm (OLMo 2).
+TEST(ConfigAccounts, RealModelFilesCountExactly) {
+  constexpr int64_t kD8192 = 8192, kD6144 = 6144, kD5120 = 5120;  // the three d_model
+  const std::pair<const char*, int64_t> exact[] = {
+      {"qwen2_5_72b.toml", 72706203648},
+      {"gpt_neox_20b.toml", 20554567680},
+      {"olmo2_13b.toml", 13716198400},
+  };
+  for (const auto& [file, published] : exact) {
+    SCOPED_TRACE(file);
+    const auto models =
+        config_accounts(std::string(BENCH_SOURCE_DIR) + "/tests/accounting/models/" + file, "cpu", 0, 0, 2.0);
+    ASSERT_EQ(models.size(), 1u);
+    EXPECT_EQ(models[0].accounts.params, published);
+  }
+  // The pieces, written out. Qwen2.5-72B: 80 x (q 8192^2 + k, v 1024 x 8192 + o 8192^2 + biases
+  // 8192 + 2 x 1024 + SwiGLU 3 x 8192 x 29568 + 2 RMSNorms) + final norm + 2 x 152064 x 8192.
+  const int64_t qwen_layer = 2 * kD8192 * kD8192 + 2 * int64_t{1024} * kD8192 + 10240 + 3 * kD8192 * 29568 + 2 * kD8192;
+  EXPECT_EQ(80 * qwen_layer + kD8192 + 2 * int64_t{152064} * kD8192, 72706203648);
+  // GPT-NeoX-20B: 44 x (4 x 6144^2 + 4 x 6144 attention biases + 2 x 6144 x 24576 + 24576 + 6144
+  // MLP biases + 2 LayerNorms of 2 x 6144) + final LayerNorm + 2 x 50432 x 6144.
+  const int64_t neox_layer = 4 * kD6144 * kD6144 + 4 * kD6144 + 2 * kD6144 * 24576 + 24576 + kD6144 + 4 * kD6144;
+  EXPECT_EQ(44 * neox_layer + 2 * kD6144 + 2 * int64_t{50432} * kD6144, 20554567680);
+  // OLMo 2 13B: 40 x (4 x 5120^2 + q and k norms of 5120 + 3 x 5120 x 13824 + 2 RMSNorms) + final
+  // norm + 2 x 100352 x 5120.
+  const int64_t olmo_layer = 4 * kD5120 * kD5120 + 2 * kD5120 + 3 * kD5120 * 13824 + 2 * kD5120;
+  EXPECT_EQ(40 * olmo_layer + kD5120 + 2 * int64_t{100352} * kD5120, 13716198400);
+}
+
 TEST(ConfigAccounts, ErrorsPointAtTheFile) {
   const std::string path = test::write_temp("bad_calc.toml", "name = \"x\"\n[model]\nd_model = \"wide\"\n");
   try {

@@ -123,6 +123,101 @@ TEST(Checkpoint, OtherVariantsHaveDocumentedNames) {
   EXPECT_EQ(checkpoint_name("final_norm.bias"), "model.norm.bias");
 }
 
+// Qwen2: the Llama layout with biases on q, k and v. GPT-NeoX: biases on every linear layer, a
+// parallel block with a LayerNorm per branch, a plain GeLU MLP. OLMo 2: output-side norms and a
+// QK-norm over the whole q and k.
+const char* kQwen2 =
+    "[model]\nvocab_size = 64\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\n"
+    "batch_size = 2\nnorm = \"rmsnorm\"\nposition = \"rope\"\nattention = {type = \"causal\", bias = \"qkv\"}\n"
+    "ffn = {type = \"swiglu\", d_ff = 64}\n[data]\ntype = \"synthetic\"\nvocab_size = 64\n[stability]\n";
+const char* kNeoX =
+    "[model]\nvocab_size = 64\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = 16\nbatch_size = 2\n"
+    "norm = \"layernorm\"\nblock = {type = \"parallel\", norms = \"per_branch\"}\n"
+    "attention = {type = \"causal\", bias = \"all\"}\n"
+    "ffn = {type = \"mlp\", activation = \"gelu\", d_ff = 64, bias = true}\n[data]\ntype = \"synthetic\"\n"
+    "vocab_size = 64\n[stability]\n";
+const char* kOlmo2 =
+    "[model]\nvocab_size = 64\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\n"
+    "batch_size = 2\nnorm_position = \"output\"\nnorm = \"rmsnorm\"\n"
+    "attention = {type = \"causal\", qk_norm = \"rmsnorm\", qk_norm_scope = \"full\"}\n"
+    "ffn = {type = \"swiglu\", d_ff = 64, bias = true}\n[data]\ntype = \"synthetic\"\nvocab_size = 64\n[stability]\n";
+
+std::map<std::string, std::vector<int64_t>> shapes_of(const Model& m) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const CheckpointTensor& t : checkpoint_layout(m)) shapes[t.name] = t.shape;
+  return shapes;
+}
+
+TEST(Checkpoint, BiasesAndFullWidthQkNormUseHuggingFaceNames) {
+  using V = std::vector<int64_t>;
+  const Model qwen(test::resolve_first(kQwen2).model, test::builtin_registry(), 1);
+  auto s = shapes_of(qwen);
+  EXPECT_EQ(s.size(), 1 + 2 * 12 + 2u);  // embedding, 9 matrices and norms + 3 biases a layer, final norm, head
+  EXPECT_EQ(s["model.layers.1.self_attn.q_proj.bias"], (V{32}));
+  EXPECT_EQ(s["model.layers.1.self_attn.k_proj.bias"], (V{16}));
+  EXPECT_EQ(s["model.layers.1.self_attn.v_proj.bias"], (V{16}));
+  EXPECT_EQ(s.count("model.layers.1.self_attn.o_proj.bias"), 0u) << "qkv: no output bias";
+
+  const Model neox(test::resolve_first(kNeoX).model, test::builtin_registry(), 1);
+  s = shapes_of(neox);
+  // Embedding; a layer's 6 matrices, 6 biases and 2 LayerNorms of 2; the final LayerNorm; the head.
+  EXPECT_EQ(s.size(), 1 + 2 * 16 + 2 + 1u);
+  for (const char* n : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias",
+                        "self_attn.o_proj.bias", "mlp.down_proj.bias", "input_layernorm.weight", "input_layernorm.bias",
+                        "post_attention_layernorm.weight", "post_attention_layernorm.bias"})
+    EXPECT_EQ(s[std::string("model.layers.0.") + n], (V{32})) << n;
+  EXPECT_EQ(s["model.layers.0.mlp.up_proj.bias"], (V{64}));
+
+  const Model olmo(test::resolve_first(kOlmo2).model, test::builtin_registry(), 1);
+  s = shapes_of(olmo);
+  EXPECT_EQ(s["model.layers.0.self_attn.q_norm.weight"], (V{32}));  // n_heads d_head
+  EXPECT_EQ(s["model.layers.0.self_attn.k_norm.weight"], (V{16}));  // n_kv_heads d_head
+  EXPECT_EQ(s["model.layers.0.mlp.gate_proj.bias"], (V{64}));
+  EXPECT_EQ(s["model.layers.0.mlp.up_proj.bias"], (V{64}));
+  EXPECT_EQ(s["model.layers.0.mlp.down_proj.bias"], (V{32}));
+}
+
+TEST(Checkpoint, SplitsFusedBiasesLikeTheirMatrices) {
+  // Trained, so that the biases are no longer zero: k_proj.bias and up_proj.bias are element
+  // blocks of bqkv and b_in, as k_proj.weight and up_proj.weight are row blocks.
+  Model m(test::resolve_first(kOlmo2).model, test::builtin_registry(), 3);
+  std::string qwen = kQwen2;
+  qwen.replace(qwen.find("bias = \"qkv\""), 12, "bias = \"all\"");
+  Model q(test::resolve_first(qwen).model, test::builtin_registry(), 3);
+  train(m, 2);
+  train(q, 2);
+  const std::string pm = test::write_temp("split_bias_m.safetensors", ""),
+                    pq = test::write_temp("split_bias_q.safetensors", "");
+  save_weights(m, pm);
+  save_weights(q, pq);
+  const safetensors::File fm = safetensors::read(pm), fq = safetensors::read(pq);
+  const float* b_in = m.find_param("blocks.1.ffn.b_in")->value.data<float>();
+  const float* bqkv = q.find_param("blocks.1.attn.bqkv")->value.data<float>();
+  const std::vector<double> gate = fm.values(*fm.find("model.layers.1.mlp.gate_proj.bias"));
+  const std::vector<double> up = fm.values(*fm.find("model.layers.1.mlp.up_proj.bias"));
+  const std::vector<double> qb = fq.values(*fq.find("model.layers.1.self_attn.q_proj.bias"));
+  const std::vector<double> kb = fq.values(*fq.find("model.layers.1.self_attn.k_proj.bias"));
+  const std::vector<double> vb = fq.values(*fq.find("model.layers.1.self_attn.v_proj.bias"));
+  ASSERT_EQ(up.size(), 64u);
+  ASSERT_EQ(kb.size(), 16u);
+  double moved = 0;
+  for (size_t i = 0; i < 64; ++i) {
+    ASSERT_EQ(gate[i], b_in[i]);
+    ASSERT_EQ(up[i], b_in[64 + i]);
+    moved += std::fabs(up[i]);
+  }
+  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(qb[i], bqkv[i]);
+  for (size_t i = 0; i < 16; ++i) {
+    ASSERT_EQ(kb[i], bqkv[32 + i]);
+    ASSERT_EQ(vb[i], bqkv[48 + i]);
+    moved += std::fabs(vb[i]);
+  }
+  EXPECT_GT(moved, 0) << "training moved the biases";
+  const std::vector<double> ob = fq.values(*fq.find("model.layers.0.self_attn.o_proj.bias"));
+  const float* bo = q.find_param("blocks.0.attn.bo")->value.data<float>();
+  for (size_t i = 0; i < 32; ++i) ASSERT_EQ(ob[i], bo[i]);
+}
+
 /// Save `a`, load into a model of another seed, and check parameters and evaluation bit for bit.
 void expect_round_trip(const std::string& toml, const std::string& dtype_key) {
   const ModelSpec spec = test::resolve_first(toml).model;
@@ -168,6 +263,8 @@ TEST(Checkpoint, RoundTripIsBitExact) {
   std::string bf16 = kLlama;
   bf16.insert(bf16.find("[data]"), "dtype = \"bfloat16\"\n");
   expect_round_trip(bf16, "F32");
+  // Linear biases (split and whole), per-branch norms, full-width QK-norm.
+  for (const char* toml : {kQwen2, kNeoX, kOlmo2}) expect_round_trip(toml, "F32");
 }
 
 TEST(Checkpoint, Bfloat16AndHalfRoundToNearest) {

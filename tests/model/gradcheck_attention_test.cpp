@@ -1,8 +1,9 @@
 // Whole-model float64 gradient checks of the attention options: local/global pattern, QK-norm
 // (RMSNorm, LayerNorm with and without bias) with and without RoPE, attention-probability
 // dropout (training-mode differences, so the masks match), MQA and GQA, combined with the
-// window and soft-cap. Every parameter (the QK-norm gains and biases included) against central
-// differences of the objective.
+// window and soft-cap; linear biases (q/k/v only, and all) and the full-width QK-norm, with the
+// gains and biases moved off their init. Every parameter (the QK-norm gains and biases included)
+// against central differences of the objective.
 #include <ostream>
 
 #include "support/gradcheck.h"
@@ -48,6 +49,34 @@ std::vector<GradCase> cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionGradCheck, ::testing::ValuesIn(cases()),
+                         [](const auto& tp) { return tp.param.name; });
+
+// Linear biases and the full-width QK-norm, gains and biases jittered off 1 and 0.
+class AttentionBiasGradCheck : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(AttentionBiasGradCheck, EveryParameterMatchesFiniteDifferences) {
+  test::expect_gradients_match(GetParam().model, false, /*jitter=*/true);
+}
+
+std::vector<GradCase> bias_cases() {
+  return {
+      {"bias_qkv", "attention = { type = \"causal\", bias = \"qkv\" }\n"},
+      {"bias_all_gqa_rope",
+       "n_heads = 4\nn_kv_heads = 2\nd_head = 4\nposition = \"rope\"\n"
+       "attention = { type = \"causal\", bias = \"all\" }\n"},
+      {"qk_full_rmsnorm", "attention = { type = \"causal\", qk_norm = \"rmsnorm\", qk_norm_scope = \"full\" }\n"},
+      {"qk_full_layernorm_bias_gqa_rope_bias_all",
+       "n_heads = 4\nn_kv_heads = 2\nd_head = 4\nposition = \"rope\"\n"
+       "attention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_bias = true, qk_norm_scope = \"full\", "
+       "bias = \"all\" }\n"},
+      {"qk_full_rmsnorm_mqa_bias_qkv_softcap",
+       "n_heads = 4\nn_kv_heads = 1\nd_head = 4\n"
+       "attention = { type = \"causal\", qk_norm = \"rmsnorm\", qk_norm_scope = \"full\", bias = \"qkv\", "
+       "softcap = 2.0 }\n"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Attention, AttentionBiasGradCheck, ::testing::ValuesIn(bias_cases()),
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Whole-model float64 gradient checks of every FFN: the plain MLP with each activation and the
-// gated units (SwiGLU, GeGLU, ReGLU), with d_ff given or derived from ratio and multiple_of.
+// gated units (SwiGLU, GeGLU, ReGLU), with d_ff given or derived from ratio and multiple_of; and
+// each with biases on every matrix (jittered off zero), in serial and parallel blocks.
 #include "support/gradcheck.h"
 
 namespace bench {
@@ -36,6 +37,33 @@ std::vector<FfnGradCase> ffn_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ffn, FfnGradCheck, ::testing::ValuesIn(ffn_cases()),
+                         [](const auto& tp) { return tp.param.name; });
+
+class FfnBiasGradCheck : public ::testing::TestWithParam<FfnGradCase> {};
+
+TEST_P(FfnBiasGradCheck, EveryParameterMatchesFiniteDifferences) {
+  test::expect_gradients_match(GetParam().model, false, /*jitter=*/true);
+}
+
+std::vector<FfnGradCase> ffn_bias_cases() {
+  std::vector<FfnGradCase> out;
+  for (const char* act : {"relu", "gelu", "gelu_tanh", "silu", "relu2"})
+    out.push_back({std::string("mlp_bias_") + act,
+                   std::string("ffn = { type = \"mlp\", activation = \"") + act + "\", d_ff = 16, bias = true }\n"});
+  for (const char* gated : {"swiglu", "geglu", "reglu"}) {
+    out.push_back(
+        {std::string(gated) + "_bias", std::string("ffn = { type = \"") + gated + "\", d_ff = 12, bias = true }\n"});
+    out.push_back({std::string(gated) + "_bias_parallel",
+                   std::string("block = \"parallel\"\nffn = { type = \"") + gated + "\", d_ff = 12, bias = true }\n"});
+  }
+  out.push_back({"mlp_bias_parallel_per_branch_layernorm",
+                 "block = { type = \"parallel\", norms = \"per_branch\" }\nnorm = \"layernorm\"\n"
+                 "ffn = { type = \"mlp\", activation = \"gelu\", d_ff = 16, bias = true }\n"
+                 "attention = { type = \"causal\", bias = \"all\" }\n"});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ffn, FfnBiasGradCheck, ::testing::ValuesIn(ffn_bias_cases()),
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace

@@ -6,9 +6,12 @@
 // (the max attention logit of a head whose k equals its q is exactly sqrt(d_head) at any input
 // scale, with RoPE too); the soft-cap bounds the logits; dropout acts only while training, with
 // masks that follow (seed, step, layer); bad patterns are errors at their key; and the cuDNN
-// kernel is refused at its key where it cannot run (here: everywhere, on the CPU).
+// kernel is refused at its key where it cannot run (here: everywhere, on the CPU). Linear biases
+// and the full-width QK-norm against the definition written out, and the closed forms of biases:
+// a key bias cancels in the softmax, a value bias passes through it to Wo b_v, an output bias adds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -62,6 +65,19 @@ class Attention {
   Sublayer& sublayer() { return *component_; }
   Param& param(const std::string& name) { return rig_.param(name); }
   double* w(const std::string& name) { return param(name).value.data<double>(); }
+  /// The parameter's values, or null when the attention has no such parameter.
+  const double* maybe(const std::string& name) {
+    for (Param& p : rig_.params())
+      if (p.name.ends_with("." + name)) return p.value.data<double>();
+    return nullptr;
+  }
+  const double* input() const { return x_.data<double>(); }
+  /// Fill a parameter with N(0, std^2) draws from `seed`.
+  void randomize(const std::string& name, uint64_t seed, double std = 0.5) {
+    Rng rng(seed);
+    Param& p = param(name);
+    for (int64_t i = 0; i < p.shape.numel(); ++i) p.value.data<double>()[i] = std * rng.normal();
+  }
   void scale_input(double s) {
     for (int64_t i = 0; i < x_.numel(); ++i) x_.data<double>()[i] *= s;
   }
@@ -117,6 +133,80 @@ std::vector<double> random_like(size_t n, uint64_t seed) {
 void expect_near(const std::vector<double>& a, const std::vector<double>& b, double tol, const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], tol) << what << " at " << i;
+}
+
+enum class QkRef { kNone, kHead, kFull };
+
+/// The attention written out from its definition, for position "none" (no rotation, scale
+/// 1 / sqrt(d_head)), no window, cap or dropout: [q k v] = x Wqkv^T + bqkv; QK-norm (RMSNorm,
+/// eps 1e-6) over each head's d_head features or over the row's whole q and whole k; causal
+/// softmax per head, query head h reading kv head h / (H / Hkv); y = o Wo^T + bo.
+std::vector<double> reference_attention(Attention& a, QkRef qk) {
+  const ModelDims& d = a.dims();
+  const int64_t batch = d.batch_size, seq = d.seq_len, nh = d.n_heads, nkv = d.n_kv_heads, dh = d.d_head,
+                dm = d.d_model;
+  const int64_t width = (nh + 2 * nkv) * dh;
+  const double* x = a.input();
+  const double* wqkv = a.w("wqkv");
+  const double* wo = a.w("wo");
+  const double* bqkv = a.maybe("bqkv");
+  const double* bo = a.maybe("bo");
+  std::vector<double> qkv(static_cast<size_t>(batch * seq * width));
+  for (int64_t r = 0; r < batch * seq; ++r)
+    for (int64_t o = 0; o < width; ++o) {
+      double s = bqkv != nullptr ? bqkv[o] : 0.0;
+      for (int64_t i = 0; i < dm; ++i) s += x[r * dm + i] * wqkv[o * dm + i];
+      qkv[r * width + o] = s;
+    }
+  // RMSNorm, in place, of the n features at p with gains g.
+  const auto rms = [](double* p, int64_t n, const double* g) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += p[i] * p[i];
+    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-6);
+    for (int64_t i = 0; i < n; ++i) p[i] *= rstd * g[i];
+  };
+  if (qk != QkRef::kNone)
+    for (int64_t r = 0; r < batch * seq; ++r) {
+      double* q = &qkv[r * width];
+      double* k = q + nh * dh;
+      if (qk == QkRef::kFull) {
+        rms(q, nh * dh, a.w("q_norm.weight"));
+        rms(k, nkv * dh, a.w("k_norm.weight"));
+      } else {
+        for (int64_t h = 0; h < nh; ++h) rms(q + h * dh, dh, a.w("q_norm.weight"));
+        for (int64_t g = 0; g < nkv; ++g) rms(k + g * dh, dh, a.w("k_norm.weight"));
+      }
+    }
+  std::vector<double> att(static_cast<size_t>(batch * seq * nh * dh), 0.0);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < nh; ++h)
+      for (int64_t t = 0; t < seq; ++t) {
+        const int64_t g = h / (nh / nkv);
+        const double* q = &qkv[(b * seq + t) * width + h * dh];
+        std::vector<double> p(static_cast<size_t>(t + 1));
+        double m = -INFINITY, z = 0;
+        for (int64_t j = 0; j <= t; ++j) {
+          const double* k = &qkv[(b * seq + j) * width + (nh + g) * dh];
+          double s = 0;
+          for (int64_t e = 0; e < dh; ++e) s += q[e] * k[e];
+          p[j] = s * scale;
+          m = std::max(m, p[j]);
+        }
+        for (double& v : p) z += (v = std::exp(v - m));
+        for (int64_t j = 0; j <= t; ++j) {
+          const double* v = &qkv[(b * seq + j) * width + (nh + nkv + g) * dh];
+          for (int64_t e = 0; e < dh; ++e) att[(b * seq + t) * nh * dh + h * dh + e] += p[j] / z * v[e];
+        }
+      }
+  std::vector<double> y(static_cast<size_t>(batch * seq * dm));
+  for (int64_t r = 0; r < batch * seq; ++r)
+    for (int64_t o = 0; o < dm; ++o) {
+      double s = bo != nullptr ? bo[o] : 0.0;
+      for (int64_t i = 0; i < nh * dh; ++i) s += att[r * nh * dh + i] * wo[o * nh * dh + i];
+      y[r * dm + o] = s;
+    }
+  return y;
 }
 
 TEST(AttentionHeads, KvHeadsEqualToHeadsIsMha) {
@@ -243,6 +333,116 @@ TEST(AttentionQkNorm, DeclaresGainsAndOptionalBiases) {
   EXPECT_EQ(ln.param("k_norm.bias").group, ParamGroup::kBias);
   Attention none("");
   EXPECT_THROW(none.param("q_norm.weight"), Error);
+}
+
+TEST(AttentionBias, DeclaresZeroBiasesWithoutDecay) {
+  Attention none(""), qkv("n_kv_heads = 2\nattention = { type = \"causal\", bias = \"qkv\" }\n"),
+      all("attention = { type = \"causal\", bias = \"all\" }\n");
+  EXPECT_EQ(none.maybe("bqkv"), nullptr);
+  EXPECT_EQ(none.maybe("bo"), nullptr);
+  EXPECT_EQ(qkv.param("bqkv").shape, (Shape{16 + 2 * 8}));  // 4 query heads, 2 kv heads of 4
+  EXPECT_EQ(qkv.maybe("bo"), nullptr) << "qkv: q, k and v only (Qwen2)";
+  EXPECT_EQ(all.param("bqkv").shape, (Shape{48}));
+  EXPECT_EQ(all.param("bo").shape, (Shape{16}));
+  for (const char* n : {"bqkv", "bo"}) {
+    EXPECT_EQ(all.param(n).group, ParamGroup::kBias) << n;
+    EXPECT_EQ(all.param(n).init.kind, Init::Kind::kZeros) << n;
+  }
+  // Zero biases: the function of the unbiased attention (the weights are drawn by name).
+  EXPECT_EQ(all.forward(), none.forward());
+}
+
+TEST(AttentionBias, ForwardMatchesTheDefinition) {
+  for (const char* kv : {"4", "2", "1"})
+    for (const char* bias : {"qkv", "all"}) {
+      SCOPED_TRACE(std::string(bias) + " kv " + kv);
+      Attention a(std::string("n_kv_heads = ") + kv + "\nattention = { type = \"causal\", bias = \"" + bias + "\" }\n");
+      a.randomize("bqkv", 21);
+      if (std::string(bias) == "all") a.randomize("bo", 22);
+      expect_near(a.forward(), reference_attention(a, QkRef::kNone), 1e-12, "output");
+    }
+}
+
+TEST(AttentionBias, KeyBiasCancelsValueBiasPassesThroughOutputBiasAdds) {
+  // softmax(q.(k_j + b)) = softmax(q.k_j + q.b): a shift per query, so a key bias changes nothing.
+  // The probabilities sum to one, so a value bias b_v adds Wo b_v to every output row; the output
+  // bias adds itself.
+  Attention plain("attention = { type = \"causal\", bias = \"all\" }\n");
+  const std::vector<double> y0 = plain.forward();
+  const int64_t dm = 16;
+  Attention kb("attention = { type = \"causal\", bias = \"all\" }\n");
+  for (int64_t i = 16; i < 32; ++i) kb.w("bqkv")[i] = 0.7 * static_cast<double>(i % 5) - 1.0;
+  expect_near(kb.forward(), y0, 1e-12, "key bias");
+  Attention vb("attention = { type = \"causal\", bias = \"all\" }\n");
+  Attention ob("attention = { type = \"causal\", bias = \"all\" }\n");
+  std::vector<double> shift(dm, 0.0);
+  for (int64_t i = 0; i < 16; ++i) {
+    vb.w("bqkv")[32 + i] = 0.3 * static_cast<double>(i) - 2.0;
+    ob.w("bo")[i] = 0.1 * static_cast<double>(i * i) - 1.0;
+  }
+  for (int64_t o = 0; o < dm; ++o)
+    for (int64_t i = 0; i < 16; ++i) shift[o] += vb.w("wo")[o * 16 + i] * vb.w("bqkv")[32 + i];
+  std::vector<double> want_v = y0, want_o = y0;
+  for (size_t i = 0; i < y0.size(); ++i) {
+    want_v[i] += shift[i % dm];
+    want_o[i] += ob.w("bo")[i % dm];
+  }
+  expect_near(vb.forward(), want_v, 1e-12, "value bias");
+  expect_near(ob.forward(), want_o, 1e-12, "output bias");
+  Attention qb("attention = { type = \"causal\", bias = \"all\" }\n");
+  for (int64_t i = 0; i < 16; ++i) qb.w("bqkv")[i] = 1.0;
+  double diff = 0;
+  const std::vector<double> yq = qb.forward();
+  for (size_t i = 0; i < y0.size(); ++i) diff = std::max(diff, std::abs(yq[i] - y0[i]));
+  EXPECT_GT(diff, 1e-3) << "a query bias changes the scores";
+}
+
+TEST(AttentionBias, BadValuesAreErrorsAtTheirKey) {
+  for (const char* lines : {"attention = { type = \"causal\", bias = \"q\" }\n",
+                            "attention = { type = \"causal\", qk_norm_scope = \"row\", qk_norm = \"rmsnorm\" }\n"}) {
+    SCOPED_TRACE(lines);
+    try {
+      validate_case(test::resolve_first(experiment(lines)), test::builtin_registry());
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.loc().line, 9) << e.what();
+    }
+  }
+}
+
+TEST(AttentionQkNorm, FullWidthNormalizesTheWholeQAndK) {
+  // Gains of the whole widths (OLMo 2), against the definition, with GQA and random gains.
+  for (const char* kv : {"4", "2"}) {
+    SCOPED_TRACE(kv);
+    Attention a(
+        std::string("n_kv_heads = ") + kv +
+        "\nattention = { type = \"causal\", qk_norm = \"rmsnorm\", qk_norm_scope = \"full\", bias = \"qkv\" }\n");
+    EXPECT_EQ(a.param("q_norm.weight").shape, (Shape{16}));
+    EXPECT_EQ(a.param("k_norm.weight").shape, (Shape{4 * std::stoll(kv)}));
+    a.randomize("bqkv", 31);
+    for (const char* g : {"q_norm.weight", "k_norm.weight"})
+      for (int64_t i = 0; i < a.param(g).shape.numel(); ++i) a.w(g)[i] = 1.0 + 0.1 * static_cast<double>(i % 7);
+    expect_near(a.forward(), reference_attention(a, QkRef::kFull), 1e-12, "full width");
+    // Per head differs: the heads of one row are not each unit-RMS under the full norm.
+    Attention h(std::string("n_kv_heads = ") + kv + "\nattention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n");
+    expect_near(h.forward(), reference_attention(h, QkRef::kHead), 1e-12, "per head");
+  }
+  // One head: the whole q is the head, and the two scopes are one function.
+  Attention one_full(
+      "n_heads = 1\nattention = { type = \"causal\", qk_norm = \"layernorm\", qk_norm_scope = \"full\" }\n");
+  Attention one_head("n_heads = 1\nattention = { type = \"causal\", qk_norm = \"layernorm\" }\n");
+  EXPECT_EQ(one_full.forward(), one_head.forward());
+}
+
+TEST(AttentionQkNorm, FullWidthWithoutAQkNormIsAnErrorAtItsKey) {
+  try {
+    validate_case(test::resolve_first(experiment("attention = { type = \"causal\", qk_norm_scope = \"full\" }\n")),
+                  test::builtin_registry());
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.loc().line, 9) << e.what();
+    EXPECT_NE(std::string(e.what()).find("qk_norm_scope = \"full\" needs a QK-norm"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AttentionSoftcap, BoundsTheLogits) {

@@ -1,6 +1,7 @@
 // The blocks plugin: the parallel block against its closed form, built from the same real
-// components (norm positions, attention, FFN) with the same weights, under every norm position;
-// parameter names and counts of serial against parallel blocks.
+// components (norm positions, attention, FFN) with the same weights, under every norm position,
+// with one shared norm position or one per branch (GPT-NeoX); parameter names and counts of
+// serial against parallel blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -149,6 +150,112 @@ TEST(BlocksPlugin, ParallelPreNormIsTheSumOfTheTwoBranches) {
   expect_close(y, want, "pre-norm parallel block");
 }
 
+// Per-branch norms: "blk" with norms = "per_branch", and the norm positions "ra" around the
+// attention "a" and "rf" around the FFN "f" with the block's weights, its attn_norm's and its
+// ffn_norm's (moved off their init, differently, so that swapped norms would show).
+struct PerBranchCase {
+  explicit PerBranchCase(const std::string& norm_position)
+      : rig("block = { type = \"parallel\", norms = \"per_branch\" }\nnorm_position = \"" + norm_position +
+            "\"\nnorm = \"layernorm\"\nattention = { type = \"causal\", bias = \"all\" }\n"
+            "ffn = { type = \"mlp\", d_ff = 32, bias = true }\n") {
+    block = rig.build<Sublayer>(Slot::kBlock, "blk");
+    attn = rig.build<Sublayer>(Slot::kAttention, "a");
+    ffn = rig.build<Sublayer>(Slot::kFfn, "f");
+    attn_res = rig.build<Residual>(Slot::kNormPosition, "ra");
+    ffn_res = rig.build<Residual>(Slot::kNormPosition, "rf");
+    Rng rng(5);
+    int moved = 0;
+    for (const char* branch : {"blk.attn_norm", "blk.ffn_norm"})
+      for (const char* n : {".weight", ".bias", ".in.weight", ".in.bias", ".out.weight", ".out.bias"}) {
+        try {
+          Param& p = rig.param(std::string(branch) + n);
+          for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] += 0.3 * rng.normal();
+          ++moved;
+        } catch (const Error&) {  // not every norm position has every norm
+        }
+      }
+    EXPECT_GE(moved, 4);
+    for (const char* b : {"blk.attn.bqkv", "blk.attn.bo", "blk.ffn.b_in", "blk.ffn.b_out"}) {
+      Param& p = rig.param(b);
+      for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] = 0.2 * rng.normal();
+    }
+    rig.copy_params("blk.attn", "a");
+    rig.copy_params("blk.ffn", "f");
+    rig.copy_params("blk.attn_norm", "ra");
+    rig.copy_params("blk.ffn_norm", "rf");
+    x = &rig.tensor();
+    Rng xr(9);
+    for (double& v : *x) v = xr.normal();
+  }
+  std::vector<double> run(Sublayer& s) {
+    std::vector<double>& y = rig.tensor();
+    Tensor xt = rig.view(*x), yt = rig.view(y);
+    s.forward(xt, yt, ctx);
+    return y;
+  }
+  std::vector<double> run(Residual& res, Sublayer& f) {
+    std::vector<double>& y = rig.tensor();
+    Tensor xt = rig.view(*x), yt = rig.view(y);
+    res.forward(xt, yt, f, ctx);
+    return y;
+  }
+
+  Rig rig;
+  std::unique_ptr<Sublayer> block, attn, ffn;
+  std::unique_ptr<Residual> attn_res, ffn_res;
+  std::vector<double>* x = nullptr;
+  RunContext ctx = [] {
+    RunContext c;
+    c.training = false;
+    c.probes = false;
+    return c;
+  }();
+};
+
+class PerBranchForm : public ::testing::TestWithParam<std::string> {};
+
+// y = x + (R_attn(x) - x) + (R_ffn(x) - x): pre-norm gives GPT-NeoX's x + attn(norm_a(x)) +
+// ffn(norm_f(x)), each branch with its own norm's weights.
+TEST_P(PerBranchForm, EachBranchInsideItsOwnNormPosition) {
+  PerBranchCase c(GetParam());
+  const std::vector<double> y = c.run(*c.block);
+  const std::vector<double> ya = c.run(*c.attn_res, *c.attn);
+  const std::vector<double> yf = c.run(*c.ffn_res, *c.ffn);
+  std::vector<double> want(y.size());
+  for (size_t i = 0; i < y.size(); ++i) want[i] = (*c.x)[i] + (ya[i] - (*c.x)[i]) + (yf[i] - (*c.x)[i]);
+  expect_close(y, want, "per-branch parallel block");
+}
+
+INSTANTIATE_TEST_SUITE_P(BlocksPlugin, PerBranchForm, ::testing::Values("pre", "post", "double", "output"),
+                         [](const auto& tp) { return tp.param; });
+
+// Pre-norm, written out: y = x + attn(norm_a(x)) + ffn(norm_f(x)) with the branches' own
+// LayerNorms computed here.
+TEST(BlocksPlugin, PerBranchPreNormIsGptNeoX) {
+  PerBranchCase c("pre");
+  const int64_t rows = c.rig.rows(), d = c.rig.width();
+  std::vector<double> na(static_cast<size_t>(rows * d)), nf(na.size());
+  const auto layer_norm = [&](const std::string& norm, std::vector<double>& out) {
+    const double* w = c.rig.param(norm + ".weight").value.data<double>();
+    const double* b = c.rig.param(norm + ".bias").value.data<double>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < d; ++i) mean += (*c.x)[r * d + i] / static_cast<double>(d);
+      for (int64_t i = 0; i < d; ++i) var += std::pow((*c.x)[r * d + i] - mean, 2) / static_cast<double>(d);
+      for (int64_t i = 0; i < d; ++i) out[r * d + i] = ((*c.x)[r * d + i] - mean) / std::sqrt(var + 1e-5) * w[i] + b[i];
+    }
+  };
+  layer_norm("blk.attn_norm", na);
+  layer_norm("blk.ffn_norm", nf);
+  std::vector<double> ya(na.size()), yf(na.size());
+  Tensor nat = c.rig.view(na), nft = c.rig.view(nf), yat = c.rig.view(ya), yft = c.rig.view(yf);
+  c.attn->forward(nat, yat, c.ctx);
+  c.ffn->forward(nft, yft, c.ctx);
+  std::vector<double> want(na.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = (*c.x)[i] + ya[i] + yf[i];
+  expect_close(c.run(*c.block), want, "GPT-NeoX");
+}
+
 const char* kModel =
     "[model]\nd_model = 32\nn_layers = 3\nn_heads = 4\nseq_len = 16\nbatch_size = 4\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
@@ -184,6 +291,29 @@ TEST(BlocksPlugin, ParallelHasOneSharedNormPerResidual) {
   EXPECT_NE(d.find_param("blocks.0.norm.out.weight"), nullptr);
   // Post-norm: the block output is normalized, so no final norm (the norm position decides).
   EXPECT_EQ(model_with("block = \"parallel\"\nnorm_position = \"post\"\n").find_param("final_norm.weight"), nullptr);
+}
+
+TEST(BlocksPlugin, PerBranchHasANormPositionPerBranch) {
+  const int64_t layers = 3, dm = 32;
+  const std::string per_branch = "block = { type = \"parallel\", norms = \"per_branch\" }\n";
+  // One norm more per layer than the shared form: the serial block's count.
+  for (const char* norm : {"rmsnorm", "layernorm"}) {
+    const std::string n = std::string("norm = \"") + norm + "\"\n";
+    const int64_t per_norm = std::string(norm) == "layernorm" ? 2 * dm : dm;
+    EXPECT_EQ(model_with(per_branch + n).n_params() - model_with("block = \"parallel\"\n" + n).n_params(),
+              layers * per_norm);
+    EXPECT_EQ(model_with(per_branch + n).n_params(), model_with("block = \"serial\"\n" + n).n_params());
+  }
+  const Model p = model_with(per_branch);
+  for (const char* name : {"blocks.2.attn_norm.weight", "blocks.2.ffn_norm.weight", "final_norm.weight"})
+    EXPECT_NE(p.find_param(name), nullptr) << name;
+  EXPECT_EQ(p.find_param("blocks.0.norm.weight"), nullptr);
+  // The shared block's declared work is below the per-branch block's (one norm less per layer).
+  EXPECT_LT(model_with("block = \"parallel\"\n").cost().flops_forward, p.cost().flops_forward);
+}
+
+TEST(BlocksPlugin, UnknownNormsValueIsAConfigError) {
+  EXPECT_THROW(model_with("block = { type = \"parallel\", norms = \"both\" }\n"), ConfigError);
 }
 
 TEST(BlocksPlugin, ParallelDeclaresLessWorkThanSerial) {

@@ -1,6 +1,7 @@
-// The ffn plugin, component by component in float64: forward against a closed-form reference,
-// parameter counts (3 d_model d_ff gated, 2 d_model d_ff plain; the 8/3 rule keeps the 4x
-// MLP's count), the d_ff rounding of real models, and declared FLOPs against the weights.
+// The ffn plugin, component by component in float64: forward against a closed-form reference
+// (with and without biases on every matrix), parameter counts (3 d_model d_ff gated, 2 d_model
+// d_ff plain, plus 2 d_ff + d_model or d_ff + d_model biases; the 8/3 rule keeps the 4x MLP's
+// count), the d_ff rounding of real models, and declared FLOPs against the weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,6 +34,13 @@ class FfnRig {
   int64_t rows() const { return rig_.rows(); }
   int64_t width() const { return rig_.width(); }
   const Param& param(const std::string& name) const { return rig_.param(name); }
+  Param& param(const std::string& name) { return rig_.param(name); }
+  /// The parameter's values, or null when the FFN has no such parameter.
+  const double* maybe(const std::string& name) const {
+    for (const Param& p : rig_.params())
+      if (p.name.ends_with("." + name)) return p.value.data<double>();
+    return nullptr;
+  }
   const std::list<Param>& params() const { return rig_.params(); }
   int64_t n_params() const { return rig_.n_params(); }
   /// Hidden width: the down projection's input features.
@@ -66,42 +74,56 @@ std::vector<FfnKind> all_kinds() {
           {"type = \"reglu\"", Activation::kRelu, true}};
 }
 
-// y = act(x W_in^T) W_out^T, or (act(x Wg^T) * x Wu^T) W_out^T with W_in rows [gate | up].
+// y = act(x W_in^T + b_in) W_out^T + b_out, or (act(x Wg^T + b_g) * (x Wu^T + b_u)) W_out^T + b_out
+// with W_in rows [gate | up] and b_in [b_g | b_u]; the biases count where the FFN has them.
 std::vector<double> reference_forward(const FfnKind& k, const std::vector<double>& x, const FfnRig& rig) {
   const int64_t rows = rig.rows(), d = rig.width(), h = rig.hidden();
   const double* w_in = rig.param("w_in").value.data<double>();
   const double* w_out = rig.param("w_out").value.data<double>();
+  const double* b_in = rig.maybe("b_in");
+  const double* b_out = rig.maybe("b_out");
   std::vector<double> y(static_cast<size_t>(rows * d), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double> hid(static_cast<size_t>(h));
     for (int64_t j = 0; j < h; ++j) {
-      double g = 0, u = 0;
+      double g = b_in != nullptr ? b_in[j] : 0.0, u = b_in != nullptr && k.gated ? b_in[h + j] : 0.0;
       for (int64_t i = 0; i < d; ++i) {
         g += x[r * d + i] * w_in[j * d + i];
         if (k.gated) u += x[r * d + i] * w_in[(h + j) * d + i];
       }
       hid[j] = kernels::activation_reference(k.act, g) * (k.gated ? u : 1.0);
     }
-    for (int64_t o = 0; o < d; ++o)
+    for (int64_t o = 0; o < d; ++o) {
+      y[r * d + o] = b_out != nullptr ? b_out[o] : 0.0;
       for (int64_t j = 0; j < h; ++j) y[r * d + o] += hid[j] * w_out[o * h + j];
+    }
   }
   return y;
 }
 
 TEST(FfnPlugin, ForwardMatchesTheClosedForm) {
-  for (const FfnKind& k : all_kinds()) {
-    FfnRig rig("d_model = 8\ninit_std = 0.5\n" + ffn_line(k.table + ", d_ff = 12"));
-    std::vector<double> x(static_cast<size_t>(rig.rows() * rig.width()));
-    Rng rng(3);
-    for (double& v : x) v = rng.normal();
-    std::vector<double> y(x.size());
-    Tensor xt(x.data(), DType::kFloat64, {rig.rows(), rig.width()});
-    Tensor yt(y.data(), DType::kFloat64, {rig.rows(), rig.width()});
-    RunContext ctx;
-    rig.ffn->forward(xt, yt, ctx);
-    const std::vector<double> want = reference_forward(k, x, rig);
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-12 + 1e-10 * std::abs(want[i])) << k.table;
-  }
+  for (const FfnKind& k : all_kinds())
+    for (const bool bias : {false, true}) {
+      SCOPED_TRACE(bias ? "bias" : "no bias");
+      FfnRig rig("d_model = 8\ninit_std = 0.5\n" + ffn_line(k.table + ", d_ff = 12" + (bias ? ", bias = true" : "")));
+      if (bias) {
+        Rng br(7);
+        for (const char* n : {"b_in", "b_out"}) {
+          Param& p = rig.param(n);
+          for (int64_t i = 0; i < p.shape.numel(); ++i) p.value.data<double>()[i] = 0.5 * br.normal();
+        }
+      }
+      std::vector<double> x(static_cast<size_t>(rig.rows() * rig.width()));
+      Rng rng(3);
+      for (double& v : x) v = rng.normal();
+      std::vector<double> y(x.size());
+      Tensor xt(x.data(), DType::kFloat64, {rig.rows(), rig.width()});
+      Tensor yt(y.data(), DType::kFloat64, {rig.rows(), rig.width()});
+      RunContext ctx;
+      rig.ffn->forward(xt, yt, ctx);
+      const std::vector<double> want = reference_forward(k, x, rig);
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 1e-12 + 1e-10 * std::abs(want[i])) << k.table;
+    }
 }
 
 TEST(FfnPlugin, ParameterCountsAndNames) {
@@ -111,6 +133,25 @@ TEST(FfnPlugin, ParameterCountsAndNames) {
     EXPECT_EQ(rig.param("w_in").shape, (Shape{k.gated ? 80 : 40, 16})) << k.table;  // gated: [gate | up] fused
     EXPECT_EQ(rig.param("w_out").shape, (Shape{16, 40})) << k.table;
     EXPECT_EQ(rig.n_params(), (k.gated ? 3 : 2) * 16 * 40) << k.table;
+  }
+}
+
+TEST(FfnPlugin, BiasesOnEveryMatrixAreZeroAndUndecayed) {
+  for (const FfnKind& k : all_kinds()) {
+    FfnRig rig("d_model = 16\n" + ffn_line(k.table + ", d_ff = 40, bias = true"));
+    ASSERT_EQ(rig.params().size(), 4u) << k.table;
+    EXPECT_EQ(rig.param("b_in").shape, (Shape{k.gated ? 80 : 40})) << k.table;  // gated: [gate | up]
+    EXPECT_EQ(rig.param("b_out").shape, (Shape{16})) << k.table;
+    EXPECT_EQ(rig.n_params(), (k.gated ? 3 : 2) * 16 * 40 + (k.gated ? 80 : 40) + 16) << k.table;
+    for (const char* n : {"b_in", "b_out"}) {
+      EXPECT_EQ(rig.param(n).group, ParamGroup::kBias) << k.table << n;
+      EXPECT_EQ(rig.param(n).init.kind, Init::Kind::kZeros) << k.table << n;
+    }
+    // Declared work: an add per output forward, a column-sum term per output backward.
+    const FfnRig plain("d_model = 16\n" + ffn_line(k.table + ", d_ff = 40"));
+    const double outputs = static_cast<double>(rig.rows()) * ((k.gated ? 80 : 40) + 16);
+    EXPECT_DOUBLE_EQ(rig.ffn->cost().flops_forward - plain.ffn->cost().flops_forward, outputs) << k.table;
+    EXPECT_DOUBLE_EQ(rig.ffn->cost().flops_backward - plain.ffn->cost().flops_backward, outputs) << k.table;
   }
 }
 

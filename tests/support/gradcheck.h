@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bench/interfaces.h"
+#include "bench/random.h"
 #include "model/model.h"
 #include "support/toml_case.h"
 
@@ -26,10 +27,20 @@ inline std::string tiny_float64_experiment(const std::string& model_lines) {
 /// Build the model, run forward and backward once in float64, and check every parameter's
 /// gradient (a sample of entries of each tensor) against central finite differences of the
 /// objective. With `training_mode` the perturbed objectives run in training mode at the same
-/// step and seed, so that dropout masks are the same. Returns the number of entries checked.
-inline int expect_gradients_match(const std::string& model_lines, bool training_mode = false) {
+/// step and seed, so that dropout masks are the same. With `jitter`, every parameter initialized
+/// to ones or zeros (gains, biases) first moves by N(0, 0.3^2), so that the gradients are checked
+/// away from the identity and from zero biases. Returns the number of entries checked.
+inline int expect_gradients_match(const std::string& model_lines, bool training_mode = false, bool jitter = false) {
   const ResolvedCase rc = resolve_first(tiny_float64_experiment(model_lines));
   Model model(rc.model, builtin_registry(), 7);
+  if (jitter) {
+    Rng rng(13);
+    for (Param* p : model.params()) {
+      if (p->init.kind != Init::Kind::kOnes && p->init.kind != Init::Kind::kZeros) continue;
+      double* v = p->value.data<double>();
+      for (int64_t i = 0; i < p->value.numel(); ++i) v[i] += 0.3 * rng.normal();
+    }
+  }
   const ModelDims& d = rc.model.dims;
   std::unique_ptr<Component> ds = builtin_registry().create(*rc.data.info, rc.data.params);
   std::vector<int32_t> in(static_cast<size_t>(d.tokens())), tg(in.size());

@@ -16,6 +16,14 @@ namespace bench::ops {
 void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, Tensor& y);
 /// dx[rows, in] = dy * w (skipped when dx is null); dw[out, in] += dy^T * x (skipped when dw is null).
 void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw);
+/// y[rows, out] = x w^T + b, b [out] added to every row by the GEMM's epilogue
+/// (kernels::gemm_epilogue kBias: cuBLASLt's BIAS on CUDA, the bias program elsewhere).
+void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y);
+/// linear_backward with a bias: dw += dy^T x and db[out] += the column sums of dy, taken beside
+/// dw by the GEMM's epilogue (kBiasGrad: cuBLASLt's BGRADB on CUDA) into `scratch` [out], which
+/// is then added to db (the epilogue writes, gradients accumulate).
+void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor& dw,
+                     Tensor& db, Tensor& scratch);
 /// out = a + b, element-wise (out may alias a or b).
 void add(const RunContext& ctx, const Tensor& a, const Tensor& b, Tensor& out);
 /// y += alpha * x

@@ -6,6 +6,7 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_epilogue.h"
 #include "kernels/memory.h"
 
 namespace bench::ops {
@@ -40,6 +41,38 @@ void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, c
     if (dw != nullptr)
       kernels::gemm<T>(ctx.exec, true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1, dw->data<T>(),
                        in);
+  });
+}
+
+void linear_forward(const RunContext& ctx, const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
+  if (w.size(1) != in || y.numel() != rows * out || b.numel() != out || b.dtype() != x.dtype())
+    throw Error("linear_forward: x " + x.shape().str() + ", w " + w.shape().str() + ", b " + b.shape().str() + ", y " +
+                y.shape().str());
+  dispatch_float(x.dtype(), [&]<class T>() {
+    kernels::Epilogue<T> e;
+    e.kind = kernels::EpilogueKind::kBias;
+    e.bias = b.data<T>();
+    kernels::gemm_epilogue<T>(ctx.exec, false, true, rows, out, in, 1, x.data<T>(), in, w.data<T>(), in, 0, y.data<T>(),
+                              out, e);
+  });
+}
+
+void linear_backward(const RunContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor* dx, Tensor& dw,
+                     Tensor& db, Tensor& scratch) {
+  const int64_t in = cols(x), out = w.size(0), rows = x.numel() / in;
+  if (w.size(1) != in || dy.numel() != rows * out || db.numel() != out || scratch.numel() < out ||
+      db.dtype() != dy.dtype() || scratch.dtype() != dy.dtype())
+    throw Error("linear_backward: dy " + dy.shape().str() + ", x " + x.shape().str() + ", w " + w.shape().str() +
+                ", db " + db.shape().str() + ", scratch " + scratch.shape().str());
+  linear_backward(ctx, dy, x, w, dx, nullptr);
+  dispatch_float(x.dtype(), [&]<class T>() {
+    kernels::Epilogue<T> e;
+    e.kind = kernels::EpilogueKind::kBiasGrad;
+    e.bias_grad = scratch.data<T>();
+    kernels::gemm_epilogue<T>(ctx.exec, true, false, out, in, rows, 1, dy.data<T>(), out, x.data<T>(), in, 1,
+                              dw.data<T>(), in, e);
+    kernels::add<T>(ctx.exec, db.data<T>(), scratch.data<T>(), db.data<T>(), out);
   });
 }
 

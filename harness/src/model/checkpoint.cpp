@@ -21,9 +21,10 @@ namespace {
 /// double norm takes Gemma 2's four names.
 std::string block_name(std::string_view rest) {
   static constexpr std::pair<std::string_view, std::string_view> kExact[] = {
-      {"attn.wo", "self_attn.o_proj.weight"},
-      {"ffn.w_out", "mlp.down_proj.weight"},
+      {"attn.wo", "self_attn.o_proj.weight"}, {"attn.bo", "self_attn.o_proj.bias"},
+      {"ffn.w_out", "mlp.down_proj.weight"},  {"ffn.b_out", "mlp.down_proj.bias"},
       {"ffn.w_in", "mlp.up_proj.weight"},  // a plain MLP; a gated one is split by the layout
+      {"ffn.b_in", "mlp.up_proj.bias"},
   };
   for (const auto& [ours, theirs] : kExact)
     if (rest == ours) return std::string(theirs);
@@ -115,22 +116,29 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
       }
     };
     const bool in_block = p->name.starts_with("blocks.");
-    if (in_block && p->name.ends_with(".attn.wqkv") && shape.size() == 2 &&
-        shape[0] == (d.n_heads + 2 * d.n_kv_heads) * d.d_head) {
-      // Rows of the fused projection: the query heads, the key heads, the value heads, each head's
-      // d_head rows together, as in q_proj, k_proj and v_proj. The name is "...self_attn.wqkv".
+    const bool qkv_weight = p->name.ends_with(".attn.wqkv") && shape.size() == 2;
+    const bool qkv_bias = p->name.ends_with(".attn.bqkv") && shape.size() == 1;
+    if (in_block && (qkv_weight || qkv_bias) && shape[0] == (d.n_heads + 2 * d.n_kv_heads) * d.d_head) {
+      // Rows of the fused projection (elements of its bias): the query heads, the key heads, the
+      // value heads, each head's d_head rows together, as in q_proj, k_proj and v_proj. The name
+      // is "...self_attn.wqkv" ("...bqkv").
       const std::string prefix = name.substr(0, name.size() - std::string_view("wqkv").size());
-      split(prefix, {{"q_proj.weight", d.n_heads * d.d_head},
-                     {"k_proj.weight", d.n_kv_heads * d.d_head},
-                     {"v_proj.weight", d.n_kv_heads * d.d_head}});
+      const std::string kind = qkv_weight ? "weight" : "bias";
+      split(prefix, {{"q_proj." + kind, d.n_heads * d.d_head},
+                     {"k_proj." + kind, d.n_kv_heads * d.d_head},
+                     {"v_proj." + kind, d.n_kv_heads * d.d_head}});
       continue;
     }
-    if (in_block && p->name.ends_with(".ffn.w_in") && shape.size() == 2) {
-      // A gated FFN fuses [gate | up] (2 d_ff rows) in front of a w_out of d_ff columns.
+    const bool in_weight = p->name.ends_with(".ffn.w_in") && shape.size() == 2;
+    const bool in_bias = p->name.ends_with(".ffn.b_in") && shape.size() == 1;
+    if (in_block && (in_weight || in_bias)) {
+      // A gated FFN fuses [gate | up] (2 d_ff rows, and its bias 2 d_ff elements) in front of a
+      // w_out of d_ff columns.
       const Param* w_out = model.find_param(p->name.substr(0, p->name.size() - 4) + "w_out");
       if (w_out != nullptr && w_out->shape.rank() == 2 && shape[0] == 2 * w_out->shape[1]) {
-        const std::string prefix = name.substr(0, name.size() - std::string_view("up_proj.weight").size());
-        split(prefix, {{"gate_proj.weight", shape[0] / 2}, {"up_proj.weight", shape[0] / 2}});
+        const std::string kind = in_weight ? "weight" : "bias";
+        const std::string prefix = name.substr(0, name.size() - ("up_proj." + kind).size());
+        split(prefix, {{"gate_proj." + kind, shape[0] / 2}, {"up_proj." + kind, shape[0] / 2}});
         continue;
       }
     }
@@ -146,9 +154,10 @@ void save_weights(const Model& model, const std::string& path, std::string_view 
     const Param* p = model.find_param(t.param);
     auto it = cache.find(t.param);
     if (it == cache.end()) it = cache.emplace(t.param, param_values(model, *p)).first;
+    // Rows of a matrix, elements of a vector (a fused bias splits like its matrix's rows).
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
-    const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
-    const int64_t n = p->shape.rank() > 1 ? t.rows * row_size : p->shape.numel();
+    const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
+    const int64_t n = p->shape.rank() > 0 ? t.rows * row_size : p->shape.numel();
     tensors.push_back({t.name, std::string(dtype), t.shape, safetensors::encode(it->second.data() + begin, n, dtype)});
   }
   safetensors::write(path, tensors, {{"format", "pt"}, {"producer", "bench"}});
@@ -278,7 +287,7 @@ void load_weights(Model& model, const std::string& path) {
     Param* p = model.find_param(t.param);
     const std::vector<double> v = file.values(t.name);
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
-    const int64_t begin = p->shape.rank() > 1 ? t.row_begin * row_size : 0;
+    const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
     set_param_values(model, *p, begin, v);
   }
 }

@@ -4,8 +4,8 @@
 // Every parameter maps to one or more tensors of the file. Matrices are stored [out, in]
 // (PyTorch Linear) in both, so a mapping is a name and, for fused parameters, a block of rows:
 // the attention's fused wqkv splits into q_proj, k_proj and v_proj, a gated FFN's fused w_in
-// into gate_proj and up_proj. The names follow the parameter names the components declare, not
-// the components' names, so the harness still knows no variant.
+// into gate_proj and up_proj (their biases bqkv and b_in by elements alike). The names follow the parameter names the
+// components declare, not the components' names, so the harness still knows no variant.
 #pragma once
 
 #include <string>
