@@ -6,6 +6,7 @@
 #include "accounting/accounting.h"
 #include "bench/component.h"
 #include "experiment/experiment.h"
+#include "experiment/match.h"
 #include "experiment/resolve.h"
 #include "model/model.h"
 #include "plugins/registry.h"
@@ -62,10 +63,12 @@ std::vector<ConfigAccounts> config_accounts(const std::string& path, const std::
 
   std::vector<ConfigAccounts> out;
   std::map<std::string, size_t> seen;  // resolved model JSON -> index in out
-  for (const Case& c : expand_cases(file, registry, device)) {
+  std::vector<Case> cases = expand_cases(file, registry, device);
+  match_budgets(file, cases, registry);  // a matched experiment's solved widths
+  for (const Case& c : cases) {
     ResolvedCase rc = resolve_case(c, registry, file.runners);
     // Cases differing only in runner settings (lr, steps ...) build the same model.
-    const std::string model_json = resolved_json(ResolvedCase{rc.model, rc.data, Params{}, 0});
+    const std::string model_json = resolved_json(ResolvedCase{rc.model, rc.data, Params{}, 0, {}});
     if (const auto it = seen.find(model_json); it != seen.end()) {
       out[it->second].ordinals.push_back(c.ordinal);
       continue;

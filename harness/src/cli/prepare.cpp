@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "experiment/match.h"
 #include "kernels/memory.h"
 #include "model/model.h"
 #include "runners/registry.h"
@@ -44,10 +45,17 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
 
   // A guarded run is a CPU run: the [cpu] overrides apply.
   p.cases = expand_cases(p.file, *p.registry, p.device == "cuda" ? "cuda" : "cpu");
-  for (const auto& c : p.cases) {
-    ResolvedCase rc = resolve_case(c, *p.registry, p.file.runners);
+  const std::vector<Budget> matched = match_budgets(p.file, p.cases, *p.registry);  // rewrites solved widths
+  for (size_t i = 0; i < p.cases.size(); ++i) {
+    ResolvedCase rc = resolve_case(p.cases[i], *p.registry, p.file.runners);
     rc.model.backend = backend;
-    p.plans.push_back(Model::plan(rc.model, *p.registry));  // validates, sets up and measures, once
+    // The plan-only build validates, sets up and measures, once (Model::plan); the budget is read from it.
+    const Model m(rc.model, *p.registry, Model::Validating{});
+    p.plans.push_back(ModelPlan{m.bytes(), m.cost(), m.n_params(), m.n_params_embedding()});
+    rc.budget = measure_budget(rc, m);
+    rc.budget.match = matched[i].match;
+    rc.budget.match_target = matched[i].match_target;
+    rc.budget.match_gap = matched[i].match_gap;
     p.resolved.push_back(std::move(rc));
   }
   p.keep_only(std::vector<bool>(p.cases.size(), true));

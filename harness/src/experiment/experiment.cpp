@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "experiment/match.h"
 #include "experiment/messages.h"
 #include "experiment/schema.h"
 #include "experiment/toml_reader.h"
@@ -253,6 +254,7 @@ ExperimentFile read_experiment(const std::string& path, const RunnerSections& ru
         }
     }
   }
+  read_match(f.root);  // the match keys are checked with the rest of the top level; solved by match_budgets
   const bool has_runner =
       std::any_of(runners.begin(), runners.end(), [&](const auto& r) { return f.root.find(r.name); });
   if (!model_only && !has_runner) {

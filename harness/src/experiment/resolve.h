@@ -1,4 +1,4 @@
-// defines: bench::ResolvedCase, resolve_case, validate_case
+// defines: bench::Budget, ResolvedCase, resolve_case, validate_case
 //
 // A Case holds merged TOML values; resolving it checks every key and type against the
 // harness's schemas and the chosen components' declared parameters, and yields typed settings.
@@ -16,12 +16,27 @@ namespace bench {
 
 class Registry;
 
+/// What one case spends, and for a matched experiment what it was held to (experiment/match.h
+/// measures and solves it; stored with the case as metrics).
+struct Budget {
+  int64_t params_total = 0;          ///< every trainable parameter, a tied matrix once
+  int64_t params_non_embedding = 0;  ///< params_total less the token (and learned position) embedding
+  double flops_per_token = 0;        ///< declared forward + backward FLOPs per token (Component::cost)
+  int64_t train_tokens = 0;          ///< steps x batch_size x seq_len; 0 for a runner that does not train
+  double train_flops_total = 0;      ///< flops_per_token x train_tokens
+  int64_t d_ff = 0;                  ///< the FFN's hidden width as built (0 = none reported)
+  std::string match;                 ///< "params" or "flops" in a matched experiment, else ""
+  double match_target = 0;           ///< the reference's params_non_embedding or train_flops_total
+  double match_gap = 0;              ///< (achieved - target) / target
+};
+
 /// A case with typed, checked settings.
 struct ResolvedCase {
   ModelSpec model;
   SlotChoice data;
   Params runner;  ///< the runner section's settings
   int64_t seed = 0;
+  Budget budget;  ///< filled by prepare (measure_budget, match_budgets), not by resolve_case
 };
 
 /// Check and type a case: its model and data against the harness's keys and the components'

@@ -3,8 +3,10 @@
 namespace bench::schema {
 
 std::vector<std::string> top_level_keys(const RunnerSections& runners) {
-  std::vector<std::string> keys = {"name",         "description", "device",  "seed", "threads",
-                                   "plugin_paths", "model",       "variant", "data"};
+  std::vector<std::string> keys = {"name",     "description",    "device",          "seed",
+                                   "threads",  "plugin_paths",   "model",           "variant",
+                                   "data",     "match",          "match_reference", "match_width",
+                                   "match_by", "match_multiple", "match_tolerance"};
   for (const auto& r : runners) keys.push_back(r.name);
   keys.insert(keys.end(), {"cpu", "cuda"});
   return keys;

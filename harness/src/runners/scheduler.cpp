@@ -12,6 +12,30 @@ void ResultSink::added(const Job& /*job*/, const std::vector<Metric>& /*metrics*
 
 Executor::~Executor() = default;
 
+namespace {
+
+// What the case spends (and for a matched experiment, what it was held to), stored as metrics with
+// every case whatever became of it: the budget is the case's configuration, not a measurement.
+void add_budget_metrics(const Budget& b, CaseResult& r) {
+  const auto add = [&](const char* name, double value, const char* unit) {
+    if (!r.metric(name)) r.metrics.push_back(Metric{name, value, unit});
+  };
+  if (b.params_total == 0) return;  // not measured (a case run outside prepare)
+  add("params_non_embedding", static_cast<double>(b.params_non_embedding), "params");
+  add("params_total", static_cast<double>(b.params_total), "params");
+  add("flops_per_token", b.flops_per_token, "FLOP/token");
+  if (b.train_tokens > 0) {
+    add("train_tokens", static_cast<double>(b.train_tokens), "tokens");
+    add("train_flops_total", b.train_flops_total, "FLOP");
+  }
+  if (!b.match.empty()) {
+    add("match_target", b.match_target, b.match == "params" ? "params" : "FLOP");
+    add("match_gap", b.match_gap, "");
+  }
+}
+
+}  // namespace
+
 void InProcessExecutor::start(size_t /*slot*/, const Job& job) {
   if (done_) throw Error("InProcessExecutor: a job was started before the last one was collected");
   env_.prefix = job.prefix;
@@ -55,6 +79,7 @@ std::vector<size_t> schedule(const std::vector<Job>& jobs, Executor& executor, c
     it->reset();
     --running;
     ran.push_back(job.index);
+    add_budget_metrics(job.rc->budget, done->second);
     for (ResultSink* s : sinks) s->finished(job, done->second);
   }
   return ran;
