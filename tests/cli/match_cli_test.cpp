@@ -15,7 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* const kMatched =
+constexpr const char* kMatched =
     "name = \"matched\"\nseed = 3\nthreads = 1\nmatch = \"params\"\nmatch_width = \"d_ff\"\nmatch_multiple = 8\n"
     "[model]\nd_model = 32\nn_layers = 1\nn_heads = 2\nseq_len = 16\nbatch_size = 2\n"
     "norm = \"rmsnorm\"\nposition = \"rope\"\n"

@@ -47,7 +47,7 @@ int64_t closed_form(int64_t d, int64_t layers, int64_t d_ff, int64_t matrices, i
   return layers * (4 * d * d + matrices * d * d_ff + 2 * d) + d + vocab * d;
 }
 
-const char* const kShape =
+constexpr const char* kShape =
     "[model]\nd_model = 64\nn_layers = 2\nn_heads = 4\nseq_len = 32\nbatch_size = 4\n"
     "norm = \"rmsnorm\"\nnorm_position = \"pre\"\nposition = \"rope\"\n";
 

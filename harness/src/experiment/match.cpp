@@ -191,10 +191,9 @@ struct Solver {
 
 std::optional<MatchSpec> read_match(const Value& root) {
   const Value* match = string_key(root, "match");
-  static const char* const kKeys[] = {"match_reference", "match_width", "match_by", "match_multiple",
-                                      "match_tolerance"};
+  static const char* const keys[] = {"match_reference", "match_width", "match_by", "match_multiple", "match_tolerance"};
   if (match == nullptr) {
-    for (const char* key : kKeys)
+    for (const char* key : keys)
       if (const Value* v = root.find(key))
         throw ConfigError(v->loc, std::string(key) + " needs match = \"params\" or \"flops\"");
     return std::nullopt;
