@@ -79,7 +79,7 @@ std::vector<size_t> schedule(const std::vector<Job>& jobs, Executor& executor, c
     it->reset();
     --running;
     ran.push_back(job.index);
-    add_budget_metrics(job.rc->budget, done->second);
+    if (job.rc != nullptr) add_budget_metrics(job.rc->budget, done->second);
     for (ResultSink* s : sinks) s->finished(job, done->second);
   }
   return ran;
