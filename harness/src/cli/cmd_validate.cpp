@@ -1,6 +1,7 @@
 // `bench validate FILE`: everything `bench run` checks before it runs (prepare: each case resolved and
 // checked by its plan-only build; the memory check), and nothing more. It prints each case's
 // resolved shape and budget, and under `match` the target and each case's gap.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -63,10 +64,12 @@ int cmd_validate(const GlobalOptions& g, const std::string& file, const std::str
         std::printf("  match %s: reference '%s', solving %s (multiple of %lld, tolerance %.2f%%)\n", m->budget.c_str(),
                     reference.c_str(), m->width_name.c_str(), static_cast<long long>(m->multiple), 100 * m->tolerance);
       }
+      int width = 0;  // the labels in one column, the shapes after them
+      for (const auto& c : p.cases) width = std::max(width, static_cast<int>(c.label.size()));
       for (size_t i = 0; i < p.cases.size(); ++i) {
         const Case& c = p.cases[i];
-        std::printf("  %3lld  %-10s  %-24s  %s\n", static_cast<long long>(c.ordinal), c.runner.c_str(), c.label.c_str(),
-                    shape_line(p.resolved[i]).c_str());
+        std::printf("  %3lld  %-10s  %-*s  %s\n", static_cast<long long>(c.ordinal), c.runner.c_str(), width,
+                    c.label.c_str(), shape_line(p.resolved[i]).c_str());
       }
     }
     return kOk;
