@@ -136,6 +136,23 @@ TEST(Match, FlopsSolveTheStepsAndLeaveThroughputAlone) {
   EXPECT_EQ(m.resolved[2].budget.train_tokens, 0);
 }
 
+TEST(Match, FlopsSolveTheBatchSize) {
+  const Matched m =
+      match_of(std::string("match = \"flops\"\nmatch_by = \"batch_size\"\nmatch_tolerance = 0.1\n") + kShape +
+               "[stability]\nsteps = 60\n"
+               "[[variant]]\nname = \"small\"\n[[variant]]\nname = \"deep\"\nmodel.n_layers = 4\n");
+  const Budget& ref = m.resolved[0].budget;
+  const Budget& deep = m.resolved[1].budget;
+  const int64_t batch = m.resolved[1].model.dims.batch_size;
+  EXPECT_EQ(batch, 2);  // about 1.9x the FLOPs per token: 4 / 1.9 = 2.1 sequences
+  const double per_sequence = deep.flops_per_token * 32 * 60;
+  for (const int64_t other : {int64_t{1}, int64_t{3}})
+    EXPECT_LT(std::fabs(per_sequence * static_cast<double>(batch) - ref.train_flops_total),
+              std::fabs(per_sequence * static_cast<double>(other) - ref.train_flops_total));
+  EXPECT_EQ(deep.train_tokens, 60 * batch * 32);
+  EXPECT_DOUBLE_EQ(m.budgets[1].match_gap, (deep.train_flops_total - ref.train_flops_total) / ref.train_flops_total);
+}
+
 TEST(Match, WithoutMatchNothingChanges) {
   const std::string text = std::string(kShape) +
                            "[stability]\nsteps = 5\n[[variant]]\nname = \"a\"\n"
