@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/error.h"
+#include "report/html.h"
 #include "store/store.h"
 #include "support/errors.h"
 
