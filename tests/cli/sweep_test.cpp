@@ -107,7 +107,9 @@ struct Shards {
 /// What the shared shards depend on: the sweep and the build's program and plugins (the newest
 /// modification time under bin/ and lib/).
 std::string shards_key() {
-  fs::file_time_type newest{};
+  // From min(), not {}: libstdc++'s file clock counts from 2174, so every file time is negative and
+  // a zero start would never move (the key would outlive every rebuild).
+  auto newest = fs::file_time_type::min();
   for (const char* sub : {"bin", "lib"}) {
     const fs::path dir = fs::path(BENCH_BINARY_DIR) / sub;
     if (!fs::exists(dir)) continue;
