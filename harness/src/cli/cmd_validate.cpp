@@ -13,18 +13,6 @@ namespace bench::cli {
 
 namespace {
 
-std::string grouped(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.0f", std::fabs(v));
-  const std::string digits = buf;
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
-
 std::string scientific(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -39,12 +27,12 @@ std::string shape_line(const ResolvedCase& rc) {
                   " n_heads=" + std::to_string(d.n_heads) + " d_ff=" + std::to_string(b.d_ff) +
                   " batch=" + std::to_string(d.batch_size);
   if (b.train_tokens > 0) s += " steps=" + std::to_string(b.train_tokens / d.tokens());
-  s += "  params " + grouped(static_cast<double>(b.params_non_embedding)) + " non-emb";
+  s += "  params " + thousands(static_cast<double>(b.params_non_embedding)) + " non-emb";
   if (b.train_tokens > 0) s += ", " + scientific(b.train_flops_total) + " train FLOPs";
   if (!b.match.empty()) {
     char gap[32];
     std::snprintf(gap, sizeof gap, "%+.2f%%", 100 * b.match_gap);
-    s += std::string("  (target ") + (b.match == "params" ? grouped(b.match_target) : scientific(b.match_target)) +
+    s += std::string("  (target ") + (b.match == "params" ? thousands(b.match_target) : scientific(b.match_target)) +
          ", gap " + gap + ")";
   }
   return s;

@@ -29,17 +29,6 @@ constexpr int64_t kValidSearch = 256;
 // The largest multiple tried while looking for a width above the target.
 constexpr int64_t kMaxMultiple = int64_t{1} << 30;
 
-std::string thousands(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.0f", std::fabs(v));
-  std::string digits = buf, out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
-}
-
 std::string percent(double gap) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%+.2f%%", 100 * gap);
@@ -315,6 +304,17 @@ std::vector<Budget> match_budgets(const ExperimentFile& file, std::vector<Case>&
     out[i] = solver.solve(c, targets[*ref]);
   }
   return out;
+}
+
+std::string thousands(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.0f", std::fabs(v));
+  std::string digits = buf, out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return (v < 0 ? "-" : "") + out;
 }
 
 }  // namespace bench
