@@ -8,6 +8,7 @@
 #include "bench/error.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
+#include "experiment/match.h"
 #include "report/report.h"
 #include "report/sheet.h"
 
@@ -27,16 +28,6 @@ std::string si(double v, const char* unit = "") {
   const char* p = prefixes[i];
   if (std::string_view(unit).empty() && i == 3) p = " B";  // counts: billions
   return fmt::format("{:.4g}{}{}", v, p, unit);
-}
-
-/// 6738415616 -> "6,738,415,616".
-std::string grouped(int64_t v) {
-  std::string digits = std::to_string(v < 0 ? -v : v), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return (v < 0 ? "-" : "") + out;
 }
 
 std::string bytes_text(double b) {
@@ -223,8 +214,9 @@ int calc_models(const CalcArgs& o, double bytes, report::Format f) {
       row.push_back(int_cell(v, std::to_string(v)));
     row.push_back(text_cell(a->note));
     row.push_back(text_cell(a->published_source));
-    notes += fmt::format("{}: {} parameters, published {} ({}); {}\n", a->name, grouped(acc.params),
-                         grouped(a->published_params), a->published_source, a->note);
+    notes +=
+        fmt::format("{}: {} parameters, published {} ({}); {}\n", a->name, thousands(static_cast<double>(acc.params)),
+                    thousands(static_cast<double>(a->published_params)), a->published_source, a->note);
   }
   // The text table lists the long notes below the tables.
   const std::vector<View> views = {

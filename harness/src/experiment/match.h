@@ -52,8 +52,8 @@ Budget measure_budget(const ResolvedCase& rc, const Model& m);
 /// Throws ConfigError at the `match*` key when a case cannot be matched within the tolerance.
 std::vector<Budget> match_budgets(const ExperimentFile& file, std::vector<Case>& cases, const Registry& registry);
 
-/// 6738415616 -> "6,738,415,616" (rounded to a whole number): the counts of match errors and of
-/// `bench validate`.
+/// 6738415616 -> "6,738,415,616" (rounded to a whole number): the counts of match errors, of
+/// `bench validate` and of `bench calc`.
 std::string thousands(double v);
 
 }  // namespace bench
