@@ -7,7 +7,7 @@
 #include <set>
 
 #include "runners/registry.h"
-#include "store/sha256.h"
+#include "bench/sha256.h"
 #include "support/toml_case.h"
 
 namespace bench {

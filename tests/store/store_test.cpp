@@ -16,7 +16,7 @@
 
 #include "bench/error.h"
 #include "store/schema.h"
-#include "store/sha256.h"
+#include "bench/sha256.h"
 #include "support/errors.h"
 
 namespace bench::store {

@@ -17,7 +17,7 @@
 #include "runners/init_probe.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
-#include "store/sha256.h"
+#include "bench/sha256.h"
 
 namespace bench {
 
@@ -52,7 +52,7 @@ Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& 
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const fs::path rel = env.db_dir.empty() ? path : path.lexically_relative(env.db_dir);
   return {"weights", rel.empty() || *rel.begin() == ".." ? fs::absolute(path).string() : rel.string(),
-          static_cast<int64_t>(bytes.size()), store::sha256_hex(bytes)};
+          static_cast<int64_t>(bytes.size()), sha256_hex(bytes)};
 }
 
 /// The settings of [stability].

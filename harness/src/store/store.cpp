@@ -16,7 +16,7 @@
 
 #include "bench/error.h"
 #include "store/schema.h"
-#include "store/sha256.h"
+#include "bench/sha256.h"
 #include "store/sqlite.h"
 #include "store/write_transaction.h"
 
