@@ -2,13 +2,12 @@
 
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <unordered_map>
-
-#include <unistd.h>
 
 #include "bench/error.h"
 #include "bench/sha256.h"
@@ -81,8 +80,8 @@ BpeTokenizer::BpeTokenizer(std::string serialized_model, std::string path)
       path_(std::move(path)) {
   const auto status = sp_->LoadFromSerializedProto(model_);
   if (!status.ok())
-    throw Error((path_.empty() ? std::string("BPE model") : path_) + ": not a SentencePiece model: " +
-                status.ToString());
+    throw Error((path_.empty() ? std::string("BPE model") : path_) +
+                ": not a SentencePiece model: " + status.ToString());
   const int n = sp_->GetPieceSize();
   token_bytes_.resize(static_cast<size_t>(n));
   static const std::string kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's visible space
@@ -99,7 +98,8 @@ BpeTokenizer::BpeTokenizer(std::string serialized_model, std::string path)
     token_bytes_[static_cast<size_t>(id)] = bytes;
   }
   newline_ = sp_->PieceToId("<0x0A>");
-  if (newline_ == sp_->unk_id()) throw Error("BPE model has no byte piece for a newline (trained without byte_fallback)");
+  if (newline_ == sp_->unk_id())
+    throw Error("BPE model has no byte piece for a newline (trained without byte_fallback)");
 }
 
 BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;

@@ -16,7 +16,7 @@ namespace bench::data {
 
 /// What a trained tokenizer depends on besides its training text; all of it is in the cache key.
 struct BpeSettings {
-  int64_t vocab_size = 1024;  ///< pieces, including the 256 byte pieces and <unk>
+  int64_t vocab_size = 1024;   ///< pieces, including the 256 byte pieces and <unk>
   int64_t max_lines = 100000;  ///< the trainer reads at most the first this many lines
 };
 

@@ -91,9 +91,8 @@ class Text final : public Dataset {
       cut = std::min(text.size(), text.find('\n', cut) == std::string::npos ? cut : text.find('\n', cut) + 1);
       const std::string_view train(text.data(), cut);
       const std::string_view held_out(text.data() + cut, text.size() - cut);
-      const std::string dir = cache_dir_.empty()
-                                  ? (std::filesystem::temp_directory_path() / "bench" / "tokenizers").string()
-                                  : cache_dir_;
+      const std::string dir =
+          cache_dir_.empty() ? (std::filesystem::temp_directory_path() / "bench" / "tokenizers").string() : cache_dir_;
       try {
         tokenizer_.emplace(BpeTokenizer::cached(dir, train, settings_));
       } catch (const Error& e) {

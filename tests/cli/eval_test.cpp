@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/interfaces.h"
+#include "bench/sha256.h"
 #include "model/checkpoint.h"
 #include "runners/evaluate.h"
-#include "bench/sha256.h"
 #include "support/toml_case.h"
 
 namespace bench {

@@ -116,8 +116,7 @@ std::string shards_key() {
     for (const auto& e : fs::recursive_directory_iterator(dir))
       if (e.is_regular_file()) newest = std::max(newest, e.last_write_time());
   }
-  return sha256_hex(sweep_text() + BENCH_BINARY_DIR + std::to_string(newest.time_since_epoch().count()))
-      .substr(0, 16);
+  return sha256_hex(sweep_text() + BENCH_BINARY_DIR + std::to_string(newest.time_since_epoch().count())).substr(0, 16);
 }
 
 /// The sweep run by one process, and as three shards each into its own database. CTest runs each

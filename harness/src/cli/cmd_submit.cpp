@@ -13,12 +13,12 @@
 #include <filesystem>
 
 #include "bench/error.h"
+#include "bench/sha256.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
 #include "cli/signals.h"
 #include "experiment/shard.h"
 #include "store/runs.h"
-#include "bench/sha256.h"
 #include "store/store.h"
 
 namespace bench::cli {

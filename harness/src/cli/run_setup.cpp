@@ -12,10 +12,10 @@
 
 #include "bench/build_info.h"
 #include "bench/error.h"
+#include "bench/sha256.h"
 #include "kernels/tile/parallel.h"
 #include "runners/registry.h"
 #include "store/runs.h"
-#include "bench/sha256.h"
 
 namespace bench::cli {
 
