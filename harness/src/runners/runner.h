@@ -54,6 +54,8 @@ struct CaseMetrics {
 /// table and Markdown show it (a fmt format spec such as "{:.4f}"; empty: 4 significant digits).
 struct ResultsColumn {
   std::string metric, header, format;
+  /// Shown only when some case of the table has the metric (bits per byte: text datasets only).
+  bool when_present = false;
 };
 
 /// How `bench results` shows a runner's cases: a row per case with these metric columns; with

@@ -55,6 +55,7 @@ Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& 
 struct HeldOut {
   double loss = NAN;
   double bits_per_byte = NAN;
+  double bytes_per_token = NAN;
 };
 HeldOut held_out(Model& model, Dataset& dataset, const ModelDims& d, int64_t n, RunContext& ctx,
                  std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
@@ -69,7 +70,8 @@ HeldOut held_out(Model& model, Dataset& dataset, const ModelDims& d, int64_t n, 
     bytes = covered < 0 || bytes < 0 ? -1 : bytes + covered;
   }
   const double loss = sum / static_cast<double>(n);
-  return {loss, bits_per_byte(loss, n * d.tokens(), bytes)};
+  return {loss, bits_per_byte(loss, n * d.tokens(), bytes),
+          bytes < 0 ? NAN : static_cast<double>(bytes) / static_cast<double>(n * d.tokens())};
 }
 
 /// The settings of [stability].
@@ -148,6 +150,7 @@ class StabilityRunner final : public Runner {
             {{"lr", "lr", "{:.3g}"},
              {"final_loss", "final loss (nats)", "{:.4f}"},
              {"best_loss", "best loss (nats)", "{:.4f}"},
+             {"final_val_bpb", "val bits/byte", "{:.4f}", true},
              {"unigram_entropy", "unigram H (nats)", "{:.4f}"},
              {"spike_count", "spikes", "{:.0f}"},
              {"diverged_step", "diverged at step", "{:.0f}"},
@@ -347,7 +350,11 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   m.push_back({"final_loss", std::isfinite(val) ? val : tail_mean, "nats"});
   m.push_back({"final_val_loss", val, "nats"});
   // Bits per byte compare across tokenizers, where nats per token do not (docs/results.md).
-  if (std::isfinite(final_val.bits_per_byte)) m.push_back({"final_val_bpb", final_val.bits_per_byte, "bits/byte"});
+  if (std::isfinite(final_val.bits_per_byte)) {
+    m.push_back({"final_val_bpb", final_val.bits_per_byte, "bits/byte"});
+    m.push_back({"val_bytes_per_token", final_val.bytes_per_token, "bytes/token"});
+  }
+  m.push_back({"vocab_size", static_cast<double>(d.vocab_size), "tokens"});
   m.push_back({"final_train_loss", tail_mean, "nats"});
   m.push_back({"best_loss", best, "nats"});
   m.push_back({"spike_count", static_cast<double>(spikes.size()), "steps"});
