@@ -1,5 +1,5 @@
 // Plain text, as bytes (vocabulary 256) or as the tokens of a BPE tokenizer trained on it
-// (SentencePiece; bpe.h), from a file or every file under a directory. Windows are drawn from the
+// (SentencePiece; tokenizer/bpe.h), from a file or every file under a directory. Windows are drawn from the
 // first (1 - validation_fraction) of the text for training and from the rest for validation; a
 // BPE is trained on the training part only, and cached by hash beside the database.
 #include <algorithm>
@@ -8,8 +8,8 @@
 #include <mutex>
 #include <optional>
 
-#include "bpe.h"
 #include "data.h"
+#include "tokenizer/bpe.h"
 
 namespace bench::data {
 

@@ -1,6 +1,6 @@
-// The text dataset's BPE tokenizer (plugins/data/bpe.cpp, built into this test): exact round
+// The text dataset's BPE tokenizer (plugins/data/tokenizer, linked into this test): exact round
 // trips, byte counts that add up to the text, deterministic training, the cache and its key.
-#include "data/bpe.h"
+#include "data/tokenizer/bpe.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -20,6 +20,9 @@ namespace {
 /// entries then stop matching.
 constexpr std::string_view kCacheFormat = "bench-bpe-1";
 
+/// U+2581, SentencePiece's visible space: one byte of text.
+constexpr std::string_view kSpace = "\xe2\x96\x81";
+
 /// The trainer's options. Every one that could change the model is fixed here and goes into the
 /// cache key. One thread and no shuffling: SentencePiece's only randomness is the sampling of
 /// input lines, so the model bytes depend on the text and these options alone.
@@ -84,7 +87,6 @@ BpeTokenizer::BpeTokenizer(std::string serialized_model, std::string path)
                 ": not a SentencePiece model: " + status.ToString());
   const int n = sp_->GetPieceSize();
   token_bytes_.resize(static_cast<size_t>(n));
-  static const std::string kSpace = "\xe2\x96\x81";  // U+2581, SentencePiece's visible space
   for (int id = 0; id < n; ++id) {
     int32_t bytes = 0;
     if (sp_->IsByte(id)) {
