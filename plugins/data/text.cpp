@@ -129,7 +129,8 @@ ComponentInfo text_info() {
        ParamSpec::choice("tokenizer", "bytes", {"bytes", "bpe"},
                          "bytes: one token per byte; bpe: a SentencePiece BPE trained on the training part, "
                          "cached by hash in tokenizers/ beside the database"),
-       ParamSpec::integer("vocab_size", 1024, "pieces of the BPE (with tokenizer = \"bpe\", where it is required)")
+       ParamSpec::integer("vocab_size", 1024,
+                          "pieces of the BPE: required with tokenizer = \"bpe\", an error with bytes (always 256)")
            .at_least(260)
            .at_most(1 << 20),
        ParamSpec::integer("tokenizer_lines", 100000,
