@@ -53,6 +53,16 @@ TEST(Bpe, RoundTripsExactlyAndItsTokensCountTheBytes) {
     EXPECT_EQ(bpe.decode(tokens), x);
     EXPECT_EQ(byte_sum(bpe, tokens), static_cast<int64_t>(x.size()));
   }
+  // Each piece's byte count is what it decodes to alone (byte pieces: one byte each).
+  int64_t merged = 0;
+  for (int32_t id = 0; id < 400; ++id) {
+    const std::string alone = bpe.decode({id});
+    if (bpe.token_bytes()[static_cast<size_t>(id)] > 1) {
+      EXPECT_EQ(bpe.token_bytes()[static_cast<size_t>(id)], static_cast<int32_t>(alone.size())) << alone;
+      ++merged;
+    }
+  }
+  EXPECT_GT(merged, 50);
   // It merges: the training text takes fewer than two tokens for three bytes.
   EXPECT_LT(bpe.encode(text).size() * 3, text.size() * 2);
 }
