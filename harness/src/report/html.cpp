@@ -323,17 +323,17 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
       const auto bpb = c->metric("final_val_bpb");
       if (!bpb) continue;
       svg::Bar b;
-      b.label = c->label;
-      b.value = b.err_lo = b.err_hi = b.min = b.max = *bpb;
       const auto bpt = c->metric("val_bytes_per_token");
-      b.value_text =
-          fmt::format("{:.4f} (vocab {:.0f}, {:.2f} bytes/token)", *bpb, *c->metric("vocab_size"), bpt ? *bpt : NAN);
+      b.label = bpt ? fmt::format("{} ({:.2f} bytes/token)", c->label, *bpt) : c->label;
+      b.value = b.err_lo = b.err_hi = b.min = b.max = *bpb;
+      b.value_text = fmt::format("{:.4f}", *bpb);
       chart.bars.push_back(std::move(b));
     }
-    o += figure("final-val-bpb", svg::bar_chart(chart),
-                "Final held-out loss of each case in bits per byte: loss (nats/token) x tokens / (bytes x ln 2), "
-                "over the exact bytes the held-out tokens stand for. The cases' vocabularies differ, so their "
-                "losses in nats per token do not compare; these do.");
+    o += figure(
+        "final-val-bpb", svg::bar_chart(chart),
+        "Final held-out loss of each case in bits per byte: loss (nats/token) x tokens / (bytes x ln 2), "
+        "over the exact bytes the held-out tokens stand for. The cases' vocabularies differ, so their "
+        "losses in nats per token do not compare; these do. Beside each case: the bytes a held-out token stands for.");
     o += "</div>\n";
   }
 
