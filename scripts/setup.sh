@@ -15,6 +15,9 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev                    # oneDNN: the CPU GEMM (its CMake config requires
                                                     # OpenCL, which libdnnl-dev only recommends)
   libbenchmark-dev                                  # Google Benchmark: the timing engine
+  libsentencepiece-dev                              # SentencePiece: the text dataset's BPE tokenizer
+  python3.11-doc                                    # the English corpus of the shipped text experiments
+                                                    # (its reST sources, 11 MB; docs/experiments.md)
   libgtest-dev libgmock-dev                         # GoogleTest
   clang-format clang-tidy                           # house style, checked by the tests
   chromium                                          # headless check of `bench report`'s HTML

@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 
@@ -35,6 +37,41 @@ std::vector<char> read_file(const std::string& path) {
   return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+namespace {
+
+/// The files of a corpus in the order read_corpus concatenates them.
+std::vector<std::filesystem::path> corpus_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return {path};
+  std::vector<fs::path> files;
+  for (const auto& e : fs::recursive_directory_iterator(path, ec))
+    if (e.is_regular_file(ec)) files.push_back(e.path());
+  if (ec) throw Error("cannot list " + path + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::string read_corpus(const std::string& path) {
+  std::string out;
+  for (const auto& f : corpus_files(path)) {
+    const std::vector<char> bytes = read_file(f.string());
+    out.append(bytes.begin(), bytes.end());
+  }
+  return out;
+}
+
+int64_t corpus_size(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec) && !fs::is_directory(path, ec)) return -1;
+  int64_t n = 0;
+  for (const auto& f : corpus_files(path)) n += static_cast<int64_t>(fs::file_size(f, ec));
+  return n;
+}
+
 std::vector<std::pair<std::string, double>> TokenStream::reference(int64_t vocab) const {
   const std::vector<int32_t> train(tokens_.begin(), tokens_.begin() + train_end_);
   const auto [h1, h2] = entropies(train, vocab);
@@ -44,6 +81,11 @@ std::vector<std::pair<std::string, double>> TokenStream::reference(int64_t vocab
 void TokenStream::assign(std::vector<int32_t> tokens, double validation_fraction) {
   tokens_ = std::move(tokens);
   train_end_ = static_cast<int64_t>(std::floor(static_cast<double>(tokens_.size()) * (1.0 - validation_fraction)));
+}
+
+void TokenStream::assign_split(std::vector<int32_t> tokens, int64_t train_end) {
+  tokens_ = std::move(tokens);
+  train_end_ = train_end;
 }
 
 void TokenStream::batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,

@@ -21,11 +21,20 @@ std::pair<double, double> entropies(const std::vector<int32_t>& tokens, int64_t 
 /// The whole file as bytes; throws bench::Error when it cannot be read.
 std::vector<char> read_file(const std::string& path);
 
+/// A text corpus: the file at `path`, or every regular file under the directory `path` (in
+/// sorted order of their paths, recursively), concatenated; throws bench::Error when it cannot be
+/// read.
+std::string read_corpus(const std::string& path);
+/// Bytes read_corpus(path) would return; -1 when `path` is neither a file nor a directory.
+int64_t corpus_size(const std::string& path);
+
 /// A token file held in memory, split into a training and a validation range; batches are
 /// windows at positions drawn deterministically from (split, index, row).
 class TokenStream {
  public:
   void assign(std::vector<int32_t> tokens, double validation_fraction);
+  /// Tokens [0, train_end) for training, the rest for validation.
+  void assign_split(std::vector<int32_t> tokens, int64_t train_end);
   void batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,
              int32_t* targets) const;
   const std::vector<int32_t>& tokens() const { return tokens_; }

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/interfaces.h"
+#include "bench/sha256.h"
 #include "model/checkpoint.h"
 #include "runners/evaluate.h"
-#include "store/sha256.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -242,7 +242,7 @@ TEST(Eval, StabilityKeepsFinalWeightsThatEvalReadsBack) {
   EXPECT_NE(q.out.find(" " + std::to_string(std::filesystem::file_size(weights)) + " "), std::string::npos) << q.out;
   std::ifstream wf(weights, std::ios::binary);
   const std::string wbytes((std::istreambuf_iterator<char>(wf)), {});
-  EXPECT_NE(q.out.find(" " + store::sha256_hex(wbytes)), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find(" " + sha256_hex(wbytes)), std::string::npos) << q.out;
   // The kept weights are the trained ones: they differ from the seed's initialization.
   std::vector<uint16_t> toks(40);
   for (size_t i = 0; i < toks.size(); ++i) toks[i] = static_cast<uint16_t>((i * 7) % 64);

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "store/sha256.h"
+#include "bench/sha256.h"
 #include "store/store.h"
 #include "support/shell.h"
 #include "support/toml_case.h"
@@ -116,8 +116,7 @@ std::string shards_key() {
     for (const auto& e : fs::recursive_directory_iterator(dir))
       if (e.is_regular_file()) newest = std::max(newest, e.last_write_time());
   }
-  return store::sha256_hex(sweep_text() + BENCH_BINARY_DIR + std::to_string(newest.time_since_epoch().count()))
-      .substr(0, 16);
+  return sha256_hex(sweep_text() + BENCH_BINARY_DIR + std::to_string(newest.time_since_epoch().count())).substr(0, 16);
 }
 
 /// The sweep run by one process, and as three shards each into its own database. CTest runs each
@@ -385,7 +384,7 @@ TEST(Sweep, EveryLoadedPluginIsStoredWithItsPathAndSha256) {
   for (const auto& p : plugins) {
     const std::string path = p.at("path");
     EXPECT_TRUE(fs::path(path).is_absolute()) << path;
-    EXPECT_EQ(p.at("sha256").get<std::string>(), store::sha256_hex(test::read_file(path))) << path;
+    EXPECT_EQ(p.at("sha256").get<std::string>(), sha256_hex(test::read_file(path))) << path;
   }
 }
 

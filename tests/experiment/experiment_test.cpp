@@ -102,6 +102,19 @@ TEST(Experiment, ErrorsNameFileLineAndColumn) {
             "bad.toml:4:1: duplicate variant name 'a'");
   EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"missing.txt\"\n[stability]\n").substr(0, 40),
             "bad.toml:3:1: no such file: /tmp/bench_t");
+  // The text dataset's tokenizer: each mistake at its key.
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"bad.toml\"\ntokenizer = \"bpf\"\n[stability]\n"),
+            "bad.toml:4:1: unknown value \"bpf\" for 'tokenizer' of dataset 'text' ([data]); expected one of bytes, "
+            "bpe (did you mean \"bpe\"?)");
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"bad.toml\"\ntokenizer = \"bpe\"\n[stability]\n"),
+            "bad.toml:4:1: tokenizer = \"bpe\" needs a vocab_size (the pieces it trains)");
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"bad.toml\"\nvocab_size = 512\n[stability]\n"),
+            "bad.toml:4:1: vocab_size is for tokenizer = \"bpe\"; the bytes tokenizer has 256");
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"bad.toml\"\ntokenizer = \"bpe\"\nvocab_size = 100\n"
+                     "[stability]\n"),
+            "bad.toml:5:1: 'vocab_size' of dataset 'text' ([data]) must be >= 260, found 100");
+  EXPECT_EQ(error_in("[data]\ntype = \"text\"\npath = \"bad.toml\"\ntokenizers = \"bpe\"\n[stability]\n").substr(0, 38),
+            "bad.toml:4:1: unknown key 'tokenizers'");
 }
 
 TEST(Experiment, NonUtf8AndUnreadableFilesAreErrors) {

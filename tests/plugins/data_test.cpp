@@ -98,5 +98,38 @@ TEST(Data, LlmcTokenFile) {
   EXPECT_THROW(load("type = \"text\""), ConfigError);
 }
 
+TEST(Data, TextTokenizersCountTheBytesTheirTokensStandFor) {
+  // Bytes: each token is one byte. A directory: its files in sorted order, concatenated.
+  std::string text;
+  for (int i = 0; i < 60; ++i) text += "The tokenizer reads line " + std::to_string(i) + " of a small corpus.\n";
+  const std::string half = text.substr(0, text.size() / 2);
+  const auto dir = std::filesystem::path(test::write_temp("textdir.keep", "")).parent_path() / "textdir";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "b.txt", std::ios::binary) << text.substr(half.size());
+  std::ofstream(dir / "a.txt", std::ios::binary) << half;
+  Loaded bytes = load("type = \"text\"\npath = \"textdir\"");
+  EXPECT_EQ(bytes.rc.model.dims.vocab_size, 256);
+  const std::vector<int32_t> all = bytes.ds->all_tokens();
+  EXPECT_EQ(std::string(all.begin(), all.end()), text);
+  EXPECT_EQ(bytes.ds->bytes_of(all.data(), 5), 5);
+  EXPECT_TRUE(bytes.ds->derived_files().empty());
+
+  // BPE: the pieces' bytes add up to the corpus exactly; the model is a file of the cache.
+  Loaded bpe = load("type = \"text\"\npath = \"textdir\"\ntokenizer = \"bpe\"\nvocab_size = 300");
+  EXPECT_EQ(bpe.rc.model.dims.vocab_size, 300);
+  const auto cache = dir.parent_path() / "tokcache";
+  std::filesystem::remove_all(cache);
+  bpe.ds->set_cache_dir(cache.string());
+  const std::vector<int32_t> tokens = bpe.ds->all_tokens();
+  EXPECT_LT(tokens.size(), text.size());
+  EXPECT_EQ(bpe.ds->bytes_of(tokens.data(), static_cast<int64_t>(tokens.size())), static_cast<int64_t>(text.size()));
+  const auto files = bpe.ds->derived_files();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].first, "tokenizer");
+  EXPECT_EQ(std::filesystem::path(files[0].second).parent_path(), cache);
+  EXPECT_TRUE(std::filesystem::is_regular_file(files[0].second));
+  for (int32_t t : tokens) EXPECT_TRUE(t >= 0 && t < 300);
+}
+
 }  // namespace
 }  // namespace bench

@@ -198,6 +198,43 @@ TEST_F(HtmlReport, EveryPlotIsAnInlineSvgAndNothingIsFetched) {
   EXPECT_NE(html.find(">norm_position</text>"), std::string::npos);
 }
 
+// Bits per byte get their plot when the stability cases' vocabularies differ, and only then.
+TEST(HtmlReportBitsPerByte, APlotWhereVocabulariesDiffer) {
+  const auto html_of = [](const std::vector<double>& vocabularies) {
+    const std::string path =
+        (fs::temp_directory_path() / ("bench_bpb_test_" + std::to_string(getpid()) + ".db")).string();
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+    std::string html;
+    {
+      Store db(path);
+      store::RunInfo info;
+      info.experiment_name = "tokenizers";
+      const int64_t run = db.begin_run(info);
+      int64_t ordinal = 0;
+      for (double v : vocabularies) {
+        CaseRow c;
+        c.ordinal = ordinal++;
+        c.runner = "stability";
+        c.label = "vocab" + std::to_string(static_cast<int>(v));
+        c.metrics = {{"final_loss", 3.0, "nats"},
+                     {"final_val_bpb", 2.5 + 0.1 * ordinal, "bits/byte"},
+                     {"val_bytes_per_token", v / 256, "bytes/token"},
+                     {"vocab_size", v, "tokens"}};
+        db.add_case(run, c);
+      }
+      db.finish_run(run, "completed");
+      html = render_html(db, run);
+    }
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+    return html;
+  };
+  const std::string differ = html_of({256, 512, 2048});
+  EXPECT_NE(differ.find("id=\"final-val-bpb\""), std::string::npos);
+  EXPECT_EQ(count(differ, "<rect class=\"bar\""), 3u);
+  EXPECT_NE(differ.find("vocab512 (2.00 bytes/token)"), std::string::npos);
+  EXPECT_EQ(html_of({512, 512}).find("final-val-bpb"), std::string::npos);
+}
+
 TEST_F(HtmlReport, UnknownRun) {
   Store db(path_, Store::Mode::kReadOnly);
   EXPECT_THROW(render_html(db, 99), Error);

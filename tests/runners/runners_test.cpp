@@ -4,10 +4,11 @@
 // learning-rate grid for finish() and for shards.
 #include <gtest/gtest.h>
 
+#include <numbers>
 #include <set>
 
+#include "bench/sha256.h"
 #include "runners/registry.h"
-#include "store/sha256.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -111,6 +112,36 @@ TEST(Runners, AStabilityGridIsOneGroupForFinishAndForShards) {
   }
   EXPECT_EQ(indices, (std::set<size_t>{1, 2}));
   EXPECT_TRUE(runner_of(cases[0]).finish({{0, &tp, &ra}}).empty());
+}
+
+TEST(Runners, BitsPerByteIsTheLossPerTokenOverTheBytesTheTokensStandFor) {
+  // The closed form by hand: 2 nats/token over 10 tokens that stand for 25 bytes is
+  // 20 nats / 25 bytes = 0.8 nats/byte = 0.8 / ln 2 bits/byte.
+  EXPECT_DOUBLE_EQ(bits_per_byte(2.0, 10, 25), 1.1541560327111707);
+  EXPECT_TRUE(std::isnan(bits_per_byte(2.0, 10, -1)));
+  EXPECT_TRUE(std::isnan(bits_per_byte(2.0, 10, 0)));
+  // Bytes as tokens: exactly the loss over ln 2, bit for bit.
+  for (double loss : {0.1, 1.0, 2.302585092994046, 5.545177444479562})
+    EXPECT_EQ(bits_per_byte(loss, 4096, 4096), loss / std::numbers::ln2);
+
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "A line of text, number " + std::to_string(i) + ".\n";
+  test::write_temp("bpb.txt", text);
+  const std::string toml = std::string(kModel) + "[stability]\nsteps = 3\neval_batches = 2\n[data]\ntype = \"text\"\n";
+  const CaseResult bytes = run_first(toml + "path = \"bpb.txt\"\n", "stability");
+  ASSERT_EQ(bytes.status, "completed") << bytes.error;
+  EXPECT_EQ(*bytes.metric("final_val_bpb"), *bytes.metric("final_val_loss") / std::numbers::ln2);
+  EXPECT_TRUE(bytes.artifacts.empty());
+  // BPE: the tokenizer is an artifact of the case; bits per byte differ from nats per token.
+  const CaseResult bpe = run_first(toml + "path = \"bpb.txt\"\ntokenizer = \"bpe\"\nvocab_size = 320\n", "stability");
+  ASSERT_EQ(bpe.status, "completed") << bpe.error;
+  ASSERT_EQ(bpe.artifacts.size(), 1u);
+  EXPECT_EQ(bpe.artifacts[0].kind, "tokenizer");
+  EXPECT_EQ(bpe.artifacts[0].sha256.size(), 64u);
+  EXPECT_TRUE(std::isfinite(*bpe.metric("final_val_bpb")));
+  EXPECT_NE(*bpe.metric("final_val_bpb"), *bpe.metric("final_val_loss") / std::numbers::ln2);
+  // Generated data has no bytes: no bits per byte.
+  EXPECT_FALSE(run_first(std::string(kModel) + "[stability]\nsteps = 2\n", "stability").metric("final_val_bpb"));
 }
 
 }  // namespace

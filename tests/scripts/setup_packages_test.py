@@ -19,6 +19,10 @@ Debian system has (Essential or Priority: required). Files outside /usr, /lib*, 
 and /etc are not the system's (the optional CUDA toolkit lives in /usr/local) and are not
 checked.
 
+The shipped experiments read system files too: a text corpus that a package installs (`path =
+"/usr/share/..."` under [data] or a variant's `data.path`). Those paths are checked the same way,
+so that `bench run experiments/X.toml` finds its corpus on a fresh machine.
+
 Usage: setup_packages_test.py BUILD_DIR SOURCE_DIR. Exit 0 pass, 1 fail, 77 skipped (no dpkg).
 """
 import os
@@ -173,6 +177,21 @@ def closure(roots, pkgs):
     return seen
 
 
+def experiment_files(source):
+    """(path, why) for every absolute path an experiment file of experiments/ names as `path`."""
+    out = []
+    folder = os.path.join(source, "experiments")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".toml"):
+            continue
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r'\s*(?:data\.)?path\s*=\s*"(/[^"]+)"', line)
+                if m:
+                    out.append((m.group(1).rstrip("/"), f"experiment experiments/{name}"))
+    return out
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
@@ -193,7 +212,7 @@ def main():
         return 1
     allowed = closure(roots, pkgs)
 
-    used = [(f, why) for f, why in configure_files(build) + build_files(build)
+    used = [(f, why) for f, why in configure_files(build) + build_files(build) + experiment_files(source)
             if is_system(f) and not f.startswith((build + "/", source + "/"))]
     files = sorted({f for f, _ in used})
     owner = owners(files)

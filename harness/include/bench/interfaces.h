@@ -110,6 +110,21 @@ class Dataset : public Component {
   /// The whole token stream in file order, for evaluation over every token (`bench eval`);
   /// empty for generated data.
   virtual std::vector<int32_t> all_tokens() const { return {}; }
+  /// The directory where the dataset keeps what it derives from its source and may reuse in
+  /// later runs (a trained tokenizer, under a name that hashes its inputs). The harness sets it
+  /// before the first batch: "tokenizers" beside the database.
+  virtual void set_cache_dir(const std::string& dir) { (void)dir; }
+  /// The exact number of source bytes that `n` tokens stand for (each token's bytes, summed), for
+  /// losses in bits per byte that compare across tokenizers; -1 when tokens have no bytes
+  /// (generated data, pre-tokenized files).
+  virtual int64_t bytes_of(const int32_t* tokens, int64_t n) const {
+    (void)tokens;
+    (void)n;
+    return -1;
+  }
+  /// Files the tokens depend on besides the source (a trained tokenizer model), as (kind, path),
+  /// for the case's provenance; valid after the first batch.
+  virtual std::vector<std::pair<std::string, std::string>> derived_files() const { return {}; }
 };
 
 }  // namespace bench

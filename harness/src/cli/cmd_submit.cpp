@@ -13,12 +13,12 @@
 #include <filesystem>
 
 #include "bench/error.h"
+#include "bench/sha256.h"
 #include "cli/commands.h"
 #include "cli/prepare.h"
 #include "cli/signals.h"
 #include "experiment/shard.h"
 #include "store/runs.h"
-#include "store/sha256.h"
 #include "store/store.h"
 
 namespace bench::cli {
@@ -156,7 +156,7 @@ int cmd_submit(const GlobalOptions& g, const SubmitArgs& o) {
     } else {
       run_args += " --threads \"${SLURM_CPUS_PER_TASK:-1}\"";
     }
-    const std::string sha = store::sha256_hex(p.file.text);
+    const std::string sha = sha256_hex(p.file.text);
     std::string array = fmt::format(
         "#!/bin/bash\n"
         "# Written by `bench submit` for sweep {sweep}: {n} cases of {file} in {shards} shards, one per array\n"

@@ -12,10 +12,10 @@
 
 #include "bench/build_info.h"
 #include "bench/error.h"
+#include "bench/sha256.h"
 #include "kernels/tile/parallel.h"
 #include "runners/registry.h"
 #include "store/runs.h"
-#include "store/sha256.h"
 
 namespace bench::cli {
 
@@ -47,7 +47,7 @@ Job job_of(const RunPlan& plan, size_t i) {
 std::string default_sweep_id(const std::string& experiment_name, const std::string& experiment_text, int64_t shards) {
   std::string name;
   for (const char ch : experiment_name) name += std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ? ch : '_';
-  return name + "-" + store::sha256_hex(experiment_text).substr(0, 12) + "-of" + std::to_string(shards);
+  return name + "-" + sha256_hex(experiment_text).substr(0, 12) + "-of" + std::to_string(shards);
 }
 
 RunPlan prepare_run(const RunOptions& o) {
@@ -97,7 +97,7 @@ std::string RunPlan::note() const {
 
 std::optional<Resume> find_resume(const store::Store& db, const RunOptions& o, const RunPlan& plan, Progress& progress,
                                   int64_t* completed) {
-  const std::string sha = store::sha256_hex(plan.p.file.text);
+  const std::string sha = sha256_hex(plan.p.file.text);
   int64_t run_id = 0;
   if (o.resume == "auto") {
     const auto last =
@@ -190,7 +190,7 @@ store::RunInfo run_info(const RunOptions& o, const RunPlan& plan, const DeviceIn
   for (const auto& pl : p.registry->plugins()) {
     nlohmann::json entry = {{"name", pl.name}, {"version", pl.version}, {"path", pl.path}};
     std::ifstream lib(pl.path, std::ios::binary);
-    if (lib) entry["sha256"] = store::sha256_hex(std::string(std::istreambuf_iterator<char>(lib), {}));
+    if (lib) entry["sha256"] = sha256_hex(std::string(std::istreambuf_iterator<char>(lib), {}));
     plugins.push_back(entry);
   }
   info.plugins_json = plugins.dump();

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "bench/error.h"
-#include "store/sha256.h"
+#include "bench/sha256.h"
 
 namespace bench {
 
@@ -39,7 +39,7 @@ std::vector<int64_t> shard_of(const std::vector<std::string>& unit_keys, int64_t
   // Unit key -> the positions of its cases. Hashing the key spreads units evenly whatever their
   // configurations have in common, and keeps the order independent of the file's order.
   std::map<std::string, std::vector<size_t>> units;
-  for (size_t i = 0; i < unit_keys.size(); ++i) units[store::sha256_hex(unit_keys[i])].push_back(i);
+  for (size_t i = 0; i < unit_keys.size(); ++i) units[sha256_hex(unit_keys[i])].push_back(i);
   std::vector<std::pair<std::string, const std::vector<size_t>*>> order;
   order.reserve(units.size());
   for (const auto& [key, members] : units) order.emplace_back(key, &members);

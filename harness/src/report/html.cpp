@@ -307,6 +307,36 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     o += "</div>\n";
   }
 
+  // Held-out bits per byte, when the cases' vocabularies differ: their losses in nats per token
+  // do not compare, bits per byte do (docs/results.md).
+  std::set<double> vocabularies;
+  for (const CaseData* c : cases)
+    if (c->metric("final_val_bpb"))
+      if (const auto v = c->metric("vocab_size")) vocabularies.insert(*v);
+  if (vocabularies.size() > 1) {
+    o += "<h3>Held-out loss in bits per byte</h3>\n<div class=\"plots\">\n";
+    svg::BarChart chart;
+    chart.id = "final-val-bpb";
+    chart.title = "held-out loss, bits per byte";
+    chart.x_label = "bits per byte (lower is better)";
+    for (const CaseData* c : cases) {
+      const auto bpb = c->metric("final_val_bpb");
+      if (!bpb) continue;
+      svg::Bar b;
+      const auto bpt = c->metric("val_bytes_per_token");
+      b.label = bpt ? fmt::format("{} ({:.2f} bytes/token)", c->label, *bpt) : c->label;
+      b.value = b.err_lo = b.err_hi = b.min = b.max = *bpb;
+      b.value_text = fmt::format("{:.4f}", *bpb);
+      chart.bars.push_back(std::move(b));
+    }
+    o += figure(
+        "final-val-bpb", svg::bar_chart(chart),
+        "Final held-out loss of each case in bits per byte: loss (nats/token) x tokens / (bytes x ln 2), "
+        "over the exact bytes the held-out tokens stand for. The cases' vocabularies differ, so their "
+        "losses in nats per token do not compare; these do. Beside each case: the bytes a held-out token stands for.");
+    o += "</div>\n";
+  }
+
   struct Curve {
     const char* kind;
     const char* heading;
@@ -360,6 +390,8 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
   const NamedCurve named_curves[] = {
       {"val_loss", "Held-out loss", "held-out loss (nats)", false,
        "Mean loss over held-out batches, every val_every steps and at the last step."},
+      {"val_bpb", "Held-out bits per byte", "held-out loss (bits/byte)", false,
+       "The held-out loss in bits per byte (text datasets), every val_every steps: compares across tokenizers."},
       {"param_norm", "Parameter norm", "L2 norm of all parameters", false, "Global L2 norm of the parameters."},
       {"attn_entropy", "Attention entropy", "mean attention entropy (nats)", false,
        "Entropy of the attention distributions, averaged over layers, heads and queries; collapse goes to 0."},

@@ -120,7 +120,13 @@ ResultsSection timings_section(const RunData& run, const Runner& runner) {
 }
 
 /// A row per case of the runner, a column per declared metric (NULL when the case has none).
-ResultsSection metrics_section(const RunData& run, const Runner& runner, const std::vector<ResultsColumn>& columns) {
+ResultsSection metrics_section(const RunData& run, const Runner& runner, const std::vector<ResultsColumn>& declared) {
+  std::vector<ResultsColumn> columns;
+  for (const ResultsColumn& col : declared)
+    if (!col.when_present || std::any_of(run.cases.begin(), run.cases.end(), [&](const CaseData& c) {
+          return c.runner == runner.name() && c.metric(col.metric).has_value();
+        }))
+      columns.push_back(col);
   std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""}};
   for (const ResultsColumn& c : columns) visible.push_back({{c.metric, c.header, true}, c.format});
   SectionBuilder b(std::string(runner.name()), visible);

@@ -27,8 +27,7 @@ class DiagnosticsRunner final : public Runner {
   }
 
   CaseResult run(const Case& /*c*/, const ResolvedCase& rc, RunnerEnv& env) const override {
-    std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
-    auto* dataset = dynamic_cast<Dataset*>(ds.get());
+    const std::unique_ptr<Dataset> dataset = create_dataset(rc, env);
     const InitProbe probe =
         probe_initialization(rc, env, *dataset, rc.runner.integer("batches"), rc.runner.integer("seeds"));
     CaseResult out;

@@ -1,7 +1,13 @@
 #include "runners/runner.h"
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
 
+#include "bench/sha256.h"
+#include "plugins/registry.h"
 #include "store/store.h"
 
 namespace bench {
@@ -31,6 +37,35 @@ CaseResult run_case(const Runner& runner, const Case& c, const ResolvedCase& rc,
   result.finished_at = store::now_utc();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
+}
+
+std::unique_ptr<Dataset> create_dataset(const ResolvedCase& rc, const RunnerEnv& env) {
+  namespace fs = std::filesystem;
+  std::unique_ptr<Component> c = env.registry.create(*rc.data.info, rc.data.params);
+  auto* typed = dynamic_cast<Dataset*>(c.get());
+  if (typed == nullptr)
+    throw Error("plugin " + env.registry.origin(rc.data.info) + ": dataset '" + rc.data.info->name +
+                "' does not implement bench::Dataset");
+  std::unique_ptr<Dataset> ds(typed);
+  (void)c.release();  // ownership moved to `ds`
+  const fs::path base = env.db_dir.empty() ? fs::temp_directory_path() / "bench" : fs::path(env.db_dir);
+  ds->set_cache_dir((base / "tokenizers").string());
+  return ds;
+}
+
+Artifact file_artifact(const std::string& kind, const std::string& path, const RunnerEnv& env) {
+  namespace fs = std::filesystem;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const fs::path rel = env.db_dir.empty() ? fs::path(path) : fs::path(path).lexically_relative(env.db_dir);
+  return {kind, rel.empty() || *rel.begin() == ".." ? fs::absolute(path).string() : rel.string(),
+          static_cast<int64_t>(bytes.size()), sha256_hex(bytes)};
+}
+
+double bits_per_byte(double loss_nats_per_token, int64_t tokens, int64_t bytes) {
+  if (bytes <= 0) return NAN;
+  return loss_nats_per_token / std::numbers::ln2 * (static_cast<double>(tokens) / static_cast<double>(bytes));
 }
 
 }  // namespace bench

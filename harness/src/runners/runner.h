@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bench/interfaces.h"
 #include "bench/params.h"
 #include "experiment/experiment.h"
 #include "experiment/resolve.h"
@@ -52,6 +54,8 @@ struct CaseMetrics {
 /// table and Markdown show it (a fmt format spec such as "{:.4f}"; empty: 4 significant digits).
 struct ResultsColumn {
   std::string metric, header, format;
+  /// Shown only when some case of the table has the metric (bits per byte: text datasets only).
+  bool when_present = false;
 };
 
 /// How `bench results` shows a runner's cases: a row per case with these metric columns; with
@@ -92,5 +96,19 @@ class Runner {
 /// (a plugin error or exception gives status "failed" with the message), stamps the start and end
 /// times and the wall time.
 CaseResult run_case(const Runner& runner, const Case& c, const ResolvedCase& rc, RunnerEnv& env);
+
+/// The case's dataset, with its cache directory set: "tokenizers" beside the database, or under
+/// the system's temporary directory when the run has no database directory.
+std::unique_ptr<Dataset> create_dataset(const ResolvedCase& rc, const RunnerEnv& env);
+
+/// A file as a case's artifact: its size and SHA-256, and its path relative to the database's
+/// directory (absolute when it lies elsewhere).
+Artifact file_artifact(const std::string& kind, const std::string& path, const RunnerEnv& env);
+
+/// Loss in bits per byte of `tokens` tokens that stand for `bytes` source bytes, from their mean
+/// loss in nats per token: loss * tokens / (bytes * ln 2). Written as (loss / ln 2) * (tokens /
+/// bytes), so that a byte-level dataset (tokens == bytes) gives exactly loss / ln 2. NaN when the
+/// dataset has no bytes (bytes <= 0).
+double bits_per_byte(double loss_nats_per_token, int64_t tokens, int64_t bytes);
 
 }  // namespace bench

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "bench/interfaces.h"
@@ -17,7 +16,6 @@
 #include "runners/init_probe.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
-#include "store/sha256.h"
 
 namespace bench {
 
@@ -37,6 +35,7 @@ std::string metric_name(const std::string& prefix, const std::string& name, int6
 
 /// Unit of a series.
 std::string series_unit(const std::string& name) {
+  if (name == "val_bpb") return "bits/byte";
   return name == "val_loss" || name == "attn_entropy" || name == "logit_mean" ? "nats" : "";
 }
 
@@ -48,11 +47,31 @@ Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& 
   fs::create_directories(env.weights_dir);
   const fs::path path = fs::path(env.weights_dir) / ("case-" + std::to_string(c.ordinal) + ".safetensors");
   save_weights(model, path.string());
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const fs::path rel = env.db_dir.empty() ? path : path.lexically_relative(env.db_dir);
-  return {"weights", rel.empty() || *rel.begin() == ".." ? fs::absolute(path).string() : rel.string(),
-          static_cast<int64_t>(bytes.size()), store::sha256_hex(bytes)};
+  return file_artifact("weights", path.string(), env);
+}
+
+/// Mean held-out loss (nats/token) over validation batches 0..n-1, and the same in bits per byte
+/// (NaN when the dataset's tokens have no bytes).
+struct HeldOut {
+  double loss = NAN;
+  double bits_per_byte = NAN;
+  double bytes_per_token = NAN;
+};
+HeldOut held_out(Model& model, Dataset& dataset, const ModelDims& d, int64_t n, RunContext& ctx,
+                 std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+  ctx.training = false;
+  ctx.probes = false;
+  double sum = 0;
+  int64_t bytes = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    dataset.batch(Split::kValidation, b, d.batch_size, d.seq_len, inputs.data(), targets.data());
+    sum += model.forward(inputs.data(), targets.data(), ctx).loss;
+    const int64_t covered = dataset.bytes_of(targets.data(), d.tokens());
+    bytes = covered < 0 || bytes < 0 ? -1 : bytes + covered;
+  }
+  const double loss = sum / static_cast<double>(n);
+  return {loss, bits_per_byte(loss, n * d.tokens(), bytes),
+          bytes < 0 ? NAN : static_cast<double>(bytes) / static_cast<double>(n * d.tokens())};
 }
 
 /// The settings of [stability].
@@ -131,6 +150,7 @@ class StabilityRunner final : public Runner {
             {{"lr", "lr", "{:.3g}"},
              {"final_loss", "final loss (nats)", "{:.4f}"},
              {"best_loss", "best loss (nats)", "{:.4f}"},
+             {"final_val_bpb", "val bits/byte", "{:.4f}", true},
              {"unigram_entropy", "unigram H (nats)", "{:.4f}"},
              {"spike_count", "spikes", "{:.0f}"},
              {"diverged_step", "diverged at step", "{:.0f}"},
@@ -153,8 +173,7 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   const Params& s = rc.runner;
   const ModelDims& d = rc.model.dims;
   Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
-  std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
-  auto* dataset = dynamic_cast<Dataset*>(ds.get());
+  const std::unique_ptr<Dataset> dataset = create_dataset(rc, env);
   const Cost cost = model.cost();
   row.n_params = model.n_params();
   row.n_params_embedding = model.n_params_embedding();
@@ -253,15 +272,9 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
       }
       logged.push_back({"param_norm", -1, step, model.parameter_norm(ctx)});
       if (val_every > 0 && (step % val_every == 0 || step == steps - 1) && std::isfinite(info.loss)) {
-        ctx.training = false;
-        ctx.probes = false;
-        double sum = 0;
-        const int64_t n = s.integer("val_batches");
-        for (int64_t b = 0; b < n; ++b) {
-          dataset->batch(Split::kValidation, b, d.batch_size, d.seq_len, inputs.data(), targets.data());
-          sum += model.forward(inputs.data(), targets.data(), ctx).loss;
-        }
-        logged.push_back({"val_loss", -1, step, sum / static_cast<double>(n)});
+        const HeldOut h = held_out(model, *dataset, d, s.integer("val_batches"), ctx, inputs, targets);
+        logged.push_back({"val_loss", -1, step, h.loss});
+        if (std::isfinite(h.bits_per_byte)) logged.push_back({"val_bpb", -1, step, h.bits_per_byte});
       }
       for (const auto& r : logged) last_logged[{r.name, r.layer}] = r.value;
       row.series.insert(row.series.end(), logged.begin(), logged.end());
@@ -290,18 +303,11 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   const double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // Held-out loss at the end, without gradients.
-  double val = NAN;
+  HeldOut final_val;
   const int64_t eval_batches = s.integer("eval_batches");
-  if (!non_finite && row.status != "interrupted" && eval_batches > 0) {
-    double sum = 0;
-    ctx.training = false;
-    ctx.probes = false;
-    for (int64_t b = 0; b < eval_batches; ++b) {
-      dataset->batch(Split::kValidation, b, d.batch_size, d.seq_len, inputs.data(), targets.data());
-      sum += model.forward(inputs.data(), targets.data(), ctx).loss;
-    }
-    val = sum / static_cast<double>(eval_batches);
-  }
+  if (!non_finite && row.status != "interrupted" && eval_batches > 0)
+    final_val = held_out(model, *dataset, d, eval_batches, ctx, inputs, targets);
+  const double val = final_val.loss;
   // Held-out loss at other context lengths: the trained weights in a model built for length L
   // (same tokens per batch). Learned position tables cannot be moved to another length: NaN.
   std::vector<std::pair<int64_t, double>> long_context;
@@ -343,6 +349,12 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   m.push_back({"initial_loss", initial_loss, "nats"});
   m.push_back({"final_loss", std::isfinite(val) ? val : tail_mean, "nats"});
   m.push_back({"final_val_loss", val, "nats"});
+  // Bits per byte compare across tokenizers, where nats per token do not (docs/results.md).
+  if (std::isfinite(final_val.bits_per_byte)) {
+    m.push_back({"final_val_bpb", final_val.bits_per_byte, "bits/byte"});
+    m.push_back({"val_bytes_per_token", final_val.bytes_per_token, "bytes/token"});
+  }
+  m.push_back({"vocab_size", static_cast<double>(d.vocab_size), "tokens"});
   m.push_back({"final_train_loss", tail_mean, "nats"});
   m.push_back({"best_loss", best, "nats"});
   m.push_back({"spike_count", static_cast<double>(spikes.size()), "steps"});
@@ -357,10 +369,11 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   m.push_back({"train_tokens_per_s", static_cast<double>(done * d.tokens()) / train_s, "tokens/s"});
   for (const auto& [layer, v] : layer_max_logit) m.push_back({metric_name("", "max_attn_logit", layer), v, ""});
   for (const auto& [key, v] : last_logged)
-    if (key.first != "val_loss")  // final_val_loss is the full evaluation above
+    if (key.first != "val_loss" && key.first != "val_bpb")  // final_val_* are the full evaluation above
       m.push_back({metric_name("final_", key.first, key.second), v, series_unit(key.first)});
   for (const auto& [k, v] : dataset->reference()) m.push_back({k, v, "nats"});
   for (const auto& [len, loss] : long_context) m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
+  for (const auto& [kind, path] : dataset->derived_files()) row.artifacts.push_back(file_artifact(kind, path, env));
   if (s.boolean("save_weights") && row.status != "interrupted")
     row.artifacts.push_back(save_final_weights(c, model, env));
   if (non_finite) {

@@ -138,8 +138,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
   CaseResult row;
   const Params& s = rc.runner;
   Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
-  std::unique_ptr<Component> ds = env.registry.create(*rc.data.info, rc.data.params);
-  auto* dataset = dynamic_cast<Dataset*>(ds.get());
+  const std::unique_ptr<Dataset> dataset = create_dataset(rc, env);
   const ModelDims& d = rc.model.dims;
   std::vector<int32_t> inputs(static_cast<size_t>(d.tokens())), targets(inputs.size());
   dataset->batch(Split::kTrain, 0, d.batch_size, d.seq_len, inputs.data(), targets.data());

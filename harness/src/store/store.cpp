@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "bench/error.h"
+#include "bench/sha256.h"
 #include "store/schema.h"
-#include "store/sha256.h"
 #include "store/sqlite.h"
 #include "store/write_transaction.h"
 

@@ -1,14 +1,12 @@
 // SHA-256 after FIPS 180-4, section 6.2. None of the linked libraries exports one (SQLite's
 // sha3 lives in the CLI shell, not the library), and this is all we need of a crypto library.
-#include "store/sha256.h"
-
-#include <fmt/format.h>
+#include "bench/sha256.h"
 
 #include <array>
 #include <bit>
 #include <cstdint>
 
-namespace bench::store {
+namespace bench {
 
 namespace {
 
@@ -71,10 +69,13 @@ std::string sha256_hex(std::string_view data) {
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
   for (size_t off = 0; off < tail_len; off += 64) compress(h, tail.data() + off);
 
+  // The plugin API links no formatting library: hex digits by hand, most significant first.
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(64);
-  for (uint32_t word : h) fmt::format_to(std::back_inserter(out), "{:08x}", word);
+  for (uint32_t word : h)
+    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xfu]);
   return out;
 }
 
-}  // namespace bench::store
+}  // namespace bench
