@@ -320,12 +320,7 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
       double loss = NAN;
       if (longer.copy_parameters_from(model).empty()) {
         std::vector<int32_t> in(static_cast<size_t>(spec.dims.tokens())), tg(in.size());
-        double sum = 0;
-        for (int64_t b = 0; b < eval_batches; ++b) {
-          dataset->batch(Split::kValidation, b, spec.dims.batch_size, len, in.data(), tg.data());
-          sum += longer.forward(in.data(), tg.data(), ctx).loss;
-        }
-        loss = sum / static_cast<double>(eval_batches);
+        loss = held_out(longer, *dataset, spec.dims, eval_batches, ctx, in, tg).loss;
       }
       long_context.emplace_back(len, loss);
       env.progress.update(env.prefix + " · eval at length " + std::to_string(len));
