@@ -174,6 +174,13 @@ std::vector<double> throughput_samples(const Group& g, const std::string& mode, 
   return v;
 }
 
+/// Whether any of the group's cases stopped timing `mode` above its noise target.
+bool noisy(const Group& g, const std::string& mode) {
+  return std::any_of(g.cases.begin(), g.cases.end(), [&](const CaseData* c) {
+    return std::any_of(c->modes.begin(), c->modes.end(), [&](const ModeData& m) { return m.mode == mode && m.noisy; });
+  });
+}
+
 std::vector<std::string> modes_of(const Group& g) {
   std::vector<std::string> modes;
   for (const CaseData* c : g.cases)
@@ -267,7 +274,8 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
   r.rule = fmt::format(
       "exact Mann-Whitney test on the repetitions (stability: on the seeds), alpha {:g}, minimum effect {:g} %: "
       "faster/slower (better/worse) when p < {:g} and B/A is beyond 1 ± {:g} %; same when the interval of B/A lies "
-      "within [{:.4g}, {:.4g}]; otherwise unclear; one value per side: single run",
+      "within [{:.4g}, {:.4g}]; otherwise unclear; one value per side: single run; a time or rate of a mode that "
+      "either side timed above its noise target: noisy, never faster or slower",
       o.alpha, o.min_effect * 100, o.alpha, o.min_effect * 100, 1 / (1 + o.min_effect), 1 + o.min_effect);
 
   // In the order of the baseline's cases.
@@ -337,6 +345,8 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
             row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
           } else {
             row.result = compare_samples(va, vb, def.direction, o.alpha, o.min_effect);
+            // A side timed above its noise target cannot back a verdict, whatever its test says.
+            if (noisy(group_a, mode) || noisy(group_b, mode)) row.result.verdict = Verdict::kNoisy;
           }
           row.a_value = Value::number(row.result.median_a);
           row.b_value = Value::number(row.result.median_b);

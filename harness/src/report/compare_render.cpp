@@ -98,7 +98,8 @@ std::string summary(const CompareReport& r) {
   std::map<std::string, int> counts;
   for (const auto& row : r.rows) counts[std::string(verdict_name(row.result.verdict, row.timing))] += 1;
   std::string s;
-  for (const char* v : {"faster", "slower", "better", "worse", "higher", "lower", "same", "unclear", "single run"})
+  for (const char* v :
+       {"faster", "slower", "better", "worse", "higher", "lower", "same", "unclear", "single run", "noisy"})
     if (counts.count(v) != 0) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", counts[v], v);
   return fmt::format("verdicts: {}; regressions (slower or worse, marked !): {}\n", s, r.regressions);
 }

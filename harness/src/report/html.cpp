@@ -55,6 +55,7 @@ svg.chart .legend-line { stroke-width: 2.4; }
 svg.chart .legend-title { font-weight: 600; fill: #333; }
 svg.chart .legend-text { fill: #333; }
 svg.chart .bar { opacity: 0.85; }
+svg.chart .bar.noisy { opacity: 0.35; stroke: #b00; stroke-dasharray: 3 2; }
 svg.chart .whisker { stroke: #333; stroke-width: 1; }
 svg.chart .errorbar { stroke: #111; stroke-width: 3; }
 svg.chart .sample { fill: #fff; stroke: #111; stroke-width: 0.8; }
@@ -100,7 +101,9 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
   std::string o = "<section id=\"throughput\">\n<h2>Throughput</h2>\n";
   if (modes.empty()) return o + "<p class=\"note\">This run has no throughput measurements.</p>\n</section>\n";
   o += "<p class=\"note\">Time per iteration of each case. Bar: median over the repetitions; thick line: median ± "
-       "MAD (median absolute deviation); thin whisker: fastest to slowest repetition; dots: the repetitions.</p>\n"
+       "MAD (median absolute deviation); thin whisker: fastest to slowest repetition; dots: the repetitions. A pale, "
+       "dashed bar marked noisy: the repetitions' spread stayed above the noise target (max_noise) until max_time; "
+       "its time is not to be trusted.</p>\n"
        "<div class=\"plots\">\n";
   for (const std::string& mode : modes) {
     svg::BarChart chart;
@@ -119,7 +122,8 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
         b.min = m.min_ms;
         b.max = m.max_ms;
         b.samples = m.samples_ms;
-        b.value_text = fmt::format("{:.3g}", m.median_ms);
+        b.value_text = fmt::format("{:.3g}", m.median_ms) + (m.noisy ? " noisy" : "");
+        b.noisy = m.noisy;
         reps = std::max(reps, m.samples_ms.size());
         chart.bars.push_back(std::move(b));
       }
@@ -136,6 +140,7 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
         for (const auto& e : t.errors) o += "<li>" + escape(e) + "</li>";
         o += "</ul>\n";
       }
+      for (const auto& n : t.notes) o += "<p class=\"meta noisy\">" + escape(n) + "</p>\n";
     }
   return o + "</section>\n";
 }

@@ -34,6 +34,10 @@ struct TimingColumn {
 constexpr TimingColumn kTimingColumns[] = {
     {"median_ms", "median ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.median_ms; }},
     {"mad_ms", "± MAD ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.mad_ms; }},
+    {"noise_percent", "noise %", "{:.1f}",
+     [](const store::ModeData& m) -> std::optional<double> {
+       return m.noise ? std::optional<double>(*m.noise * 100.0) : std::nullopt;
+     }},
     {"tokens_per_s", "tokens/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.tokens_per_s; }},
     {"gflops_per_s", "GFLOP/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.gflops_per_s; }},
     {"mfu_percent", "MFU %", "{:.1f}",
@@ -76,10 +80,14 @@ class SectionBuilder {
     section_.sheet.columns.push_back({"status", "status", false});
     section_.sheet.columns.push_back({"error", "error", false});
   }
-  void add(const CaseData& c, const std::vector<Value>& visible) {
+  /// `texts`: the display text of some of the visible cells (by index), where not the formatted value.
+  void add(const CaseData& c, const std::vector<Value>& visible, const std::map<size_t, std::string>& texts = {}) {
     std::vector<SheetCell> cells;
     cells.push_back({Value::integer(c.ordinal), display_text(Value::integer(c.ordinal))});
-    for (size_t i = 0; i < visible.size(); ++i) cells.push_back({visible[i], styled(visible[i], formats_[i])});
+    for (size_t i = 0; i < visible.size(); ++i) {
+      const auto text = texts.find(i);
+      cells.push_back({visible[i], text != texts.end() ? text->second : styled(visible[i], formats_[i])});
+    }
     const Value status = Value::string(c.status), error = text_or_null(c.error);
     cells.push_back({status, display_text(status)});
     cells.push_back({error, display_text(error)});
@@ -87,6 +95,7 @@ class SectionBuilder {
       section_.errors.push_back(fmt::format("case {} {}: {}", c.ordinal, c.status, single_line(c.error)));
     section_.sheet.rows.push_back(std::move(cells));
   }
+  void note(std::string line) { section_.notes.push_back(std::move(line)); }
   ResultsSection take() { return std::move(section_); }
 
  private:
@@ -95,6 +104,21 @@ class SectionBuilder {
   std::set<int64_t> reported_;
 };
 
+std::string percent_or_unknown(const std::optional<double>& fraction) {
+  return fraction ? fmt::format("{:.1f} %", *fraction * 100.0) : std::string("unknown");
+}
+
+/// Why a mode is marked noisy, with the machine's state around its timing.
+std::string noisy_note(const CaseData& c, const store::ModeData& m) {
+  std::string cores = m.cores ? fmt::format("its {} cores", *m.cores) : std::string("its cores");
+  return fmt::format(
+      "case {} {}: noisy: noise {} above the target {} after {} repetitions; load average {}, other processes kept "
+      "{} of {} busy, steal {}",
+      c.ordinal, m.mode, percent_or_unknown(m.noise), percent_or_unknown(m.max_noise), m.samples_ms.size(),
+      m.load_avg ? fmt::format("{:.2f}", *m.load_avg) : std::string("unknown"), percent_or_unknown(m.other_busy), cores,
+      percent_or_unknown(m.steal));
+}
+
 /// A row per timed mode of the runner's cases (and of any case with timings); a case without
 /// timings gets one row of NULLs.
 ResultsSection timings_section(const RunData& run, const Runner& runner) {
@@ -102,18 +126,25 @@ ResultsSection timings_section(const RunData& run, const Runner& runner) {
                                                               {{"mode", "mode", false}, ""}};
   for (const TimingColumn& c : kTimingColumns)
     visible.push_back({{std::string(c.key), std::string(c.header), true}, std::string(c.format)});
+  // Whether the mode stopped above its noise target: true, false, or NULL (stored before schema
+  // version 6); the table shows "noisy" or nothing.
+  visible.push_back({{"noisy", "noisy", false}, ""});
+  const size_t noisy_column = visible.size() - 1;
   SectionBuilder b(std::string(runner.name()), visible);
   for (const CaseData& c : run.cases) {
     if (c.runner != runner.name() && c.modes.empty()) continue;
     if (c.modes.empty()) {
       std::vector<Value> row = {Value::string(c.label), Value()};
-      row.resize(2 + std::size(kTimingColumns));
+      row.resize(visible.size());
       b.add(c, row);
     }
     for (const store::ModeData& m : c.modes) {
       std::vector<Value> row = {Value::string(c.label), Value::string(m.mode)};
       for (const TimingColumn& col : kTimingColumns) row.push_back(number_or_null(col.value(m)));
-      b.add(c, row);
+      const bool known = m.noise.has_value() || m.max_noise.has_value() || m.noisy;
+      row.push_back(known ? Value::boolean(m.noisy) : Value());
+      b.add(c, row, {{noisy_column, m.noisy ? "noisy" : ""}});
+      if (m.noisy) b.note(noisy_note(c, m));
     }
   }
   return b.take();

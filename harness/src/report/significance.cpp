@@ -195,6 +195,8 @@ std::string_view verdict_name(Verdict v, bool timing) {
       return "unclear";
     case Verdict::kSingleRun:
       return "single run";
+    case Verdict::kNoisy:
+      return "noisy";
   }
   return "unclear";
 }

@@ -26,6 +26,7 @@ enum class Verdict {
   kSame,       ///< the interval of B/A lies within the minimum effect: no change that matters
   kUnclear,    ///< neither: too few repetitions or too much spread to tell
   kSingleRun,  ///< one value per side: no spread to judge against
+  kNoisy,      ///< a side's timing stopped above its noise target: not judged (bench compare)
 };
 
 /// The outcome of comparing the samples of B with those of the baseline A.
@@ -58,7 +59,7 @@ std::optional<std::pair<std::pair<double, double>, double>> shift_interval(const
 Comparison compare_samples(const std::vector<double>& a, const std::vector<double>& b, Direction direction,
                            double alpha, double min_effect);
 
-/// "faster", "slower", "better", "worse", "higher", "lower", "same", "unclear", "single run";
+/// "faster", "slower", "better", "worse", "higher", "lower", "same", "unclear", "single run", "noisy";
 /// `timing` words (faster / slower) for better / worse of a time or rate.
 std::string_view verdict_name(Verdict v, bool timing);
 

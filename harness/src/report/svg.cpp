@@ -320,9 +320,9 @@ std::string bar_chart(const BarChart& c) {
     o += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\"><title>{}</title>{}</text>",
                      num(kBarLabelW - 8), num(mid + 4), escape(b.label), escape(cut(b.label, 40)));
     o += fmt::format(
-        "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>",
-        num(sx(0)), num(y + 5), num(std::max(0.0, px(b.value) - sx(0))), num(kBarRowH - 10), c.color, escape(b.label),
-        escape(b.value_text));
+        "<rect class=\"bar{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}: {}</title></rect>",
+        b.noisy ? " noisy" : "", num(sx(0)), num(y + 5), num(std::max(0.0, px(b.value) - sx(0))), num(kBarRowH - 10),
+        c.color, escape(b.label), escape(b.value_text));
     // min..max whisker (thin), err_lo..err_hi (thick), samples (dots); beyond the axis: an arrow.
     o += fmt::format("<line class=\"whisker\" x1=\"{0}\" y1=\"{2}\" x2=\"{1}\" y2=\"{2}\"/>", num(px(b.min)),
                      num(px(b.max)), num(mid));

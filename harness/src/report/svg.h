@@ -50,6 +50,7 @@ struct Bar {
   double value = 0, err_lo = 0, err_hi = 0, min = 0, max = 0;
   std::vector<double> samples;
   std::string value_text;  ///< printed right of the bar
+  bool noisy = false;      ///< drawn as class "bar noisy" (a measurement above its noise target)
 };
 
 struct BarChart {

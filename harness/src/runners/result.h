@@ -3,6 +3,7 @@
 // sinks (runners/sink.h), one of which writes it to the database as the store's rows
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,6 +20,14 @@ struct Timing {
   std::optional<double> mfu;          ///< fraction of the device peak, 0..1; none when the peak is unknown
   std::optional<int64_t> peak_bytes;  ///< peak device memory during the timed loop
   std::vector<double> samples_ms;     ///< per repetition, in order
+  /// The noise rule (docs/design.md, "How throughput is measured"): the achieved relative spread
+  /// of the samples (1.4826 MAD / median; NaN when not known), its target, and whether the timing
+  /// stopped without reaching it.
+  double noise = NAN, max_noise = NAN;
+  bool noisy = false;
+  /// The machine around the timing (runners/machine_state.h); NaN / 0 when not known.
+  double load_avg = NAN, steal = NAN, other_busy = NAN;
+  int64_t cores = 0;
 };
 
 /// One training step (loss, grad norm ...); non-finite values are kept as they are.

@@ -50,9 +50,28 @@ std::string result_json(const CaseResult& r) {
   for (const Timing& t : r.timings) {
     Json samples = Json::array();
     for (double s : t.samples_ms) samples.push_back(num(s));
-    timings.push_back({t.mode, t.repetitions, t.iterations, num(t.median_ms), num(t.mean_ms), num(t.min_ms),
-                       num(t.max_ms), num(t.stddev_ms), num(t.mad_ms), num(t.tokens_per_s), num(t.flops_per_iter),
-                       num(t.gflops_per_s), optional_json(t.mfu), optional_json(t.peak_bytes), samples});
+    timings.push_back({t.mode,
+                       t.repetitions,
+                       t.iterations,
+                       num(t.median_ms),
+                       num(t.mean_ms),
+                       num(t.min_ms),
+                       num(t.max_ms),
+                       num(t.stddev_ms),
+                       num(t.mad_ms),
+                       num(t.tokens_per_s),
+                       num(t.flops_per_iter),
+                       num(t.gflops_per_s),
+                       optional_json(t.mfu),
+                       optional_json(t.peak_bytes),
+                       samples,
+                       num(t.noise),
+                       num(t.max_noise),
+                       t.noisy,
+                       num(t.load_avg),
+                       num(t.steal),
+                       num(t.other_busy),
+                       t.cores});
   }
   for (const StepRecord& s : r.steps)
     steps.push_back({s.step, num(s.lr), num(s.loss), num(s.grad_norm), num(s.max_attn_logit), num(s.z_mean),
@@ -101,6 +120,13 @@ CaseResult result_from_json(const std::string& text) {
       x.mfu = optional_of<double>(t.at(12));
       x.peak_bytes = optional_of<int64_t>(t.at(13));
       for (const Json& s : t.at(14)) x.samples_ms.push_back(num_of(s));
+      x.noise = num_of(t.at(15));
+      x.max_noise = num_of(t.at(16));
+      x.noisy = t.at(17).get<bool>();
+      x.load_avg = num_of(t.at(18));
+      x.steal = num_of(t.at(19));
+      x.other_busy = num_of(t.at(20));
+      x.cores = t.at(21).get<int64_t>();
       r.timings.push_back(std::move(x));
     }
     for (const Json& s : j.at("steps"))

@@ -26,10 +26,18 @@ store::CaseRow store_row(const Job& job, const CaseResult& r) {
   row.n_params = r.n_params;
   row.n_params_embedding = r.n_params_embedding;
   row.flops_per_token = r.flops_per_token;
-  for (const Timing& t : r.timings)
-    row.throughput.push_back({t.mode, t.repetitions, t.iterations, t.median_ms, t.mean_ms, t.min_ms, t.max_ms,
-                              t.stddev_ms, t.mad_ms, t.tokens_per_s, t.flops_per_iter, t.gflops_per_s, t.mfu,
-                              t.peak_bytes, t.samples_ms});
+  for (const Timing& t : r.timings) {
+    store::ThroughputRow tp;
+    tp.mode = t.mode;
+    tp.repetitions = t.repetitions, tp.iterations = t.iterations;
+    tp.median_ms = t.median_ms, tp.mean_ms = t.mean_ms, tp.min_ms = t.min_ms, tp.max_ms = t.max_ms;
+    tp.stddev_ms = t.stddev_ms, tp.mad_ms = t.mad_ms, tp.tokens_per_s = t.tokens_per_s;
+    tp.flops_per_iter = t.flops_per_iter, tp.gflops_per_s = t.gflops_per_s, tp.mfu = t.mfu;
+    tp.peak_bytes = t.peak_bytes, tp.samples_ms = t.samples_ms;
+    tp.noise = t.noise, tp.max_noise = t.max_noise, tp.noisy = t.noisy;
+    tp.load_avg = t.load_avg, tp.steal = t.steal, tp.other_busy = t.other_busy, tp.cores = t.cores;
+    row.throughput.push_back(std::move(tp));
+  }
   for (const StepRecord& s : r.steps)
     row.steps.push_back({s.step, s.lr, s.loss, s.grad_norm, s.max_attn_logit, s.z_mean, s.z_loss, s.ms});
   for (const SeriesPoint& s : r.series) row.series.push_back({s.name, s.layer, s.step, s.value});
@@ -87,6 +95,11 @@ store::CaseData case_data(const Job& job, const CaseResult& r) {
     m.tokens_per_s = t.tokens_per_s, m.flops_per_iter = t.flops_per_iter, m.gflops_per_s = t.gflops_per_s;
     if (t.mfu && !std::isnan(*t.mfu)) m.mfu = t.mfu;  // the store keeps NaN as NULL
     m.peak_bytes = t.peak_bytes;
+    // As the store gives them back: NULL for what is not a finite number.
+    const auto known = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
+    m.noise = known(t.noise), m.max_noise = known(t.max_noise), m.noisy = t.noisy;
+    m.load_avg = known(t.load_avg), m.steal = known(t.steal), m.other_busy = known(t.other_busy);
+    if (t.cores > 0) m.cores = t.cores;
     c.modes.push_back(std::move(m));
   }
   store::sort_modes(c.modes);

@@ -34,6 +34,19 @@ Summary summarize(std::vector<double> v) {
   return s;
 }
 
+double relative_noise(const std::vector<double>& v) {
+  if (v.size() < 2) return NAN;
+  const Summary s = summarize(v);
+  if (!(s.median > 0)) return NAN;
+  return 1.4826 * s.mad / s.median;
+}
+
+NoiseStep noise_step(const std::vector<double>& samples, double target, double elapsed_s, double next_round_s,
+                     double max_time_s) {
+  if (relative_noise(samples) <= target) return NoiseStep::kStop;  // false for NaN: not known to be quiet
+  return elapsed_s + next_round_s <= max_time_s ? NoiseStep::kContinue : NoiseStep::kNoisy;
+}
+
 std::vector<int64_t> find_spikes(const std::vector<double>& v, int64_t window, double sigma) {
   constexpr int64_t kMinHistory = 10;
   std::vector<int64_t> out;

@@ -1,5 +1,5 @@
-// defines: bench::Summary, summarize, find_spikes, lr_at, lr_sensitivity, GridCase, lr_grid_metrics —
-// the arithmetic behind the runners
+// defines: bench::Summary, summarize, relative_noise, NoiseStep, noise_step, find_spikes, lr_at, lr_sensitivity,
+// GridCase, lr_grid_metrics — the arithmetic behind the runners
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,25 @@ struct Summary {
   double mad = 0;     ///< median absolute deviation from the median
 };
 Summary summarize(std::vector<double> v);
+
+/// Robust relative spread of repeated times: 1.4826 * MAD / median (the MAD scaled to estimate a
+/// normal distribution's standard deviation, relative to the median). NaN with fewer than two
+/// values or a median that is not positive.
+double relative_noise(const std::vector<double>& v);
+
+/// What the throughput runner does after a round of repetitions (docs/design.md, "How throughput
+/// is measured").
+enum class NoiseStep {
+  kStop,      ///< the noise is at most the target: done
+  kContinue,  ///< above the target, and another round fits in the time limit
+  kNoisy,     ///< above the target (or not known), and no time for another round: done, noisy
+};
+
+/// The stopping rule: kStop when relative_noise(samples) <= target; otherwise kContinue when a
+/// further round of about `next_round_s` seconds would end within `max_time_s` of the start of
+/// the timing (`elapsed_s` ago), else kNoisy.
+NoiseStep noise_step(const std::vector<double>& samples, double target, double elapsed_s, double next_round_s,
+                     double max_time_s);
 
 /// Spike detector: step t is a spike when v[t] > mean + sigma * std of the `window` values
 /// before it (at least 10 of them; fewer at the start are not judged). Non-finite values are

@@ -1,8 +1,11 @@
 // Throughput runner: Google Benchmark is the timing engine (warm-up, iteration count, repetitions);
 // we keep every repetition's time and derive median, spread, tokens/s and FLOP rates from the
-// components' declared FLOPs.
+// components' declared FLOPs. Timing a mode stops on a noise criterion, as nvbench's does: further
+// rounds of repetitions until their relative spread is at most `max_noise` or `max_time` is spent.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -13,6 +16,7 @@
 #include "model/model.h"
 #include "plugins/registry.h"
 #include "runners/gemm_ceiling.h"
+#include "runners/machine_state.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
 
@@ -107,6 +111,13 @@ const std::vector<ParamSpec>& throughput_params() {
                          {"forward", "forward_backward", "train_step"}, "what to time"),
       ParamSpec::integer("repetitions", 5, "timed repetitions (median and spread over these)").at_least(1),
       ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least").at_least(0),
+      ParamSpec::number("max_noise", 0.02,
+                        "target relative spread of the repetitions (1.4826 MAD / median): further rounds of "
+                        "`repetitions` until it is reached or max_time is spent; a mode that ends above it is noisy")
+          .at_least(0),
+      ParamSpec::number("max_time", 10.0,
+                        "seconds a mode's timing may take before it stops above max_noise (0: the first round only)")
+          .at_least(0),
       ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
       ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
       ParamSpec::boolean("cuda_graph", false,
@@ -130,6 +141,8 @@ class ThroughputRunner final : public Runner {
     std::string s;
     for (const Timing& t : r.timings)
       if (t.mode == "train_step") s += ", train step " + std::to_string(t.median_ms).substr(0, 6) + " ms";
+    for (const Timing& t : r.timings)
+      if (t.noisy) s += fmt::format(", {} noisy ({:.1f} % > {:g} %)", t.mode, t.noise * 100, t.max_noise * 100);
     return s;
   }
 };
@@ -239,37 +252,65 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
     }
     env.progress.update(env.prefix + " · timing " + mode, true);
     CollectingReporter reporter;
-    benchmark::ClearRegisteredBenchmarks();
-    auto* bm = benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
+    // One round: `reps` repetitions; the first warms up and lets Google Benchmark choose the
+    // iterations per repetition, later rounds reuse that count without a warm-up.
+    const auto round = [&](int reps, int64_t iterations) {
+      benchmark::ClearRegisteredBenchmarks();
+      auto* bm = benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
 #if BENCH_HAVE_CUDA
-      if (gpu) {
-        // Each step from a cold L2 (flushed outside the timing), timed by CUDA events around it.
-        for (auto _ : st) {
-          st.PauseTiming();
-          gpu->flusher.flush(ctx.exec.stream);
-          st.ResumeTiming();
-          gpu->timer.start();
-          step();
-          st.SetIterationTime(gpu->timer.stop_ms() * 1e-3);
+        if (gpu) {
+          // Each step from a cold L2 (flushed outside the timing), timed by CUDA events around it.
+          for (auto _ : st) {
+            st.PauseTiming();
+            gpu->flusher.flush(ctx.exec.stream);
+            st.ResumeTiming();
+            gpu->timer.start();
+            step();
+            st.SetIterationTime(gpu->timer.stop_ms() * 1e-3);
+          }
+          return;
         }
-        return;
-      }
 #endif
-      for (auto _ : st) step();
-    });
-    bm->Repetitions(static_cast<int>(s.integer("repetitions")))
-        ->MinTime(s.number("min_time"))
-        ->MinWarmUpTime(s.number("warmup_time"))
-        ->Unit(benchmark::kMillisecond);
-    if (gpu) {
-      bm->UseManualTime();
-    } else {
-      bm->UseRealTime();
+        for (auto _ : st) step();
+      });
+      bm->Repetitions(reps)->Unit(benchmark::kMillisecond);
+      if (iterations > 0) {
+        bm->Iterations(iterations)->MinWarmUpTime(0);
+      } else {
+        bm->MinTime(s.number("min_time"))->MinWarmUpTime(s.number("warmup_time"));
+      }
+      if (gpu) {
+        bm->UseManualTime();
+      } else {
+        bm->UseRealTime();
+      }
+      benchmark::RunSpecifiedBenchmarks(&reporter);
+      benchmark::ClearRegisteredBenchmarks();
+      if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
+      if (reporter.ms.empty()) throw Error("timing " + mode + " produced no measurement");
+    };
+
+    // Rounds until the noise rule says stop (runners/stats.h: noise_step), with the machine's
+    // state sampled over all of them.
+    const auto reps = static_cast<int>(s.integer("repetitions"));
+    const double max_noise = s.number("max_noise"), max_time = s.number("max_time");
+    const MachineSampler sampler;
+    const auto started = std::chrono::steady_clock::now();
+    round(reps, 0);
+    const int64_t iterations = reporter.iterations;
+    for (;;) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      // The next round times reps x iterations steps of about the median so far.
+      const double next_round_s = reps * static_cast<double>(iterations) * summarize(reporter.ms).median * 1e-3;
+      const NoiseStep next = noise_step(reporter.ms, max_noise, elapsed, next_round_s, max_time);
+      if (next != NoiseStep::kContinue || (env.stop && env.stop->load())) break;
+      env.progress.update(
+          env.prefix + " · timing " + mode +
+              fmt::format(" (noise {:.1f} %, {} repetitions)", relative_noise(reporter.ms) * 100, reporter.ms.size()),
+          true);
+      round(reps, iterations);
     }
-    benchmark::RunSpecifiedBenchmarks(&reporter);
-    benchmark::ClearRegisteredBenchmarks();
-    if (!reporter.error.empty()) throw Error("timing " + mode + ": " + reporter.error);
-    if (reporter.ms.empty()) throw Error("timing " + mode + " produced no measurement");
+    const MachineState machine = sampler.stop();
 
     if (graph) {
       // The replays must have done the step's work: a broken capture shows as a loss that is not
@@ -301,6 +342,13 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
       row.metrics.push_back({"mfu_model_gemms/" + mode, t.gflops_per_s / ceiling.gflops_per_s, ""});
     t.peak_bytes = static_cast<int64_t>(model.bytes());
     t.samples_ms = reporter.ms;
+    t.noise = relative_noise(reporter.ms);
+    t.max_noise = max_noise;
+    t.noisy = !(t.noise <= max_noise);
+    t.load_avg = machine.load_avg;
+    t.steal = machine.steal;
+    t.other_busy = machine.other_busy;
+    t.cores = machine.cores;
     row.timings.push_back(std::move(t));
   }
   row.metrics.push_back({"initial_loss", first.loss, "nats"});

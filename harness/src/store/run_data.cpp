@@ -77,7 +77,8 @@ RunData load_run(const Store& db, int64_t run_id) {
 
   const auto tp = db.query(
       "SELECT t.case_id, t.mode, t.median_ms, t.mad_ms, t.min_ms, t.max_ms, t.tokens_per_s, t.flops_per_iter, "
-      "t.gflops_per_s, t.mfu, t.peak_bytes FROM throughput t JOIN cases c ON c.id = t.case_id WHERE c.run_id = ?1",
+      "t.gflops_per_s, t.mfu, t.peak_bytes, t.noise, t.max_noise, t.noisy, t.load_avg, t.steal, t.other_busy, t.cores "
+      "FROM throughput t JOIN cases c ON c.id = t.case_id WHERE c.run_id = ?1",
       {Value::integer(run_id)});
   for (const auto& row : tp.rows) {
     ModeData m;
@@ -91,6 +92,16 @@ RunData load_run(const Store& db, int64_t run_id) {
     m.gflops_per_s = number(row[8]);
     if (row[9].is_number()) m.mfu = row[9].as_double();
     if (row[10].is_number()) m.peak_bytes = row[10].as_int();
+    const auto optional_number = [](const Value& v) {
+      return v.is_number() ? std::optional<double>(v.as_double()) : std::nullopt;
+    };
+    m.noise = optional_number(row[11]);
+    m.max_noise = optional_number(row[12]);
+    m.noisy = row[13].is_number() && row[13].as_int() != 0;
+    m.load_avg = optional_number(row[14]);
+    m.steal = optional_number(row[15]);
+    m.other_busy = optional_number(row[16]);
+    if (row[17].is_number()) m.cores = row[17].as_int();
     d.cases[index.at(row[0].as_int())].modes.push_back(std::move(m));
   }
   for (auto& c : d.cases) sort_modes(c.modes);

@@ -20,6 +20,11 @@ struct ModeData {
   double median_ms = 0, mad_ms = 0, min_ms = 0, max_ms = 0, tokens_per_s = 0, flops_per_iter = 0, gflops_per_s = 0;
   std::optional<double> mfu;
   std::optional<int64_t> peak_bytes;
+  /// The noise rule and the machine around the timing (store.h: ThroughputRow); none where the
+  /// database has NULL (rows written before schema version 6).
+  std::optional<double> noise, max_noise, load_avg, steal, other_busy;
+  bool noisy = false;
+  std::optional<int64_t> cores;
 };
 
 /// A named summary number of a case; NaN when stored as NULL.

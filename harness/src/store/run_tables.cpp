@@ -35,7 +35,14 @@ const std::vector<ColumnUnit>& throughput_value_columns() {
                                                   {"flops_per_iter", "FLOP"},
                                                   {"gflops_per_s", "GFLOP/s"},
                                                   {"mfu", ""},
-                                                  {"peak_bytes", "bytes"}};
+                                                  {"peak_bytes", "bytes"},
+                                                  {"noise", ""},
+                                                  {"max_noise", ""},
+                                                  {"noisy", ""},
+                                                  {"load_avg", ""},
+                                                  {"steal", ""},
+                                                  {"other_busy", ""},
+                                                  {"cores", ""}};
   return columns;
 }
 

@@ -171,11 +171,27 @@ CREATE TABLE run_sources(
   PRIMARY KEY(run_id, source_uid));
 )sql";
 
+// Version 6: timing that knows when it is noisy. Each throughput mode keeps the relative spread
+// its repetitions reached (`noise`, 1.4826 MAD / median), the target it timed towards (`max_noise`),
+// whether it stopped above the target (`noisy`, 0/1), and the machine's state around its timing:
+// the 1-minute load average (`load_avg`), the share of its cores' time stolen by a hypervisor
+// (`steal`) and kept busy by other processes (`other_busy`), and how many cores it could run on
+// (`cores`). Rows written before version 6 have NULL in all of them.
+constexpr const char* kSchemaV6 = R"sql(
+ALTER TABLE throughput ADD COLUMN noise REAL;
+ALTER TABLE throughput ADD COLUMN max_noise REAL;
+ALTER TABLE throughput ADD COLUMN noisy INTEGER;
+ALTER TABLE throughput ADD COLUMN load_avg REAL;
+ALTER TABLE throughput ADD COLUMN steal REAL;
+ALTER TABLE throughput ADD COLUMN other_busy REAL;
+ALTER TABLE throughput ADD COLUMN cores INTEGER;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
-      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5},
+      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}, {6, kSchemaV6},
   };
   return all_migrations;
 }

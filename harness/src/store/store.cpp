@@ -442,8 +442,10 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
     if (!c.throughput.empty()) {
       sqlite::Statement ins_tp(db_.get(), R"sql(
         INSERT INTO throughput(case_id, mode, repetitions, iterations, median_ms, mean_ms, min_ms, max_ms, stddev_ms,
-                               mad_ms, tokens_per_s, flops_per_iter, gflops_per_s, mfu, peak_bytes)
-        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15))sql");
+                               mad_ms, tokens_per_s, flops_per_iter, gflops_per_s, mfu, peak_bytes, noise, max_noise,
+                               noisy, load_avg, steal, other_busy, cores)
+        VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21,
+               ?22))sql");
       sqlite::Statement ins_sample(db_.get(),
                                    "INSERT INTO samples(case_id, mode, repetition, ms) VALUES(?1, ?2, ?3, ?4)");
       for (const ThroughputRow& t : c.throughput) {
@@ -462,6 +464,13 @@ int64_t Store::add_case(int64_t run_id, const CaseRow& c) {
             .bind(13, t.gflops_per_s)
             .bind(14, t.mfu ? nan_to_null(*t.mfu) : std::nullopt)
             .bind(15, t.peak_bytes)
+            .bind(16, finite_or_null(t.noise))
+            .bind(17, finite_or_null(t.max_noise))
+            .bind(18, static_cast<int64_t>(t.noisy ? 1 : 0))
+            .bind(19, finite_or_null(t.load_avg))
+            .bind(20, finite_or_null(t.steal))
+            .bind(21, finite_or_null(t.other_busy))
+            .bind(22, t.cores > 0 ? std::optional<int64_t>(t.cores) : std::nullopt)
             .run();
         for (size_t i = 0; i < t.samples_ms.size(); ++i)
           ins_sample.bind(1, case_id).bind(2, t.mode).bind(3, static_cast<int64_t>(i)).bind(4, t.samples_ms[i]).run();

@@ -2,6 +2,7 @@
 // RunInfo, CaseRow and its parts (what a runner records), QueryResult, now_utc
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -16,7 +17,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.
@@ -44,6 +45,14 @@ struct ThroughputRow {
   std::optional<double> mfu;          ///< fraction of the device peak, 0..1; none when the peak is unknown
   std::optional<int64_t> peak_bytes;  ///< peak device memory during the timed loop
   std::vector<double> samples_ms;     ///< per repetition, in order
+  /// The noise rule: achieved relative spread, its target (fractions; NaN: not known, stored as
+  /// NULL) and whether the timing stopped above the target.
+  double noise = NAN, max_noise = NAN;
+  bool noisy = false;
+  /// The machine around the timing: 1-minute load average, stolen and other processes' busy time
+  /// as fractions of the cores' time, the number of cores (0: not known); NaN and 0 are stored as NULL.
+  double load_avg = NAN, steal = NAN, other_busy = NAN;
+  int64_t cores = 0;
 };
 
 /// One training step of a stability case; a row of `steps`. NaN and +-inf are stored as NULL.
