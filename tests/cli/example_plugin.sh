@@ -35,6 +35,7 @@ modes = ["train_step"]
 repetitions = 2
 min_time = 0.01
 warmup_time = 0.0
+max_time = 0
 [stability]
 steps = 20
 lr = 1e-2

@@ -21,7 +21,7 @@ const char* const kExperiment =
     "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
     "norm_position = [\"post\", \"pre\"]\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
-    "[throughput]\nmodes = [\"forward\"]\nrepetitions = 2\nmin_time = 0.01\nwarmup_time = 0.0\n"
+    "[throughput]\nmodes = [\"forward\"]\nrepetitions = 2\nmin_time = 0.01\nwarmup_time = 0.0\nmax_time = 0\n"
     "[stability]\nsteps = 8\nlr = [1e-2, 3e-2]\neval_batches = 1\n"
     "[diagnostics]\nbatches = 2\n";
 

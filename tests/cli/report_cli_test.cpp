@@ -41,7 +41,7 @@ const char* kGrid =
     "[model]\nd_model = 32\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 4\n"
     "norm_position = [\"pre\", \"post\"]\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
-    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 4\nmin_time = 0.01\nwarmup_time = 0.0\n"
+    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 4\nmin_time = 0.01\nwarmup_time = 0.0\nmax_time = 0\n"
     "[stability]\nsteps = 40\nlr = [1e-2, 5e-2]\neval_batches = 2\n";
 
 /// One run of kGrid shared by the tests of this file.

@@ -33,7 +33,7 @@ std::string sweep_text(const std::string& extra = "") {
          "[model]\nd_model = 32\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 4\n"
          "norm_position = [\"post\", \"pre\", \"double\"]\n"
          "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
-         "[throughput]\nmodes = [\"forward\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = 0.0\n"
+         "[throughput]\nmodes = [\"forward\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = 0.0\nmax_time = 0\n"
          "[stability]\nsteps = 12\nlr = [1e-2, 3e-2]\neval_batches = 2\n";
 }
 

@@ -115,7 +115,8 @@ class CompareRuns : public ::testing::Test {
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_ + suffix);
   }
 
-  static CaseRow throughput_case(int64_t ordinal, const std::string& label, const std::vector<double>& ms) {
+  static CaseRow throughput_case(int64_t ordinal, const std::string& label, const std::vector<double>& ms,
+                                 bool noisy = false) {
     CaseRow c;
     c.ordinal = ordinal;
     c.runner = "throughput";
@@ -135,6 +136,8 @@ class CompareRuns : public ::testing::Test {
     t.gflops_per_s = 1e9 / (t.median_ms / 1000) / 1e9;
     t.peak_bytes = 1 << 20;
     t.samples_ms = ms;
+    t.max_noise = 0.02;
+    t.noisy = noisy;
     c.throughput = {t};
     return c;
   }
@@ -153,13 +156,13 @@ class CompareRuns : public ::testing::Test {
     return c;
   }
 
-  void add_run(Store& db, double slowdown, bool diverge) {
+  void add_run(Store& db, double slowdown, bool diverge, bool noisy = false) {
     store::RunInfo info;
     info.experiment_name = "tiny";
     info.git_sha = "abc";
     const int64_t run = db.begin_run(info);
     db.add_case(run, throughput_case(0, "norm_position=pre", kTimes));
-    db.add_case(run, throughput_case(1, "norm_position=post", scaled(kTimes, slowdown)));
+    db.add_case(run, throughput_case(1, "norm_position=post", scaled(kTimes, slowdown), noisy));
     db.add_case(run, stability_case(2, "norm_position=pre lr=0.01", 2.1 * slowdown, false));
     db.add_case(run, stability_case(3, "norm_position=post lr=0.01", 2.2, diverge));
     db.finish_run(run, "completed");
@@ -210,6 +213,49 @@ TEST_F(CompareRuns, TwoRunsMatchByLabel) {
   o.a = "2";
   o.b = "1";
   EXPECT_EQ(compare(db, o).regressions, 0);
+}
+
+TEST_F(CompareRuns, ANoisySideIsNeverFasterOrSlower) {
+  {
+    Store db(path_);
+    add_run(db, 1.3, false, true);  // run 3: as run 2's times, but its post-norm case timed noisy
+  }
+  Store db(path_, Store::Mode::kReadOnly);
+  CompareOptions o;
+  o.a = "1";
+  o.b = "3";
+  o.metrics = {"median_ms", "tokens_per_s", "peak_mb"};
+  const CompareReport r = compare(db, o);
+  const CompareRow* slow = find(r, "norm_position=post", "median_ms");
+  ASSERT_NE(slow, nullptr);
+  // The test alone says slower (run 2 against run 1 above); a noisy side makes it "noisy".
+  EXPECT_EQ(slow->result.verdict, Verdict::kNoisy);
+  EXPECT_EQ(verdict_name(slow->result.verdict, slow->timing), "noisy");
+  EXPECT_FALSE(slow->regression);
+  EXPECT_NEAR(*slow->result.ratio, 1.3, 1e-9);  // the numbers are still shown
+  EXPECT_EQ(find(r, "norm_position=post", "tokens_per_s")->result.verdict, Verdict::kNoisy);
+  // Memory is not timed: its verdict stands.
+  EXPECT_EQ(find(r, "norm_position=post", "peak_mb")->result.verdict, Verdict::kSame);
+  // The quiet case pair is judged as before.
+  EXPECT_EQ(find(r, "norm_position=pre", "median_ms")->result.verdict, Verdict::kSame);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_NE(r.rule.find("noisy, never faster or slower"), std::string::npos) << r.rule;
+  // Either side: noisy as the baseline too.
+  o.a = "3";
+  o.b = "1";
+  EXPECT_EQ(find(compare(db, o), "norm_position=post", "median_ms")->result.verdict, Verdict::kNoisy);
+  const std::string text = render_compare(r, Format::kTable);
+  EXPECT_NE(text.find("verdicts: "), std::string::npos);
+  EXPECT_NE(text.find("2 noisy"), std::string::npos) << text;
+  const auto j = nlohmann::json::parse(render_compare(r, Format::kJson));
+  bool seen = false;
+  for (const auto& row : j.at("throughput"))
+    if (row.at("case") == "norm_position=post" && row.at("metric") == "median_ms") {
+      EXPECT_EQ(row.at("verdict"), "noisy");
+      EXPECT_EQ(row.at("regression"), false);
+      seen = true;
+    }
+  EXPECT_TRUE(seen);
 }
 
 TEST_F(CompareRuns, CasesOfOneRunBySelector) {

@@ -130,6 +130,10 @@ class HtmlReport : public ::testing::Test {
         t.median_ms = 2, t.mean_ms = 2, t.min_ms = 1.9, t.max_ms = 2.2, t.mad_ms = 0.05;
         t.tokens_per_s = 1000, t.flops_per_iter = 1e6, t.gflops_per_s = 0.5;
         t.samples_ms = {1.9, 2, 2.2};
+        t.max_noise = 0.02;
+        t.noise = 0.0371;
+        // post-norm's train step stopped above its noise target
+        t.noisy = std::string(v) == "post" && std::string(mode) == "train_step";
         c.throughput.push_back(t);
       }
       db.add_case(run_, c);
@@ -179,7 +183,13 @@ TEST_F(HtmlReport, EveryPlotIsAnInlineSvgAndNothingIsFetched) {
   // 2 throughput modes + final loss vs lr + 4 curves x 2 learning rates.
   EXPECT_EQ(count(html, "<figure class=\"plot\""), 11u);
   EXPECT_EQ(count(html, "<svg class=\"chart\""), 11u);
-  EXPECT_EQ(count(html, "<rect class=\"bar\""), 4u);
+  EXPECT_EQ(count(html, "<rect class=\"bar\""), 3u);
+  // The noisy mode: a bar of its own class, the word beside its value and a line under the table.
+  EXPECT_EQ(count(html, "<rect class=\"bar noisy\""), 1u);
+  EXPECT_NE(html.find(">2 noisy</text>"), std::string::npos);
+  EXPECT_NE(html.find("<p class=\"meta noisy\">case 1 train_step: noisy: noise 3.7 % above the target 2.0 %"),
+            std::string::npos);
+  EXPECT_EQ(count(html, "<td>noisy</td>"), 1u);
   // Every line chart has a drawn series.
   EXPECT_EQ(count(html, "<path class=\"series\" d=\"M"), 2u + 4 * 4);
   // The diverged case is marked on the learning-rate plot.
@@ -249,9 +259,9 @@ TEST_F(HtmlReport, ExportIsOneNumberPerRow) {
             0u)
       << csv.substr(0, 300);
   size_t rows = count(csv, "\r\n") - 1;
-  // 2 throughput cases x 2 modes x (13 columns + 3 samples), 4 x 50 steps x 7 columns,
+  // 2 throughput cases x 2 modes x (20 columns + 3 samples), 4 x 50 steps x 7 columns,
   // 4 x 3 metrics, and each case's wall_s (its parameter and FLOP counts were not stored: NULL).
-  EXPECT_EQ(rows, 2u * 2 * (13 + 3) + 4u * 50 * 7 + 4u * 3 + 6);
+  EXPECT_EQ(rows, 2u * 2 * (20 + 3) + 4u * 50 * 7 + 4u * 3 + 6);
   EXPECT_NE(csv.find(",post,0.03,step,,49,,loss,,nats\r\n"), std::string::npos) << "a diverged step: empty value";
   EXPECT_NE(csv.find(",sample,train_step,,2,ms,2.2,ms\r\n"), std::string::npos);
 

@@ -158,6 +158,8 @@ ThroughputRow mode_row(const std::string& mode, double median_ms, std::optional<
   t.mfu = mfu;
   t.peak_bytes = 3 * 1048576;
   t.samples_ms = {median_ms, median_ms};
+  t.noise = 0.004;
+  t.max_noise = 0.02;
   return t;
 }
 
@@ -200,6 +202,14 @@ class ResultsView : public ::testing::Test {
     // Inserted out of order: the view orders forward, forward_backward, train_step.
     tp.throughput = {mode_row("train_step", 8.0, std::nullopt), mode_row("forward", 2.0, 0.25),
                      mode_row("forward_backward", 6.0, 0.3)};
+    // The train step stopped above its noise target, with another process on its cores.
+    ThroughputRow& noisy = tp.throughput[0];
+    noisy.noise = 0.0351;
+    noisy.noisy = true;
+    noisy.load_avg = 2.5;
+    noisy.steal = 0.001;
+    noisy.other_busy = 0.62;
+    noisy.cores = 2;
     db.add_case(run, tp);
     db.add_case(run, stability_case(1, "post/layernorm lr=3e-4", 3e-4, 3.21, std::nullopt));
     CaseRow failed;
@@ -232,7 +242,7 @@ TEST_F(ResultsView, TablePicksTheLatestRunAndShowsBothTables) {
   Store db(path_, Store::Mode::kReadOnly);
   const std::string out = render_results(db, 0, Format::kTable);
   const auto lines = lines_of(out);
-  ASSERT_GE(lines.size(), 17u) << out;
+  ASSERT_GE(lines.size(), 18u) << out;
   EXPECT_EQ(lines[0], "run 2: norms (completed), started " +
                           db.query("SELECT started_at FROM runs WHERE id = 2").rows[0][0].as_string() +
                           " on cpu (test), git abc1234");
@@ -240,27 +250,41 @@ TEST_F(ResultsView, TablePicksTheLatestRunAndShowsBothTables) {
   EXPECT_EQ(out.find("old-case"), std::string::npos) << out;
 
   EXPECT_EQ(lines[3], "throughput");
-  EXPECT_EQ(lines[4],
-            "#  case              mode              median ms  ± MAD ms  tokens/s  GFLOP/s  MFU %  peak MB  status");
-  EXPECT_EQ(lines[6],
-            "0  pre/rmsnorm       forward                   2   0.01235   2048000      500   25.0      3.0  completed");
-  EXPECT_EQ(lines[7],
-            "0  pre/rmsnorm       forward_backward          6   0.01235    682667    166.7   30.0      3.0  completed");
-  EXPECT_EQ(lines[8],
-            "0  pre/rmsnorm       train_step                8   0.01235    512000      125      -      3.0  completed");
-  EXPECT_EQ(lines[9],
-            "2  double/layernorm  -                         -         -         -        -      -        -  failed");
+  EXPECT_EQ(
+      lines[4],
+      "#  case              mode              median ms  ± MAD ms  noise %  tokens/s  GFLOP/s  MFU %  peak MB  noisy  "
+      "status");
+  EXPECT_EQ(
+      lines[6],
+      "0  pre/rmsnorm       forward                   2   0.01235      0.4   2048000      500   25.0      3.0         "
+      "completed");
+  EXPECT_EQ(
+      lines[7],
+      "0  pre/rmsnorm       forward_backward          6   0.01235      0.4    682667    166.7   30.0      3.0         "
+      "completed");
+  EXPECT_EQ(
+      lines[8],
+      "0  pre/rmsnorm       train_step                8   0.01235      3.5    512000      125      -      3.0  noisy  "
+      "completed");
+  EXPECT_EQ(
+      lines[9],
+      "2  double/layernorm  -                         -         -        -         -        -      -        -  -      "
+      "failed");
   EXPECT_EQ(lines[10], "case 2 failed: out of memory");
+  // The noisy mode, explained.
+  EXPECT_EQ(lines[11],
+            "case 0 train_step: noisy: noise 3.5 % above the target 2.0 % after 2 repetitions; load average 2.50, "
+            "other processes kept 62.0 % of its 2 cores busy, steal 0.1 %");
 
-  EXPECT_EQ(lines[12], "stability");
-  EXPECT_NE(lines[13].find("case"), std::string::npos);
+  EXPECT_EQ(lines[13], "stability");
+  EXPECT_NE(lines[14].find("case"), std::string::npos);
   for (const char* header : {"lr", "final loss (nats)", "best loss (nats)", "unigram H (nats)", "spikes",
                              "diverged at step", "max logit", "grad norm", "status"})
-    EXPECT_NE(lines[13].find(header), std::string::npos) << header;
-  EXPECT_EQ(lines[15],
+    EXPECT_NE(lines[14].find(header), std::string::npos) << header;
+  EXPECT_EQ(lines[16],
             "1  post/layernorm lr=3e-4  0.0003             3.2100            3.0000            4.5000       2  "
             "               -       12.5       0.75  completed");
-  EXPECT_EQ(lines[16],
+  EXPECT_EQ(lines[17],
             "3  post/layernorm lr=1e-2    0.01                  -            3.0000            4.5000       2  "
             "             417       12.5       0.75  diverged");
 }
@@ -288,6 +312,12 @@ TEST_F(ResultsView, Json) {
   EXPECT_DOUBLE_EQ(j["throughput"][0]["mfu_percent"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(j["throughput"][0]["peak_mb"].get<double>(), 3.0);
   EXPECT_TRUE(j["throughput"][2]["mfu_percent"].is_null());
+  EXPECT_EQ(j["throughput"][0]["noisy"], false);
+  EXPECT_EQ(j["throughput"][2]["noisy"], true);
+  EXPECT_DOUBLE_EQ(j["throughput"][2]["noise_percent"].get<double>(), 3.51);
+  EXPECT_TRUE(j["throughput"][3]["noisy"].is_null());  // a failed case: no timing
+  ASSERT_EQ(j["notes"]["throughput"].size(), 1U);
+  EXPECT_EQ(j["notes"]["throughput"][0].get<std::string>().rfind("case 0 train_step: noisy: noise 3.5 %", 0), 0U);
   EXPECT_EQ(j["throughput"][3]["status"], "failed");
   EXPECT_EQ(j["throughput"][3]["error"], "out of memory");
   ASSERT_EQ(j["stability"].size(), 2u);
@@ -303,12 +333,15 @@ TEST_F(ResultsView, CsvAndMarkdown) {
   Store db(path_, Store::Mode::kReadOnly);
   const std::string csv = render_results(db, 0, Format::kCsv);
   EXPECT_EQ(
-      csv.rfind("ordinal,case,mode,median_ms,mad_ms,tokens_per_s,gflops_per_s,mfu_percent,peak_mb,status,error\r\n"
-                "0,pre/rmsnorm,forward,2,0.0123456,2048000,500,25,3,completed,\r\n",
+      csv.rfind("ordinal,case,mode,median_ms,mad_ms,noise_percent,tokens_per_s,gflops_per_s,mfu_percent,peak_mb,noisy,"
+                "status,error\r\n"
+                "0,pre/rmsnorm,forward,2,0.0123456,0.4,2048000,500,25,3,false,completed,\r\n",
                 0),
       0u)
       << csv;
-  EXPECT_NE(csv.find("2,double/layernorm,,,,,,,,failed,out of memory\r\n\r\nordinal,case,lr,final_loss,"),
+  EXPECT_NE(csv.find("0,pre/rmsnorm,train_step,8,0.0123456,3.51,512000,125,,3,true,completed,\r\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("2,double/layernorm,,,,,,,,,,failed,out of memory\r\n\r\nordinal,case,lr,final_loss,"),
             std::string::npos)
       << csv;
   EXPECT_NE(csv.find("3,post/layernorm lr=1e-2,0.01,,3,4.5,2,417,12.5,0.75,diverged,\r\n"), std::string::npos) << csv;

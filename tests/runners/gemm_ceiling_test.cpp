@@ -87,7 +87,8 @@ TEST(GemmCeiling, CountsTheCallsFlopsAndShapesOnEveryHostMemory) {
 TEST(GemmCeiling, TheThroughputRunnerReportsMfuAgainstTheModelsOwnGemms) {
   const std::string toml =
       "[model]\nd_model = 32\nn_heads = 2\nn_layers = 2\nseq_len = 16\nbatch_size = 2\n"
-      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.01\nwarmup_time = 0\n";
+      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.01\nwarmup_time = 0\n"
+      "max_time = 0\n";
   const Case c = test::cases_of(toml).at(0);
   const ResolvedCase rc = test::resolve(c);
   DeviceInfo device;

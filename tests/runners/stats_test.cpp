@@ -36,6 +36,50 @@ TEST(Summary, MedianSpreadAndMad) {
   EXPECT_DOUBLE_EQ(summarize({1, 2, 3, 10}).median, 2.5);
 }
 
+TEST(Noise, ScaledMadOverTheMedian) {
+  // {5, 1, 4, 2, 3}: median 3, MAD 1 -> 1.4826 / 3.
+  EXPECT_DOUBLE_EQ(relative_noise({5, 1, 4, 2, 3}), 1.4826 / 3);
+  // {10, 10.1, 9.9, 10, 30}: the outlier moves neither the median (10) nor the MAD (0.1).
+  EXPECT_NEAR(relative_noise({10, 10.1, 9.9, 10, 30}), 1.4826 * 0.1 / 10, 1e-15);
+  // Two values: MAD |a - b| / 2 about their mean.
+  EXPECT_DOUBLE_EQ(relative_noise({9, 11}), 1.4826 * 1 / 10);
+  EXPECT_TRUE(std::isnan(relative_noise({4})));
+  EXPECT_TRUE(std::isnan(relative_noise({})));
+  EXPECT_TRUE(std::isnan(relative_noise({0, 0, 0})));
+}
+
+TEST(Noise, StopsQuietContinuesWhileTimeIsLeftThenNoisy) {
+  const std::vector<double> quiet = {10, 10.05, 9.95, 10, 10.02};  // MAD 0.02: 0.3 %
+  const std::vector<double> loud = {10, 11, 9, 10, 12};            // MAD 1: 14.8 %
+  EXPECT_EQ(noise_step(quiet, 0.02, 0.5, 0.5, 10), NoiseStep::kStop);
+  EXPECT_EQ(noise_step(quiet, 0.02, 50, 0.5, 10), NoiseStep::kStop);  // met: the time limit does not matter
+  EXPECT_EQ(noise_step(loud, 0.02, 0.5, 0.5, 10), NoiseStep::kContinue);
+  EXPECT_EQ(noise_step(loud, 0.2, 0.5, 0.5, 10), NoiseStep::kStop);  // 14.8 % <= 20 %
+  // The next round must end within max_time: 9.4 + 0.5 fits in 10, 9.6 + 0.5 does not.
+  EXPECT_EQ(noise_step(loud, 0.02, 9.4, 0.5, 10), NoiseStep::kContinue);
+  EXPECT_EQ(noise_step(loud, 0.02, 9.6, 0.5, 10), NoiseStep::kNoisy);
+  // max_time 0: the first round only.
+  EXPECT_EQ(noise_step(loud, 0.02, 0.01, 0.01, 0), NoiseStep::kNoisy);
+  EXPECT_EQ(noise_step(quiet, 0.02, 0.01, 0.01, 0), NoiseStep::kStop);
+  // One repetition: the spread is not known, so it is not quiet.
+  EXPECT_EQ(noise_step({10}, 0.02, 0.1, 0.1, 10), NoiseStep::kContinue);
+  EXPECT_EQ(noise_step({10}, 0.02, 0.1, 0.1, 0), NoiseStep::kNoisy);
+}
+
+TEST(Noise, AddingQuietRoundsBringsANoisyStartBelowTheTarget) {
+  // A first round disturbed by another process, then quiet rounds: the rule keeps going until the
+  // quiet repetitions are the majority, and the median is theirs.
+  std::vector<double> v = {14, 19, 12, 17, 15};
+  int rounds = 1;
+  while (noise_step(v, 0.02, rounds * 1.0, 1.0, 100) == NoiseStep::kContinue) {
+    for (int i = 0; i < 5; ++i) v.push_back(10 + 0.01 * i);
+    ++rounds;
+  }
+  EXPECT_EQ(rounds, 3);  // 5 loud + 5 quiet: median between the groups; + 5 more quiet: quiet majority
+  EXPECT_LE(relative_noise(v), 0.02);
+  EXPECT_NEAR(summarize(v).median, 10.03, 1e-12);  // the 8th of 15 values, of which the 10 smallest are quiet
+}
+
 TEST(Spikes, OnlyOutliersOfTheTrailingWindowCount) {
   std::vector<double> v;
   for (int i = 0; i < 100; ++i) v.push_back(3.0 - 0.01 * i + 0.001 * ((i * 7919) % 13));  // falling, noisy

@@ -16,6 +16,7 @@
 
 #include "bench/error.h"
 #include "bench/sha256.h"
+#include "store/run_data.h"
 #include "store/schema.h"
 #include "support/errors.h"
 
@@ -234,9 +235,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 5);
+  EXPECT_EQ(db.schema_version(), 6);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 5);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 6);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -311,10 +312,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 6;");
+  raw_exec(db_path(), "PRAGMA user_version = 7;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 6, newer than this build knows (5)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 7, newer than this build knows (6)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -328,15 +329,15 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 5);
+  EXPECT_EQ(ro.schema_version(), 6);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
-  EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 7"); }), "");
+  EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 8"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
   EXPECT_NE(error_of([&] { ro.add_case(1, throughput_case(0)); }), "");
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 5);
+  EXPECT_EQ(ro.schema_version(), 6);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -439,20 +440,28 @@ TEST_F(StoreTest, AddMetricsAddsAndReplaces) {
   EXPECT_DOUBLE_EQ(r.rows[3][1].as_double(), 0.75);
 }
 
+/// SQL that takes a current database back to version 5: without the columns version 6 added.
+constexpr const char* kBackToVersion5 =
+    "ALTER TABLE throughput DROP COLUMN noise; ALTER TABLE throughput DROP COLUMN max_noise; "
+    "ALTER TABLE throughput DROP COLUMN noisy; ALTER TABLE throughput DROP COLUMN load_avg; "
+    "ALTER TABLE throughput DROP COLUMN steal; ALTER TABLE throughput DROP COLUMN other_busy; "
+    "ALTER TABLE throughput DROP COLUMN cores; PRAGMA user_version = 5;";
+
 TEST_F(StoreTest, MigratesAVersionOneDatabase) {
   {
     Store db(db_path());
     db.begin_run(sample_run());
   }
   raw_exec(db_path(),
-           "DROP INDEX runs_uid; DROP INDEX runs_sweep; DROP TABLE run_sources; ALTER TABLE runs DROP COLUMN uid; "
-           "ALTER TABLE runs DROP COLUMN sweep; ALTER TABLE runs DROP COLUMN shard_index; "
-           "ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN sweep_cases; "
-           "ALTER TABLE cases DROP COLUMN placement; ALTER TABLE cases DROP COLUMN source_uid; "
-           "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
-           "PRAGMA user_version = 1;");
+           std::string(kBackToVersion5) +
+               "DROP INDEX runs_uid; DROP INDEX runs_sweep; DROP TABLE run_sources; ALTER TABLE runs DROP COLUMN uid; "
+               "ALTER TABLE runs DROP COLUMN sweep; ALTER TABLE runs DROP COLUMN shard_index; "
+               "ALTER TABLE runs DROP COLUMN shard_count; ALTER TABLE runs DROP COLUMN sweep_cases; "
+               "ALTER TABLE cases DROP COLUMN placement; ALTER TABLE cases DROP COLUMN source_uid; "
+               "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
+               "PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 5);
+  EXPECT_EQ(db.schema_version(), 6);
   EXPECT_TRUE(db.query("SELECT pid FROM runs").rows.at(0).at(0).is_null());
   // Version 5 gives every existing run a uid of its own: 32 hex digits.
   const std::string uid = db.query("SELECT uid FROM runs").rows.at(0).at(0).as_string();
@@ -460,6 +469,62 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
   EXPECT_EQ(uid.find_first_not_of("0123456789abcdef"), std::string::npos) << uid;
   EXPECT_EQ(db.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(db.query("SELECT count(*) FROM series").rows[0][0].as_int(), 0);
+}
+
+TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
+  int64_t run = 0;
+  {
+    Store db(db_path());
+    run = db.begin_run(sample_run());
+    db.add_case(run, throughput_case(0));
+  }
+  raw_exec(db_path(), kBackToVersion5);
+  Store db(db_path());
+  EXPECT_EQ(db.schema_version(), 6);
+  // The old rows are kept, with NULL where version 5 knew nothing.
+  const QueryResult r = db.query(
+      "SELECT mode, median_ms, noise, max_noise, noisy, load_avg, steal, other_busy, cores FROM throughput "
+      "ORDER BY mode");
+  ASSERT_EQ(r.rows.size(), 2U);
+  EXPECT_EQ(r.rows[0][0].as_string(), "forward");
+  EXPECT_DOUBLE_EQ(r.rows[0][1].as_double(), 2.0);
+  for (size_t i = 2; i < r.rows[0].size(); ++i) EXPECT_TRUE(r.rows[0][i].is_null()) << r.columns[i];
+  const RunData d = load_run(db, run);
+  ASSERT_EQ(d.cases.at(0).modes.size(), 2U);
+  EXPECT_FALSE(d.cases[0].modes[0].noise.has_value());
+  EXPECT_FALSE(d.cases[0].modes[0].noisy);
+  // New cases write the new columns.
+  CaseRow c = throughput_case(1);
+  c.throughput[0].noise = 0.031;
+  c.throughput[0].max_noise = 0.02;
+  c.throughput[0].noisy = true;
+  c.throughput[0].load_avg = 2.5;
+  c.throughput[0].steal = 0.01;
+  c.throughput[0].other_busy = 0.45;
+  c.throughput[0].cores = 2;
+  db.add_case(run, c);
+  const QueryResult n = db.query(
+      "SELECT t.noise, t.max_noise, t.noisy, t.load_avg, t.steal, t.other_busy, t.cores FROM throughput t JOIN cases "
+      "c ON c.id = t.case_id WHERE c.ordinal = 1 ORDER BY t.mode");
+  ASSERT_EQ(n.rows.size(), 2U);
+  EXPECT_DOUBLE_EQ(n.rows[0][0].as_double(), 0.031);
+  EXPECT_DOUBLE_EQ(n.rows[0][1].as_double(), 0.02);
+  EXPECT_EQ(n.rows[0][2].as_int(), 1);
+  EXPECT_DOUBLE_EQ(n.rows[0][3].as_double(), 2.5);
+  EXPECT_DOUBLE_EQ(n.rows[0][4].as_double(), 0.01);
+  EXPECT_DOUBLE_EQ(n.rows[0][5].as_double(), 0.45);
+  EXPECT_EQ(n.rows[0][6].as_int(), 2);
+  // The second mode left them unset: NaN and 0 are NULL, noisy is 0.
+  EXPECT_TRUE(n.rows[1][0].is_null());
+  EXPECT_EQ(n.rows[1][2].as_int(), 0);
+  EXPECT_TRUE(n.rows[1][6].is_null());
+  const RunData after = load_run(db, run);
+  const ModeData& m = after.cases.at(1).modes.at(0);
+  EXPECT_EQ(m.mode, "forward");
+  EXPECT_EQ(m.noise, 0.031);
+  EXPECT_TRUE(m.noisy);
+  EXPECT_EQ(m.other_busy, 0.45);
+  EXPECT_EQ(m.cores, 2);
 }
 
 TEST_F(StoreTest, MigrationsEndAtTheSchemaVersion) {
@@ -478,7 +543,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
            "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
            "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 5);
+  EXPECT_EQ(db.schema_version(), 6);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
   c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});

@@ -275,7 +275,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
       });
       bm->Repetitions(reps)->Unit(benchmark::kMillisecond);
       if (iterations > 0) {
-        bm->Iterations(iterations)->MinWarmUpTime(0);
+        bm->Iterations(iterations);  // no warm-up: Google Benchmark has none with a fixed count
       } else {
         bm->MinTime(s.number("min_time"))->MinWarmUpTime(s.number("warmup_time"));
       }
