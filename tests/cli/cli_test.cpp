@@ -32,7 +32,8 @@ const char* kTiny =
     "[model]\nd_model = 32\nn_layers = 2\nn_heads = 2\nseq_len = 16\nbatch_size = 4\n"
     "norm_position = [\"post\", \"pre\"]\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
-    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = 0.0\nmax_time = 0\n"
+    "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 3\nmin_time = 0.01\nwarmup_time = "
+    "0.0\nmax_time = 0\n"
     "cuda_graph = true\n"  // CUDA only: ignored here, and the case says so
     "[stability]\nsteps = 30\nlr = 1e-2\neval_batches = 2\n";
 
@@ -99,7 +100,8 @@ TEST(Cli, GuardedDeviceReplaysTheCapturedStepUnderCaptureRules) {
       "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nn_kv_heads = 2\nseq_len = 16\nbatch_size = 4\n"
       "attention = { type = \"causal\", qk_norm = \"rmsnorm\" }\n"
       "[data]\ntype = \"synthetic\"\nreference_tokens = 4096\n"
-      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.02\nwarmup_time = 0.0\nmax_time = 0\n"
+      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.02\nwarmup_time = "
+      "0.0\nmax_time = 0\n"
       "lr = 3e-3\ncuda_graph = true\n");
   const std::string db = fresh_db("graph.db");
   const Result r = run("--db " + db + " run --device guarded " + exp);

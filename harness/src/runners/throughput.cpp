@@ -254,7 +254,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
     CollectingReporter reporter;
     // One round: `reps` repetitions; the first warms up and lets Google Benchmark choose the
     // iterations per repetition, later rounds reuse that count without a warm-up.
-    const auto round = [&](int reps, int64_t iterations) {
+    const auto time_round = [&](int reps, int64_t iterations) {
       benchmark::ClearRegisteredBenchmarks();
       auto* bm = benchmark::RegisterBenchmark(mode.c_str(), [&](benchmark::State& st) {
 #if BENCH_HAVE_CUDA
@@ -296,7 +296,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
     const double max_noise = s.number("max_noise"), max_time = s.number("max_time");
     const MachineSampler sampler;
     const auto started = std::chrono::steady_clock::now();
-    round(reps, 0);
+    time_round(reps, 0);
     const int64_t iterations = reporter.iterations;
     for (;;) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -308,7 +308,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
           env.prefix + " · timing " + mode +
               fmt::format(" (noise {:.1f} %, {} repetitions)", relative_noise(reporter.ms) * 100, reporter.ms.size()),
           true);
-      round(reps, iterations);
+      time_round(reps, iterations);
     }
     const MachineState machine = sampler.stop();
 
