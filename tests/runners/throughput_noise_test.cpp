@@ -27,7 +27,8 @@ CaseResult run_throughput(const std::string& settings) {
 
 TEST(ThroughputNoise, AnUnreachableTargetTimesRoundsUntilMaxTimeAndIsNoisy) {
   const auto start = std::chrono::steady_clock::now();
-  const CaseResult r = run_throughput("max_noise = 0\nmax_time = 0.3\n");
+  // 1.5 s leaves room for further rounds even when a loaded machine makes the first one slow.
+  const CaseResult r = run_throughput("max_noise = 0\nmax_time = 1.5\n");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.status, "completed") << r.error;
   ASSERT_EQ(r.timings.size(), 1U);
@@ -40,9 +41,9 @@ TEST(ThroughputNoise, AnUnreachableTargetTimesRoundsUntilMaxTimeAndIsNoisy) {
   EXPECT_EQ(t.max_noise, 0.0);
   EXPECT_DOUBLE_EQ(t.noise, relative_noise(t.samples_ms));
   EXPECT_DOUBLE_EQ(t.median_ms, summarize(t.samples_ms).median);
-  // The limit is kept: no round starts that would end after 0.3 s (model setup, the GEMM ceiling
+  // The limit is kept: no round starts that would end after 1.5 s (model setup, the GEMM ceiling
   // and a loaded machine's slack besides).
-  EXPECT_LT(seconds, 5.0);
+  EXPECT_LT(seconds, 8.0);
 #ifdef __linux__
   EXPECT_GE(t.cores, 1);
   EXPECT_GE(t.load_avg, 0.0);
