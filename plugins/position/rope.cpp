@@ -113,6 +113,8 @@ class Rope final : public Position {
     sin_ = ctx.buffer({seq_, half_}, acc);
     // Angles in double, then rounded once to the table's type.
     dispatch_float(ctx.dtype(), [&]<class T>() {
+      // A plan's tables have no storage to fill.
+      if (ctx.planning()) return;
       using A = tile::acc_t<T>;
       std::vector<A> host_c(static_cast<size_t>(seq_ * half_)), host_s(host_c.size());  // then to the model's memory
       A* c = host_c.data();

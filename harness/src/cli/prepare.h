@@ -45,7 +45,10 @@ size_t available_memory(const std::string& device = "cpu");
 /// "123.4 MiB".
 std::string mib(double bytes);
 
-/// Throws ConfigError naming the file and the largest case when `processes` of it at once (the
+/// Where a case is written: its [[variant]], else the [model] table, else the file alone.
+SourceLoc case_loc(const ExperimentFile& file, const Case& c);
+
+/// Throws ConfigError at the largest case (case_loc) when `processes` of it at once (the
 /// processes of `bench run --jobs`) need more than `available` bytes: checked before anything runs
 /// or is stored.
 void check_memory(const Prepared& p, size_t available, int64_t processes = 1);
