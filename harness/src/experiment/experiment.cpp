@@ -390,7 +390,7 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
         std::function<size_t(Value&)> count = [&](Value& cfg) -> size_t {
           const auto path = finder.find(cfg, section);
           if (path.empty()) return 1;
-          const Value array = sweep_at(cfg, path);
+          const Value& array = sweep_at(cfg, path);  // cfg is not changed: each choice goes to a copy
           const bool per_choice = path.back() == "type" || std::any_of(array.as_array().begin(), array.as_array().end(),
                                                                        [](const Value& v) { return v.is_array(); });
           size_t n = 0;
@@ -420,7 +420,7 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
             cases.push_back(std::move(c));
             return;
           }
-          const Value array = sweep_at(cfg, path);
+          const Value& array = sweep_at(cfg, path);  // cfg is not changed: each choice goes to a copy
           const std::string key = key_of(path);
           for (const auto& choice : array.as_array()) {
             Value next = cfg;
