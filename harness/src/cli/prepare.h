@@ -35,7 +35,8 @@ struct Prepared {
   std::string case_counts() const;
 };
 
-/// Everything before the first case runs. Throws ConfigError / Error.
+/// Everything before the first case runs. Throws ConfigError (ConfigErrors when the file has
+/// several independent mistakes: every one, in file order) / Error.
 Prepared prepare(const std::string& path, const std::string& device_flag);
 
 /// Memory a model can have now, in bytes: the host's (MemAvailable), or the GPU's free memory
