@@ -16,7 +16,8 @@ template <class T>
 void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
                 int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse,
                 int64_t rot) {
-  if (rot <= 0)
+  // rot = d_head is the whole head, as without partial rotary (an odd head keeps its last element).
+  if (rot <= 0 || rot == d_head)
     rot = d_head;
   else if (rot > d_head || rot % 2 != 0)
     throw std::invalid_argument("rope_apply: " + std::to_string(rot) + " rotated elements of a head of " +

@@ -161,7 +161,7 @@ struct RopeInterleaved {
 // 3. launchers (float, double and bf16 storage are instantiated in rope.cpp)
 // ---------------------------------------------------------------------------------------------
 
-/// Rotate, in place, the first `rot` (even; 0 = all d_head) elements of the n_heads heads of
+/// Rotate, in place, the first `rot` (even, or d_head; 0 = all d_head) elements of the n_heads heads of
 /// d_head elements of each of `tokens` rows of x (rows row_stride elements apart, head h at
 /// h * d_head); token r is at position r % seq. cos and sin are [seq, rot / 2] tables.
 /// inverse = true rotates by the negative angle, which is also the backward pass (the rotation
