@@ -43,6 +43,7 @@ TEST_P(NormTest, ForwardMatchesFloat64Reference) {
   norm_forward<float>(t.exec(), p.center, xf.get(), p.affine ? wf.get() : nullptr, p.affine ? bf.get() : nullptr,
                       y.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
   EXPECT_TRUE(all_near(to_double(y.host()), ref, 1e-5, 1e-5));
+  RecordProperty("max_abs_error_float", ::testing::PrintToString(max_abs_diff(to_double(y.host()), ref)));
 
   // bf16 inputs (the float values rounded) and output: 8 bits of mantissa.
   Dev<tile::bf16> xb(t, to_storage<tile::bf16>(to_double(to_storage<float>(x)))), yb(t, x.size());
@@ -83,6 +84,7 @@ TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
                        gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
                        gws.get(), p.unit_offset);
   EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
+  RecordProperty("max_abs_error_dx_float", ::testing::PrintToString(max_abs_diff(to_double(gdx.host()), dx)));
   if (p.affine) {  // sums over the rows
     EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1e-4));
     EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1e-4));

@@ -79,6 +79,8 @@ TEST_P(RopeTest, MatchesFloat64Reference) {
       rope_apply<double>(exec, xd.get(), p.tokens, p.seq, p.n_heads, p.d_head, p.row_stride, cd.get(), sd.get(),
                          p.layout, inverse, p.rot);
       EXPECT_TRUE(all_near(xd.host(), ref, 1e-14, 1e-14));
+      RecordProperty(inverse ? "max_abs_error_double_inverse" : "max_abs_error_double",
+                     ::testing::PrintToString(max_abs_diff(xd.host(), ref)));
     }
 
     const auto xb0 = to_storage<bf16>(x);
