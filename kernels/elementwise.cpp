@@ -14,8 +14,9 @@ BENCH_KERNEL(add, "element-wise out = a + b");
 BENCH_KERNEL(axpy, "element-wise y += alpha x");
 BENCH_KERNEL(scale, "element-wise x *= alpha");
 BENCH_KERNEL(sum_of, "deterministic two-stage sum of x^2 (grad norm), x (logit mean) or -x ln x (attention entropy)");
-BENCH_KERNEL(embedding_forward, "gather rows of the embedding table");
-BENCH_KERNEL(embedding_backward, "scatter-add into the table over positions bucketed by token, race-free");
+BENCH_KERNEL(embedding_forward, "gather rows of the embedding table, optionally times a scale (Gemma)");
+BENCH_KERNEL(embedding_backward,
+             "scatter-add (optionally scaled) into the table over positions bucketed by token, race-free");
 BENCH_KERNEL(copy_block, "strided 2-D copy dst[r, :cols] = src[r, :cols]");
 BENCH_KERNEL(zero_block, "strided 2-D fill x[r, :cols] = 0");
 
@@ -106,10 +107,16 @@ void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* pa
 }
 
 template <class T>
-void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim) {
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim,
+                       acc_t<T> scale) {
   if (n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
-    tile::launch(exec, tile::Grid{n_tokens}, programs::EmbeddingForward<T, B>{tokens, table, out, dim});
+    const tile::Grid grid{n_tokens};
+    if (scale == acc_t<T>(1)) {
+      tile::launch(exec, grid, programs::EmbeddingForward<T, B, false>{tokens, table, out, dim, scale});
+    } else {
+      tile::launch(exec, grid, programs::EmbeddingForward<T, B, true>{tokens, table, out, dim, scale});
+    }
   });
 }
 
@@ -144,11 +151,15 @@ int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab
 
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
-                        int64_t n_tokens, int64_t dim) {
+                        int64_t n_tokens, int64_t dim, acc_t<T> scale) {
   if (n_unique <= 0 || n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
-    tile::launch(exec, tile::Grid{n_unique, (dim + B - 1) / B},
-                 programs::EmbeddingBackward<T, B>{buckets, dout, dtable, n_tokens, dim});
+    const tile::Grid grid{n_unique, (dim + B - 1) / B};
+    if (scale == acc_t<T>(1)) {
+      tile::launch(exec, grid, programs::EmbeddingBackward<T, B, false>{buckets, dout, dtable, n_tokens, dim, scale});
+    } else {
+      tile::launch(exec, grid, programs::EmbeddingBackward<T, B, true>{buckets, dout, dtable, n_tokens, dim, scale});
+    }
   });
 }
 
@@ -168,16 +179,16 @@ void zero_block(const Exec& exec, T* x, int64_t ld, int64_t rows, int64_t cols) 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                 \
-  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                        \
-  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                       \
-  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                                \
-  template double sum_squares<T>(const Exec&, const T*, int64_t);                                            \
-  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                          \
-  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);                     \
-  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t);           \
-  template void embedding_backward<T>(const Exec&, const int32_t*, int64_t, const T*, T*, int64_t, int64_t); \
-  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);                \
+#define BENCH_INSTANTIATE(T)                                                                                           \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                                  \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                                 \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                                          \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                                      \
+  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                                    \
+  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);                               \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t, acc_t<T>);           \
+  template void embedding_backward<T>(const Exec&, const int32_t*, int64_t, const T*, T*, int64_t, int64_t, acc_t<T>); \
+  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);                          \
   template void zero_block<T>(const Exec&, T*, int64_t, int64_t, int64_t);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE

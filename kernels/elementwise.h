@@ -7,8 +7,9 @@
 // sum_of:     sum of x^2, x or -x ln x (0 for x <= 0: the terms of an entropy) in double, two
 //             fixed stages (per-program partials, then an in-order sum), so the result depends on
 //             n only, never on the thread count; sum_squares = sum_of(kSquares)
-// embedding:  out[i, :] = table[tokens[i], :];  backward dtable[tokens[i], :] += dout[i, :] over
-//             positions bucketed by token on the host (embedding_buckets)
+// embedding:  out[i, :] = table[tokens[i], :] * s;  backward dtable[tokens[i], :] += dout[i, :] * s
+//             over positions bucketed by token on the host (embedding_buckets); s = 1 (a plain
+//             copy and sum) unless given (Gemma's sqrt(d_model))
 // blocks:     dst[r, c] = src[r, c] and x[r, c] = 0 over rows x cols, each with its row stride
 #pragma once
 
@@ -69,19 +70,19 @@ inline double sum_squares_reference(const std::vector<double>& x) {
 
 /// float64 reference of embedding_forward: out is resized to n_tokens * dim.
 inline void embedding_forward_reference(const std::vector<int32_t>& tokens, const std::vector<double>& table,
-                                        std::vector<double>& out, int64_t dim) {
+                                        std::vector<double>& out, int64_t dim, double scale = 1.0) {
   const auto n = static_cast<int64_t>(tokens.size());
   out.assign(static_cast<size_t>(n * dim), 0.0);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = table[tokens[i] * dim + c];
+    for (int64_t c = 0; c < dim; ++c) out[i * dim + c] = table[tokens[i] * dim + c] * scale;
 }
 
 /// float64 reference of embedding_backward: adds into dtable.
 inline void embedding_backward_reference(const std::vector<int32_t>& tokens, const std::vector<double>& dout,
-                                         std::vector<double>& dtable, int64_t dim) {
+                                         std::vector<double>& dtable, int64_t dim, double scale = 1.0) {
   const auto n = static_cast<int64_t>(tokens.size());
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t c = 0; c < dim; ++c) dtable[tokens[i] * dim + c] += dout[i * dim + c];
+    for (int64_t c = 0; c < dim; ++c) dtable[tokens[i] * dim + c] += dout[i * dim + c] * scale;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -191,22 +192,31 @@ struct SumPartials {
   }
 };
 
-/// One token per program: copies its table row, in chunks of B columns.
-template <class T, int B>
+/// One token per program: copies its table row, in chunks of B columns; kScaled multiplies
+/// each element by `scale` in acc_t<T> on the way (rounded once to T).
+template <class T, int B, bool kScaled>
 struct EmbeddingForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  using A = acc_t<T>;
   const int32_t* tokens;
   const T* table;
   T* out;
   int64_t dim;
+  A scale;  // read when kScaled
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t i = tl::program_id(c, 0);
     const T* src = table + static_cast<int64_t>(tokens[i]) * dim;
     T* dst = out + i * dim;
-    for (int64_t c0 = 0; c0 < dim; c0 += B) tl::store(c, dst + c0, tl::load<B>(c, src + c0, dim - c0), dim - c0);
+    for (int64_t c0 = 0; c0 < dim; c0 += B) {
+      if constexpr (kScaled) {
+        tl::store(c, dst + c0, tl::load<B>(c, src + c0, dim - c0) * scale, dim - c0);
+      } else {
+        tl::store(c, dst + c0, tl::load<B>(c, src + c0, dim - c0), dim - c0);
+      }
+    }
   }
 };
 
@@ -214,16 +224,19 @@ struct EmbeddingForward {
 /// its columns. It adds the rows of dout at that token's positions, in increasing position
 /// order, in registers (in acc_t<T>), and stores once. Each element of dtable has one writer and
 /// the summation order of a serial walk over the tokens, so the result is race-free and exact to
-/// reproduce, whatever the grid is split into.
-template <class T, int B>
+/// reproduce, whatever the grid is split into. kScaled adds each row times `scale` (the
+/// product rounded on its own in acc_t<T>, as the forward's was).
+template <class T, int B, bool kScaled>
 struct EmbeddingBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
-  const int32_t* buckets;                       // embedding_buckets' layout
+  using A = acc_t<T>;
+  const int32_t* buckets;  // embedding_buckets' layout
   const T* dout;
   T* dtable;
   int64_t n_tokens;
   int64_t dim;
+  A scale;  // read when kScaled
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -235,8 +248,13 @@ struct EmbeddingBackward {
     const int32_t* token = buckets + 2 * n_tokens + 1;
     T* row = dtable + static_cast<int64_t>(token[u]) * dim + c0;
     auto acc = tl::load<B>(c, row, rest);
-    for (int64_t k = start[u]; k < start[u + 1]; ++k)
-      acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest);
+    for (int64_t k = start[u]; k < start[u + 1]; ++k) {
+      if constexpr (kScaled) {
+        acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest) * scale;
+      } else {
+        acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest);
+      }
+    }
     tl::store(c, row, acc, rest);
   }
 };
@@ -306,10 +324,11 @@ double sum_squares(const Exec& exec, const T* x, int64_t n);
 template <class T>
 void sum_of_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result);
 
-/// out[i, :] = table[tokens[i], :] for n_tokens rows of dim elements; tokens must index rows
-/// of table.
+/// out[i, :] = table[tokens[i], :] * scale for n_tokens rows of dim elements; tokens must index
+/// rows of table. scale = 1 copies the rows exactly (no multiply).
 template <class T>
-void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim);
+void embedding_forward(const Exec& exec, const int32_t* tokens, const T* table, T* out, int64_t n_tokens, int64_t dim,
+                       acc_t<T> scale = acc_t<T>(1));
 
 /// int32 elements of the buckets of n_tokens tokens (embedding_buckets): 3 n_tokens + 1.
 int64_t embedding_buckets_size(int64_t n_tokens);
@@ -326,10 +345,11 @@ int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab
 /// buckets (embedding_buckets, copied into exec's memory) and their number of distinct tokens:
 /// one program per (distinct token, column chunk), each adding its token's rows in position
 /// order, the order of a serial walk over the tokens (deterministic, no atomics). bf16 tables
-/// are rounded once per call, after the sum in float.
+/// are rounded once per call, after the sum in float. With scale != 1 each row of dout is
+/// multiplied by scale before it is added (the gradient of embedding_forward with that scale).
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
-                        int64_t n_tokens, int64_t dim);
+                        int64_t n_tokens, int64_t dim, acc_t<T> scale = acc_t<T>(1));
 
 /// dst[r, 0:cols] = src[r, 0:cols] for r < rows, rows src_ld apart in src and dst_ld in dst (a
 /// strided 2-D copy in exec's memory, e.g. heads out of fused rows); the two must not overlap.

@@ -1,5 +1,6 @@
-// defines: norm_forward, norm_backward (LayerNorm and RMSNorm, optional weight and bias),
-//          norm_backward_workspace, column_sum, and their float64 references
+// defines: norm_forward, norm_backward (LayerNorm and RMSNorm, optional weight and bias, the
+//          weight optionally an offset from one), norm_backward_workspace, column_sum, and their
+//          float64 references
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
@@ -7,6 +8,9 @@
 // RMSNorm:   y = x * rstd * w + b,              rstd = 1 / sqrt(mean(x^2) + eps)
 // Backward, with xhat the normalized input and g = dy * w:
 //   dx = rstd * (g - [LayerNorm] mean(g) - xhat * mean(g * xhat)),  dw += sum dy * xhat,  db += sum dy
+// Unit offset (Gemma's RMSNorm, Megatron's zero-centred gamma): the gain is 1 + w, w stored as the
+// offset from one, so w = 0 is the identity gain; 1 + w is formed in the compute type, and
+// everything above holds with 1 + w for w (dw is unchanged: d(1 + w) / dw = 1).
 #pragma once
 
 #include <cstdint>
@@ -24,10 +28,11 @@ using tile::Exec;
 // 1. float64 reference
 // ---------------------------------------------------------------------------------------------
 
-/// float64 reference of norm_forward on double inputs (weight and bias may be empty).
+/// float64 reference of norm_forward on double inputs (weight and bias may be empty); with
+/// `unit_offset` the gain is 1 + w.
 inline void norm_forward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
                                    const std::vector<double>& b, std::vector<double>& y, int64_t rows, int64_t cols,
-                                   double eps) {
+                                   double eps, bool unit_offset = false) {
   y.assign(x.size(), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const double* xr = &x[r * cols];
@@ -41,7 +46,7 @@ inline void norm_forward_reference(bool center, const std::vector<double>& x, co
     const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
     for (int64_t c = 0; c < cols; ++c) {
       double v = (xr[c] - mu) * rstd;
-      if (!w.empty()) v *= w[c];
+      if (!w.empty()) v *= unit_offset ? 1.0 + w[c] : w[c];
       if (!b.empty()) v += b[c];
       y[r * cols + c] = v;
     }
@@ -68,8 +73,18 @@ BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
   return a;
 }
 
+/// The gain a program multiplies by: the loaded weight, or 1 + it (kUnitOffset).
+template <bool kUnitOffset, class Tl>
+BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w) {
+  if constexpr (kUnitOffset) {
+    return w + typename Tl::value_type(1);
+  } else {
+    return w;
+  }
+}
+
 /// One row per program; columns in chunks of B.
-template <class T, int B, bool kCenter>
+template <class T, int B, bool kCenter, bool kUnitOffset>
 struct NormForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -119,7 +134,7 @@ struct NormForward {
 
   template <class Ctx, class Tl>
   BENCH_HD Tl affine(Ctx& c, Tl v, int64_t c0) const {
-    if (w != nullptr) v = v * tl::load<B>(c, w + c0, cols - c0);
+    if (w != nullptr) v = v * gain<kUnitOffset>(tl::load<B>(c, w + c0, cols - c0));
     if (b != nullptr) v = v + tl::load<B>(c, b + c0, cols - c0);
     return v;
   }
@@ -139,7 +154,7 @@ struct NormForward {
 /// way each partial sum adds its rows in increasing order, starting from zero, and each product
 /// dy xhat rounded on its own (no_fma), as when the partials were loaded, added and stored
 /// per row: the CPU's results are bit for bit those of that form.
-template <class T, int B, bool kCenter>
+template <class T, int B, bool kCenter, bool kUnitOffset>
 struct NormBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -173,7 +188,7 @@ struct NormBackward {
     auto dw_acc = tl::full<B>(c, A(0));
     auto db_acc = tl::full<B>(c, A(0));
     auto wv = tl::full<B>(c, A(1));
-    if (w != nullptr) wv = tl::load<B>(c, w, cols);
+    if (w != nullptr) wv = gain<kUnitOffset>(tl::load<B>(c, w, cols));
     for (int64_t r = r0; r < r1; ++r) {
       const A mu = kCenter ? mean[r] : A(0);
       const A rs = rstd[r];
@@ -205,7 +220,7 @@ struct NormBackward {
         const int64_t n = cols - c0;
         auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
         auto dyv = tl::load<B>(c, dyr + c0, n);
-        auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
+        auto g = w != nullptr ? dyv * gain<kUnitOffset>(tl::load<B>(c, w + c0, n)) : dyv;
         sum_g = sum_g + g;
         sum_gx = sum_gx + g * xhat;
       }
@@ -221,7 +236,7 @@ struct NormBackward {
         const A rs = rstd[r];
         auto xhat = (tl::load<B>(c, x + r * cols + c0, n, mu) - mu) * rs;
         auto dyv = tl::load<B>(c, dy + r * cols + c0, n);
-        auto g = w != nullptr ? dyv * tl::load<B>(c, w + c0, n) : dyv;
+        auto g = w != nullptr ? dyv * gain<kUnitOffset>(tl::load<B>(c, w + c0, n)) : dyv;
         tl::store(c, dx + r * cols + c0, (g - mean_g[r - r0] - xhat * mean_gx[r - r0]) * rs, n);
         if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
         if (db_part != nullptr) db_acc = db_acc + dyv;
@@ -287,18 +302,21 @@ struct ColumnSum {
 
 /// Normalize each of `rows` rows of `cols` elements. `center` selects LayerNorm (true) or
 /// RMSNorm (false). `weight`/`bias` may be null. Writes per-row rstd and, for LayerNorm, the mean
-/// (`mean` may be null for RMSNorm); backward needs them.
+/// (`mean` may be null for RMSNorm); backward needs them. With `unit_offset` the gain is
+/// 1 + weight (Gemma).
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
-                  acc_t<T>* rstd, int64_t rows, int64_t cols, double eps);
+                  acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset = false);
 
 /// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols`.
 int64_t norm_backward_workspace(int64_t rows, int64_t cols);
 
-/// Gradient of norm_forward. Writes dx; adds into dweight and dbias (either may be null).
+/// Gradient of norm_forward (with the same `unit_offset`). Writes dx; adds into dweight and dbias
+/// (either may be null).
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
-                   const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace);
+                   const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace,
+                   bool unit_offset = false);
 
 /// out[c] += sum_r part[r, c] for a row-major [parts, cols] matrix.
 template <class T>

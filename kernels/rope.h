@@ -3,10 +3,14 @@
 //
 // Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
 //
-// Token r has position t = r % seq. Each head's d_head elements form d_head / 2 pairs (a, b);
-// pair i at position t is rotated by the angle whose cosine and sine are cos[t, i], sin[t, i]:
+// Token r has position t = r % seq. The first `rot` elements of each head (all d_head by
+// default; fewer is partial rotary, GPT-NeoX's rotary_pct, GPT-J's rotary_dim) form rot / 2 pairs
+// (a, b); pair i at position t is rotated by the angle whose cosine and sine are cos[t, i],
+// sin[t, i]:
 //   (a, b) -> (a cos - b sin, a sin + b cos);   the inverse (and the backward pass) uses -sin.
-// Pairs: kInterleaved (x[2i], x[2i+1]), RoFormer; kHalf (x[i], x[i + d/2]), Hugging Face Llama.
+// The other d_head - rot elements pass unchanged.
+// Pairs: kInterleaved (x[2i], x[2i+1]), RoFormer, GPT-J; kHalf (x[i], x[i + rot/2]), Hugging Face
+// Llama and GPT-NeoX (rotate_half within the rotated slice).
 #pragma once
 
 #include <cstdint>
@@ -30,11 +34,11 @@ enum class RopeLayout : uint8_t {
 // 1. float64 reference
 // ---------------------------------------------------------------------------------------------
 
-/// float64 reference of rope_apply, in place on x; cos and sin are [seq, d_head / 2].
+/// float64 reference of rope_apply, in place on x; cos and sin are [seq, rot / 2] (rot = 0: d_head).
 inline void rope_reference(std::vector<double>& x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
                            int64_t row_stride, const std::vector<double>& cos, const std::vector<double>& sin,
-                           RopeLayout layout, bool inverse) {
-  const int64_t half = d_head / 2;
+                           RopeLayout layout, bool inverse, int64_t rot = 0) {
+  const int64_t half = (rot > 0 ? rot : d_head) / 2;
   for (int64_t r = 0; r < tokens; ++r) {
     const int64_t t = r % seq;
     for (int64_t h = 0; h < n_heads; ++h) {
@@ -59,7 +63,8 @@ namespace programs {
 namespace tl = tile::tl;
 
 /// Rotate-half layout, one token per program: for each head, chunks of B pairs, the two halves
-/// loaded as two tiles (element i of both tiles lives with the same agent).
+/// of its first `rot` elements loaded as two tiles (element i of both tiles lives with the same
+/// agent); the rest of the head is not touched.
 template <class T, int B>
 struct RopeHalf {
   static constexpr int kBlock = B;
@@ -72,12 +77,13 @@ struct RopeHalf {
   int64_t n_heads;
   int64_t d_head;
   int64_t row_stride;
-  A sign;  // +1 forward, -1 inverse
+  A sign;       // +1 forward, -1 inverse
+  int64_t rot;  // rotated elements per head (even, <= d_head)
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);
-    const int64_t half = d_head / 2;
+    const int64_t half = rot / 2;
     const A* ct = cos + (r % seq) * half;
     const A* st = sin + (r % seq) * half;
     for (int64_t h = 0; h < n_heads; ++h) {
@@ -101,7 +107,10 @@ struct RopeHalf {
 /// pair (j mod d_head) / 2. In-place is safe because every executor mapping with B >= 64 keeps
 /// both elements of a pair with the same agent (runs of at least two consecutive elements per
 /// thread, starting at even indices; tile/layout.h), so no agent reads what another writes.
-template <class T, int B>
+/// kPartial: only the first `rot` elements of each head are rotated; the others are stored back
+/// as they were loaded (exactly: a load converts to acc_t<T> without rounding), and their angle
+/// index is clamped to 0 so that the table reads stay within the row.
+template <class T, int B, bool kPartial>
 struct RopeInterleaved {
   static_assert(B >= 64, "pairs must not straddle threads: B >= 64 gives runs of >= 2 elements");
   static constexpr int kBlock = B;
@@ -115,11 +124,12 @@ struct RopeInterleaved {
   int64_t d_head;
   int64_t row_stride;
   A sign;
+  int64_t rot;  // rotated elements per head (even, <= d_head); d_head unless kPartial
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);
-    const int64_t half = d_head / 2;
+    const int64_t half = rot / 2;
     const A* ct = cos + (r % seq) * half;
     const A* st = sin + (r % seq) * half;
     T* row = x + r * row_stride;
@@ -132,12 +142,15 @@ struct RopeInterleaved {
       auto e = j - (j / d) * d;             // element within its head
       auto pair = e / 2;
       auto odd = e - pair * 2;
+      if constexpr (kPartial) pair = tl::where(e < static_cast<int>(rot), pair, 0);
       auto xv = tl::load<B>(c, row + c0, n);
       auto xp = tl::gather(c, row + c0, idx + 1 - odd * 2, n);
       auto co = tl::gather(c, ct, pair, n);
       auto si = tl::gather(c, st, pair, n) * sign;
       // even element a: a cos - b sin; odd element b: b cos + a sin
-      tl::store(c, row + c0, xv * co + xp * si * (tl::cast<A>(odd) * A(2) - A(1)), n);
+      auto out = xv * co + xp * si * (tl::cast<A>(odd) * A(2) - A(1));
+      if constexpr (kPartial) out = tl::where(e < static_cast<int>(rot), out, xv);
+      tl::store(c, row + c0, out, n);
     }
   }
 };
@@ -148,12 +161,14 @@ struct RopeInterleaved {
 // 3. launchers (float, double and bf16 storage are instantiated in rope.cpp)
 // ---------------------------------------------------------------------------------------------
 
-/// Rotate, in place, the n_heads heads of d_head (even) elements of each of `tokens` rows of x
-/// (rows row_stride elements apart, head h at h * d_head); token r is at position r % seq.
-/// cos and sin are [seq, d_head / 2] tables. inverse = true rotates by the negative angle,
-/// which is also the backward pass (the rotation is orthogonal).
+/// Rotate, in place, the first `rot` (even, or d_head; 0 = all d_head) elements of the n_heads heads of
+/// d_head elements of each of `tokens` rows of x (rows row_stride elements apart, head h at
+/// h * d_head); token r is at position r % seq. cos and sin are [seq, rot / 2] tables.
+/// inverse = true rotates by the negative angle, which is also the backward pass (the rotation
+/// is orthogonal).
 template <class T>
 void rope_apply(const Exec& exec, T* x, int64_t tokens, int64_t seq, int64_t n_heads, int64_t d_head,
-                int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse);
+                int64_t row_stride, const acc_t<T>* cos, const acc_t<T>* sin, RopeLayout layout, bool inverse,
+                int64_t rot = 0);
 
 }  // namespace bench::kernels

@@ -5,7 +5,9 @@
 //   q_h, k_g <- norm(q_h) * g_q, norm(k_g) * g_k over d_head (QK-norm, qk_norm_scope = "head"), or
 //   q, k <- norm(q) * g_q, norm(k) * g_k over all n_heads d_head / n_kv_heads d_head ("full", OLMo 2);
 //   q, k rotated by the position component;
-//   o_h = dropout((softmax(cap(scale * q_h k_g^T) + mask))) v_g  (g = h / (n_heads / n_kv_heads));
+//   o_h = dropout((softmax(cap(scale * q_h k_g^T) + mask))) v_g  (g = h / (n_heads / n_kv_heads)),
+//     scale = 1 / sqrt(d_head), or 1 / sqrt(query_pre_attn_scalar) when that is set (Gemma 2),
+//     times the position's attention_scale() (YaRN's temperature);
 //   y = o Wo^T (+ bo: bias = "all", GPT-2, GPT-NeoX),
 // where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
 // letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
@@ -44,6 +46,7 @@ class CausalAttention final : public Sublayer {
  public:
   explicit CausalAttention(const Params& p)
       : window_(p.integer("window")),
+        query_pre_attn_scalar_(p.number("query_pre_attn_scalar")),
         pattern_(p.string("pattern")),
         softcap_(p.number("softcap")),
         out_scale_(p.boolean("scaled_output_init")),
@@ -109,7 +112,8 @@ class CausalAttention final : public Sublayer {
     qk_norm_.setup(ctx, rows_, heads_, kv_heads_, d_head_);
     const int64_t window = layer_window(pattern_, window_, layer_);
     args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
-    args_.scale = position_->attention_scale() / std::sqrt(static_cast<double>(d_head_));
+    const double scalar = query_pre_attn_scalar_ > 0 ? query_pre_attn_scalar_ : static_cast<double>(d_head_);
+    args_.scale = position_->attention_scale() / std::sqrt(scalar);
     cudnn_ = kernel_ == "cudnn" || (kernel_ == "auto" && cudnn_runs(ctx));
     if (kernel_ == "cudnn") check_cudnn(ctx);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
@@ -285,6 +289,7 @@ class CausalAttention final : public Sublayer {
   }
 
   int64_t window_;
+  double query_pre_attn_scalar_;  // 0: d_head
   std::string pattern_;
   double softcap_;
   bool out_scale_;
@@ -319,6 +324,10 @@ ComponentInfo causal_info() {
                          "local/global layers, cycled: L = sliding `window`, G = global (\"LLLLLG\": Gemma 3); "
                          "\"\" = `window` on every layer"),
        ParamSpec::number("softcap", 0.0, "attention logit soft-cap c: logits -> c * tanh(logits / c); 0 = off")
+           .at_least(0),
+       ParamSpec::number("query_pre_attn_scalar", 0.0,
+                         "the logits are q.k / sqrt(this) instead of q.k / sqrt(d_head) (Gemma 2: 256, or "
+                         "d_model / n_heads); 0 = d_head")
            .at_least(0),
        ParamSpec::choice("qk_norm", "none", {"none", "rmsnorm", "layernorm"},
                          "normalize q and k before RoPE (gains of size d_head, or the full width with "

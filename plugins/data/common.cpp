@@ -88,14 +88,33 @@ void TokenStream::assign_split(std::vector<int32_t> tokens, int64_t train_end) {
   train_end_ = train_end;
 }
 
-void TokenStream::batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, int32_t* inputs,
-                        int32_t* targets) const {
+ParamSpec sampling_spec() {
+  return ParamSpec::choice("sampling", "random", {"random", "sequential"},
+                           "random: windows at seeded positions; sequential: windows one after another, "
+                           "batch after batch (docs/experiments.md)");
+}
+
+Sampling sampling_of(const Params& p) {
+  return p.string("sampling") == "sequential" ? Sampling::kSequential : Sampling::kRandom;
+}
+
+void TokenStream::batch(Split split, int64_t index, int64_t batch, int64_t seq, uint64_t seed, Sampling sampling,
+                        int32_t* inputs, int32_t* targets) const {
   const int64_t begin = split == Split::kTrain ? 0 : train_end_;
   const int64_t end = split == Split::kTrain ? train_end_ : static_cast<int64_t>(tokens_.size());
   const int64_t span = end - begin - (seq + 1);
+  // Sequential: window w covers tokens [w * seq, w * seq + seq] of the split (consecutive windows
+  // share one token: the last target of one is the first input of the next); after the last
+  // whole window the split starts over, window w is window w mod count.
+  const int64_t count = std::max<int64_t>(1, (end - begin - 1) / seq);
   for (int64_t r = 0; r < batch; ++r) {
-    Rng rng(hash_seed(seed, static_cast<uint64_t>(split), static_cast<uint64_t>(index), static_cast<uint64_t>(r)));
-    const int64_t start = begin + (span > 0 ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(span + 1))) : 0);
+    int64_t start = begin;
+    if (sampling == Sampling::kSequential) {
+      start += (index * batch + r) % count * seq;
+    } else {
+      Rng rng(hash_seed(seed, static_cast<uint64_t>(split), static_cast<uint64_t>(index), static_cast<uint64_t>(r)));
+      start += span > 0 ? static_cast<int64_t>(rng.below(static_cast<uint64_t>(span + 1))) : 0;
+    }
     for (int64_t t = 0; t < seq; ++t) {
       inputs[r * seq + t] = tokens_[static_cast<size_t>(start + t)];
       targets[r * seq + t] = tokens_[static_cast<size_t>(start + t + 1)];

@@ -20,6 +20,7 @@ class Text final : public Dataset {
         path_loc_(p.where("path")),
         validation_(p.number("validation_fraction")),
         seed_(static_cast<uint64_t>(p.integer("seed"))),
+        sampling_(sampling_of(p)),
         bpe_(p.string("tokenizer") == "bpe"),
         tokenizer_loc_(p.where("tokenizer")),
         vocab_given_(p.given("vocab_size")),
@@ -47,7 +48,7 @@ class Text final : public Dataset {
 
   void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs, int32_t* targets) override {
     load();
-    stream_.batch(split, index, batch, seq, seed_, inputs, targets);
+    stream_.batch(split, index, batch, seq, seed_, sampling_, inputs, targets);
   }
 
   std::vector<std::pair<std::string, double>> reference() const override {
@@ -110,6 +111,7 @@ class Text final : public Dataset {
   SourceLoc path_loc_;
   double validation_;
   uint64_t seed_;
+  Sampling sampling_;
   bool bpe_;
   SourceLoc tokenizer_loc_;
   bool vocab_given_;
@@ -139,7 +141,8 @@ ComponentInfo text_info() {
        ParamSpec::number("validation_fraction", 0.1, "tail of the text held out for validation")
            .at_least(0.001)
            .at_most(0.5),
-       ParamSpec::integer("seed", 0, "seed of the window positions").at_least(0)});
+       ParamSpec::integer("seed", 0, "seed of the window positions (sampling = \"random\")").at_least(0),
+       sampling_spec()});
 }
 
 }  // namespace bench::data

@@ -17,7 +17,8 @@ class TokenFile final : public Dataset {
         format_(p.string("format")),
         vocab_(p.integer("vocab_size")),
         validation_(p.number("validation_fraction")),
-        seed_(static_cast<uint64_t>(p.integer("seed"))) {}
+        seed_(static_cast<uint64_t>(p.integer("seed"))),
+        sampling_(sampling_of(p)) {}
 
   int64_t vocab_size() const override { return vocab_; }
 
@@ -38,7 +39,7 @@ class TokenFile final : public Dataset {
 
   void batch(Split split, int64_t index, int64_t batch, int64_t seq, int32_t* inputs, int32_t* targets) override {
     load();
-    stream_.batch(split, index, batch, seq, seed_, inputs, targets);
+    stream_.batch(split, index, batch, seq, seed_, sampling_, inputs, targets);
   }
 
   std::vector<std::pair<std::string, double>> reference() const override {
@@ -89,6 +90,7 @@ class TokenFile final : public Dataset {
   int64_t vocab_;
   double validation_;
   uint64_t seed_;
+  Sampling sampling_;
   mutable std::once_flag loaded_;
   mutable TokenStream stream_;
 };
@@ -102,7 +104,8 @@ ComponentInfo tokens_info() {
        ParamSpec::number("validation_fraction", 0.1, "tail of the file held out for validation")
            .at_least(0.001)
            .at_most(0.5),
-       ParamSpec::integer("seed", 0, "seed of the window positions").at_least(0)});
+       ParamSpec::integer("seed", 0, "seed of the window positions (sampling = \"random\")").at_least(0),
+       sampling_spec()});
 }
 
 }  // namespace bench::data

@@ -1,8 +1,13 @@
-// Token embedding: h[i] = W[token_i], W [vocab, d_model]. Tied to the LM head, the table is
-// stored padded to the head's vocabulary (ModelDims::padded_vocab(): zero rows no token reads).
+// Token embedding: h[i] = W[token_i] * s, W [vocab, d_model], s = 1 by default. Gemma scales by
+// sqrt(d_model) (scale = "sqrt_d_model"); `multiplier` (Granite's embedding_multiplier) multiplies
+// s. As Gemma's normalizer, s is rounded to the model's dtype before it multiplies (bf16:
+// sqrt(3072) = 55.43 becomes 55.5); the product is taken in the compute type and rounded once. A
+// tied head reads the unscaled table. Tied to the LM head, the table is stored padded to the
+// head's vocabulary (ModelDims::padded_vocab(): zero rows no token reads).
 // The forward also buckets the positions by token on the host (kernels::embedding_buckets), where
 // the tokens are, and copies the buckets to the model's memory, so that the backward adds each
 // token's rows in parallel over the tokens.
+#include <cmath>
 #include <vector>
 
 #include "head.h"
@@ -12,12 +17,17 @@ namespace bench::head {
 
 class TokenEmbedding final : public Embedding {
  public:
-  explicit TokenEmbedding(const Params&) {}
+  explicit TokenEmbedding(const Params& p)
+      : sqrt_d_model_(p.string("scale") == "sqrt_d_model"), multiplier_(p.number("multiplier")) {
+    if (!(multiplier_ > 0))
+      throw ConfigError(p.where("multiplier"), "multiplier must be > 0 (1 = the table's rows as they are)");
+  }
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
     rows_ = ctx.rows();
     dim_ = d.d_model;
     vocab_ = d.vocab_size;
+    scale_ = multiplier_ * (sqrt_d_model_ ? std::sqrt(static_cast<double>(dim_)) : 1.0);
     weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), ParamGroup::kEmbedding,
                             d.tie_embeddings ? d.padded_vocab() - d.vocab_size : 0);
     esize_ = dtype_size(ctx.dtype());
@@ -26,22 +36,31 @@ class TokenEmbedding final : public Embedding {
   void forward(const int32_t* tokens, Tensor& h, RunContext& ctx) override {
     if (!ctx.capturing) bucket(tokens, ctx);  // a replay reuses the last uncaptured forward's
     dispatch_float(h.dtype(), [&]<class T>() {
-      kernels::embedding_forward<T>(ctx.exec, tokens, weight_->value.data<T>(), h.data<T>(), rows_, dim_);
+      kernels::embedding_forward<T>(ctx.exec, tokens, weight_->value.data<T>(), h.data<T>(), rows_, dim_, scale<T>());
     });
   }
   void backward(const Tensor& dh, RunContext& ctx) override {
     dispatch_float(dh.dtype(), [&]<class T>() {
       kernels::embedding_backward<T>(ctx.exec, buckets_.data<int32_t>(), unique_, dh.data<T>(), weight_->grad.data<T>(),
-                                     rows_, dim_);
+                                     rows_, dim_, scale<T>());
     });
   }
   Param* weight() override { return weight_; }
   Cost cost() const override {
-    const double b = static_cast<double>(rows_ * dim_) * static_cast<double>(esize_);
-    return Cost{0, static_cast<double>(rows_ * dim_), 2 * b, 3 * b};
+    const double n = static_cast<double>(rows_ * dim_);
+    const double b = n * static_cast<double>(esize_);
+    const double scaled = scale_ != 1.0 ? n : 0.0;  // a multiply per element each way
+    return Cost{scaled, n + scaled, 2 * b, 3 * b};
   }
 
  private:
+  /// The scale in the compute type, rounded first to the storage type T (Gemma's normalizer is
+  /// a tensor of the model's dtype).
+  template <class T>
+  tile::acc_t<T> scale() const {
+    return static_cast<tile::acc_t<T>>(scalar_value(scalar_as<T>(scale_)));
+  }
+
   /// The buckets of this forward's tokens into buckets_: from the model's host copy
   /// (ctx.host_inputs), else (an embedding driven directly) read here, through a copy when the
   /// tokens are in a device's memory.
@@ -56,6 +75,9 @@ class TokenEmbedding final : public Embedding {
     ops::copy(Tensor(host_buckets_.data(), DType::kInt32, {static_cast<int64_t>(host_buckets_.size())}), buckets_);
   }
 
+  bool sqrt_d_model_;
+  double multiplier_;
+  double scale_ = 1.0;  // multiplier * (sqrt(d_model) or 1), in double
   int64_t rows_ = 0, dim_ = 0, vocab_ = 0;
   size_t esize_ = 4;
   Param* weight_ = nullptr;
@@ -65,7 +87,13 @@ class TokenEmbedding final : public Embedding {
 };
 
 ComponentInfo token_embedding_info() {
-  return make_info<TokenEmbedding>(Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model]", {});
+  return make_info<TokenEmbedding>(
+      Slot::kEmbedding, "token", "learned token embedding table [vocab, d_model], optionally scaled",
+      {ParamSpec::choice(
+           "scale", "none", {"none", "sqrt_d_model"},
+           "multiply the looked-up rows by sqrt(d_model) (Gemma), rounded to the model's dtype; none = 1"),
+       ParamSpec::number("multiplier", 1.0,
+                         "a further constant factor of the rows (Granite's embedding_multiplier); 1 = none")});
 }
 
 }  // namespace bench::head

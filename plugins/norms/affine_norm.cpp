@@ -10,6 +10,9 @@ std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias)
       ParamSpec::number("eps", default_eps, "added to the variance (mean square) before the square root").at_least(0),
       ParamSpec::boolean("weight", true, "learnable per-feature gain (initialized to 1)"),
       ParamSpec::boolean("bias", default_bias, "learnable per-feature bias (initialized to 0)"),
+      ParamSpec::boolean("unit_offset", false,
+                         "the gain is 1 + weight, the weight stored as the offset from one and initialized to 0 "
+                         "(Gemma's RMSNorm)"),
   };
 }
 
@@ -37,13 +40,21 @@ const Tensor& ResidualDropout::backward(const Tensor& dy, const RunContext& ctx)
 }
 
 AffineNorm::AffineNorm(const Params& p, bool center)
-    : center_(center), eps_(p.number("eps")), use_weight_(p.boolean("weight")), use_bias_(p.boolean("bias")) {}
+    : center_(center),
+      eps_(p.number("eps")),
+      use_weight_(p.boolean("weight")),
+      use_bias_(p.boolean("bias")),
+      unit_offset_(p.boolean("unit_offset")) {
+  if (unit_offset_ && !use_weight_)
+    throw ConfigError(p.where("unit_offset"), "unit_offset = true offsets the gain: it needs weight = true");
+}
 
 void AffineNorm::setup(SetupContext& ctx) {
   rows_ = ctx.rows();
   width_ = ctx.width();
   esize_ = dtype_size(ctx.dtype());
-  if (use_weight_) weight_ = ctx.add_param("weight", {width_}, Init::ones(), ParamGroup::kGain);
+  if (use_weight_)
+    weight_ = ctx.add_param("weight", {width_}, unit_offset_ ? Init::zeros() : Init::ones(), ParamGroup::kGain);
   if (use_bias_) bias_ = ctx.add_param("bias", {width_}, Init::zeros(), ParamGroup::kBias);
   const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   mean_ = ctx.buffer({rows_}, acc);
@@ -58,7 +69,7 @@ void AffineNorm::forward(const Tensor& x, Tensor& y, RunContext& ctx) {
     kernels::norm_forward<T>(ctx.exec, center_, x.data<T>(), weight_ ? weight_->value.data<T>() : nullptr,
                              bias_ ? bias_->value.data<T>() : nullptr, y.data<T>(),
                              center_ ? static_cast<A*>(mean_.raw()) : nullptr, static_cast<A*>(rstd_.raw()), rows_,
-                             width_, eps_);
+                             width_, eps_, unit_offset_);
   });
 }
 
@@ -69,7 +80,7 @@ void AffineNorm::backward(const Tensor& dy, Tensor& dx, RunContext& ctx) {
                               weight_ ? weight_->value.data<T>() : nullptr, static_cast<const A*>(mean_.raw()),
                               static_cast<const A*>(rstd_.raw()), dx.data<T>(),
                               weight_ ? weight_->grad.data<T>() : nullptr, bias_ ? bias_->grad.data<T>() : nullptr,
-                              rows_, width_, static_cast<A*>(workspace_.raw()));
+                              rows_, width_, static_cast<A*>(workspace_.raw()), unit_offset_);
   });
 }
 

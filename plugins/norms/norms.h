@@ -13,7 +13,8 @@ ComponentInfo post_info();
 ComponentInfo double_info();
 ComponentInfo output_info();
 
-/// Shared by LayerNorm and RMSNorm: y = normalize(x) * weight + bias over the last dimension.
+/// Shared by LayerNorm and RMSNorm: y = normalize(x) * weight + bias over the last dimension, or
+/// normalize(x) * (1 + weight) + bias with unit_offset (Gemma).
 class AffineNorm : public Sublayer {
  public:
   AffineNorm(const Params& p, bool center);
@@ -27,6 +28,7 @@ class AffineNorm : public Sublayer {
   double eps_;
   bool use_weight_;
   bool use_bias_;
+  bool unit_offset_;
   int64_t rows_ = 0;
   int64_t width_ = 0;
   size_t esize_ = 4;

@@ -3,10 +3,15 @@
 // offset. Pairs are (2i, 2i+1) ("interleaved", the paper) or (i, i + d/2) ("half", Hugging Face).
 // `scaling` picks a long-context frequency scheme (rope_frequencies.h has the formulas); YaRN and
 // LongRoPE also scale the attention logits, through attention_scale().
+// Partial rotary (`rotary_fraction` < 1; GPT-NeoX's rotary_pct, Phi's partial_rotary_factor):
+// only the first r = int(rotary_fraction * d_head) features of each head turn (Hugging Face's
+// truncation), as a head of r features would, theta_i = base^(-2i/r) and the pairs within
+// those r; the other d_head - r features pass unchanged.
 #include "kernels/rope.h"
 
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,7 +42,9 @@ class Rope final : public Position {
   explicit Rope(const Params& p)
       : layout_(p.string("layout") == "interleaved" ? kernels::RopeLayout::kInterleaved : kernels::RopeLayout::kHalf),
         base_loc_(p.where("base")),
-        scaling_name_(p.string("scaling")) {
+        scaling_name_(p.string("scaling")),
+        fraction_(p.number("rotary_fraction")),
+        fraction_loc_(p.where("rotary_fraction")) {
     cfg_.scaling = parse_rope_scaling(scaling_name_).value_or(RopeScaling::kNone);
     cfg_.base = p.number("base");
     cfg_.factor = p.number("factor");
@@ -57,19 +64,30 @@ class Rope final : public Position {
   }
 
   void validate(const ModelDims& d) const override {
-    if (d.d_head % 2 != 0)
+    if (!(fraction_ > 0)) throw ConfigError(fraction_loc_, "rotary_fraction must be > 0 (1 = every feature)");
+    if (fraction_ == 1.0 && d.d_head % 2 != 0)
       throw ConfigError(d.loc("d_head").known() ? d.loc("d_head") : d.loc("n_heads"),
                         "RoPE rotates pairs of features: d_head (" + std::to_string(d.d_head) + ") must be even");
+    const int64_t r = rotated(d.d_head);
+    if (fraction_ != 1.0 && (r < 2 || r % 2 != 0)) {
+      std::ostringstream f;
+      f << fraction_;
+      throw ConfigError(fraction_loc_, "rotary_fraction * d_head = int(" + f.str() + " * " + std::to_string(d.d_head) +
+                                           ") = " + std::to_string(r) +
+                                           " rotated features: RoPE rotates pairs, so an even number >= 2 is needed");
+    }
     if (cfg_.base <= 1.0) throw ConfigError(base_loc_, "RoPE base must be > 1");
     if (!unused_.empty())
       throw ConfigError(loc_.at(unused_.front()),
                         "'" + unused_.front() + "' has no effect with scaling = \"" + scaling_name_ + "\"");
-    const auto half = static_cast<size_t>(d.d_head / 2);
+    const auto half = static_cast<size_t>(r / 2);
+    // The features the frequencies are computed for: the head's, or the rotated slice's.
+    const std::string width = r == d.d_head ? "d_head" : "the rotated features (rotary_fraction * d_head)";
     switch (cfg_.scaling) {
       case RopeScaling::kNtk:
       case RopeScaling::kDynamicNtk:
-        if (d.d_head < 4)
-          throw ConfigError(loc_.at("scaling"), "NTK scaling raises the base to d/(d-2): d_head must be >= 4");
+        if (r < 4)
+          throw ConfigError(loc_.at("scaling"), "NTK scaling raises the base to d/(d-2): " + width + " must be >= 4");
         break;
       case RopeScaling::kYarn:
         if (cfg_.beta_slow <= 0 || cfg_.beta_fast <= cfg_.beta_slow)
@@ -82,13 +100,13 @@ class Rope final : public Position {
         break;
       case RopeScaling::kLongRope:
         if (cfg_.long_factors.empty())
-          throw ConfigError(loc_.at("scaling"), "longrope needs long_factors: d_head / 2 = " + std::to_string(half) +
-                                                    " rescale factors, one per pair");
+          throw ConfigError(loc_.at("scaling"), "longrope needs long_factors: " + width + " / 2 = " +
+                                                    std::to_string(half) + " rescale factors, one per pair");
         for (const char* key : {"long_factors", "short_factors"}) {
           const auto& f = std::string_view(key) == "long_factors" ? cfg_.long_factors : cfg_.short_factors;
           if (!f.empty() && f.size() != half)
-            throw ConfigError(loc_.at(key), std::string(key) + " has " + std::to_string(f.size()) +
-                                                " values; d_head / 2 = " + std::to_string(half) + " are needed");
+            throw ConfigError(loc_.at(key), std::string(key) + " has " + std::to_string(f.size()) + " values; " +
+                                                width + " / 2 = " + std::to_string(half) + " are needed");
           for (double v : f)
             if (!(v > 0)) throw ConfigError(loc_.at(key), std::string(key) + " must all be > 0");
         }
@@ -103,16 +121,19 @@ class Rope final : public Position {
   void setup(SetupContext& ctx) override {
     const ModelDims& d = ctx.dims();
     seq_ = d.seq_len;
-    half_ = d.d_head / 2;
+    rot_ = rotated(d.d_head);
+    half_ = rot_ / 2;
     RopeScalingConfig cfg = cfg_;
     cfg.original_max_position = original(d);
-    const RopeFrequencies freq = rope_frequencies(cfg, d.d_head, seq_);
+    const RopeFrequencies freq = rope_frequencies(cfg, rot_, seq_);
     logit_scale_ = freq.logit_scale;
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     cos_ = ctx.buffer({seq_, half_}, acc);
     sin_ = ctx.buffer({seq_, half_}, acc);
     // Angles in double, then rounded once to the table's type.
     dispatch_float(ctx.dtype(), [&]<class T>() {
+      // A plan's tables have no storage to fill.
+      if (ctx.planning()) return;
       using A = tile::acc_t<T>;
       std::vector<A> host_c(static_cast<size_t>(seq_ * half_)), host_s(host_c.size());  // then to the model's memory
       A* c = host_c.data();
@@ -129,7 +150,6 @@ class Rope final : public Position {
     esize_ = dtype_size(ctx.dtype());
     tokens_ = d.tokens();
     heads_ = d.n_heads + d.n_kv_heads;
-    d_head_ = d.d_head;
   }
 
   void rotate_forward(const QkView& qk, RunContext& ctx) override { rotate(qk, false, ctx); }
@@ -137,12 +157,17 @@ class Rope final : public Position {
   double attention_scale() const override { return logit_scale_; }
 
   Cost cost() const override {
-    const double n = static_cast<double>(tokens_ * heads_ * d_head_);
+    const double n = static_cast<double>(tokens_ * heads_ * rot_);
     const double b = 2 * n * static_cast<double>(esize_);
     return Cost{3 * n, 3 * n, b, b};  // 4 multiplies and 2 adds per pair
   }
 
  private:
+  /// Features rotated per head: int(rotary_fraction * d_head), as Hugging Face truncates.
+  int64_t rotated(int64_t d_head) const {
+    return fraction_ == 1.0 ? d_head : static_cast<int64_t>(fraction_ * static_cast<double>(d_head));
+  }
+
   int64_t original(const ModelDims& d) const {
     return cfg_.original_max_position > 0 ? cfg_.original_max_position : d.train_seq_len;
   }
@@ -155,9 +180,9 @@ class Rope final : public Position {
       const A* s = static_cast<const A*>(sin_.raw());
       const int64_t tokens = qk.batch * qk.seq;
       kernels::rope_apply<T>(ctx.exec, base + qk.q_offset, tokens, qk.seq, qk.n_heads, qk.d_head, qk.row_stride, c, s,
-                             layout_, inverse);
+                             layout_, inverse, rot_);
       kernels::rope_apply<T>(ctx.exec, base + qk.k_offset, tokens, qk.seq, qk.n_kv_heads, qk.d_head, qk.row_stride, c,
-                             s, layout_, inverse);
+                             s, layout_, inverse, rot_);
     });
   }
 
@@ -165,10 +190,12 @@ class Rope final : public Position {
   kernels::RopeLayout layout_;
   SourceLoc base_loc_;
   std::string scaling_name_;
+  double fraction_;
+  SourceLoc fraction_loc_;
   std::map<std::string, SourceLoc, std::less<>> loc_;
   std::vector<std::string> unused_;
   double logit_scale_ = 1.0;
-  int64_t seq_ = 0, half_ = 0, tokens_ = 0, heads_ = 0, d_head_ = 0;
+  int64_t seq_ = 0, rot_ = 0, half_ = 0, tokens_ = 0, heads_ = 0;
   size_t esize_ = 4;
   Tensor cos_, sin_;
 };
@@ -179,6 +206,11 @@ ComponentInfo rope_info() {
       {ParamSpec::number("base", 10000.0, "theta_i = base^(-2i/d_head)").at_least(1),
        ParamSpec::choice("layout", "half", {"half", "interleaved"},
                          "feature pairs: (i, i+d/2) as Hugging Face, or (2i, 2i+1) as the paper"),
+       ParamSpec::number("rotary_fraction", 1.0,
+                         "partial rotary: only the first int(rotary_fraction * d_head) features of each head turn, "
+                         "with frequencies of that width (GPT-NeoX, Pythia: 0.25; Phi-2: 0.4); 1 = all")
+           .at_least(0)
+           .at_most(1),
        ParamSpec::choice("scaling", "none", rope_scaling_names(),
                          "long-context frequency scheme (docs/variants/position.md): none, linear (position "
                          "interpolation), ntk, dynamic_ntk, yarn, llama3, longrope"),

@@ -23,6 +23,8 @@ class Sinusoidal final : public Position {
     table_ = ctx.buffer({seq_, width_});
     // In double, rounded once to the compute type.
     dispatch_float(ctx.dtype(), [&]<class T>() {
+      // A plan's table has no storage to fill.
+      if (ctx.planning()) return;
       std::vector<T> host(static_cast<size_t>(seq_ * width_));  // copied to the model's memory below
       T* p = host.data();
       for (int64_t t = 0; t < seq_; ++t)

@@ -210,13 +210,33 @@ TEST(ConfigAccounts, RealModelFilesCountExactly) {
   EXPECT_EQ(40 * olmo_layer + kD5120 + 2 * int64_t{100352} * kD5120, 13716198400);
 }
 
+// A model of any size is counted, since nothing is allocated: Llama 3.1 405B at batch 64 and
+// context 8192 (its attention probabilities alone exceed a process's address space), written
+// as a file with only a model (no runner section).
+TEST(ConfigAccounts, AModelOfAnySizeFromAFileWithOnlyAModel) {
+  const auto models =
+      config_accounts(std::string(BENCH_SOURCE_DIR) + "/tests/accounting/models/llama3_1_405b.toml", "cpu", 0, 0, 2.0);
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0].batch_size, 64);
+  EXPECT_EQ(models[0].seq_len, 8192);
+  // 126 x (q, o 16384^2 + k, v 1024 x 16384 + SwiGLU 3 x 16384 x 53248 + 2 RMSNorms) + final norm
+  // + 2 x 128256 x 16384 (untied): Hugging Face's count for meta-llama/Llama-3.1-405B.
+  constexpr int64_t kD = 16384;
+  const int64_t layer = 2 * kD * kD + 2 * int64_t{1024} * kD + 3 * kD * 53248 + 2 * kD;
+  EXPECT_EQ(126 * layer + kD + 2 * int64_t{128256} * kD, 405853388800);
+  EXPECT_EQ(models[0].accounts.params, 405853388800);
+}
+
 TEST(ConfigAccounts, ErrorsPointAtTheFile) {
   const std::string path = test::write_temp("bad_calc.toml", "name = \"x\"\n[model]\nd_model = \"wide\"\n");
   try {
     config_accounts(path, "cpu", 0, 0, 2.0);
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("bad_calc.toml"), std::string::npos) << e.what();
+    // A file with only a model is counted; its mistake is at its key.
+    EXPECT_NE(std::string(e.what()).find("bad_calc.toml:3:1: 'd_model' of [model] must be an integer"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -66,7 +66,7 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       const Result r = run("--db " + db + " -q run --device " + devices[i] + " " + exp);
       ASSERT_EQ(r.code, 0) << devices[i] << ": " << r.err;
       store::Store s(db, store::Store::Mode::kReadOnly);
-      EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 10);
+      EXPECT_EQ(s.query("SELECT count(*) FROM cases WHERE status = 'completed'").rows.at(0).at(0).as_int(), 14);
       if (i == 0) {
         EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
                   std::string::npos);
@@ -79,7 +79,7 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       const auto metrics = s.query(
           "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT LIKE '%_s' AND name NOT LIKE '%ms%' "
           "ORDER BY case_id, name");
-      ASSERT_EQ(rows.rows.size(), 20u);  // 5 stability cases x steps 0, 2, 4 and the last
+      ASSERT_EQ(rows.rows.size(), 28u);  // 7 stability cases x steps 0, 2, 4 and the last
       EXPECT_GT(series.rows.size(), 30u);
       for (const auto* q : {&rows, &series, &metrics})
         for (const auto& row : q->rows)

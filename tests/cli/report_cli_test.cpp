@@ -303,5 +303,35 @@ TEST(CalcCli, RealModelsAndErrors) {
   EXPECT_TRUE(one_line(bench("calc --model 'Llama 9'").err));
 }
 
+// `bench calc FILE` allocates nothing, so any size is counted: a 1M-token context (whose plan
+// once failed to reserve 2^48 bytes of address space for one tensor) and Llama 3.1 405B at batch
+// 64 from a file with only a model, as `bench eval --config` accepts one.
+TEST(CalcCli, AnySizeAndFilesWithOnlyAModel) {
+  const std::string huge = test::write_temp("huge_context.toml", "[model]\nseq_len = 1048576\n[throughput]\n");
+  const Output h = bench("calc " + huge + " --format json");
+  ASSERT_EQ(h.code, 0) << h.err;
+  EXPECT_EQ(nlohmann::json::parse(h.out)[0]["seq_len"], 1048576);
+  const Output big =
+      bench("calc " + std::string(BENCH_SOURCE_DIR) + "/tests/accounting/models/llama3_1_405b.toml --format json");
+  ASSERT_EQ(big.code, 0) << big.err;
+  const auto j = nlohmann::json::parse(big.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["params"], 405853388800);
+  EXPECT_EQ(j[0]["batch"], 64);
+  // Without a runner section `bench validate` still refuses the file (nothing to run), and its
+  // mistakes in one pass; calc reports the first of them.
+  const std::string bad = test::write_temp("model_only_bad.toml", "[model]\nd_modle = 32\nwindow = 4\n");
+  const Output c = bench("calc " + bad);
+  EXPECT_EQ(c.code, 2);
+  EXPECT_EQ(c.err, bad +
+                       ":2:1: unknown key 'd_modle' in [model] (did you mean 'd_model'?) (and 1 more; bench validate "
+                       "lists them)\n");
+  const Output v = bench("validate " + bad);
+  EXPECT_EQ(v.code, 2);
+  EXPECT_EQ(v.err, bad + ":2:1: unknown key 'd_modle' in [model] (did you mean 'd_model'?)\n" + bad +
+                       ":3:1: unknown key 'window' in [model] (did you mean 'attention.window'?)\n" + bad +
+                       ": nothing to run: add a [throughput], a [stability] or a [diagnostics] section\n");
+}
+
 }  // namespace
 }  // namespace bench

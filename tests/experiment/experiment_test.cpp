@@ -1,6 +1,7 @@
 // Experiment files: sweeps, variants, device overrides, and errors that point at file:line:col.
 #include <gtest/gtest.h>
 
+#include "experiment/diagnostics.h"
 #include "experiment/resolve.h"
 #include "support/errors.h"
 #include "support/toml_case.h"
@@ -86,7 +87,15 @@ TEST(Experiment, ErrorsNameFileLineAndColumn) {
             "bad.toml:2:1: 'd_model' of [model] must be an integer, found string \"big\"");
   EXPECT_EQ(error_in("[model]\nd_model = 0\n[stability]\n"),
             "bad.toml:2:1: 'd_model' of [model] must be >= 1, found 0");
-  EXPECT_EQ(error_in("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"), "bad.toml:4:1: empty sweep: []");
+  EXPECT_EQ(error_in("[model]\nd_model = 64\n[stability]\nsteps = [ ]\n"),
+            "bad.toml:4:1: empty sweep: stability.steps = []");
+  EXPECT_EQ(error_in("[model]\nnorm = { type = \"rmsnorm\", eps = [] }\n[stability]\n"),
+            "bad.toml:2:28: empty sweep: model.norm.eps = []");
+  // A component's parameter written a level too high gets its slot's key as the hint.
+  EXPECT_EQ(error_in("[model]\nwindow = 4\n[stability]\n"),
+            "bad.toml:2:1: unknown key 'window' in [model] (did you mean 'attention.window'?)");
+  EXPECT_EQ(error_in("[model]\nnorm = \"layernorm\"\neps = 1e-6\n[stability]\n"),
+            "bad.toml:3:1: unknown key 'eps' in [model] (did you mean 'norm.eps'?)");
   EXPECT_EQ(error_in("[model\nd_model = 1\n").substr(0, 33), "bad.toml:1:7: TOML syntax error: ");
   EXPECT_EQ(error_in("[modle]\n[stability]\n").substr(0, 51), "bad.toml:1:2: unknown key 'modle' in the experiment");
   EXPECT_EQ(error_in("[model]\nffn = { type = \"swiglu\", d_f = 3 }\n[stability]\n").substr(0, 61),
@@ -128,13 +137,64 @@ TEST(Experiment, NonUtf8AndUnreadableFilesAreErrors) {
   EXPECT_THROW(test::read_file_experiment("/nonexistent/exp.toml"), ConfigError);
 }
 
-TEST(Experiment, TooManyCasesIsAnError) {
+TEST(Experiment, TooManyCasesIsAnErrorThatSaysHowMany) {
   std::string many = "seed = [";
   for (int i = 0; i < 200; ++i) many += std::to_string(i) + ",";
   many += "1]\n[model]\nd_model = [";
   for (int i = 1; i <= 100; ++i) many += std::to_string(i * 8) + ",";
   many += "8]\n[stability]\n";
-  EXPECT_THROW(test::cases_of(many), ConfigError);
+  // 201 seeds x 101 widths, counted without being made.
+  const std::string e = test::error_of([&] { test::cases_of(many, "cpu", "many.toml"); });
+  EXPECT_NE(e.find("many.toml: the sweeps expand to 20301 cases, more than the 10000 allowed"), std::string::npos) << e;
+}
+
+// Past the limit the cases are counted, not made: the count must be what expanding them makes,
+// with sweeps whose later keys depend on the choice (a component's type: each has its own
+// parameters), variants and two runners.
+TEST(Experiment, TheCountPastTheLimitIsWhatExpansionMakes) {
+  const std::string toml =
+      "seed = [1, 2]\n[model]\nd_model = [16, 32, 48]\n"
+      "norm = { type = [\"layernorm\", \"rmsnorm\"], eps = [1e-5, 1e-6] }\n"
+      "ffn = { type = [\"mlp\", \"swiglu\"], d_ff = [32, 64, 96] }\n"
+      "[[variant]]\nname = \"a\"\n[[variant]]\nname = \"b\"\nmodel.n_layers = [1, 2]\n"
+      "[throughput]\n[stability]\nlr = [1e-3, 2e-3]\n";
+  const ExperimentFile f = test::read_file_experiment(test::write_temp("count.toml", toml));
+  const size_t made = expand_cases(f, test::builtin_registry(), "cpu").size();
+  EXPECT_EQ(made, 1296u);  // per variant 2 x 3 x (2 x 2) x (2 x 3) x (1 + 2 learning rates); b: x 2 layers
+  for (const size_t limit : {size_t{1}, size_t{7}, made - 1}) {
+    const std::string e = test::error_of([&] { expand_cases(f, test::builtin_registry(), "cpu", limit); });
+    EXPECT_NE(e.find("the sweeps expand to " + std::to_string(made) + " cases, more than the " + std::to_string(limit) +
+                     " allowed"),
+              std::string::npos)
+        << e;
+  }
+  EXPECT_EQ(expand_cases(f, test::builtin_registry(), "cpu", made).size(), made);
+}
+
+// Every independent mistake of a case is reported, in file order; what() is the first and the
+// count of the rest.
+TEST(Experiment, ACaseReportsEveryIndependentMistake) {
+  const auto cases = test::cases_of(
+      "[model]\nd_modle = 32\nwindow = 4\nn_layers = 0\nnorm = { type = \"rmsnorm\", epsilon = 1 }\n"
+      "[stability]\nsteps = 0\nlr = \"fast\"\n",
+      "cpu", "many.toml");
+  ASSERT_EQ(cases.size(), 1u);
+  try {
+    test::resolve(cases[0]);
+    FAIL() << "expected the mistakes";
+  } catch (const ConfigErrors& e) {
+    std::vector<std::string> lines;
+    for (const ConfigError& one : e.all()) lines.push_back(one.what());
+    ASSERT_EQ(lines.size(), 6u) << e.what();
+    const std::string at = e.all()[0].loc().file;
+    EXPECT_EQ(lines[0], at + ":2:1: unknown key 'd_modle' in [model] (did you mean 'd_model'?)");
+    EXPECT_EQ(lines[1], at + ":3:1: unknown key 'window' in [model] (did you mean 'attention.window'?)");
+    EXPECT_EQ(lines[2], at + ":4:1: 'n_layers' of [model] must be >= 1, found 0");
+    EXPECT_EQ(lines[3].rfind(at + ":5:28: unknown key 'epsilon' for norm 'rmsnorm' (model.norm)", 0), 0u) << lines[3];
+    EXPECT_EQ(lines[4], at + ":7:1: 'steps' of [stability] must be >= 1, found 0");
+    EXPECT_EQ(lines[5], at + ":8:1: 'lr' of [stability] must be a number, found string \"fast\"");
+    EXPECT_EQ(std::string(e.what()), lines[0] + " (and 5 more; bench validate lists them)");
+  }
 }
 
 }  // namespace

@@ -303,6 +303,80 @@ TEST_P(ElementwiseTest, EmbeddingBackwardMatchesFiniteDifferences) {
     ASSERT_NEAR(dtable[i], central_difference(loss, table, i), 1e-7) << "at " << i;
 }
 
+// Scaled rows (Gemma's sqrt(d_model)): forward and backward against the float64 reference in
+// double (to rounding), float and bf16; the scale given in the compute type, as the embedding
+// component passes it (bf16: the scale itself rounded to bf16 first, 48 and 55.5 here).
+TEST_P(ElementwiseTest, ScaledEmbeddingMatchesFloat64) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  const int64_t n = 300, vocab = 700;
+  for (auto [dim, scale] : {std::pair<int64_t, double>{5, 0.37}, {771, 48.0}, {1500, 55.5}}) {
+    SCOPED_TRACE(::testing::Message() << "dim " << dim << ", scale " << scale);
+    const std::vector<int32_t> tokens = skewed_tokens(n, vocab);
+    const auto table = to_double(to_storage<bf16>(random_vector(static_cast<size_t>(vocab * dim), 11)));
+    const auto dout = to_double(to_storage<bf16>(random_vector(static_cast<size_t>(n * dim), 12)));
+    const auto dtable0 = to_double(to_storage<bf16>(random_vector(table.size(), 13, 0.1)));
+    std::vector<double> ref_out, ref_dtable = dtable0;
+    embedding_forward_reference(tokens, table, ref_out, dim, scale);
+    embedding_backward_reference(tokens, dout, ref_dtable, dim, scale);
+    const Dev<int32_t> tok(t, tokens);
+    const Buckets buckets(t, tokens, vocab);
+
+    if (t.float64()) {
+      Dev<double> td(t, table), outd(t, ref_out.size()), dtd(t, dtable0), dd(t, dout);
+      embedding_forward<double>(exec, tok.get(), td.get(), outd.get(), n, dim, scale);
+      EXPECT_TRUE(all_near(outd.host(), ref_out, 0, 0));  // one product each: exact as the reference's
+      embedding_backward<double>(exec, buckets.dev.get(), buckets.unique, dd.get(), dtd.get(), n, dim, scale);
+      EXPECT_TRUE(all_near(dtd.host(), ref_dtable, 1e-12, 1e-13));
+    }
+    const auto fs = static_cast<float>(scale);
+    Dev<float> tf(t, to_storage<float>(table)), out(t, ref_out.size());
+    embedding_forward<float>(exec, tok.get(), tf.get(), out.get(), n, dim, fs);
+    EXPECT_TRUE(all_near(to_double(out.host()), ref_out, 0, 2e-7));  // the scale and the product rounded
+    Dev<float> dtf(t, to_storage<float>(dtable0)), df(t, to_storage<float>(dout));
+    embedding_backward<float>(exec, buckets.dev.get(), buckets.unique, df.get(), dtf.get(), n, dim, fs);
+    EXPECT_TRUE(all_near(to_double(dtf.host()), ref_dtable, 1e-4 * scale, 1e-5));  // ~150 terms in float
+    RecordProperty("max_abs_error_backward_float_" + std::to_string(dim),
+                   ::testing::PrintToString(max_abs_diff(to_double(dtf.host()), ref_dtable)));
+
+    Dev<bf16> tb(t, to_storage<bf16>(table)), outb(t, ref_out.size());
+    embedding_forward<bf16>(exec, tok.get(), tb.get(), outb.get(), n, dim, fs);
+    EXPECT_TRUE(all_near(to_double(outb.host()), ref_out, 0, 1.0 / 256));  // rounded once to bf16
+    Dev<bf16> dtb(t, to_storage<bf16>(dtable0)), db(t, to_storage<bf16>(dout));
+    embedding_backward<bf16>(exec, buckets.dev.get(), buckets.unique, db.get(), dtb.get(), n, dim, fs);
+    EXPECT_TRUE(all_near(to_double(dtb.host()), ref_dtable, 1e-4 * scale, 1.0 / 256));
+  }
+}
+
+TEST_P(ElementwiseTest, ScaledEmbeddingBackwardMatchesFiniteDifferences) {
+  SKIP_UNLESS_FINITE_DIFFERENCES(GetParam());
+  const Exec exec = GetParam().exec();
+  const int64_t vocab = 11, dim = 70;
+  const double scale = std::sqrt(70.0);
+  const std::vector<int32_t> tokens = {3, 0, 3, 10, 7, 3, 0};
+  const auto n = static_cast<int64_t>(tokens.size());
+  const auto table = random_vector(static_cast<size_t>(vocab * dim), 8);
+  const auto w = random_vector(static_cast<size_t>(n * dim), 9);
+  auto loss = [&](const std::vector<double>& t) {  // L = sum(out * w)
+    std::vector<double> out(static_cast<size_t>(n * dim));
+    embedding_forward<double>(exec, tokens.data(), t.data(), out.data(), n, dim, scale);
+    double l = 0;
+    for (size_t i = 0; i < out.size(); ++i) l += out[i] * w[i];
+    return l;
+  };
+  std::vector<double> dtable(table.size(), 0.0);
+  std::vector<int32_t> buckets(static_cast<size_t>(embedding_buckets_size(n)));
+  const int64_t unique = embedding_buckets(tokens.data(), n, vocab, buckets.data());
+  embedding_backward<double>(exec, buckets.data(), unique, w.data(), dtable.data(), n, dim, scale);
+  double max_err = 0;
+  for (size_t i : sample_indices(table.size(), 60)) {
+    const double fd = central_difference(loss, table, i);
+    max_err = std::max(max_err, std::abs(dtable[i] - fd));
+    ASSERT_NEAR(dtable[i], fd, 1e-7 * scale) << "at " << i;
+  }
+  RecordProperty("max_abs_error", ::testing::PrintToString(max_err));
+}
+
 TEST_P(ElementwiseTest, EmbeddingBackwardIndependentOfThreadCount) {
   const Target& t = GetParam();
   const Exec exec = t.exec();

@@ -77,6 +77,13 @@ inline ::testing::AssertionResult all_near(const std::vector<double>& got, const
   return ::testing::AssertionSuccess();
 }
 
+/// Largest |got[i] - ref[i]| (the figure a test records; all_near is the check).
+inline double max_abs_diff(const std::vector<double>& got, const std::vector<double>& ref) {
+  double m = 0;
+  for (size_t i = 0; i < std::min(got.size(), ref.size()); ++i) m = std::max(m, std::abs(got[i] - ref[i]));
+  return m;
+}
+
 /// Central difference (f(x + h) - f(x - h)) / 2h of f at element i of x.
 template <class F>
 double central_difference(F&& f, std::vector<double> x, size_t i, double h = 1e-6) {

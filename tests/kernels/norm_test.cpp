@@ -1,6 +1,7 @@
 // Tests of kernels/norm.h on every target (kernel_test_util.h): forward in float and bf16 against
 // the float64 reference, backward in double against central finite differences (the float64
-// targets), and backward in float against that float64 backward.
+// targets), and backward in float against that float64 backward; each with the plain gain w and
+// with Gemma's unit offset, 1 + w.
 #include "norm.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@ struct NormCase {
   int64_t rows;
   int64_t cols;
   Target target;
+  bool unit_offset = false;  // the gain is 1 + w
 };
 
 class NormTest : public ::testing::TestWithParam<NormCase> {};
@@ -34,20 +36,21 @@ TEST_P(NormTest, ForwardMatchesFloat64Reference) {
   const auto w = p.affine ? random_vector(static_cast<size_t>(p.cols), 2) : std::vector<double>{};
   const auto b = p.affine ? random_vector(static_cast<size_t>(p.cols), 3) : std::vector<double>{};
   std::vector<double> ref;
-  norm_forward_reference(p.center, x, w, b, ref, p.rows, p.cols, 1e-5);
+  norm_forward_reference(p.center, x, w, b, ref, p.rows, p.cols, 1e-5, p.unit_offset);
 
   Dev<float> xf(t, to_storage<float>(x)), wf(t, to_storage<float>(w)), bf(t, to_storage<float>(b)), y(t, x.size());
   Dev<float> mean(t, static_cast<size_t>(p.rows)), rstd(t, static_cast<size_t>(p.rows));
   norm_forward<float>(t.exec(), p.center, xf.get(), p.affine ? wf.get() : nullptr, p.affine ? bf.get() : nullptr,
-                      y.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5);
+                      y.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
   EXPECT_TRUE(all_near(to_double(y.host()), ref, 1e-5, 1e-5));
+  RecordProperty("max_abs_error_float", ::testing::PrintToString(max_abs_diff(to_double(y.host()), ref)));
 
   // bf16 inputs (the float values rounded) and output: 8 bits of mantissa.
   Dev<tile::bf16> xb(t, to_storage<tile::bf16>(to_double(to_storage<float>(x)))), yb(t, x.size());
   Dev<tile::bf16> wb(t, to_storage<tile::bf16>(to_double(to_storage<float>(w))));
   Dev<tile::bf16> bb(t, to_storage<tile::bf16>(to_double(to_storage<float>(b))));
   norm_forward<tile::bf16>(t.exec(), p.center, xb.get(), p.affine ? wb.get() : nullptr, p.affine ? bb.get() : nullptr,
-                           yb.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5);
+                           yb.get(), mean.get(), rstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
   EXPECT_TRUE(all_near(to_double(yb.host()), ref, 0.05, 0.02));
 }
 
@@ -66,21 +69,22 @@ TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
   std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
       ws(ws_size);
   norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
-                       rstd.data(), p.rows, p.cols, 1e-5);
+                       rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
   norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
                         dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
-                        ws.data());
+                        ws.data(), p.unit_offset);
   // float on the target.
   Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)), gy(t, x.size());
   Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
   Dev<float> gdw(t, std::vector<float>(w.size(), 0.25f)), gdb(t, std::vector<float>(w.size(), -0.5f));
   const Exec exec = t.exec();
   norm_forward<float>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(),
-                      grstd.get(), p.rows, p.cols, 1e-5);
+                      grstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
   norm_backward<float>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
                        gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
-                       gws.get());
+                       gws.get(), p.unit_offset);
   EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
+  RecordProperty("max_abs_error_dx_float", ::testing::PrintToString(max_abs_diff(to_double(gdx.host()), dx)));
   if (p.affine) {  // sums over the rows
     EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1e-4));
     EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1e-4));
@@ -102,20 +106,20 @@ TEST_P(NormTest, Bf16BackwardMatchesFloat64Backward) {
   std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
       ws(ws_size);
   norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
-                       rstd.data(), p.rows, p.cols, 1e-5);
+                       rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
   norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
                         dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
-                        ws.data());
+                        ws.data(), p.unit_offset);
   Dev<bf16> gx(t, to_storage<bf16>(x)), gw(t, to_storage<bf16>(w)), gdy(t, to_storage<bf16>(dy)), gy(t, x.size());
   Dev<float> gmean(t, rows), grstd(t, rows), gws(t, ws_size);
   Dev<bf16> gdx(t, x.size()), gdw(t, to_storage<bf16>(std::vector<double>(w.size(), 0.25))),
       gdb(t, to_storage<bf16>(std::vector<double>(w.size(), -0.5)));
   const Exec exec = t.exec();
   norm_forward<bf16>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(),
-                     grstd.get(), p.rows, p.cols, 1e-5);
+                     grstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
   norm_backward<bf16>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
                       gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
-                      gws.get());
+                      gws.get(), p.unit_offset);
   EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-3, 1.0 / 128));
   if (p.affine) {  // sums over the rows, in float, rounded once
     EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
@@ -139,9 +143,9 @@ TEST_P(NormTest, FloatWeightGradientOnTheHostIsThePlainSum) {
   Dev<float> gdw(t, std::vector<float>(cols, 0.25f)), gdb(t, std::vector<float>(cols, -0.5f));
   const Exec exec = t.exec();
   norm_forward<float>(exec, p.center, gx.get(), gw.get(), nullptr, gy.get(), gmean.get(), grstd.get(), p.rows, p.cols,
-                      1e-5);
+                      1e-5, p.unit_offset);
   norm_backward<float>(exec, p.center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(), gdx.get(), gdw.get(),
-                       gdb.get(), p.rows, p.cols, gws.get());
+                       gdb.get(), p.rows, p.cols, gws.get(), p.unit_offset);
   const std::vector<float> mean = gmean.host(), rstd = grstd.host();
   std::vector<float> dw(cols, 0.25f), db(cols, -0.5f);
   for (size_t c = 0; c < cols; ++c)
@@ -174,19 +178,19 @@ TEST_P(NormTest, BackwardMatchesFiniteDifferences) {
   auto loss = [&](const std::vector<double>& x, const std::vector<double>& ww, const std::vector<double>& bb) {
     std::vector<double> y(x.size()), mean(static_cast<size_t>(p.rows)), rstd(static_cast<size_t>(p.rows));
     norm_forward<double>(exec, p.center, x.data(), p.affine ? ww.data() : nullptr, p.affine ? bb.data() : nullptr,
-                         y.data(), mean.data(), rstd.data(), p.rows, p.cols, eps);
+                         y.data(), mean.data(), rstd.data(), p.rows, p.cols, eps, p.unit_offset);
     double l = 0;
     for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
     return l;
   };
   std::vector<double> y(x0.size()), mean(static_cast<size_t>(p.rows)), rstd(static_cast<size_t>(p.rows));
   norm_forward<double>(exec, p.center, x0.data(), p.affine ? w.data() : nullptr, p.affine ? b.data() : nullptr,
-                       y.data(), mean.data(), rstd.data(), p.rows, p.cols, eps);
+                       y.data(), mean.data(), rstd.data(), p.rows, p.cols, eps, p.unit_offset);
   std::vector<double> dx(x0.size()), dw(w.size(), 0.25), db(b.size(), -0.5);  // grads accumulate
   std::vector<double> ws(static_cast<size_t>(norm_backward_workspace(p.rows, p.cols)));
   norm_backward<double>(exec, p.center, dy.data(), x0.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
                         dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
-                        ws.data());
+                        ws.data(), p.unit_offset);
   const double h = 1e-6;
   // The loss sums all elements: its rounding, divided by h, grows with the size.
   const double fd_atol = 1e-6 * std::max(1.0, std::sqrt(static_cast<double>(x0.size()) / 1e4));
@@ -228,13 +232,19 @@ std::vector<NormCase> cases() {
         for (auto [rows, cols] :
              {std::pair<int64_t, int64_t>{3, 5}, {40, 128}, {33, 300}, {5, 2500}, {200, 64}, {70, 771}, {1061, 768}})
           out.push_back({center, affine, rows, cols, t});
+  // The unit offset (1 + w) with weight and bias: one tile, chunked rows, and many row groups.
+  for (const Target& t : targets())
+    for (bool center : {false, true})
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5}, {33, 300}, {5, 2500}, {1061, 768}})
+        out.push_back({center, true, rows, cols, t, true});
   return out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
   const NormCase& p = tp.param;
-  return std::string(p.center ? "layernorm" : "rmsnorm") + (p.affine ? "_affine" : "_plain") + "_" +
-         std::to_string(p.rows) + "x" + std::to_string(p.cols) + "_" + p.target.name;
+  return std::string(p.center ? "layernorm" : "rmsnorm") + (p.affine ? "_affine" : "_plain") +
+         (p.unit_offset ? "_unit_offset" : "") + "_" + std::to_string(p.rows) + "x" + std::to_string(p.cols) + "_" +
+         p.target.name;
 });
 
 }  // namespace

@@ -67,9 +67,13 @@ TEST(Catalog, ACudaBuildRegistersEveryTileKernelForCuda) {
   }
   const auto programs = tile::cuda_programs("bench");
   EXPECT_GT(programs.size(), 100U);
-  for (const char* p : {"bench::kernels::programs::NormForward<float, 1024, true>",
-                        "bench::kernels::programs::NormBackward<bench::tile::bf16, 32, false>",
-                        "bench::kernels::programs::Block<float, 64>"})
+  for (const char* p :
+       {"bench::kernels::programs::NormForward<float, 1024, true, false>",
+        "bench::kernels::programs::NormBackward<bench::tile::bf16, 32, false, false>",
+        "bench::kernels::programs::NormForward<bench::tile::bf16, 1024, false, true>",
+        "bench::kernels::programs::RopeInterleaved<float, 1024, true>",
+        "bench::kernels::programs::EmbeddingForward<bench::tile::bf16, 1024, true>",
+        "bench::kernels::programs::EmbeddingBackward<float, 768, true>", "bench::kernels::programs::Block<float, 64>"})
     EXPECT_NE(std::find(programs.begin(), programs.end(), p), programs.end()) << p;
 }
 

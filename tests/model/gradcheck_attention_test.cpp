@@ -2,8 +2,9 @@
 // (RMSNorm, LayerNorm with and without bias) with and without RoPE, attention-probability
 // dropout (training-mode differences, so the masks match), MQA and GQA, combined with the
 // window and soft-cap; linear biases (q/k/v only, and all) and the full-width QK-norm, with the
-// gains and biases moved off their init. Every parameter (the QK-norm gains and biases included)
-// against central differences of the objective.
+// gains and biases moved off their init; Gemma 2's query_pre_attn_scalar (with soft-capping and
+// GQA). Every parameter (the QK-norm gains and biases included) against central differences of
+// the objective.
 #include <ostream>
 
 #include "support/gradcheck.h"
@@ -45,6 +46,10 @@ std::vector<GradCase> cases() {
       {"attention_dropout_gqa_pattern_qk_norm",
        "n_heads = 4\nn_kv_heads = 2\nd_head = 4\ndropout_attention = 0.5\n"
        "attention = { type = \"causal\", window = 2, pattern = \"GL\", qk_norm = \"rmsnorm\", softcap = 3.0 }\n"},
+      {"query_pre_attn_scalar", "attention = { type = \"causal\", query_pre_attn_scalar = 9.0 }\n"},
+      {"query_pre_attn_scalar_gqa_softcap_pattern",
+       "n_heads = 4\nn_kv_heads = 2\nd_head = 4\n"
+       "attention = { type = \"causal\", query_pre_attn_scalar = 0.7, softcap = 2.0, window = 2, pattern = \"LG\" }\n"},
   };
 }
 

@@ -1,6 +1,7 @@
 // Whole-model float64 gradient checks of every FFN: the plain MLP with each activation and the
-// gated units (SwiGLU, GeGLU, ReGLU), with d_ff given or derived from ratio and multiple_of; and
-// each with biases on every matrix (jittered off zero), in serial and parallel blocks.
+// gated units (SwiGLU, GeGLU with the erf and the tanh GeLU, ReGLU), with d_ff given or derived
+// from ratio and multiple_of; and each with biases on every matrix (jittered off zero), in serial
+// and parallel blocks.
 #include "support/gradcheck.h"
 
 namespace bench {
@@ -25,6 +26,7 @@ std::vector<FfnGradCase> ffn_cases() {
                    std::string("ffn = { type = \"mlp\", activation = \"") + act + "\", d_ff = 16 }\n"});
   for (const char* gated : {"swiglu", "geglu", "reglu"})
     out.push_back({gated, std::string("ffn = { type = \"") + gated + "\", d_ff = 12 }\n"});
+  out.push_back({"geglu_gelu_tanh", "ffn = { type = \"geglu\", activation = \"gelu_tanh\", d_ff = 12 }\n"});
   // d_ff from the ratio rule (8/3 * 8 = 21.3 -> 24 with multiple_of 8; 4 * 8 = 32), without the
   // scaled output init, under the other norm positions.
   out.push_back(
@@ -56,6 +58,8 @@ std::vector<FfnGradCase> ffn_bias_cases() {
     out.push_back({std::string(gated) + "_bias_parallel",
                    std::string("block = \"parallel\"\nffn = { type = \"") + gated + "\", d_ff = 12, bias = true }\n"});
   }
+  out.push_back(
+      {"geglu_gelu_tanh_bias", "ffn = { type = \"geglu\", activation = \"gelu_tanh\", d_ff = 12, bias = true }\n"});
   out.push_back({"mlp_bias_parallel_per_branch_layernorm",
                  "block = { type = \"parallel\", norms = \"per_branch\" }\nnorm = \"layernorm\"\n"
                  "ffn = { type = \"mlp\", activation = \"gelu\", d_ff = 16, bias = true }\n"

@@ -1,7 +1,8 @@
 // Whole-model float64 gradient checks of the position family: the absolute encodings (the
 // learned table's gradient is the sum over the batch of the embedding gradient at its position)
-// and RoPE with every scaling in both pair layouts. The tiny model runs at seq_len 6 with
-// original_max_position 3, so each scaling is active (and YaRN and LongRoPE scale the logits).
+// and RoPE with every scaling in both pair layouts, on whole heads and on part of each head
+// (rotary_fraction). The tiny model runs at seq_len 6 with original_max_position 3, so each
+// scaling is active (and YaRN and LongRoPE scale the logits).
 #include <ostream>
 
 #include "support/gradcheck.h"
@@ -43,6 +44,18 @@ std::vector<PositionGradCase> cases() {
       out.push_back(
           {std::string("rope_") + name + "_" + layout,
            "d_model = 16\nposition = { type = \"rope\", layout = \"" + std::string(layout) + "\"" + keys + " }\n"});
+  // Partial rotary: heads of 16, the first 4 (a quarter, GPT-NeoX) or 8 features rotated; the
+  // LongRoPE factors then number 4 / 2.
+  for (const char* layout : {"half", "interleaved"}) {
+    const std::string head = "d_model = 32\nposition = { type = \"rope\", layout = \"" + std::string(layout) + "\"";
+    out.push_back({std::string("rope_partial_quarter_") + layout, head + ", rotary_fraction = 0.25 }\n"});
+    out.push_back({std::string("rope_partial_half_yarn_") + layout,
+                   head + ", rotary_fraction = 0.5, scaling = \"yarn\", factor = 8, original_max_position = 3, "
+                          "beta_fast = 2.0, beta_slow = 0.1 }\n"});
+    out.push_back({std::string("rope_partial_quarter_longrope_") + layout,
+                   head + ", rotary_fraction = 0.25, scaling = \"longrope\", factor = 4, original_max_position = 3, "
+                          "long_factors = [1.0, 3.0] }\n"});
+  }
   return out;
 }
 

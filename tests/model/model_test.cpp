@@ -151,5 +151,27 @@ TEST(Model, ThePlanIsTheModelWithoutMemoryAndValidatesEveryComponent) {
   }
 }
 
+// A plan counts bytes and allocates nothing, not even address space: a 1M-token context, whose
+// T x T attention probabilities alone are 2^48 bytes per layer (more than a process can map), is
+// planned, and its tensors have no storage.
+TEST(Model, ThePlanOfAnySizeAllocatesNothing) {
+  const int64_t T = int64_t{1} << 20;
+  const ResolvedCase rc =
+      test::resolve_first("[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = " + std::to_string(T) +
+                          "\nbatch_size = 16\n[throughput]\n");
+  const Model m(rc.model, test::builtin_registry(), Model::Validating{});
+  const double probs = 2.0 * 16 * 4 * static_cast<double>(T) * static_cast<double>(T) * 4;  // layers x B H T T floats
+  EXPECT_GE(static_cast<double>(m.bytes()), probs);
+  EXPECT_LT(static_cast<double>(m.bytes()), probs * 1.01);  // the rest is O(T), not O(T^2)
+  const Param* wqkv = m.find_param("blocks.1.attn.wqkv");
+  ASSERT_NE(wqkv, nullptr);
+  EXPECT_FALSE(wqkv->value.defined());
+  EXPECT_FALSE(wqkv->grad.defined());
+  EXPECT_EQ(wqkv->value.shape(), (Shape{3 * 32, 32}));
+  // The same model at T = 16: what the plan counts is what the built model allocates.
+  const ResolvedCase s = test::resolve_first(kBase);
+  EXPECT_EQ(Model::plan(s.model, test::builtin_registry()).bytes, Model(s.model, test::builtin_registry(), 1).bytes());
+}
+
 }  // namespace
 }  // namespace bench

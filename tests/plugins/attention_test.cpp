@@ -9,6 +9,8 @@
 // kernel is refused at its key where it cannot run (here: everywhere, on the CPU). Linear biases
 // and the full-width QK-norm against the definition written out, and the closed forms of biases:
 // a key bias cancels in the softmax, a value bias passes through it to Wo b_v, an output bias adds.
+// Gemma 2's query_pre_attn_scalar N against the definition with the scale 1 / sqrt(N) (N = d_head
+// is the default bit for bit), its gradients against central differences, a negative N refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -138,10 +140,11 @@ void expect_near(const std::vector<double>& a, const std::vector<double>& b, dou
 enum class QkRef { kNone, kHead, kFull };
 
 /// The attention written out from its definition, for position "none" (no rotation, scale
-/// 1 / sqrt(d_head)), no window, cap or dropout: [q k v] = x Wqkv^T + bqkv; QK-norm (RMSNorm,
-/// eps 1e-6) over each head's d_head features or over the row's whole q and whole k; causal
-/// softmax per head, query head h reading kv head h / (H / Hkv); y = o Wo^T + bo.
-std::vector<double> reference_attention(Attention& a, QkRef qk) {
+/// 1 / sqrt(d_head), or 1 / sqrt(scalar) when scalar > 0), no window, cap or dropout:
+/// [q k v] = x Wqkv^T + bqkv; QK-norm (RMSNorm, eps 1e-6) over each head's d_head features or
+/// over the row's whole q and whole k; causal softmax per head, query head h reading kv head
+/// h / (H / Hkv); y = o Wo^T + bo.
+std::vector<double> reference_attention(Attention& a, QkRef qk, double scalar = 0) {
   const ModelDims& d = a.dims();
   const int64_t batch = d.batch_size, seq = d.seq_len, nh = d.n_heads, nkv = d.n_kv_heads, dh = d.d_head,
                 dm = d.d_model;
@@ -178,7 +181,7 @@ std::vector<double> reference_attention(Attention& a, QkRef qk) {
       }
     }
   std::vector<double> att(static_cast<size_t>(batch * seq * nh * dh), 0.0);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const double scale = 1.0 / std::sqrt(scalar > 0 ? scalar : static_cast<double>(dh));
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < nh; ++h)
       for (int64_t t = 0; t < seq; ++t) {
@@ -552,6 +555,69 @@ TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
       autok("attention = { type = \"causal\", kernel = \"auto\" }\n");
   EXPECT_EQ(ours.forward(), def.forward());
   EXPECT_EQ(ours.forward(), autok.forward());
+}
+
+TEST(AttentionQueryPreAttnScalar, ScalesTheLogitsByOneOverItsRoot) {
+  // d_head 4: the default scale is 1/2; Gemma 2 sets 256 (or d_model / n_heads) for heads of 256.
+  for (const char* kv : {"4", "2"})
+    for (const double n : {9.0, 0.5, 144.0}) {
+      SCOPED_TRACE(std::string("kv ") + kv + ", N " + std::to_string(n));
+      Attention a(std::string("n_kv_heads = ") + kv +
+                  "\nattention = { type = \"causal\", query_pre_attn_scalar = " + std::to_string(n) + " }\n");
+      const std::vector<double> y = a.forward(), want = reference_attention(a, QkRef::kNone, n);
+      double max_err = 0;
+      for (size_t i = 0; i < y.size(); ++i) max_err = std::max(max_err, std::abs(y[i] - want[i]));
+      EXPECT_LE(max_err, 1e-12);
+      RecordProperty("max_abs_error", ::testing::PrintToString(max_err));
+      Attention plain(std::string("n_kv_heads = ") + kv + "\n");
+      EXPECT_NE(y, plain.forward()) << "the scale changes the output";
+    }
+  // N = d_head is the default scale, bit for bit.
+  Attention same("attention = { type = \"causal\", query_pre_attn_scalar = 4.0 }\n"), plain("");
+  EXPECT_EQ(same.forward(), plain.forward());
+}
+
+TEST(AttentionQueryPreAttnScalar, GradientsMatchCentralDifferences) {
+  Attention a("n_kv_heads = 2\nattention = { type = \"causal\", query_pre_attn_scalar = 9.0 }\n");
+  const std::vector<double> dy = random_like(static_cast<size_t>(a.rows() * a.dims().d_model), 31);
+  const std::vector<double> dx = a.backward(dy);
+  auto loss = [&] {
+    const std::vector<double> y = a.forward();
+    double l = 0;
+    for (size_t i = 0; i < y.size(); ++i) l += y[i] * dy[i];
+    return l;
+  };
+  const double h = 1e-6;
+  double max_err = 0;
+  auto check = [&](double* v, double g, const std::string& what) {
+    const double keep = *v;
+    *v = keep + h;
+    const double lp = loss();
+    *v = keep - h;
+    const double lm = loss();
+    *v = keep;
+    const double fd = (lp - lm) / (2 * h);
+    max_err = std::max(max_err, std::abs(g - fd));
+    EXPECT_NEAR(g, fd, 1e-7 + 1e-6 * std::abs(fd)) << what;
+  };
+  double* x = const_cast<double*>(a.input());
+  for (size_t i = 0; i < dx.size(); i += 37) check(x + i, dx[i], "dx[" + std::to_string(i) + "]");
+  Param& w = a.param("wqkv");
+  for (int64_t i = 0; i < w.shape.numel(); i += 29)
+    check(w.value.data<double>() + i, w.grad.data<double>()[i], "wqkv[" + std::to_string(i) + "]");
+  RecordProperty("max_abs_error", ::testing::PrintToString(max_err));
+}
+
+TEST(AttentionQueryPreAttnScalar, NegativeIsAnErrorAtItsKey) {
+  const std::string lines = "attention = { type = \"causal\", query_pre_attn_scalar = -1.0 }\n";
+  try {
+    validate_case(test::resolve_first(experiment(lines)), test::builtin_registry());
+    ADD_FAILURE() << "accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.loc().line, 9) << e.what();
+    EXPECT_EQ(e.loc().column, static_cast<int>(lines.find("query_pre_attn_scalar")) + 1) << e.what();
+    EXPECT_NE(std::string(e.what()).find("query_pre_attn_scalar"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

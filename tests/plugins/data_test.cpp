@@ -131,5 +131,51 @@ TEST(Data, TextTokenizersCountTheBytesTheirTokensStandFor) {
   for (int32_t t : tokens) EXPECT_TRUE(t >= 0 && t < 300);
 }
 
+// sampling = "sequential" (docs/experiments.md): window w = index * batch + row starts at
+// (w mod W) * seq of its split, W the whole windows of seq + 1 tokens in the split.
+TEST(Data, SequentialSamplingTakesWindowsInOrderAndWraps) {
+  std::string bytes;
+  for (int i = 0; i < 100; ++i) {  // token i is i: a window's start is its first token
+    const uint16_t t = static_cast<uint16_t>(i);
+    bytes.append(reinterpret_cast<const char*>(&t), 2);
+  }
+  test::write_temp("ramp.u16", bytes);
+  // 100 tokens, validation_fraction 0.2: training [0, 80), validation [80, 100).
+  Loaded l = load(
+      "type = \"tokens\"\npath = \"ramp.u16\"\nformat = \"uint16\"\nvocab_size = 100\n"
+      "validation_fraction = 0.2\nsampling = \"sequential\"");
+  std::vector<int32_t> in(16), tg(16);
+  const auto starts = [&](Split split, int64_t index) {
+    l.ds->batch(split, index, 2, 8, in.data(), tg.data());
+    for (int r = 0; r < 2; ++r)
+      for (int t = 0; t < 8; ++t) {
+        EXPECT_EQ(in[r * 8 + t], in[r * 8] + t);
+        EXPECT_EQ(tg[r * 8 + t], in[r * 8] + t + 1);
+      }
+    return std::vector<int32_t>{in[0], in[8]};
+  };
+  // Training: W = floor(79 / 8) = 9 windows at 0, 8, ..., 64; window 9 is window 0 again.
+  EXPECT_EQ(starts(Split::kTrain, 0), (std::vector<int32_t>{0, 8}));
+  EXPECT_EQ(starts(Split::kTrain, 1), (std::vector<int32_t>{16, 24}));
+  EXPECT_EQ(starts(Split::kTrain, 4), (std::vector<int32_t>{64, 0}));
+  EXPECT_EQ(starts(Split::kTrain, 5), (std::vector<int32_t>{8, 16}));
+  // Validation: W = floor(19 / 8) = 2 windows, at 80 and 88.
+  EXPECT_EQ(starts(Split::kValidation, 0), (std::vector<int32_t>{80, 88}));
+  EXPECT_EQ(starts(Split::kValidation, 1), (std::vector<int32_t>{80, 88}));
+  // The last target of the training split stays inside it: window 8 ends at token 72.
+  l.ds->batch(Split::kTrain, 4, 2, 8, in.data(), tg.data());
+  EXPECT_EQ(tg[7], 72);
+
+  // The default stays random: seeded positions, not the sequential ones.
+  Loaded r = load(
+      "type = \"tokens\"\npath = \"ramp.u16\"\nformat = \"uint16\"\nvocab_size = 100\n"
+      "validation_fraction = 0.2");
+  r.ds->batch(Split::kTrain, 1, 2, 8, in.data(), tg.data());
+  EXPECT_NE((std::vector<int32_t>{in[0], in[8]}), (std::vector<int32_t>{16, 24}));
+  EXPECT_THROW(load("type = \"tokens\"\npath = \"ramp.u16\"\nformat = \"uint16\"\nvocab_size = 100\n"
+                    "sampling = \"shuffled\""),
+               ConfigError);
+}
+
 }  // namespace
 }  // namespace bench

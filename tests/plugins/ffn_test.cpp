@@ -71,6 +71,7 @@ std::vector<FfnKind> all_kinds() {
           {"type = \"mlp\", activation = \"relu2\"", Activation::kRelu2, false},
           {"type = \"swiglu\"", Activation::kSilu, true},
           {"type = \"geglu\"", Activation::kGelu, true},
+          {"type = \"geglu\", activation = \"gelu_tanh\"", Activation::kGeluTanh, true},
           {"type = \"reglu\"", Activation::kRelu, true}};
 }
 
@@ -207,6 +208,39 @@ TEST(FfnPlugin, DeclaredFlopsAreTwicePerWeightPerRow) {
     EXPECT_GE(c.bytes_forward, weights + 2 * 8.0 * rows * 64) << k.table;
     EXPECT_GT(c.bytes_backward, c.bytes_forward) << k.table;
   }
+}
+
+// GeGLU's gate activation (gelu or gelu_tanh, Gemma's) is one of the two GeLUs; anything else is an
+// error at the key, and the two differ (by up to about 1e-3 at these inputs).
+TEST(FfnPlugin, GegluActivationIsAGeluAndBadValuesAreErrorsAtTheKey) {
+  for (const char* act : {"silu", "relu", "tanh"}) {
+    SCOPED_TRACE(act);
+    const std::string line = ffn_line(std::string("type = \"geglu\", activation = \"") + act + "\"");
+    try {
+      FfnRig rig("d_model = 8\n" + line);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.loc().line, 6) << e.what();
+      EXPECT_EQ(e.loc().column, static_cast<int>(line.find("activation")) + 1) << e.what();
+      EXPECT_NE(std::string(e.what()).find("gelu, gelu_tanh"), std::string::npos) << e.what();
+    }
+  }
+  auto output = [](const std::string& act) {
+    FfnRig rig("d_model = 8\ninit_std = 0.5\n" + ffn_line("type = \"geglu\", d_ff = 12, activation = \"" + act + "\""));
+    std::vector<double> x(static_cast<size_t>(rig.rows() * rig.width())), y(x.size());
+    Rng rng(3);
+    for (double& v : x) v = rng.normal();
+    Tensor xt(x.data(), DType::kFloat64, {rig.rows(), rig.width()});
+    Tensor yt(y.data(), DType::kFloat64, {rig.rows(), rig.width()});
+    RunContext ctx;
+    rig.ffn->forward(xt, yt, ctx);
+    return y;
+  };
+  const std::vector<double> erf = output("gelu"), tanh = output("gelu_tanh");
+  double diff = 0;
+  for (size_t i = 0; i < erf.size(); ++i) diff = std::max(diff, std::abs(erf[i] - tanh[i]));
+  EXPECT_GT(diff, 1e-6);
+  EXPECT_LT(diff, 1e-2);
 }
 
 TEST(FfnPlugin, UnknownActivationIsAConfigError) {

@@ -6,7 +6,9 @@
 // own weight is stored with 48 zero rows, the logits are 64 wide with zero padding columns, and
 // the gradients (dh, and the weight's real rows against the float64 formula) are the real
 // vocabulary's while the padding rows' gradient is exactly 0; a tied embedding padded or not
-// gives the same results.
+// gives the same results. The token embedding's scale (Gemma's sqrt(d_model), a multiplier):
+// rows and table gradient against the float64 formula, the scale rounded to bf16 in a bf16
+// model, and bad values as errors at their key.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include "bench/interfaces.h"
 #include "bench/random.h"
 #include "support/component_rig.h"
+#include "support/errors.h"
 
 namespace bench {
 namespace {
@@ -232,6 +235,136 @@ TEST(LmHead, PaddedVocabularyGivesTheRealVocabularysResults) {
   const auto [ref_dh, ref_dw] = unpadded.reference_gradients(0, 0);
   const std::vector<double> dh = unpadded.train();
   for (size_t i = 0; i < dh.size(); ++i) EXPECT_NEAR(dh[i], ref_dh[i], 1e-12) << "dh[" << i << "]";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The token embedding and its scale
+// ---------------------------------------------------------------------------------------------
+
+/// The experiment of the embedding tests; `lines` is line 5 of exp.toml.
+std::string embedding_toml(const std::string& dtype, int64_t d_model, const std::string& lines) {
+  return "[model]\ndtype = \"" + dtype + "\"\nd_model = " + std::to_string(d_model) + "\nn_heads = 2\n" + lines +
+         "\n[data]\ntype = \"synthetic\"\nvocab_size = 16\nreference_tokens = 2048\n[stability]\n";
+}
+
+/// A token embedding on its own over kRows tokens, its table drawn N(0, 1) (in its dtype).
+class EmbeddingUnderTest {
+ public:
+  EmbeddingUnderTest(const std::string& dtype, int64_t d_model, const std::string& lines)
+      : rig_(test::resolve_first(embedding_toml(dtype, d_model, lines)).model,
+             test::ComponentRig::Options().in("embed").with_rows(kRows).filled_by(test::normal_init(3, false, 1.0))),
+        owner_(rig_.build<Embedding>(Slot::kEmbedding)),
+        dim_(d_model) {
+    for (int64_t i = 0; i < kRows; ++i) tokens_.push_back(static_cast<int32_t>((i * 5 + 3) % 7));  // repeats
+  }
+  Embedding& embedding() { return *owner_; }
+  int64_t dim() const { return dim_; }
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+  /// The table's value at (token, column), as double.
+  double table(int32_t token, int64_t c) {
+    const Tensor& w = owner_->weight()->value;
+    return dispatch_float(w.dtype(), [&]<class T>() { return scalar_value(w.data<T>()[token * dim_ + c]); });
+  }
+  /// The output rows of a forward, as double.
+  std::vector<double> forward() {
+    Tensor h = rig_.tensor({kRows, dim_});
+    owner_->forward(tokens_.data(), h, rig_.ctx);
+    return as_doubles(h);
+  }
+  /// The table's gradient after one backward of `dh` (from a zeroed gradient), as double.
+  std::vector<double> backward(const std::vector<double>& dh) {
+    Tensor g = rig_.tensor({kRows, dim_});
+    dispatch_float(g.dtype(), [&]<class T>() {
+      for (int64_t i = 0; i < g.numel(); ++i) g.data<T>()[i] = scalar_as<T>(dh[static_cast<size_t>(i)]);
+    });
+    owner_->weight()->grad.zero();
+    owner_->backward(g, rig_.ctx);
+    return as_doubles(owner_->weight()->grad);
+  }
+
+ private:
+  static std::vector<double> as_doubles(const Tensor& t) {
+    std::vector<double> out(static_cast<size_t>(t.numel()));
+    dispatch_float(t.dtype(), [&]<class T>() {
+      for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = scalar_value(t.data<T>()[i]);
+    });
+    return out;
+  }
+
+  test::ComponentRig rig_;
+  std::unique_ptr<Embedding> owner_;
+  int64_t dim_;
+  std::vector<int32_t> tokens_;
+};
+
+TEST(TokenEmbedding, ScaledRowsAndGradientMatchTheFormula) {
+  struct Case {
+    std::string lines;
+    double scale;
+  };
+  for (const Case& c :
+       {Case{"", 1.0}, Case{"embedding = { type = \"token\", scale = \"sqrt_d_model\" }", std::sqrt(24.0)},
+        Case{"embedding = { type = \"token\", multiplier = 12.0 }", 12.0},
+        Case{"embedding = { type = \"token\", scale = \"sqrt_d_model\", multiplier = 0.5 }", 0.5 * std::sqrt(24.0)}}) {
+    SCOPED_TRACE(c.lines);
+    EmbeddingUnderTest e("float64", 24, c.lines);
+    const std::vector<double> h = e.forward();
+    double max_err = 0;
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t k = 0; k < e.dim(); ++k) {
+        const double want = e.table(e.tokens()[static_cast<size_t>(i)], k) * c.scale;
+        max_err = std::max(max_err, std::abs(h[static_cast<size_t>(i * e.dim() + k)] - want));
+      }
+    EXPECT_LE(max_err, 1e-15 * c.scale);
+    // d table[v] = scale * sum of dh over the positions of token v; untouched rows stay 0.
+    Rng rng(4);
+    std::vector<double> dh(static_cast<size_t>(kRows * e.dim()));
+    for (double& x : dh) x = rng.normal();
+    const std::vector<double> g = e.backward(dh);
+    std::vector<double> want(g.size(), 0.0);
+    for (int64_t i = 0; i < kRows; ++i)
+      for (int64_t k = 0; k < e.dim(); ++k)
+        want[static_cast<size_t>(e.tokens()[static_cast<size_t>(i)] * e.dim() + k)] +=
+            dh[static_cast<size_t>(i * e.dim() + k)] * c.scale;
+    double max_grad_err = 0;
+    for (size_t i = 0; i < g.size(); ++i) max_grad_err = std::max(max_grad_err, std::abs(g[i] - want[i]));
+    EXPECT_LE(max_grad_err, 1e-14 * c.scale);
+    RecordProperty("max_abs_error", ::testing::PrintToString(std::max(max_err, max_grad_err)));
+  }
+}
+
+// As Gemma's normalizer (a tensor of the model's dtype): in bf16 the scale sqrt(3072) = 55.43 is
+// rounded to 55.5 before it multiplies, and each product is rounded once to bf16.
+TEST(TokenEmbedding, Bf16ScaleIsRoundedToBf16First) {
+  EmbeddingUnderTest e("bfloat16", 3072, "embedding = { type = \"token\", scale = \"sqrt_d_model\" }");
+  const std::vector<double> h = e.forward();
+  int differs_unrounded = 0;
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t k = 0; k < e.dim(); ++k) {
+      const auto w = static_cast<float>(e.table(e.tokens()[static_cast<size_t>(i)], k));
+      const double want = tile::bf16_to_float(tile::float_to_bf16(w * 55.5f));
+      const double unrounded = tile::bf16_to_float(tile::float_to_bf16(w * static_cast<float>(std::sqrt(3072.0))));
+      ASSERT_EQ(h[static_cast<size_t>(i * e.dim() + k)], want) << i << ", " << k;
+      differs_unrounded += want != unrounded ? 1 : 0;
+    }
+  EXPECT_GT(differs_unrounded, 100) << "the rounding of the scale matters at this size";
+}
+
+TEST(TokenEmbedding, BadScalesAreErrorsAtTheirKey) {
+  struct Case {
+    std::string lines, key, text;
+  };
+  for (const Case& c : {Case{"embedding = { type = \"token\", multiplier = 0.0 }", "multiplier", "must be > 0"},
+                        Case{"embedding = { type = \"token\", multiplier = -2.0 }", "multiplier", "must be > 0"},
+                        Case{"embedding = { type = \"token\", scale = \"sqrt\" }", "scale", "sqrt_d_model"}}) {
+    SCOPED_TRACE(c.lines);
+    const auto e = test::config_error_of(
+        [&] { validate_case(test::resolve_first(embedding_toml("float64", 8, c.lines)), test::builtin_registry()); });
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(e->loc().line, 5) << e->what();
+    EXPECT_EQ(e->loc().column, static_cast<int>(c.lines.find(c.key + " =")) + 1) << e->what();
+    EXPECT_NE(std::string(e->what()).find(c.text), std::string::npos) << e->what();
+  }
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The position family in closed form: RoPE's relative-offset property, norm preservation and
-// inverse (both layouts); each scaling's frequency table against its published formula, computed
+// inverse (both layouts, whole heads and partial rotary); partial rotary's rotated slice against
+// the rotation written out, the rest of each head untouched; each scaling's frequency table
+// against its published formula, computed
 // here independently and read back from the component's rotation; the sinusoidal table's values;
 // the absolute encodings' forward and backward against float64 references on both host
 // executors; configuration errors at the key's location; and evaluation at twice the trained
@@ -139,8 +141,52 @@ INSTANTIATE_TEST_SUITE_P(Position, RopeRotation,
                                            "{ type = \"rope\", scaling = \"yarn\", factor = 4, "
                                            "original_max_position = 8 }",
                                            "{ type = \"rope\", layout = \"interleaved\", scaling = \"llama3\", "
-                                           "factor = 8, original_max_position = 16, base = 500.0 }"),
+                                           "factor = 8, original_max_position = 16, base = 500.0 }",
+                                           "{ type = \"rope\", rotary_fraction = 0.5 }",
+                                           "{ type = \"rope\", layout = \"interleaved\", rotary_fraction = 0.5 }",
+                                           "{ type = \"rope\", rotary_fraction = 0.5, scaling = \"yarn\", factor = 4, "
+                                           "original_max_position = 8 }"),
                          [](const auto& tp) { return "case" + std::to_string(tp.index); });
+
+// Partial rotary (GPT-NeoX's rotary_pct): r = int(fraction * d_head) features turn, pairs (i, i + r/2)
+// or (2i, 2i + 1) within them, by t base^(-2i/r); the other features come back bit for bit.
+TEST(RopePartial, TurnsTheFirstFeaturesAtTheirOwnFrequencies) {
+  struct Case {
+    double fraction;
+    int64_t d_head, r;
+  };
+  for (const Case& c : {Case{0.25, 24, 6}, Case{0.25, 32, 8}, Case{0.34, 24, 8}, Case{0.4, 10, 4}})
+    for (const char* layout : {"half", "interleaved"}) {
+      SCOPED_TRACE(std::to_string(c.fraction) + " of " + std::to_string(c.d_head) + ", " + layout);
+      const int64_t seq = 7, t = 5;
+      const std::string position = "{ type = \"rope\", base = 100.0, layout = \"" + std::string(layout) +
+                                   "\", rotary_fraction = " + std::to_string(c.fraction) + " }";
+      auto s = solo(model_toml(position, 2 * c.d_head, 2, seq));
+      Qk qk(seq, 2, 2, c.d_head);
+      Rng rng(8);
+      for (double& x : qk.data) x = rng.normal();
+      const std::vector<double> before = qk.data;
+      RunContext ctx;
+      s->pos->rotate_forward(qk.view(), ctx);
+      const bool half = std::string(layout) == "half";
+      double max_err = 0;
+      for (int64_t h = 0; h < 4; ++h) {
+        const size_t off = static_cast<size_t>(t * qk.stride() + h * c.d_head);
+        for (int64_t i = 0; i < c.r / 2; ++i) {
+          const size_t ia = off + static_cast<size_t>(half ? i : 2 * i);
+          const size_t ib = off + static_cast<size_t>(half ? i + c.r / 2 : 2 * i + 1);
+          const double angle = static_cast<double>(t) * std::pow(100.0, -2.0 * static_cast<double>(i) / c.r);
+          const double a = before[ia], b = before[ib];
+          max_err = std::max(max_err, std::abs(qk.data[ia] - (a * std::cos(angle) - b * std::sin(angle))));
+          max_err = std::max(max_err, std::abs(qk.data[ib] - (a * std::sin(angle) + b * std::cos(angle))));
+        }
+        for (int64_t e = c.r; e < c.d_head; ++e)
+          ASSERT_EQ(qk.data[off + static_cast<size_t>(e)], before[off + static_cast<size_t>(e)]) << "feature " << e;
+      }
+      EXPECT_LE(max_err, 1e-14);
+      RecordProperty("max_abs_error", ::testing::PrintToString(max_err));
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // RoPE: frequency tables of the scalings
@@ -413,6 +459,16 @@ TEST(PositionConfig, ErrorsNameTheKey) {
   expect_error_at(rope("factor = 2.0"), "factor", "'factor' has no effect with scaling = \"none\"");
   expect_error_at(rope("scaling = \"ntk\", factor = 2"), "scaling", "d_head must be >= 4", 4);
   expect_error_at(rope("scaling = \"cubic\""), "scaling", "expected one of none, linear, ntk, dynamic_ntk");
+  // Partial rotary: int(fraction * d_head) (d_head 8 here) must be an even number >= 2.
+  expect_error_at(rope("rotary_fraction = 0.1"), "rotary_fraction", "int(0.1 * 8) = 0 rotated features");
+  expect_error_at(rope("rotary_fraction = 0.4"), "rotary_fraction", "int(0.4 * 8) = 3 rotated features");
+  expect_error_at(rope("rotary_fraction = 0.0"), "rotary_fraction", "rotary_fraction must be > 0");
+  expect_error_at(rope("rotary_fraction = 1.5"), "rotary_fraction", "must be <= 1");
+  expect_error_at(rope("rotary_fraction = 0.5, scaling = \"longrope\", long_factors = [1.0, 2.0, 3.0, 4.0]"),
+                  "long_factors", "long_factors has 4 values; the rotated features (rotary_fraction * d_head) / 2 = 2");
+  expect_error_at(rope("rotary_fraction = 0.25, scaling = \"ntk\", factor = 2"), "scaling",
+                  "the rotated features (rotary_fraction * d_head) must be >= 4");
+  EXPECT_EQ(config_error(rope("rotary_fraction = 0.5, scaling = \"longrope\", long_factors = [1.0, 2.0]")), "no error");
   EXPECT_EQ(config_error(rope("scaling = \"yarn\", factor = 2, beta_fast = 16.0, beta_slow = 2.0")), "no error");
 }
 

@@ -32,7 +32,7 @@ class ComponentRig {
     int64_t rows = -1;       ///< SetupContext::rows(); -1: the spec's tokens per step
     int64_t width = -1;      ///< SetupContext::width(); -1: d_model
     Filler init;             ///< how parameters are filled
-    bool plan_only = false;  ///< reserve address space only (real-model sizes); nothing is filled
+    bool plan_only = false;  ///< count sizes only (real-model sizes): SetupContext::planning(), no storage
 
     Options&& in(std::string s) && { return scope = std::move(s), std::move(*this); }
     Options&& at_layer(int l) && { return layer = l, std::move(*this); }
@@ -114,6 +114,7 @@ class ComponentRig {
     const ModelDims& dims() const override { return rig_.spec_.dims; }
     DType dtype() const override { return rig_.spec_.dtype; }
     tile::Backend backend() const override { return rig_.spec_.backend; }
+    bool planning() const override { return rig_.options_.plan_only; }
     int64_t rows() const override { return rows_; }
     int64_t width() const override { return width_; }
     int layer() const override { return layer_; }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -29,7 +30,8 @@ inline std::string tiny_float64_experiment(const std::string& model_lines) {
 /// objective. With `training_mode` the perturbed objectives run in training mode at the same
 /// step and seed, so that dropout masks are the same. With `jitter`, every parameter initialized
 /// to ones or zeros (gains, biases) first moves by N(0, 0.3^2), so that the gradients are checked
-/// away from the identity and from zero biases. Returns the number of entries checked.
+/// away from the identity and from zero biases. Returns the number of entries checked; the
+/// largest |gradient - difference| is recorded as the test's property "max_abs_error".
 inline int expect_gradients_match(const std::string& model_lines, bool training_mode = false, bool jitter = false) {
   const ResolvedCase rc = resolve_first(tiny_float64_experiment(model_lines));
   Model model(rc.model, builtin_registry(), 7);
@@ -60,6 +62,7 @@ inline int expect_gradients_match(const std::string& model_lines, bool training_
   auto objective = [&] { return model.forward(in.data(), tg.data(), ctx).objective(); };
   const double h = 1e-5;
   int checked = 0;
+  double max_err = 0;
   for (Param* p : model.params()) {
     double* v = p->value.data<double>();
     const double* g = p->grad.data<double>();
@@ -72,11 +75,13 @@ inline int expect_gradients_match(const std::string& model_lines, bool training_
       const double lm = objective();
       v[i] = keep;
       const double fd = (lp - lm) / (2 * h);
+      max_err = std::max(max_err, std::abs(g[i] - fd));
       EXPECT_NEAR(g[i], fd, 1e-7 + 1e-5 * std::abs(fd)) << p->name << "[" << i << "]";
       ++checked;
     }
   }
   EXPECT_GT(checked, 20);
+  ::testing::Test::RecordProperty("max_abs_error", ::testing::PrintToString(max_err));
   return checked;
 }
 

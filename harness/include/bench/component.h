@@ -153,6 +153,11 @@ class SetupContext {
   /// its buffers for the kernels that run there (the causal attention keeps no T x T
   /// probabilities where the flash kernels run).
   virtual tile::Backend backend() const { return tile::Backend::kCpu; }
+  /// True in a plan-only build (a case's plan for `bench validate` and `bench run`, `bench calc`):
+  /// sizes are counted, nothing is allocated. Buffers and parameters then have no storage
+  /// (Tensor::defined() is false): setup must not write them, and skips the work that only fills
+  /// them (a table made on the host).
+  virtual bool planning() const { return false; }
   /// Shape of this component's input: rows x width (B*T x d_model for most sublayers).
   virtual int64_t rows() const = 0;
   virtual int64_t width() const = 0;
@@ -166,7 +171,8 @@ class SetupContext {
   /// table padded to dims().padded_vocab()).
   virtual Param* add_param(std::string_view name, Shape shape, Init init, ParamGroup group = ParamGroup::kMatrix,
                            int64_t pad_rows = 0) = 0;
-  /// Allocate an activation or scratch buffer that lives as long as the model.
+  /// Allocate an activation or scratch buffer that lives as long as the model (no storage when
+  /// planning()).
   virtual Tensor buffer(Shape shape, DType dtype) = 0;
   Tensor buffer(Shape shape) { return buffer(shape, dtype()); }
 

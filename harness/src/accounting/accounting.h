@@ -107,8 +107,10 @@ struct ConfigAccounts {
 };
 
 /// Accounts of each distinct model of the experiment file `path` (plugins loaded as `bench run`
-/// would, [cpu] overrides applied when `device` is "cpu"). context 0: each case's seq_len; batch
-/// 0: each case's batch_size. Throws ConfigError / Error.
+/// would, [cpu] overrides applied when `device` is "cpu"); a file with only a [model] (no runner
+/// section) is its one model. context 0: each case's seq_len; batch 0: each case's batch_size.
+/// Nothing is allocated (plan-only builds), so a model of any size is counted. Throws ConfigError
+/// / Error.
 std::vector<ConfigAccounts> config_accounts(const std::string& path, const std::string& device, int64_t context,
                                             int64_t batch, double bytes_per_element);
 

@@ -1,6 +1,7 @@
 // config_accounts(): the accounts of an experiment's models, counted from the components
 // themselves (a model's plan-only build: every component validates and sets up, nothing is
 // allocated).
+#include <algorithm>
 #include <map>
 
 #include "accounting/accounting.h"
@@ -56,10 +57,15 @@ Architecture shape_of(const Model& m, const std::string& label) {
 
 std::vector<ConfigAccounts> config_accounts(const std::string& path, const std::string& device, int64_t context,
                                             int64_t batch, double bytes_per_element) {
-  const ExperimentFile file = read_experiment(path, runner_sections());
+  // A file that only describes a model (a [model] table, no runner section) is counted as
+  // `bench eval --config` reads it: as the case of an empty section of the first runner.
+  ExperimentFile file = read_experiment(path, runner_sections(), /*model_only=*/true);
   Registry registry;
   registry.load_defaults();
   for (const auto& dir : file.plugin_paths) registry.load_directory(dir, true);
+  if (std::none_of(file.runners.begin(), file.runners.end(),
+                   [&](const RunnerSection& r) { return file.root.find(r.name) != nullptr; }))
+    file.root[file.runners.front().name] = Value::table();
 
   std::vector<ConfigAccounts> out;
   std::map<std::string, size_t> seen;  // resolved model JSON -> index in out

@@ -1,12 +1,14 @@
 // `bench validate FILE`: everything `bench run` checks before it runs (prepare: each case resolved and
 // checked by its plan-only build; the memory check), and nothing more. It prints each case's
-// resolved shape and budget, and under `match` the target and each case's gap.
+// resolved shape and budget, and under `match` the target and each case's gap; or every
+// independent mistake of the file, each on its own line in file order, as a compiler does.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
 #include "cli/prepare.h"
+#include "experiment/diagnostics.h"
 #include "experiment/match.h"
 
 namespace bench::cli {
@@ -61,6 +63,9 @@ int cmd_validate(const GlobalOptions& g, const std::string& file, const std::str
       }
     }
     return kOk;
+  } catch (const ConfigErrors& all) {
+    for (const ConfigError& e : all.all()) print_error(e);  // each mistake on its line, in file order
+    return kBadInput;
   } catch (const std::exception& e) {
     print_error(e);
     return kBadInput;

@@ -35,7 +35,8 @@ struct Prepared {
   std::string case_counts() const;
 };
 
-/// Everything before the first case runs. Throws ConfigError / Error.
+/// Everything before the first case runs. Throws ConfigError (ConfigErrors when the file has
+/// several independent mistakes: every one, in file order) / Error.
 Prepared prepare(const std::string& path, const std::string& device_flag);
 
 /// Memory a model can have now, in bytes: the host's (MemAvailable), or the GPU's free memory
@@ -45,7 +46,10 @@ size_t available_memory(const std::string& device = "cpu");
 /// "123.4 MiB".
 std::string mib(double bytes);
 
-/// Throws ConfigError naming the file and the largest case when `processes` of it at once (the
+/// Where a case is written: its [[variant]], else the [model] table, else the file alone.
+SourceLoc case_loc(const ExperimentFile& file, const Case& c);
+
+/// Throws ConfigError at the largest case (case_loc) when `processes` of it at once (the
 /// processes of `bench run --jobs`) need more than `available` bytes: checked before anything runs
 /// or is stored.
 void check_memory(const Prepared& p, size_t available, int64_t processes = 1);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "experiment/diagnostics.h"
 #include "experiment/match.h"
 #include "experiment/messages.h"
 #include "experiment/schema.h"
@@ -16,9 +17,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void check_keys(const Value& table, const std::vector<std::string>& allowed, const std::string& where) {
+// Each unknown key is a mistake of its own.
+void check_keys(const Value& table, const std::vector<std::string>& allowed, const std::string& where,
+                Diagnostics& diags) {
   for (const auto& [k, v] : table.as_table())
-    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) throw unknown_key(k, allowed, where, v.loc);
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) diags.add(unknown_key(k, allowed, where, v.loc));
 }
 
 const Value& expect_table(const Value& v, const std::string& what) {
@@ -175,99 +178,147 @@ void merge_into(Value& base, const Value& over) {
 }
 
 ExperimentFile read_experiment(const std::string& path, const RunnerSections& runners, bool model_only) {
+  Diagnostics diags;
+  ExperimentFile f = read_experiment(path, runners, diags, model_only);
+  diags.throw_if_any();
+  return f;
+}
+
+ExperimentFile read_experiment(const std::string& path, const RunnerSections& runners, Diagnostics& diags,
+                               bool model_only) {
   ExperimentFile f;
   f.path = path;
   f.runners = runners;
   std::error_code ec;
   if (fs::is_directory(path, ec))
     throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
+  // A file that cannot be read or parsed has that one mistake.
   f.text = read_text_file(path);
   f.root = read_toml(f.text, path);
-  check_keys(f.root, schema::top_level_keys(runners), "the experiment");
   const SourceLoc top{path, 0, 0, {}};
+  // Each check below is independent of the others. A mistake in what expansion reads (the seed,
+  // the plugins, the tables and the variants) blocks the later stages: they would cascade from it.
+  // Unknown keys, the name, the description, the device and the threads do not.
+  check_keys(f.root, schema::top_level_keys(runners), "the experiment", diags);
 
   f.name = fs::path(path).stem().string();
-  if (const Value* v = f.root.find("name")) f.name = expect_string(*v, "name");
-  if (f.name.empty()) throw ConfigError(f.root.find("name")->loc, "name must not be empty");
-  if (const Value* v = f.root.find("description")) f.description = expect_string(*v, "description");
+  diags.check([&] {
+    if (const Value* v = f.root.find("name")) {
+      f.name = expect_string(*v, "name");
+      if (f.name.empty()) throw ConfigError(v->loc, "name must not be empty");
+    }
+  });
+  diags.check([&] {
+    if (const Value* v = f.root.find("description")) f.description = expect_string(*v, "description");
+  });
   f.device = "auto";
-  if (const Value* v = f.root.find("device")) {
-    f.device = expect_string(*v, "device");
-    if (f.device != "auto" && f.device != "cpu" && f.device != "cuda" && f.device != "guarded")
-      throw ConfigError(v->loc,
-                        "device must be \"auto\", \"cpu\", \"cuda\" or \"guarded\", found \"" + f.device + "\"");
-  }
-  if (const Value* v = f.root.find("threads")) {
-    if (v->kind() != Value::Kind::kInt || v->as_int() < 0)
-      throw ConfigError(v->loc, "threads must be a non-negative integer (0 = all cores), found " + v->str());
-    f.threads = v->as_int();
-  }
+  diags.check([&] {
+    if (const Value* v = f.root.find("device")) {
+      const std::string device = expect_string(*v, "device");
+      if (device != "auto" && device != "cpu" && device != "cuda" && device != "guarded")
+        throw ConfigError(v->loc,
+                          "device must be \"auto\", \"cpu\", \"cuda\" or \"guarded\", found \"" + device + "\"");
+      f.device = device;
+    }
+  });
+  diags.check([&] {
+    if (const Value* v = f.root.find("threads")) {
+      if (v->kind() != Value::Kind::kInt || v->as_int() < 0)
+        throw ConfigError(v->loc, "threads must be a non-negative integer (0 = all cores), found " + v->str());
+      f.threads = v->as_int();
+    }
+  });
   if (const Value* v = f.root.find("seed")) {
     auto check_seed = [](const Value& s) {
       if (s.kind() != Value::Kind::kInt || s.as_int() < 0)
         throw ConfigError(s.loc, "seed must be a non-negative integer, found " + s.str());
     };
     if (v->is_array()) {
-      if (v->as_array().empty()) throw ConfigError(v->loc, "empty sweep: seed = []");
-      for (const auto& s : v->as_array()) check_seed(s);
+      if (v->as_array().empty()) diags.check([&] { throw ConfigError(v->loc, "empty sweep: seed = []"); }, true);
+      for (const auto& s : v->as_array()) diags.check([&] { check_seed(s); }, true);
     } else {
-      check_seed(*v);
+      diags.check([&] { check_seed(*v); }, true);
     }
   }
   if (const Value* v = f.root.find("plugin_paths")) {
-    if (!v->is_array()) throw ConfigError(v->loc, "plugin_paths must be an array of directory paths");
+    diags.check(
+        [&] {
+          if (!v->is_array()) throw ConfigError(v->loc, "plugin_paths must be an array of directory paths");
+        },
+        true);
     const fs::path dir = fs::path(path).parent_path();
-    for (const auto& e : v->as_array()) {
-      const std::string p = expect_string(e, "plugin_paths entry");
-      fs::path pp(p);
-      if (pp.is_relative()) pp = dir / pp;
-      if (!fs::is_directory(pp, ec)) throw ConfigError(e.loc, "plugin path '" + p + "' is not a directory");
-      f.plugin_paths.push_back(pp.lexically_normal().string());
-    }
+    if (v->is_array())
+      for (const auto& e : v->as_array())
+        diags.check(
+            [&] {
+              const std::string p = expect_string(e, "plugin_paths entry");
+              fs::path pp(p);
+              if (pp.is_relative()) pp = dir / pp;
+              if (!fs::is_directory(pp, ec)) throw ConfigError(e.loc, "plugin path '" + p + "' is not a directory");
+              f.plugin_paths.push_back(pp.lexically_normal().string());
+            },
+            true);
   }
   std::vector<std::string> tables = {"model"};
   for (const auto& r : runners) tables.push_back(r.name);
   tables.insert(tables.end(), {"cpu", "cuda"});
   for (const auto& key : tables)
-    if (const Value* v = f.root.find(key)) expect_table(*v, "[" + key + "]");
+    if (const Value* v = f.root.find(key)) diags.check([&] { expect_table(*v, "[" + key + "]"); }, true);
   for (const char* key : {"cpu", "cuda"})
-    if (const Value* v = f.root.find(key)) check_keys(*v, schema::override_keys(runners), std::string("[") + key + "]");
+    if (const Value* v = f.root.find(key); v != nullptr && v->is_table())
+      check_keys(*v, schema::override_keys(runners), std::string("[") + key + "]", diags);
   if (const Value* v = f.root.find("variant")) {
-    if (!v->is_array()) throw ConfigError(v->loc, "variant must be an array of tables: write [[variant]]");
-    std::vector<std::string> names;
-    auto allowed = schema::override_keys(runners);
-    allowed.insert(allowed.end(), {"name", "description", "cpu", "cuda"});
-    for (const auto& var : v->as_array()) {
-      expect_table(var, "[[variant]]");
-      check_keys(var, allowed, "[[variant]]");
-      const Value* n = var.find("name");
-      if (n == nullptr) throw ConfigError(var.loc, "[[variant]] needs a name");
-      const std::string name = expect_string(*n, "variant name");
-      if (name.empty()) throw ConfigError(n->loc, "variant name must not be empty");
-      if (std::find(names.begin(), names.end(), name) != names.end())
-        throw ConfigError(n->loc, "duplicate variant name '" + name + "'");
-      names.push_back(name);
-      for (const char* key : {"cpu", "cuda"})
-        if (const Value* d = var.find(key)) {
-          expect_table(*d, std::string("[variant.") + key + "]");
-          check_keys(*d, schema::override_keys(runners), "[variant." + std::string(key) + "]");
-        }
+    if (!v->is_array()) {
+      diags.check([&] { throw ConfigError(v->loc, "variant must be an array of tables: write [[variant]]"); }, true);
+    } else {
+      std::vector<std::string> names;
+      auto allowed = schema::override_keys(runners);
+      allowed.insert(allowed.end(), {"name", "description", "cpu", "cuda"});
+      for (const auto& var : v->as_array()) {
+        if (!diags.check([&] { expect_table(var, "[[variant]]"); }, true)) continue;
+        check_keys(var, allowed, "[[variant]]", diags);
+        diags.check(
+            [&] {
+              const Value* n = var.find("name");
+              if (n == nullptr) throw ConfigError(var.loc, "[[variant]] needs a name");
+              const std::string name = expect_string(*n, "variant name");
+              if (name.empty()) throw ConfigError(n->loc, "variant name must not be empty");
+              if (std::find(names.begin(), names.end(), name) != names.end())
+                throw ConfigError(n->loc, "duplicate variant name '" + name + "'");
+              names.push_back(name);
+            },
+            true);
+        for (const char* key : {"cpu", "cuda"})
+          if (const Value* d = var.find(key)) {
+            if (diags.check([&] { expect_table(*d, std::string("[variant.") + key + "]"); }, true))
+              check_keys(*d, schema::override_keys(runners), "[variant." + std::string(key) + "]", diags);
+          }
+      }
     }
   }
-  read_match(f.root);  // the match keys are checked with the rest of the top level; solved by match_budgets
+  // The match keys are checked with the rest of the top level; solved by match_budgets.
+  diags.check([&] { read_match(f.root); }, true);
   const bool has_runner =
       std::any_of(runners.begin(), runners.end(), [&](const auto& r) { return f.root.find(r.name); });
   if (!model_only && !has_runner) {
     std::string sections;
     for (size_t i = 0; i < runners.size(); ++i)
       sections += std::string(i == 0 ? "" : i + 1 == runners.size() ? " or " : ", ") + "a [" + runners[i].name + "]";
-    throw ConfigError(top, "nothing to run: add " + sections + " section");
+    diags.add(ConfigError(top, "nothing to run: add " + sections + " section"));
   }
   return f;
 }
 
 std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
                                size_t max_cases) {
+  Diagnostics diags;
+  std::vector<Case> cases = expand_cases(file, registry, device, diags, max_cases);
+  diags.throw_if_any();
+  return cases;
+}
+
+std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
+                               Diagnostics& diags, size_t max_cases) {
   const Value& root = file.root;
   // Base configuration with every section in canonical form.
   Value base = normalized_sections(root, file.runners);
@@ -293,64 +344,102 @@ std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& regis
 
   SweepFinder finder(registry);
   std::vector<Case> cases;
+  size_t beyond = 0;  // cases past max_cases: counted, not made
+  const auto key_of = [](const std::vector<std::string>& path) {
+    std::string key;
+    for (size_t i = 0; i < path.size(); ++i) key += (i ? "." : "") + path[i];
+    return key;
+  };
+  const auto sweep_at = [&](Value& cfg, const std::vector<std::string>& path) -> const Value& {
+    const Value& array = *at_path(cfg, path);
+    if (array.as_array().empty()) throw ConfigError(array.loc, "empty sweep: " + key_of(path) + " = []");
+    return array;
+  };
   for (const auto& variant : variants) {
-    Value merged = base;
-    merge_into(merged, variant.overrides);
-    // Every model slot names a component, the default its plugin declares when the file names
-    // none; the dataset too.
-    Value& model = merged["model"];
-    const auto name_default = [&](Value& s, Slot slot) {
-      const ComponentInfo* d = registry.default_component(slot);
-      if (!s.find("type") && d != nullptr) s["type"] = Value::string(d->name, s.loc);
-    };
-    for (const auto& [key, slot] : schema::model_slots()) {
-      Value& s = model[key];
-      if (s.is_null()) s = Value::table({}, model.loc);
-      name_default(s, slot);
-    }
-    name_default(merged["data"], Slot::kDataset);
-
-    for (const RunnerSection& section : file.runners) {
-      const std::string& runner = section.name;
-      if (!merged.find(runner)) continue;
-      Value config = Value::table();
-      config["model"] = merged["model"];
-      config["data"] = merged["data"];
-      config["seed"] = merged["seed"];
-      config[runner] = merged[runner];
-
-      // Depth-first expansion: the first sweep found splits the configuration.
-      std::function<void(Value&, Value&)> expand = [&](Value& cfg, Value& axes) {
-        const auto path = finder.find(cfg, section);
-        if (path.empty()) {
-          if (cases.size() >= max_cases)
-            throw ConfigError(SourceLoc{file.path, 0, 0, {}},
-                              "the sweeps expand to more than " + std::to_string(max_cases) + " cases");
-          Case c;
-          c.ordinal = static_cast<int64_t>(cases.size());
-          c.runner = runner;
-          c.variant = variant.name;
-          c.axes = axes;
-          c.config = cfg;
-          c.label = case_label(variant.name, axes);
-          cases.push_back(std::move(c));
-          return;
-        }
-        const Value array = *at_path(cfg, path);
-        if (array.as_array().empty()) throw ConfigError(array.loc, "empty sweep: " + array.str());
-        std::string key;
-        for (size_t i = 0; i < path.size(); ++i) key += (i ? "." : "") + path[i];
-        for (const auto& choice : array.as_array()) {
-          Value next = cfg;
-          *at_path(next, path) = choice;
-          Value next_axes = axes;
-          next_axes[key] = choice;
-          expand(next, next_axes);
-        }
+    // A mistake in one variant (an unknown component, an empty sweep) leaves the others to check.
+    diags.check([&] {
+      Value merged = base;
+      merge_into(merged, variant.overrides);
+      // Every model slot names a component, the default its plugin declares when the file names
+      // none; the dataset too.
+      Value& model = merged["model"];
+      const auto name_default = [&](Value& s, Slot slot) {
+        const ComponentInfo* d = registry.default_component(slot);
+        if (!s.find("type") && d != nullptr) s["type"] = Value::string(d->name, s.loc);
       };
-      Value axes = Value::table();
-      expand(config, axes);
-    }
+      for (const auto& [key, slot] : schema::model_slots()) {
+        Value& s = model[key];
+        if (s.is_null()) s = Value::table({}, model.loc);
+        name_default(s, slot);
+      }
+      name_default(merged["data"], Slot::kDataset);
+
+      for (const RunnerSection& section : file.runners) {
+        const std::string& runner = section.name;
+        if (!merged.find(runner)) continue;
+        Value config = Value::table();
+        config["model"] = merged["model"];
+        config["data"] = merged["data"];
+        config["seed"] = merged["seed"];
+        config[runner] = merged[runner];
+
+        // The cases `cfg` expands into, counted without making them: a sweep of a value multiplies
+        // what follows by its length (whichever value is chosen, the same keys are swept after
+        // it); a sweep of a component's type is counted per choice (each component declares its
+        // own parameters), as is one whose values are lists themselves.
+        std::function<size_t(Value&)> count = [&](Value& cfg) -> size_t {
+          const auto path = finder.find(cfg, section);
+          if (path.empty()) return 1;
+          const Value& array = sweep_at(cfg, path);  // cfg is not changed: each choice goes to a copy
+          const bool per_choice = path.back() == "type" || std::any_of(array.as_array().begin(), array.as_array().end(),
+                                                                       [](const Value& v) { return v.is_array(); });
+          size_t n = 0;
+          for (const auto& choice : array.as_array()) {
+            Value next = cfg;
+            *at_path(next, path) = choice;
+            if (!per_choice) return array.as_array().size() * count(next);
+            n += count(next);
+          }
+          return n;
+        };
+        // Depth-first expansion: the first sweep found splits the configuration.
+        std::function<void(Value&, Value&)> expand = [&](Value& cfg, Value& axes) {
+          if (cases.size() >= max_cases) {
+            beyond += count(cfg);
+            return;
+          }
+          const auto path = finder.find(cfg, section);
+          if (path.empty()) {
+            Case c;
+            c.ordinal = static_cast<int64_t>(cases.size());
+            c.runner = runner;
+            c.variant = variant.name;
+            c.axes = axes;
+            c.config = cfg;
+            c.label = case_label(variant.name, axes);
+            cases.push_back(std::move(c));
+            return;
+          }
+          const Value& array = sweep_at(cfg, path);  // cfg is not changed: each choice goes to a copy
+          const std::string key = key_of(path);
+          for (const auto& choice : array.as_array()) {
+            Value next = cfg;
+            *at_path(next, path) = choice;
+            Value next_axes = axes;
+            next_axes[key] = choice;
+            expand(next, next_axes);
+          }
+        };
+        Value axes = Value::table();
+        expand(config, axes);
+      }
+    });
+  }
+  if (beyond > 0) {
+    diags.add(ConfigError(SourceLoc{file.path, 0, 0, {}},
+                          "the sweeps expand to " + std::to_string(cases.size() + beyond) + " cases, more than the " +
+                              std::to_string(max_cases) + " allowed; sweep fewer values or split the file"));
+    diags.block();
   }
   return cases;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/value.h"
+#include "experiment/diagnostics.h"
 #include "experiment/schema.h"
 
 namespace bench {
@@ -31,9 +32,15 @@ struct ExperimentFile {
 };
 
 /// Parse `path` and check its top level, with a section for each of `runners`
-/// (runners/registry.h: runner_sections()). Throws ConfigError at file:line:col. A file read with
-/// `model_only` (it describes a model, e.g. for `bench eval`) needs no runner section.
+/// (runners/registry.h: runner_sections()). Throws ConfigError at file:line:col (ConfigErrors
+/// when it has several mistakes). A file read with `model_only` (it describes a model, e.g. for
+/// `bench eval`) needs no runner section.
 ExperimentFile read_experiment(const std::string& path, const RunnerSections& runners, bool model_only = false);
+/// The same, adding every independent mistake of the top level to `diags` instead; a mistake that
+/// expansion would cascade from blocks it (Diagnostics::blocked()). Still throws when the file
+/// cannot be read or parsed.
+ExperimentFile read_experiment(const std::string& path, const RunnerSections& runners, Diagnostics& diags,
+                               bool model_only = false);
 
 /// One unit of work: a fully merged configuration for one runner.
 struct Case {
@@ -47,10 +54,14 @@ struct Case {
 
 /// Expand an experiment into cases for `device` ("cpu" or "cuda", selecting the [cpu] or
 /// [cuda] overrides): per variant, a case per point of its sweeps for each runner section, in the
-/// order of file.runners. Unknown components and empty sweeps are ConfigErrors; more than
-/// `max_cases` cases is a ConfigError too.
+/// order of file.runners. Unknown components and empty sweeps (named by key) are ConfigErrors;
+/// more than `max_cases` cases is a ConfigError too, which says how many.
 std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
                                size_t max_cases = 10000);
+/// The same, adding the mistakes to `diags`: a variant with a mistake makes no cases and the
+/// others are expanded still; too many cases blocks the later stages.
+std::vector<Case> expand_cases(const ExperimentFile& file, const Registry& registry, std::string_view device,
+                               Diagnostics& diags, size_t max_cases = 10000);
 
 /// A case's label: the variant name and each swept axis as name=value, where a key path names its
 /// axis by its last part ("model.d_model" -> d_model) or, for a component's type, by its slot

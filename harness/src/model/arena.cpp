@@ -1,7 +1,5 @@
 #include "model/arena.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -11,7 +9,6 @@ namespace bench {
 void Arena::Free::operator()(void* p) const { std::free(p); }
 
 Arena::~Arena() {
-  for (auto [p, n] : mapped_) munmap(p, n);
   for (void* p : device_) kernels::device_free(p);
 }
 
@@ -19,14 +16,9 @@ Tensor Arena::allocate(Shape shape, DType dtype) {
   if (shape.numel() < 0) throw Error("negative tensor size " + shape.str());
   const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
   const size_t rounded = (bytes + 63) / 64 * 64;
-  if (plan_only_) {
-    const size_t len = rounded == 0 ? 64 : rounded;
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-      throw Error("cannot reserve " + std::to_string(bytes) + " bytes of address space for " + shape.str());
-    mapped_.emplace_back(p, len);
+  if (plan_only_) {  // counted, not allocated: the plan's tensors have no storage
     bytes_ += rounded;
-    return Tensor(p, dtype, shape);
+    return Tensor(nullptr, dtype, shape);
   }
   if (memory_ != kernels::Memory::kHost) {
     void* d = nullptr;

@@ -16,8 +16,9 @@ namespace bench {
 /// so the total is also the step's peak, and a step allocates nothing.
 class Arena {
  public:
-  /// With `plan_only`, allocations reserve address space without committing memory (mmap with
-  /// MAP_NORESERVE): a model can then be set up just to learn how many bytes it needs.
+  /// With `plan_only`, allocations only count their bytes: the tensors have no storage
+  /// (Tensor::defined() is false) and nothing is reserved, not even address space, so a model of
+  /// any size can be set up just to learn how many bytes it needs (SetupContext::planning()).
   explicit Arena(bool plan_only = false, kernels::Memory memory = kernels::Memory::kHost)
       : plan_only_(plan_only), memory_(memory) {}
   ~Arena();
@@ -28,6 +29,8 @@ class Arena {
   size_t bytes() const { return bytes_; }
   /// Where the allocations are (kernels/memory.h): host memory unless the model runs elsewhere.
   kernels::Memory memory() const { return memory_; }
+  /// Whether allocations only count (the constructor's `plan_only`).
+  bool plan_only() const { return plan_only_; }
 
  private:
   struct Free {
@@ -37,7 +40,6 @@ class Arena {
   kernels::Memory memory_;
   std::vector<void*> device_;  // from kernels::device_allocate
   std::vector<std::unique_ptr<void, Free>> blocks_;
-  std::vector<std::pair<void*, size_t>> mapped_;
   size_t bytes_ = 0;
 };
 

@@ -79,6 +79,7 @@ class ModelSetupContext final : public SetupContext {
   const ModelDims& dims() const override { return m_.spec_.dims; }
   DType dtype() const override { return m_.spec_.dtype; }
   tile::Backend backend() const override { return m_.spec_.backend; }
+  bool planning() const override { return m_.arena_.plan_only(); }
   int64_t rows() const override { return rows_; }
   int64_t width() const override { return width_; }
   int layer() const override { return layer_; }
@@ -212,9 +213,14 @@ void Model::build(bool plan_only, uint64_t seed) {
                                 DType::kFloat64);
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
+  // A plan's parameters have no storage, as its buffers (Arena): views of nothing.
+  const auto view = [&](const Tensor& block, const Param& p) {
+    return block.defined() ? Tensor(static_cast<char*>(block.raw()) + offset * esize, spec_.dtype, p.shape)
+                           : Tensor(nullptr, spec_.dtype, p.shape);
+  };
   for (const auto& p : params_) {
-    p->value = Tensor(static_cast<char*>(values_.raw()) + offset * esize, spec_.dtype, p->shape);
-    p->grad = Tensor(static_cast<char*>(grads_.raw()) + offset * esize, spec_.dtype, p->shape);
+    p->value = view(values_, *p);
+    p->grad = view(grads_, *p);
     offset += p->padded_shape().numel();
     if (p->decay) decay_count_ += p->padded_shape().numel();
     param_ptrs_.push_back(p.get());

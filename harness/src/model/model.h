@@ -41,7 +41,7 @@ struct LayerSquares {
 enum class LayerQuantity : uint8_t { kValue, kGradient, kUpdate };
 
 /// What a plan-only build of a model found (Model::plan): every component was created, validated
-/// against the dimensions and set up, and nothing was committed.
+/// against the dimensions and set up, and nothing was allocated (the sizes are counted).
 struct ModelPlan {
   size_t bytes = 0;  ///< parameters, gradients, optimizer state and activations
   Cost cost;         ///< declared work of one forward and one backward (one batch)
@@ -52,8 +52,9 @@ struct ModelPlan {
 class Model {
  public:
   /// Build, set up and initialize every component (deterministic in `seed`). With `plan_only`
-  /// nothing is committed or initialized: bytes(), cost() and the parameter counts are meaningful,
-  /// the values are not. Components are not validated here: a case's plan (plan()) did that.
+  /// nothing is allocated or initialized (SetupContext::planning()): bytes(), cost() and the
+  /// parameter counts are meaningful; the tensors have no storage. Components are not validated here: a case's plan
+  /// (plan()) did that.
   Model(const ModelSpec& spec, const Registry& registry, uint64_t seed, bool plan_only = false);
   ~Model();
   Model(const Model&) = delete;
@@ -123,7 +124,7 @@ class Model {
   /// plan()'s build, kept: for what a plan does not record (accounting reads its components).
   Model(const ModelSpec& spec, const Registry& registry, Validating);
   /// The plan-only build of `spec`: every component validated against the dimensions
-  /// (Component::validate, before its setup), set up and measured, without committing memory.
+  /// (Component::validate, before its setup), set up and measured, without allocating anything.
   /// Throws ConfigError (at the offending key) or Error naming the plugin.
   static ModelPlan plan(const ModelSpec& spec, const Registry& registry);
   /// plan(spec, registry).bytes.

@@ -16,6 +16,7 @@
 #include "bench/error.h"
 #include "experiment/case_json.h"
 #include "kernels/tile/parallel.h"
+#include "kernels/tile/threads.h"
 #include "plugins/registry.h"
 #include "runners/registry.h"
 #include "runners/result_json.h"
@@ -62,12 +63,8 @@ void write_whole(const std::string& path, const std::string& text) {
 }  // namespace
 
 std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) out.push_back(c);
+  // The process's set, not the calling thread's: a pinned team narrows the caller to one CPU.
+  std::vector<int> out = tile::available_cpus();
   if (out.empty())
     for (int c = 0; c < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++c) out.push_back(c);
   return out;

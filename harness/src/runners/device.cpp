@@ -18,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "kernels/memory.h"
 #include "kernels/tile/parallel.h"
+#include "kernels/tile/threads.h"
 
 namespace bench {
 
@@ -48,6 +49,7 @@ std::string DeviceInfo::json() const {
                       {"name", name},
                       {"cores", cores},
                       {"threads", threads},
+                      {"thread_policy", thread_policy},
                       {"isa", isa},
                       {"peak_gflops_fp32_gemm", peak_gflops},
                       {"peak_gflops_bf16_gemm", peak_gflops_bf16},
@@ -66,6 +68,7 @@ DeviceInfo device_from_json(const std::string& json) {
     d.name = j.at("name").get<std::string>();
     d.cores = j.at("cores").get<int>();
     d.threads = j.at("threads").get<int>();
+    d.thread_policy = j.value("thread_policy", "");
     d.isa = j.at("isa").get<std::string>();
     d.peak_gflops = j.at("peak_gflops_fp32_gemm").get<double>();
     d.peak_gflops_bf16 = j.value("peak_gflops_bf16_gemm", 0.0);
@@ -85,6 +88,8 @@ DeviceInfo describe_cpu(const std::string& note) {
   d.note = note;
   d.cores = static_cast<int>(std::thread::hardware_concurrency());
   d.threads = tile::num_threads();
+  tile::place_threads();
+  d.thread_policy = tile::thread_policy();
   d.gemm = kernels::gemm_backend();
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;

@@ -8,11 +8,12 @@ namespace bench {
 
 /// What the measurements ran on, with measured ceilings used as denominators.
 struct DeviceInfo {
-  std::string kind;  ///< "cpu" or "cuda"
-  std::string name;  ///< CPU model name
-  int cores = 0;     ///< logical CPUs visible
-  int threads = 0;   ///< worker threads used
-  std::string isa;   ///< relevant ISA extensions (avx2, avx512f, amx ...)
+  std::string kind;           ///< "cpu" or "cuda"
+  std::string name;           ///< CPU model name
+  int cores = 0;              ///< logical CPUs visible
+  int threads = 0;            ///< worker threads used
+  std::string thread_policy;  ///< how the worker threads are placed (tile::thread_policy); CPU only
+  std::string isa;            ///< relevant ISA extensions (avx2, avx512f, amx ...)
   /// Measured fp32 GEMM rate of one square size (MFU denominator of float32 models): 1024^3 on the
   /// CPU; on a GPU 4096^3, ten back to back between CUDA events, median of five. The throughput
   /// runner adds a second denominator per model: its own GEMMs (runners/gemm_ceiling.h).

@@ -46,7 +46,9 @@ Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& 
   if (env.weights_dir.empty()) throw Error("save_weights: this run has no directory for weights");
   fs::create_directories(env.weights_dir);
   const fs::path path = fs::path(env.weights_dir) / ("case-" + std::to_string(c.ordinal) + ".safetensors");
-  save_weights(model, path.string());
+  // Float64 models keep every bit (a float64 run is a check); the others store F32 (a bf16
+  // model's float master weights).
+  save_weights(model, path.string(), model.spec().dtype == DType::kFloat64 ? "F64" : "F32");
   return file_artifact("weights", path.string(), env);
 }
 
@@ -96,6 +98,9 @@ const std::vector<ParamSpec>& stability_params() {
       ParamSpec::integers("eval_lengths", {},
                           "after training, also evaluate the held-out loss at these context lengths (e.g. 2x, 4x)"),
       ParamSpec::integer("log_every", 1, "record a step every this many steps").at_least(1),
+      ParamSpec::string("init_weights", "",
+                        "start from these weights instead of a random initialization: a .safetensors file, a "
+                        "sharded checkpoint's index, or a Hugging Face folder (relative to the experiment file)"),
       ParamSpec::boolean("save_weights", false,
                          "keep the final weights as safetensors next to the database (table artifacts)"),
       ParamSpec::integer("eval_batches", 8, "held-out batches for the final validation loss").at_least(0),
@@ -125,6 +130,15 @@ class StabilityRunner final : public Runner {
     model.decay_groups = s.strings("weight_decay_groups");
     for (int64_t len : s.integers("eval_lengths"))
       if (len < 1) throw ConfigError(s.where("eval_lengths"), "eval_lengths must be positive context lengths");
+    if (s.given("init_weights")) {
+      const std::string path = s.path("init_weights");
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec))
+        throw ConfigError(s.where("init_weights"), "init_weights: no such file or folder: " + path);
+      if (s.integer("init_probe_batches") > 0)
+        throw ConfigError(s.where("init_probe_batches"),
+                          "init_probe_batches probes random initializations; it cannot be combined with init_weights");
+    }
   }
   CaseResult run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const override;
   /// The resolved configuration without the peak learning rate: cases with equal keys differ only
@@ -173,6 +187,9 @@ CaseResult StabilityRunner::run(const Case& c, const ResolvedCase& rc, RunnerEnv
   const Params& s = rc.runner;
   const ModelDims& d = rc.model.dims;
   Model model(rc.model, env.registry, static_cast<uint64_t>(rc.seed));
+  // Given weights replace the whole initialization; load_weights checks every tensor by name and
+  // shape, as `bench eval` does, and lists each mismatch.
+  if (s.given("init_weights")) load_weights(model, s.path("init_weights"));
   const std::unique_ptr<Dataset> dataset = create_dataset(rc, env);
   const Cost cost = model.cost();
   row.n_params = model.n_params();
