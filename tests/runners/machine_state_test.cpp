@@ -13,8 +13,6 @@
 #include <thread>
 #include <utility>
 
-#include "runners/child.h"
-
 namespace bench {
 namespace {
 
@@ -63,8 +61,8 @@ TEST(MachineState, FractionsOfTheCoresTimeWithThisProcessTakenAway) {
   EXPECT_TRUE(std::isnan(machine_state_between(CpuTimes{}, CpuTimes{}, 0, 100).steal));
 }
 
-/// The state over `seconds` of this process sleeping, while `busy_child` spins in a child.
-MachineState window(double seconds, bool busy_child) {
+/// The state of core `cpu` over `seconds` of this process sleeping, while `busy_child` spins in a child.
+MachineState window(int cpu, double seconds, bool busy_child) {
   pid_t child = -1;
   if (busy_child) {
     child = fork();
@@ -75,7 +73,7 @@ MachineState window(double seconds, bool busy_child) {
       _exit(0);
     }
   }
-  const MachineSampler sampler;
+  const MachineSampler sampler({cpu});
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   const MachineState s = sampler.stop();
   if (child > 0) {
@@ -86,9 +84,9 @@ MachineState window(double seconds, bool busy_child) {
 }
 
 /// This process spinning for `seconds`: the state, and the share of the window it ran.
-std::pair<MachineState, double> own_spin_window(double seconds) {
+std::pair<MachineState, double> own_spin_window(int cpu, double seconds) {
   const double cpu0 = own_cpu_seconds();
-  const MachineSampler sampler;
+  const MachineSampler sampler({cpu});
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   volatile double x = 0;
   while (std::chrono::steady_clock::now() < end) x = x + 1;
@@ -103,13 +101,17 @@ TEST(MachineState, AChildSpinningOnOurCoreIsOtherOurOwnSpinIsNot) {
   // One core of ours only (the child inherits it), so one spinning process fills it.
   cpu_set_t saved;
   ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int cpu = -1;
+  for (int c = 0; c < CPU_SETSIZE && cpu < 0; ++c)
+    if (CPU_ISSET(c, &saved)) cpu = c;
+  ASSERT_GE(cpu, 0);
   cpu_set_t one;
   CPU_ZERO(&one);
-  CPU_SET(allowed_cpus().front(), &one);
+  CPU_SET(cpu, &one);
   if (sched_setaffinity(0, sizeof one, &one) != 0) GTEST_SKIP() << "cannot pin to one core";
 
-  const MachineState busy = window(0.6, true);
-  const auto [own, own_share] = own_spin_window(0.6);
+  const MachineState busy = window(cpu, 0.6, true);
+  const auto [own, own_share] = own_spin_window(cpu, 0.6);
   sched_setaffinity(0, sizeof saved, &saved);
 
   EXPECT_EQ(busy.cores, 1);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -73,8 +74,10 @@ double own_cpu_seconds() {
 #endif
 }
 
-MachineSampler::MachineSampler()
-    : cpus_(allowed_cpus()), start_(read_cpu_times(cpus_)), own_start_s_(own_cpu_seconds()) {}
+MachineSampler::MachineSampler() : MachineSampler(allowed_cpus()) {}
+
+MachineSampler::MachineSampler(std::vector<int> cpus)
+    : cpus_(std::move(cpus)), start_(read_cpu_times(cpus_)), own_start_s_(own_cpu_seconds()) {}
 
 MachineState MachineSampler::stop() const {
   const double own_end_s = own_cpu_seconds();

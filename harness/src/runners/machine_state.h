@@ -44,7 +44,10 @@ double own_cpu_seconds();
 /// Takes a reading when made and another at stop(): the state of the window in between.
 class MachineSampler {
  public:
+  /// Over the cores this process may run on (runners/child.h: allowed_cpus).
   MachineSampler();
+  /// Over the given cores.
+  explicit MachineSampler(std::vector<int> cpus);
   /// The state from construction to now, with the load average of now.
   MachineState stop() const;
 
