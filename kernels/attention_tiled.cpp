@@ -7,13 +7,14 @@
 #include <vector>
 
 #include "catalog.h"
+#include "fast_math.h"
 #include "gemm.h"
 #include "tile/parallel.h"
 
 namespace bench::kernels {
 
 BENCH_KERNEL(attention_tiled_forward,
-             "CPU tiled (flash-style) attention: online softmax over 64 x 64 tiles, keeps O and the log-sum-exp");
+             "CPU tiled (flash-style) attention: online softmax over 64 x 128 tiles, keeps O and the log-sum-exp");
 BENCH_KERNEL(attention_tiled_backward, "its gradient: tiles recomputed from Q, K and the log-sum-exp (FlashAttention-2)");
 
 namespace {
@@ -66,10 +67,13 @@ inline A keep_factor(const AttentionArgs& a, A inv_keep, int64_t b, int64_t h, i
                                                                                                          : A(0);
 }
 
-/// The capped logit of a scaled score (scale is applied by the GEMM).
+/// Cap the logits x[0, n) in place: cap * tanh(x / cap) (the scale is applied by the GEMM). The
+/// loops below are plain arithmetic over fast_exp / fast_tanh (kernels/fast_math.h), so that the
+/// compiler vectorizes them, as the materializing path's softmax programs are.
 template <class A>
-inline A capped(A s, A cap) {
-  return cap > A(0) ? cap * std::tanh(s / cap) : s;
+inline void cap_logits(A* x, int64_t n, A cap) {
+  const A inv = A(1) / cap;
+  for (int64_t j = 0; j < n; ++j) x[j] = cap * fast_tanh(x[j] * inv);
 }
 
 /// Forward of one (batch, head, query block): out rows accumulated in place (T is the compute
@@ -82,6 +86,7 @@ void forward_task(const Exec& exec, const AttentionArgs& a, const TiledDims& d, 
   const int64_t q0 = qb * kAttentionQueryBlock, q1 = std::min(seq, q0 + kAttentionQueryBlock), rows = q1 - q0;
   const T cap = static_cast<T>(a.softcap), inv_keep = static_cast<T>(1.0 / (1.0 - a.dropout));
   const T lowest = static_cast<T>(-HUGE_VAL);
+  const bool drop = a.dropout > 0;
   const T* q = qkv + (b * seq + q0) * d.width + h * dh;
   const T* k = qkv + b * seq * d.width + (d.heads + g) * dh;
   const T* v = qkv + b * seq * d.width + (d.heads + d.kv_heads + g) * dh;
@@ -108,20 +113,17 @@ void forward_task(const Exec& exec, const AttentionArgs& a, const TiledDims& d, 
         std::fill(si, si + cols, T(0));
         continue;
       }
+      if (cap > T(0)) cap_logits(si + jlo, jhi - jlo, cap);
       T mt = lowest;
-      for (int64_t j = jlo; j < jhi; ++j) {
-        si[j] = capped(si[j], cap);
-        mt = std::max(mt, si[j]);
-      }
+      for (int64_t j = jlo; j < jhi; ++j) mt = std::max(mt, si[j]);
       const T mn = std::max(m[i], mt);
-      const T c = std::exp(m[i] - mn);  // 0 on the row's first tile (m = -inf)
+      const T c = m[i] == lowest ? T(0) : fast_exp(m[i] - mn);  // the row's first tile: nothing to rescale
+      for (int64_t j = jlo; j < jhi; ++j) si[j] = fast_exp(si[j] - mn);
       T sum = 0;
+      for (int64_t j = jlo; j < jhi; ++j) sum += si[j];
+      if (drop)
+        for (int64_t j = jlo; j < jhi; ++j) si[j] *= keep_factor(a, inv_keep, b, h, q0 + i, k0 + j);
       std::fill(si, si + jlo, T(0));
-      for (int64_t j = jlo; j < jhi; ++j) {
-        const T e = std::exp(si[j] - mn);
-        sum += e;
-        si[j] = e * keep_factor(a, inv_keep, b, h, q0 + i, k0 + j);
-      }
       std::fill(si + jhi, si + cols, T(0));
       z[i] = z[i] * c + sum;
       m[i] = mn;
@@ -182,7 +184,7 @@ void backward_block(const Exec& exec, const AttentionArgs& a, const TiledDims& d
   constexpr int64_t ld = kAttentionKeyBlock;
   for (int64_t k0 = lo; k0 < hi; k0 += kAttentionKeyBlock) {
     const int64_t cols = std::min(kAttentionKeyBlock, hi - k0);
-    // P from the recomputed logits and lse; aux holds 1 - (l/c)^2 with a cap, P M/(1-p) with dropout.
+    // P from the recomputed logits and lse; aux holds 1 - (l/c)^2 with a cap, ds P M/(1-p) with dropout.
     gemm<T>(exec, false, true, rows, cols, dh, static_cast<T>(a.scale), q, d.width, k + k0 * d.width, d.width, 0,
             w.p.data(), ld);
     for (int64_t i = 0; i < rows; ++i) {
@@ -192,21 +194,21 @@ void backward_block(const Exec& exec, const AttentionArgs& a, const TiledDims& d
       visible(a, q0 + i, jlo, jhi);
       jlo = std::max(jlo, k0) - k0;
       jhi = std::min(jhi, k0 + cols) - k0;
+      jhi = std::max(jhi, jlo);
       const T l_row = lse[bh * seq + q0 + i];
-      for (int64_t j = 0; j < cols; ++j) {
-        if (j < jlo || j >= jhi) {
-          pi[j] = 0;
-          xi[j] = 0;
-          continue;
-        }
-        const T l = capped(pi[j], cap);
-        pi[j] = std::exp(l - l_row);
-        if (cap > T(0)) xi[j] = 1 - (l / cap) * (l / cap);
-        if (drop) w.ds[i * ld + j] = pi[j] * keep_factor(a, inv_keep, b, h, q0 + i, k0 + j);
+      if (cap > T(0)) {
+        cap_logits(pi + jlo, jhi - jlo, cap);
+        const T inv = T(1) / cap;
+        for (int64_t j = jlo; j < jhi; ++j) xi[j] = 1 - (pi[j] * inv) * (pi[j] * inv);
       }
-      if (drop)
-        for (int64_t j = 0; j < cols; ++j)
-          if (j < jlo || j >= jhi) w.ds[i * ld + j] = 0;
+      for (int64_t j = jlo; j < jhi; ++j) pi[j] = fast_exp(pi[j] - l_row);
+      std::fill(pi, pi + jlo, T(0));
+      std::fill(pi + jhi, pi + cols, T(0));
+      if (drop) {
+        T* di = w.ds.data() + i * ld;
+        std::fill(di, di + cols, T(0));
+        for (int64_t j = jlo; j < jhi; ++j) di[j] = pi[j] * keep_factor(a, inv_keep, b, h, q0 + i, k0 + j);
+      }
     }
     // dV[k0..] += (P M/(1-p))^T dO
     gemm<T>(exec, true, false, cols, dh, rows, 1, drop ? w.ds.data() : w.p.data(), ld, d_o, d.ld_out, 1,
@@ -217,16 +219,12 @@ void backward_block(const Exec& exec, const AttentionArgs& a, const TiledDims& d
       T* gi = w.ds.data() + i * ld;
       const T* pi = w.p.data() + i * ld;
       const T* xi = w.aux.data() + i * ld;
-      for (int64_t j = 0; j < cols; ++j) {
-        if (pi[j] == T(0)) {  // masked (or underflowed: its gradient is 0 too)
-          gi[j] = 0;
-          continue;
-        }
-        const T dp = drop ? gi[j] * keep_factor(a, inv_keep, b, h, q0 + i, k0 + j) : gi[j];
-        T ds = pi[j] * (dp - w.dd[i]);
-        if (cap > T(0)) ds *= xi[j];
-        gi[j] = ds;
-      }
+      if (drop)
+        for (int64_t j = 0; j < cols; ++j) gi[j] *= keep_factor(a, inv_keep, b, h, q0 + i, k0 + j);
+      const T di = w.dd[i];
+      for (int64_t j = 0; j < cols; ++j) gi[j] = pi[j] * (gi[j] - di);  // masked: P = 0, so dS = 0
+      if (cap > T(0))
+        for (int64_t j = 0; j < cols; ++j) gi[j] *= xi[j];
     }
     const auto scale = static_cast<T>(a.scale);
     gemm<T>(exec, false, false, rows, dh, cols, scale, w.ds.data(), ld, k + k0 * d.width, d.width, 1, dq, d.width);

@@ -10,14 +10,14 @@
 //
 // Same variants and the same formulas as kernels/attention.h (causal, sliding window, soft-cap,
 // GQA/MQA, probability dropout with the mask of the global index in [B, H, T, T]), computed in
-// blocks of kAttentionQueryBlock queries x kAttentionKeyBlock keys (FlashAttention-2's order):
+// blocks of kAttentionQueryBlock (64) queries x kAttentionKeyBlock (128) keys (FlashAttention-2's order):
 //   forward, per query row, over the visible key blocks: l = cap(scale q.k); m' = max(m, max l);
 //     c = e^(m - m'); z = c z + sum e^(l - m'); o = c o + sum e^(l - m') M/(1-p) v; then o /= z
 //     and lse = m + ln z — only O and lse ([B, H, T]) are kept.
 //   backward, from Q, K, V, O, dO and lse: D = rowsum(dO * O) (= sum_j P dP, dropout included),
 //     per tile P = e^(l - lse), dV += (P M/(1-p))^T dO, dP = (dO V^T) M/(1-p),
 //     dS = P (dP - D) (1 - (l/c)^2 with a cap), dQ += scale dS K, dK += scale dS^T Q.
-// Memory: O(T) per row besides the inputs and outputs, a few 64 x 64 tiles per task; the
+// Memory: O(T) per row besides the inputs and outputs, a few 64 x 128 tiles per task; the
 // materializing path (attention_forward) keeps B·H·T² probabilities (twice that with a cap)
 // and a 64 x T block per (batch, kv head). Summation order differs from it, so results agree to
 // rounding, not bit for bit: docs/kernels.md, "Tiled attention on the CPU", says where each runs.
@@ -35,8 +35,9 @@ namespace bench::kernels {
 // 3. launchers (CPU targets, float and double; instantiated in attention_tiled.cpp)
 // ---------------------------------------------------------------------------------------------
 
-/// Keys per block of the tiled path (the query block is kAttentionQueryBlock).
-inline constexpr int64_t kAttentionKeyBlock = 64;
+/// Keys per block of the tiled path (the query block is kAttentionQueryBlock): 128 halves the
+/// small GEMM calls of 64 (their fixed cost shows at 64 x 64 x 64) for a 64 x 128 tile of 32 KiB.
+inline constexpr int64_t kAttentionKeyBlock = 128;
 
 /// Elements (of the compute type) of the state the tiled forward leaves for its backward: the
 /// log-sum-exp of each query row, [B, H, T].
