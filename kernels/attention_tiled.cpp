@@ -15,7 +15,8 @@ namespace bench::kernels {
 
 BENCH_KERNEL(attention_tiled_forward,
              "CPU tiled (flash-style) attention: online softmax over 64 x 128 tiles, keeps O and the log-sum-exp");
-BENCH_KERNEL(attention_tiled_backward, "its gradient: tiles recomputed from Q, K and the log-sum-exp (FlashAttention-2)");
+BENCH_KERNEL(attention_tiled_backward,
+             "its gradient: tiles recomputed from Q, K and the log-sum-exp (FlashAttention-2)");
 
 namespace {
 
@@ -29,10 +30,9 @@ TiledDims tiled_dims(const Exec& exec, const AttentionArgs& a, const char* name)
     throw std::invalid_argument(std::string(name) + ": " + why);
   if (a.batch <= 0 || a.seq <= 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.d_head <= 0 || a.window < 0 ||
       a.n_heads % a.n_kv_heads != 0)
-    throw std::invalid_argument(std::string(name) +
-                                ": need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
-                                std::to_string(a.n_heads) + ") a multiple of n_kv_heads (" +
-                                std::to_string(a.n_kv_heads) + ")");
+    throw std::invalid_argument(
+        std::string(name) + ": need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
+        std::to_string(a.n_heads) + ") a multiple of n_kv_heads (" + std::to_string(a.n_kv_heads) + ")");
   if (!(a.dropout >= 0 && a.dropout < 1))
     throw std::invalid_argument(std::string(name) + ": the dropout rate must be in [0, 1), got " +
                                 std::to_string(a.dropout));
@@ -64,7 +64,7 @@ template <class A>
 inline A keep_factor(const AttentionArgs& a, A inv_keep, int64_t b, int64_t h, int64_t t, int64_t j) {
   if (a.dropout <= 0) return A(1);
   return dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout)) ? inv_keep
-                                                                                                         : A(0);
+                                                                                                          : A(0);
 }
 
 /// Cap the logits x[0, n) in place: cap * tanh(x / cap) (the scale is applied by the GEMM). The
@@ -181,7 +181,7 @@ void backward_block(const Exec& exec, const AttentionArgs& a, const TiledDims& d
   }
   int64_t lo = 0, hi = 0;
   block_keys(a, q0, q1, lo, hi);
-  constexpr int64_t ld = kAttentionKeyBlock;
+  const int64_t ld = kAttentionKeyBlock;
   for (int64_t k0 = lo; k0 < hi; k0 += kAttentionKeyBlock) {
     const int64_t cols = std::min(kAttentionKeyBlock, hi - k0);
     // P from the recomputed logits and lse; aux holds 1 - (l/c)^2 with a cap, ds P M/(1-p) with dropout.
@@ -256,8 +256,8 @@ void attention_tiled_forward(const Exec& exec, const AttentionArgs& a, const T* 
 }
 
 template <class T>
-void attention_tiled_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out,
-                              const acc_t<T>* lse, const T* dout, T* dqkv) {
+void attention_tiled_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const acc_t<T>* lse,
+                              const T* dout, T* dqkv) {
   if constexpr (!std::is_same_v<T, acc_t<T>>) {
     (void)qkv, (void)out, (void)lse, (void)dout, (void)dqkv;
     throw std::invalid_argument("attention_tiled_backward: " + attention_tiled_unsupported<T>(exec));
@@ -285,7 +285,7 @@ void attention_tiled_backward(const Exec& exec, const AttentionArgs& a, const T*
 }
 
 #define BENCH_INSTANTIATE(T)                                                                                        \
-  template void attention_tiled_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, acc_t<T>*, acc_t<T>*); \
+  template void attention_tiled_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, acc_t<T>*, acc_t<T>*);  \
   template void attention_tiled_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const acc_t<T>*, \
                                             const T*, T*);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)

@@ -192,7 +192,8 @@ class CausalAttention final : public Sublayer {
         // recomputed per row from qkv (the flash kernels, cuDNN and the CPU's tiled path).
         const int64_t rows = batch_ * heads_ * seq_;
         double sum = 0;
-        if (flash_ || cudnn_ || tiled_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
+        // No probabilities kept: recomputed per row from qkv (row_max_ is read above).
+        if (flash_ || cudnn_ || tiled_) {
           A* per_row = static_cast<A*>(row_max_.raw());
           kernels::attention_entropy<T>(ctx.exec, args_, qkv_.data<T>(), per_row);
           sum = kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
@@ -255,7 +256,8 @@ class CausalAttention final : public Sublayer {
     const double weights = static_cast<double>(wqkv_->shape.numel() + wo_->shape.numel()) * e;
     // The probabilities written and read back, unless the flash kernels (ours or cuDNN's) keep them on chip
     // or the CPU's tiled path keeps them in its tiles.
-    const double probs = flash_ || cudnn_ || tiled_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
+    const double probs =
+        flash_ || cudnn_ || tiled_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
     // Biases: one add per output forward, one column-sum term per output backward, each read and
@@ -292,8 +294,8 @@ class CausalAttention final : public Sublayer {
   bool tiled_choice(const SetupContext& ctx) const {
     if (cudnn_ || (kernel_ != "tiled" && kernel_ != "auto")) return false;
     const tile::Exec target{ctx.backend()};
-    const std::string why = dispatch_float(
-        ctx.dtype(), [&]<class T>() { return kernels::attention_tiled_unsupported<T>(target); });
+    const std::string why =
+        dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_tiled_unsupported<T>(target); });
     if (kernel_ == "tiled" && !why.empty())
       throw ConfigError(kernel_where_, "kernel = \"tiled\": the attention at " + ctx.scope() + " on " +
                                            tile::target_name(target) + " in " + std::string(dtype_name(ctx.dtype())) +

@@ -151,7 +151,7 @@ const std::vector<TiledCase>& tiled_cases() {
       {"window", tiled_args(1, 200, 2, 2, 8, 0, 37)},  // tiles wholly outside some rows' band
       {"window_not_causal", tiled_args(1, 100, 2, 1, 8, 0, 20, false)},
       {"not_causal", tiled_args(2, 300, 2, 2, 8, 0, 0, false)},  // three key tiles, the last partial
-      {"softcap", tiled_args(1, 140, 2, 2, 16, 2.0)},  // logits of 1.5^2 * 16 / 4 reach the cap
+      {"softcap", tiled_args(1, 140, 2, 2, 16, 2.0)},            // logits of 1.5^2 * 16 / 4 reach the cap
       {"dropout", tiled_args(2, 140, 2, 1, 8, 0, 0, true, 0.2)},
       {"everything", tiled_args(2, 160, 4, 2, 8, 3.0, 90, true, 0.1)},
       {"one_token", tiled_args(3, 1, 2, 1, 4, 1.0, 0, true, 0.5)},
@@ -215,9 +215,9 @@ TEST(AttentionTiled, Refusals) {
 
 // The rule of kernel = "auto" on the CPU: tiled once the probabilities pass 64 MiB per layer.
 TEST(AttentionTiled, AutoRule) {
-  EXPECT_FALSE(attention_tiled_preferred(tiled_args(8, 256, 4, 4, 64), 4));   // 8 MiB
-  EXPECT_FALSE(attention_tiled_preferred(tiled_args(1, 2048, 4, 4, 64), 4));  // 64 MiB: not above
-  EXPECT_TRUE(attention_tiled_preferred(tiled_args(1, 4096, 4, 4, 64), 4));   // 256 MiB
+  EXPECT_FALSE(attention_tiled_preferred(tiled_args(8, 256, 4, 4, 64), 4));        // 8 MiB
+  EXPECT_FALSE(attention_tiled_preferred(tiled_args(1, 2048, 4, 4, 64), 4));       // 64 MiB: not above
+  EXPECT_TRUE(attention_tiled_preferred(tiled_args(1, 4096, 4, 4, 64), 4));        // 256 MiB
   EXPECT_TRUE(attention_tiled_preferred(tiled_args(1, 2048, 4, 4, 64, 30.0), 4));  // scores kept too: 128 MiB
 }
 
@@ -261,20 +261,24 @@ TEST(AttentionTiledTiming, DISABLED_Timing) {
         f();
         attention_backward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
       });
-      std::printf("materializing T=%ld: forward %.2f ms (best %.2f), forward+backward %.2f ms (best %.2f), kept %.1f MiB\n",
-                  static_cast<long>(t), fwd.first, fwd.second, fb.first, fb.second,
-                  static_cast<double>((probs.size() + ws.size()) * sizeof(float)) / (1 << 20));
+      std::printf(
+          "materializing T=%ld: forward %.2f ms (best %.2f), forward+backward %.2f ms (best %.2f), kept %.1f MiB\n",
+          static_cast<long>(t), fwd.first, fwd.second, fb.first, fb.second,
+          static_cast<double>((probs.size() + ws.size()) * sizeof(float)) / (1 << 20));
     }
     std::vector<float> lse(static_cast<size_t>(attention_tiled_state_size(a)));
-    const auto f = [&] { attention_tiled_forward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), row_max.data()); };
+    const auto f = [&] {
+      attention_tiled_forward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), row_max.data());
+    };
     const auto fwd = median_ms(reps, f);
     const auto fb = median_ms(reps, [&] {
       f();
       attention_tiled_backward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
     });
-    std::printf("tiled         T=%ld: forward %.2f ms (best %.2f), forward+backward %.2f ms (best %.2f), kept %.3f MiB\n",
-                static_cast<long>(t), fwd.first, fwd.second, fb.first, fb.second,
-                static_cast<double>(lse.size() * sizeof(float)) / (1 << 20));
+    std::printf(
+        "tiled         T=%ld: forward %.2f ms (best %.2f), forward+backward %.2f ms (best %.2f), kept %.3f MiB\n",
+        static_cast<long>(t), fwd.first, fwd.second, fb.first, fb.second,
+        static_cast<double>(lse.size() * sizeof(float)) / (1 << 20));
   }
   tile::set_num_threads(before);
 }
@@ -305,9 +309,9 @@ void peak_memory(int64_t t, bool tiled) {
     attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), rm.data(), ws.data());
     attention_backward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
   }
-  std::printf("%s T=%ld: peak RSS %.1f MiB (process before %.1f, with inputs and outputs %.1f): attention adds %.1f MiB\n",
-              tiled ? "tiled" : "materializing", static_cast<long>(t), peak_rss_mib(), base, inputs,
-              peak_rss_mib() - inputs);
+  std::printf(
+      "%s T=%ld: peak RSS %.1f MiB (process before %.1f, with inputs and outputs %.1f): attention adds %.1f MiB\n",
+      tiled ? "tiled" : "materializing", static_cast<long>(t), peak_rss_mib(), base, inputs, peak_rss_mib() - inputs);
 }
 
 TEST(AttentionTiledTiming, DISABLED_PeakMemoryMaterializing256) { peak_memory(256, false); }

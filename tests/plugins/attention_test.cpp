@@ -564,8 +564,9 @@ TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
 // the dropped outputs of a training forward (the same mask). At this size "auto" is the
 // materializing path, bit for bit.
 TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
-  for (const std::string& v : std::vector<std::string>{"", "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
-                              "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
+  for (const std::string& v :
+       std::vector<std::string>{"", "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
+                                "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
     SCOPED_TRACE(v);
     const auto lines = [&](const char* kernel) {
       return v.empty() ? std::string("attention = { type = \"causal\", kernel = \"") + kernel + "\" }\n"
