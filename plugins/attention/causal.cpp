@@ -16,6 +16,10 @@
 // always runs ours; the default, "auto", takes cuDNN wherever it runs this layer's variant forward
 // and backward (kernels::attention_cudnn_runs: a CUDA target in bf16 with a cuDNN that loads and
 // takes the shape) and ours everywhere else (the CPU, float32, soft-capping, dropout).
+// `kernel = "tiled"` runs the CPU's tiled (flash-style) attention (kernels/attention_tiled.h: float
+// or double, O(T) memory per row instead of the T x T probabilities); on the CPU "auto" takes it
+// where the probabilities would pass 64 MiB per layer (kernels::attention_tiled_preferred: B=1,
+// H=4, T=4096 in float), and keeps the materializing path, bit for bit today's, below that.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -23,6 +27,7 @@
 #include "bench/bench.h"
 #include "bench/random.h"
 #include "kernels/attention.h"
+#include "kernels/attention_tiled.h"
 #include "kernels/catalog.h"
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
@@ -116,6 +121,7 @@ class CausalAttention final : public Sublayer {
     args_.scale = position_->attention_scale() / std::sqrt(scalar);
     cudnn_ = kernel_ == "cudnn" || (kernel_ == "auto" && cudnn_runs(ctx));
     if (kernel_ == "cudnn") check_cudnn(ctx);
+    tiled_ = tiled_choice(ctx);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
     dqkv_ = ctx.buffer({rows_, qkv_width_});
@@ -124,6 +130,10 @@ class CausalAttention final : public Sublayer {
     if (cudnn_) {
       // cuDNN keeps the log-sum-exp per query (its own workspace is its launcher's).
       probs_ = ctx.buffer({kernels::attention_cudnn_stats_size(args_)}, DType::kFloat32);
+      work_ = ctx.buffer({1});
+    } else if (tiled_) {
+      // The tiled path keeps the log-sum-exp per query, in the compute type; its tiles are its own.
+      probs_ = ctx.buffer({kernels::attention_tiled_state_size(args_)}, acc);
       work_ = ctx.buffer({1});
     } else {
       // Where the flash kernels will run, probs_ holds their state, not the T x T probabilities.
@@ -155,6 +165,9 @@ class CausalAttention final : public Sublayer {
         kernels::attention_cudnn_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>());
         // cuDNN reports the log-sum-exp, not the max: the probe's max takes a pass of its own.
         if (rm != nullptr) kernels::attention_row_max<T>(ctx.exec, args_, qkv_.data<T>(), rm);
+      } else if (tiled_) {
+        kernels::attention_tiled_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(),
+                                            static_cast<A*>(probs_.raw()), rm);
       } else {
         if (kernels::attention_keeps_probs<T>(ctx.exec, args_) == flash_)
           throw Error("attention: set up for " + std::string(flash_ ? "the flash kernels" : "stored probabilities") +
@@ -176,10 +189,11 @@ class CausalAttention final : public Sublayer {
         // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
         // attends to one key. Summed on the device over the stored probabilities (not the raw
         // scores that follow them when there is a cap), or, where the flash kernels keep none,
-        // recomputed per row from qkv.
+        // recomputed per row from qkv (the flash kernels, cuDNN and the CPU's tiled path).
         const int64_t rows = batch_ * heads_ * seq_;
         double sum = 0;
-        if (flash_ || cudnn_) {  // no probabilities kept: recomputed per row from qkv (row_max_ is read above)
+        // No probabilities kept: recomputed per row from qkv (row_max_ is read above).
+        if (flash_ || cudnn_ || tiled_) {
           A* per_row = static_cast<A*>(row_max_.raw());
           kernels::attention_entropy<T>(ctx.exec, args_, qkv_.data<T>(), per_row);
           sum = kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
@@ -206,6 +220,10 @@ class CausalAttention final : public Sublayer {
       if (cudnn_)
         kernels::attention_cudnn_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>(),
                                              datt_.data<T>(), dqkv_.data<T>());
+      else if (tiled_)
+        kernels::attention_tiled_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(),
+                                             static_cast<const tile::acc_t<T>*>(probs_.raw()), datt_.data<T>(),
+                                             dqkv_.data<T>());
       else
         kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(),
                                        datt_.data<T>(), dqkv_.data<T>(), work_.data<T>());
@@ -236,8 +254,10 @@ class CausalAttention final : public Sublayer {
     const double e = static_cast<double>(esize_);
     const double act = rows * static_cast<double>(d_model_) * e;
     const double weights = static_cast<double>(wqkv_->shape.numel() + wo_->shape.numel()) * e;
-    // The probabilities written and read back, unless the flash kernels (ours or cuDNN's) keep them on chip.
-    const double probs = flash_ || cudnn_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
+    // The probabilities written and read back, unless the flash kernels (ours or cuDNN's) keep them on chip
+    // or the CPU's tiled path keeps them in its tiles.
+    const double probs =
+        flash_ || cudnn_ || tiled_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
     // Biases: one add per output forward, one column-sum term per output backward, each read and
@@ -268,6 +288,22 @@ class CausalAttention final : public Sublayer {
     return dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_cudnn_runs<T>(target, a, nullptr); });
   }
 
+  /// Whether the CPU's tiled attention runs this layer: kernel = "tiled" (a ConfigError at the key
+  /// where it cannot: CUDA, bf16), or kernel = "auto" where cuDNN does not run it, the tiled path
+  /// can, and the probabilities would pass kernels::kAttentionTiledAutoBytes.
+  bool tiled_choice(const SetupContext& ctx) const {
+    if (cudnn_ || (kernel_ != "tiled" && kernel_ != "auto")) return false;
+    const tile::Exec target{ctx.backend()};
+    const std::string why =
+        dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_tiled_unsupported<T>(target); });
+    if (kernel_ == "tiled" && !why.empty())
+      throw ConfigError(kernel_where_, "kernel = \"tiled\": the attention at " + ctx.scope() + " on " +
+                                           tile::target_name(target) + " in " + std::string(dtype_name(ctx.dtype())) +
+                                           ": " + why);
+    if (kernel_ == "tiled") return true;
+    return why.empty() && kernels::attention_tiled_preferred(args_, static_cast<double>(dtype_size(ctx.dtype())));
+  }
+
   /// kernel = "cudnn" at setup: the target must run cuDNN's attention (CUDA, bf16, a cuDNN that
   /// loads: the target answers), and cuDNN must cover the variant (this layer's window and the
   /// training dropout rate included); else a ConfigError at the key naming this attention, the
@@ -293,7 +329,7 @@ class CausalAttention final : public Sublayer {
   std::string pattern_;
   double softcap_;
   bool out_scale_;
-  std::string kernel_;  // "auto", "ours" or "cudnn"
+  std::string kernel_;  // "auto", "ours", "cudnn" or "tiled"
   bool cudnn_ = false;  // cuDNN runs this layer: probs_ holds its log-sum-exp per query (float)
   SourceLoc kernel_where_;
   bool qkv_bias_, out_bias_;  // bias = "qkv": q, k, v; "all": and the output projection
@@ -304,6 +340,7 @@ class CausalAttention final : public Sublayer {
   int64_t site_ = 0;
   size_t esize_ = 4;
   bool flash_ = false;  // the flash kernels will run: probs_ holds their state, not probabilities
+  bool tiled_ = false;  // the CPU's tiled path runs: probs_ holds the log-sum-exp per query (compute type)
   Position* position_ = nullptr;
   Param* wqkv_ = nullptr;
   Param* wo_ = nullptr;
@@ -341,9 +378,12 @@ ComponentInfo causal_info() {
                          "linear biases, initialized to 0: none (Llama), qkv on the q, k, v projections (Qwen2), "
                          "all: and on the output projection (GPT-2, GPT-NeoX)"),
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
-       ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn"},
-                         "attention kernel on CUDA in bf16: auto (cuDNN SDPA where it runs the variant, else "
-                         "ours), ours (flash) or cudnn (cuDNN SDPA, an error where it cannot run)")});
+       ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn", "tiled"},
+                         "attention kernel: auto (CUDA bf16: cuDNN SDPA where it runs the variant, else ours; CPU: "
+                         "tiled where the T x T probabilities would pass 64 MiB per layer, else ours), ours (CUDA "
+                         "bf16: flash; elsewhere the materializing path), cudnn (cuDNN SDPA, an error where it "
+                         "cannot run) or tiled (the CPU's flash-style path, float/double, O(T) memory per row; an "
+                         "error elsewhere)")});
 }
 
 }  // namespace bench::attention

@@ -6,7 +6,8 @@
 // (the max attention logit of a head whose k equals its q is exactly sqrt(d_head) at any input
 // scale, with RoPE too); the soft-cap bounds the logits; dropout acts only while training, with
 // masks that follow (seed, step, layer); bad patterns are errors at their key; and the cuDNN
-// kernel is refused at its key where it cannot run (here: everywhere, on the CPU). Linear biases
+// kernel is refused at its key where it cannot run (here: everywhere, on the CPU); the CPU's tiled
+// kernel matches the materializing one. Linear biases
 // and the full-width QK-norm against the definition written out, and the closed forms of biases:
 // a key bias cancels in the softmax, a value bias passes through it to Wo b_v, an output bias adds.
 // Gemma 2's query_pre_attn_scalar N against the definition with the scale 1 / sqrt(N) (N = d_head
@@ -555,6 +556,57 @@ TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
       autok("attention = { type = \"causal\", kernel = \"auto\" }\n");
   EXPECT_EQ(ours.forward(), def.forward());
   EXPECT_EQ(ours.forward(), autok.forward());
+}
+
+// kernel = "tiled" (the CPU's flash-style path, kernels/attention_tiled.h) computes what the
+// materializing path ("ours" on the CPU) computes, to float64 rounding: outputs, the max-logit and
+// entropy probes (recomputed from qkv: no probabilities are kept), input and weight gradients, and
+// the dropped outputs of a training forward (the same mask). At this size "auto" is the
+// materializing path, bit for bit.
+TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
+  for (const std::string& v :
+       std::vector<std::string>{"", "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
+                                "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
+    SCOPED_TRACE(v);
+    const auto lines = [&](const char* kernel) {
+      return v.empty() ? std::string("attention = { type = \"causal\", kernel = \"") + kernel + "\" }\n"
+                       : v + "kernel = \"" + kernel + "\" }\n";
+    };
+    Attention tiled(lines("tiled"), 1), ours(lines("ours"), 1), autok(lines("auto"), 1);
+    tiled.scale_input(2.0);
+    ours.scale_input(2.0);
+    autok.scale_input(2.0);
+    RunContext ct, co, ca;
+    ct.training = co.training = ca.training = false;
+    ct.layer_probes = co.layer_probes = ca.layer_probes = true;
+    const std::vector<double> yt = tiled.forward(ct), yo = ours.forward(co);
+    expect_near(yt, yo, 1e-13, "y");
+    EXPECT_EQ(autok.forward(ca), yo) << "auto is the materializing path here";
+    for (const char* probe : {"max_attn_logit", "attn_entropy"}) {
+      EXPECT_NEAR(ct.probe_values().at(probe), co.probe_values().at(probe), 1e-12) << probe;
+    }
+    const auto dy = random_like(yt.size(), 17);
+    expect_near(tiled.backward(dy), ours.backward(dy), 1e-12, "dx");
+    for (const char* w : {"wqkv", "wo"}) {
+      const Param& pt = tiled.param(w);
+      const Param& po = ours.param(w);
+      const std::vector<double> gt(pt.grad.data<double>(), pt.grad.data<double>() + pt.shape.numel());
+      const std::vector<double> go(po.grad.data<double>(), po.grad.data<double>() + po.shape.numel());
+      expect_near(gt, go, 1e-12, w);
+    }
+  }
+  // Dropout while training: the same counter-based mask on both paths.
+  const std::string drop = "dropout_attention = 0.3\nattention = { type = \"causal\", kernel = \"";
+  Attention tiled(drop + "tiled\" }\n"), ours(drop + "ours\" }\n");
+  RunContext ct, co;
+  ct.seed = co.seed = 5;
+  ct.step = co.step = 3;
+  const std::vector<double> yt = tiled.forward(ct), yo = ours.forward(co);
+  expect_near(yt, yo, 1e-13, "y with dropout");
+  RunContext eval;
+  eval.training = false;
+  EXPECT_GT(std::abs(yt[0] - tiled.forward(eval)[0]) + std::abs(yt[5] - tiled.forward(eval)[5]), 1e-6)
+      << "dropout acted";
 }
 
 TEST(AttentionQueryPreAttnScalar, ScalesTheLogitsByOneOverItsRoot) {
