@@ -276,5 +276,73 @@ TEST(Eval, ReportsMismatchedWeightsAndReadsText) {
   EXPECT_NE(text.out.find("over 26 positions in 4 windows of 8"), std::string::npos) << text.out;
 }
 
+// Hugging Face model folders (config.json and the architecture's own tensor names and layouts),
+// written by tests/cli/hf_models_reference.py with the float64 logits of the published
+// architecture: `bench eval --config FOLDER --weights FOLDER` matches them within
+// 1e-4 + 1e-4 |ref| in float32, for each model_type.
+void check_hf_folder(const std::string& model_type) {
+  const std::string dir = fresh_dir("hf_folder_" + model_type);
+  const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";
+  const Output py = shell(kPython + " " + script + " " + model_type + " " + dir);
+  ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
+  const Output ev = shell(kBench + " eval --config " + dir + " --weights " + dir + " --tokens " + dir +
+                          "/tokens.bin --token-format uint16 --dump-logits " + dir + "/ours.npy --format json");
+  ASSERT_EQ(ev.code, 0) << ev.out;
+  const nlohmann::json j = nlohmann::json::parse(ev.out);
+  std::ifstream loss_file(dir + "/loss.txt");
+  double ref_loss = 0;
+  loss_file >> ref_loss;
+  EXPECT_NEAR(j["loss"].get<double>(), ref_loss, 1e-5);
+  EXPECT_EQ(j["positions"].get<int64_t>(), 37);
+  const Npy ref = read_npy(dir + "/logits.npy");
+  const Npy ours = read_npy(dir + "/ours.npy");
+  ASSERT_EQ(ours.shape, ref.shape);
+  EXPECT_EQ(ours.shape, (std::vector<int64_t>{37, 320}));
+  ASSERT_EQ(ours.data.size(), ref.data.size());
+  double worst = 0, scale = 0, max_abs = 0;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    const double err = std::fabs(ours.data[i] - ref.data[i]);
+    worst = std::max(worst, err / (1e-4 + 1e-4 * std::fabs(ref.data[i])));
+    max_abs = std::max(max_abs, err);
+    scale = std::max(scale, std::fabs(ref.data[i]));
+  }
+  EXPECT_LE(worst, 1.0) << model_type << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
+  EXPECT_GT(scale, 0.5) << "a degenerate reference";
+  std::printf("[ %s ] logits: max |ours - ref| = %.3g, max error / (1e-4 + 1e-4 |ref|) = %.3g, max |ref| = %.3g\n",
+              model_type.c_str(), max_abs, worst, scale);
+}
+
+TEST(EvalHuggingFaceFolder, Llama) { check_hf_folder("llama"); }
+TEST(EvalHuggingFaceFolder, MistralSlidingWindow) { check_hf_folder("mistral"); }
+TEST(EvalHuggingFaceFolder, Qwen2Biases) { check_hf_folder("qwen2"); }
+TEST(EvalHuggingFaceFolder, Gemma2) { check_hf_folder("gemma2"); }
+TEST(EvalHuggingFaceFolder, Olmo2) { check_hf_folder("olmo2"); }
+TEST(EvalHuggingFaceFolder, Phi3FusedTensors) { check_hf_folder("phi3"); }
+TEST(EvalHuggingFaceFolder, GptNeoxInterleavedShardedCheckpoint) { check_hf_folder("gpt_neox"); }
+TEST(EvalHuggingFaceFolder, FalconMultiQuery) { check_hf_folder("falcon"); }
+
+// A checkpoint saved under GPT-NeoX's names (the per-head interleaved query_key_value) and
+// Falcon's and Phi-3's reads back bit for bit: the layouts are inverse permutations.
+TEST(EvalHuggingFaceFolder, SavedUnderEachLayoutReadsBack) {
+  for (const char* type : {"gpt_neox", "falcon", "phi3", "olmo2"}) {
+    SCOPED_TRACE(type);
+    const std::string dir = fresh_dir(std::string("hf_save_") + type);
+    const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";
+    ASSERT_EQ(shell(kPython + " " + script + " " + type + " " + dir).code, 0);
+    const std::string toml = "[model]\nfrom = \"" + dir + "\"\nbatch_size = 1\n[stability]\n";
+    Model m(test::resolve_first(toml).model, test::builtin_registry(), 3);
+    save_weights(m, dir + "/ours.safetensors");
+    Model back(test::resolve_first(toml).model, test::builtin_registry(), 4);
+    load_weights(back, dir + "/ours.safetensors");
+    for (const Param* p : m.params()) {
+      const Param* q = back.find_param(p->name);
+      ASSERT_NE(q, nullptr);
+      const float* a = p->value.data<float>();
+      const float* b = q->value.data<float>();
+      for (int64_t i = 0; i < p->value.numel(); ++i) ASSERT_EQ(a[i], b[i]) << p->name << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bench
