@@ -1,12 +1,13 @@
 // Hugging Face config.json as a model: the fields read into our keys, TOML keys over them, and
 // every unsupported field an error at its line.
+#include "experiment/hf_config.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "experiment/diagnostics.h"
-#include "experiment/hf_config.h"
 #include "experiment/resolve.h"
 #include "support/toml_case.h"
 
@@ -73,7 +74,7 @@ TEST(HfConfig, TomlKeysOverrideTheConfig) {
   EXPECT_EQ(rc.model.dims.n_layers, 2);
   EXPECT_EQ(rc.model.dims.seq_len, 64);
   EXPECT_EQ(rc.model.slot(Slot::kAttention).params.string("bias"), "qkv");  // kept
-  EXPECT_EQ(rc.model.slot(Slot::kAttention).params.integer("window"), 16);   // added
+  EXPECT_EQ(rc.model.slot(Slot::kAttention).params.integer("window"), 16);  // added
   const ResolvedCase ln = test::resolve_first("[model]\nfrom = \"" + dir + "\"\nnorm = \"layernorm\"\n[throughput]\n");
   EXPECT_EQ(ln.model.slot(Slot::kNorm).info->name, "layernorm");
   EXPECT_DOUBLE_EQ(ln.model.slot(Slot::kNorm).params.number("eps"), 1e-5);  // layernorm's default, not Qwen's
@@ -103,8 +104,9 @@ TEST(HfConfig, UnsupportedFieldsAreErrorsAtTheirLine) {
     for (const ConfigError& x : e.all()) all += std::string(x.what()) + "\n";
     EXPECT_EQ(e.all().size(), 3u) << all;
     const std::string file = dir + "/config.json";
-    EXPECT_NE(all.find(file + ":8:3: field 'quantization_config' ({\"bits\":4}) of model_type 'llama' is not supported"),
-              std::string::npos)
+    EXPECT_NE(
+        all.find(file + ":8:3: field 'quantization_config' ({\"bits\":4}) of model_type 'llama' is not supported"),
+        std::string::npos)
         << all;
     EXPECT_NE(all.find(file + ":9:3: field 'rope_scaling.mystery' (1) is not supported"), std::string::npos) << all;
     EXPECT_NE(all.find(file + ":10:3: field 'hidden_act' = \"gelu\" is not supported"), std::string::npos) << all;

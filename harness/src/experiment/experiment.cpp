@@ -161,8 +161,8 @@ Value overlay_model(Value hf, const Value& toml) {
     }
     const Value* over_type = v.is_table() ? v.find("type") : &v;
     const Value* base_type = base->find("type");
-    const bool same = over_type == nullptr ||
-                      (over_type->is_string() && base_type != nullptr && over_type->as_string() == base_type->as_string());
+    const bool same = over_type == nullptr || (over_type->is_string() && base_type != nullptr &&
+                                               over_type->as_string() == base_type->as_string());
     if (!same) {
       *base = v;
     } else if (v.is_table()) {

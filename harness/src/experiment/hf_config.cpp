@@ -1,10 +1,12 @@
 #include "experiment/hf_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "experiment/diagnostics.h"
@@ -20,9 +22,10 @@ namespace {
 /// Fields that do not change what the model computes: token ids, the checkpoint's storage type,
 /// generation and serving settings, bookkeeping of the Hugging Face libraries.
 const std::set<std::string> kNoEffect = {
-    "_name_or_path",   "architectures",   "auto_map",          "bos_token_id", "eos_token_id", "pad_token_id",
-    "torch_dtype",     "transformers_version", "use_cache",    "model_type",   "tokenizer_class",
-    "cache_implementation", "classifier_dropout", "pretraining_tp", "return_dict", "is_decoder"};
+    "_name_or_path",      "architectures",  "auto_map",        "bos_token_id",
+    "eos_token_id",       "pad_token_id",   "torch_dtype",     "transformers_version",
+    "use_cache",          "model_type",     "tokenizer_class", "cache_implementation",
+    "classifier_dropout", "pretraining_tp", "return_dict",     "is_decoder"};
 
 /// Reads one config.json: each field is taken once; what is left at the end is unsupported.
 class HfReader {
@@ -125,9 +128,10 @@ class HfReader {
     throw ConfigErrors(errors_);
   }
 
-  std::string model_type_;
+  void set_model_type(std::string type) { model_type_ = std::move(type); }
 
  private:
+  std::string model_type_;
   std::string file_;
   std::string text_;
   json j_;
@@ -163,14 +167,23 @@ Value rope_table(HfReader& r, double default_base, const std::string& base_key, 
   const auto num = [&](const char* key, const char* ours) {
     read.insert(key);
     if (!s->contains(key) || (*s)[key].is_null()) return;
-    if (!(*s)[key].is_number()) return r.fail("rope_scaling", std::string("rope_scaling.") + key + " must be a number");
+    if (!(*s)[key].is_number()) {
+      r.fail("rope_scaling", std::string("rope_scaling.") + key + " must be a number");
+      return;
+    }
     rope[ours] = r.at("rope_scaling", Value::number((*s)[key].get<double>()));
   };
   const auto factors = [&](const char* key, const char* ours) {
     read.insert(key);
     if (!s->contains(key)) return;
     Value::Array a;
-    for (const auto& e : (*s)[key]) a.push_back(Value::number(e.get<double>()));
+    for (const auto& e : (*s)[key]) {
+      if (!e.is_number()) {
+        r.fail("rope_scaling", std::string("rope_scaling.") + key + " must be a list of numbers");
+        return;
+      }
+      a.push_back(Value::number(e.get<double>()));
+    }
     rope[ours] = r.at("rope_scaling", Value::array(std::move(a)));
   };
   std::string type = s->value("rope_type", s->value("type", std::string("default")));
@@ -182,9 +195,14 @@ Value rope_table(HfReader& r, double default_base, const std::string& base_key, 
     if (type == "yarn") num("beta_fast", "beta_fast"), num("beta_slow", "beta_slow");
     if (type == "llama3") num("low_freq_factor", "low_freq_factor"), num("high_freq_factor", "high_freq_factor");
     read.insert("original_max_position_embeddings");
-    if (s->contains("original_max_position_embeddings"))
-      rope["original_max_position"] =
-          r.at("rope_scaling", Value::integer((*s)["original_max_position_embeddings"].get<int64_t>()));
+    if (s->contains("original_max_position_embeddings")) {
+      const json& orig = (*s)["original_max_position_embeddings"];
+      if (orig.is_number_integer()) {
+        rope["original_max_position"] = r.at("rope_scaling", Value::integer(orig.get<int64_t>()));
+      } else {
+        r.fail("rope_scaling", "rope_scaling.original_max_position_embeddings must be an integer");
+      }
+    }
   } else if (type == "longrope" || type == "su") {
     rope["scaling"] = r.at("rope_scaling", Value::string("longrope"));
     factors("long_factor", "long_factors");
@@ -296,8 +314,7 @@ void llama_like(HfReader& r, const std::string& type, Value& m) {
     if (r.has("final_logit_softcapping")) {
       Value head = Value::table();
       head["type"] = Value::string("lm_head");
-      head["softcap"] =
-          r.at("final_logit_softcapping", Value::number(r.number("final_logit_softcapping", 0)));
+      head["softcap"] = r.at("final_logit_softcapping", Value::number(r.number("final_logit_softcapping", 0)));
       m["head"] = head;
     }
   }
@@ -420,7 +437,7 @@ Value read_hf_config(const std::string& path) {
   if (!j.is_object()) throw ConfigError(SourceLoc{file, 0, 0, {}}, "a Hugging Face config.json must be an object");
   HfReader r(file, std::move(text), std::move(j));
   const std::string type = r.string("model_type", "");
-  r.model_type_ = type;
+  r.set_model_type(type);
   Value m = Value::table({}, SourceLoc{file, 1, 1, {}});
   if (type == "llama" || type == "mistral" || type == "qwen2" || type == "gemma2" || type == "olmo2" ||
       type == "phi3") {

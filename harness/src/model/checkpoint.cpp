@@ -54,14 +54,18 @@ std::string block_name(std::string_view rest, std::string_view names) {
 std::string neox_block_name(std::string_view rest, bool falcon) {
   const std::string attn = falcon ? "self_attention." : "attention.";
   static constexpr std::pair<std::string_view, std::string_view> kExact[] = {
-      {"attn.wqkv", "query_key_value.weight"}, {"attn.bqkv", "query_key_value.bias"},
-      {"attn.wo", "dense.weight"},             {"attn.bo", "dense.bias"},
+      {"attn.wqkv", "query_key_value.weight"},
+      {"attn.bqkv", "query_key_value.bias"},
+      {"attn.wo", "dense.weight"},
+      {"attn.bo", "dense.bias"},
   };
   for (const auto& [ours, theirs] : kExact)
     if (rest == ours) return attn + std::string(theirs);
   static constexpr std::pair<std::string_view, std::string_view> kFfn[] = {
-      {"ffn.w_in", "mlp.dense_h_to_4h.weight"}, {"ffn.b_in", "mlp.dense_h_to_4h.bias"},
-      {"ffn.w_out", "mlp.dense_4h_to_h.weight"}, {"ffn.b_out", "mlp.dense_4h_to_h.bias"},
+      {"ffn.w_in", "mlp.dense_h_to_4h.weight"},
+      {"ffn.b_in", "mlp.dense_h_to_4h.bias"},
+      {"ffn.w_out", "mlp.dense_4h_to_h.weight"},
+      {"ffn.b_out", "mlp.dense_4h_to_h.bias"},
   };
   for (const auto& [ours, theirs] : kFfn)
     if (rest == ours) return std::string(theirs);
