@@ -321,6 +321,42 @@ TEST(EvalHuggingFaceFolder, Phi3FusedTensors) { check_hf_folder("phi3"); }
 TEST(EvalHuggingFaceFolder, GptNeoxInterleavedShardedCheckpoint) { check_hf_folder("gpt_neox"); }
 TEST(EvalHuggingFaceFolder, FalconMultiQuery) { check_hf_folder("falcon"); }
 
+// `bench calc` takes a Hugging Face folder, and an experiment's [model] takes one with `from`, its
+// keys over the configuration's: "Qwen2.5-0.5B with post-norm and 4 layers" is one short file.
+TEST(CalcHuggingFace, FolderAndModelFrom) {
+  const std::string qwen = std::string(BENCH_SOURCE_DIR) + "/tests/accounting/hf/Qwen2.5-0.5B";
+  const Output folder = shell(kBench + " calc " + qwen + " --format json");
+  ASSERT_EQ(folder.code, 0) << folder.out;
+  EXPECT_EQ(nlohmann::json::parse(folder.out).at(0)["params"].get<int64_t>(), 494032768);
+  const Output file = shell(kBench + " calc " + qwen + "/config.json --format json");
+  ASSERT_EQ(file.code, 0) << file.out;
+  EXPECT_EQ(nlohmann::json::parse(file.out).at(0)["params"].get<int64_t>(), 494032768);
+  const std::string dir = fresh_dir("calc_from");
+  std::ofstream(dir + "/post.toml") << "name = \"qwen-post\"\n[model]\nfrom = \"" << qwen
+                                    << "\"\nnorm_position = \"post\"\nn_layers = 4\n";
+  const Output post = shell(kBench + " calc " + dir + "/post.toml --format json");
+  ASSERT_EQ(post.code, 0) << post.out;
+  // 4 layers of 14,912,384 and the tied embedding; post-norm has no final norm.
+  EXPECT_EQ(nlohmann::json::parse(post.out).at(0)["params"].get<int64_t>(), 4 * 14912384 + 151936 * 896);
+  std::filesystem::create_directories(dir + "/bad");
+  std::ofstream(dir + "/bad/config.json") << "{\n  \"model_type\": \"qwen2\",\n  \"hidden_size\": 64,\n"
+                                          << "  \"use_mrope\": true,\n  \"lora_rank\": 8\n}\n";
+  const Output bad = shell(kBench + " calc " + dir + "/bad");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find(dir + "/bad/config.json:4:3: field 'use_mrope' = true is not supported"), std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.out.find("(and 5 more; bench validate lists them)"), std::string::npos) << bad.out;
+  const Output listed = shell(kBench + " validate " + dir + "/bad");
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json:4:3: field 'use_mrope' = true is not supported"), std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json:5:3: field 'lora_rank' (8) of model_type 'qwen2' is not supported"),
+            std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json (vocab_size): field 'vocab_size' is missing; qwen2 needs it"),
+            std::string::npos)
+      << listed.out;
+}
+
 // A checkpoint saved under GPT-NeoX's names (the per-head interleaved query_key_value) and
 // Falcon's and Phi-3's reads back bit for bit: the layouts are inverse permutations.
 TEST(EvalHuggingFaceFolder, SavedUnderEachLayoutReadsBack) {
