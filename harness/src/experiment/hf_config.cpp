@@ -21,11 +21,14 @@ namespace {
 
 /// Fields that do not change what the model computes: token ids, the checkpoint's storage type,
 /// generation and serving settings, bookkeeping of the Hugging Face libraries.
-const std::set<std::string> kNoEffect = {
-    "_name_or_path",      "architectures",  "auto_map",        "bos_token_id",
-    "eos_token_id",       "pad_token_id",   "torch_dtype",     "transformers_version",
-    "use_cache",          "model_type",     "tokenizer_class", "cache_implementation",
-    "classifier_dropout", "pretraining_tp", "return_dict",     "is_decoder"};
+bool has_no_effect(const std::string& field) {
+  static const std::set<std::string> fields = {
+      "_name_or_path",      "architectures",  "auto_map",        "bos_token_id",
+      "eos_token_id",       "pad_token_id",   "torch_dtype",     "transformers_version",
+      "use_cache",          "model_type",     "tokenizer_class", "cache_implementation",
+      "classifier_dropout", "pretraining_tp", "return_dict",     "is_decoder"};
+  return fields.count(field) != 0;
+}
 
 /// Reads one config.json: each field is taken once; what is left at the end is unsupported.
 class HfReader {
@@ -118,7 +121,7 @@ class HfReader {
   /// Every field not read is an error naming it.
   void finish() {
     for (const auto& [key, value] : j_.items())
-      if (used_.count(key) == 0 && kNoEffect.count(key) == 0)
+      if (used_.count(key) == 0 && !has_no_effect(key))
         errors_.emplace_back(loc(key), "field '" + key + "' (" + value.dump() + ") of model_type '" + model_type_ +
                                            "' is not supported; remove it, or describe the model in TOML");
     if (errors_.empty()) return;
