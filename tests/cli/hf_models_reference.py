@@ -23,6 +23,9 @@ MODEL_TYPE: llama, mistral, qwen2, gemma2, olmo2, phi3, gpt_neox, falcon. What e
             rotary on half of each head, biases, exact GeLU MLP, sharded checkpoint, with the
             rotary buffer some checkpoints carry
   falcon    multi-query, parallel block with one shared LayerNorm, query_key_value [q..., k, v]
+Variants (MODEL_TYPE as written here, the config's model_type before the underscore):
+  llama_llama3  llama with Llama 3.1's rope_scaling (rope_type llama3, factor 4, L_orig 8)
+  falcon_mha    falcon with multi_query false: query_key_value [q_h; k_h; v_h] per head, biases
 """
 import json
 import math
@@ -51,7 +54,13 @@ def write_safetensors(path, tensors):
             f.write(b)
 
 
-def config_of(mt):
+def config_of(name):
+    if name == "llama_llama3":
+        return dict(config_of("llama"), rope_scaling={"factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                                      "original_max_position_embeddings": 8, "rope_type": "llama3"})
+    if name == "falcon_mha":
+        return dict(config_of("falcon"), multi_query=False, bias=True)
+    mt = name
     base = {"architectures": ["X"], "model_type": mt, "vocab_size": VOCAB, "hidden_size": D,
             "num_hidden_layers": LAYERS, "num_attention_heads": HEADS, "max_position_embeddings": SEQ,
             "torch_dtype": "float32", "bos_token_id": 1, "eos_token_id": 2, "use_cache": True}
@@ -102,10 +111,23 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
-def rope(x, rot, base):
+def llama3_inv_freq(inv_freq, s):
+    """Hugging Face's _compute_llama3_parameters."""
+    old, lo, hi = s["original_max_position_embeddings"], s["low_freq_factor"], s["high_freq_factor"]
+    wavelen = 2 * math.pi / inv_freq
+    out = np.where(wavelen > old / lo, inv_freq / s["factor"], inv_freq)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * out / s["factor"] + smooth * out
+    medium = (wavelen >= old / hi) & (wavelen <= old / lo)
+    return np.where(medium, smoothed, out)
+
+
+def rope(x, rot, base, scaling=None):
     """Hugging Face's apply_rotary_pos_emb on the first `rot` features of each head [t, heads, dh]."""
     t = x.shape[0]
     inv_freq = 1.0 / (base ** (np.arange(0, rot, 2, dtype=np.float64) / rot))
+    if scaling is not None:
+        inv_freq = llama3_inv_freq(inv_freq, scaling)
     freqs = np.outer(np.arange(t, dtype=np.float64), inv_freq)
     emb = np.concatenate([freqs, freqs], axis=-1)
     cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
@@ -135,9 +157,13 @@ def attention(c, p, pre, x, layer):
         qkv = (x @ p[pre + "attention.query_key_value.weight"].T + p[pre + "attention.query_key_value.bias"])
         qkv = qkv.reshape(t, H, 3 * dh)
         q, k, v, K = qkv[..., :dh], qkv[..., dh : 2 * dh], qkv[..., 2 * dh :], H
-    elif mt == "falcon":  # multi-query: [t, H + 2, dh]: the H query heads, then k, then v
+    elif mt == "falcon" and c["multi_query"]:  # [t, H + 2, dh]: the H query heads, then k, then v
         qkv = (x @ p[pre + "self_attention.query_key_value.weight"].T).reshape(t, H + 2, dh)
         q, k, v, K = qkv[:, :H], qkv[:, H : H + 1], qkv[:, H + 1 :], 1
+    elif mt == "falcon":  # multi-head: [t, H, 3, dh]
+        qkv = x @ p[pre + "self_attention.query_key_value.weight"].T + p[pre + "self_attention.query_key_value.bias"]
+        qkv = qkv.reshape(t, H, 3, dh)
+        q, k, v, K = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2], H
     else:
         if mt == "phi3":
             qkv = x @ p[pre + "self_attn.qkv_proj.weight"].T
@@ -152,7 +178,7 @@ def attention(c, p, pre, x, layer):
         q, k, v = q.reshape(t, H, dh), k.reshape(t, K, dh), v.reshape(t, K, dh)
     base = c.get("rope_theta", c.get("rotary_emb_base", 10000.0))
     rot = int(dh * c.get("rotary_pct", 1.0))
-    q, k = rope(q, rot, base), rope(k, rot, base)
+    q, k = rope(q, rot, base, c.get("rope_scaling")), rope(k, rot, base, c.get("rope_scaling"))
     scale = c["query_pre_attn_scalar"] ** -0.5 if mt == "gemma2" else 1.0 / math.sqrt(dh)
     mask = np.triu(np.full((t, t), -np.inf), 1)
     window = c.get("sliding_window") if mt in ("mistral", "phi3") or (mt == "gemma2" and layer % 2 == 0) else None
@@ -171,7 +197,7 @@ def attention(c, p, pre, x, layer):
     if mt == "gpt_neox":
         return o @ p[pre + "attention.dense.weight"].T + p[pre + "attention.dense.bias"]
     if mt == "falcon":
-        return o @ p[pre + "self_attention.dense.weight"].T
+        return o @ p[pre + "self_attention.dense.weight"].T + (p[pre + "self_attention.dense.bias"] if c["bias"] else 0)
     return o @ p[pre + "self_attn.o_proj.weight"].T
 
 
@@ -181,7 +207,9 @@ def mlp(c, p, pre, x):
         h = gelu(x @ p[pre + "mlp.dense_h_to_4h.weight"].T + p[pre + "mlp.dense_h_to_4h.bias"])
         return h @ p[pre + "mlp.dense_4h_to_h.weight"].T + p[pre + "mlp.dense_4h_to_h.bias"]
     if mt == "falcon":
-        return gelu(x @ p[pre + "mlp.dense_h_to_4h.weight"].T) @ p[pre + "mlp.dense_4h_to_h.weight"].T
+        b = (lambda n: p[pre + f"mlp.{n}.bias"]) if c["bias"] else (lambda n: 0)
+        h = gelu(x @ p[pre + "mlp.dense_h_to_4h.weight"].T + b("dense_h_to_4h"))
+        return h @ p[pre + "mlp.dense_4h_to_h.weight"].T + b("dense_4h_to_h")
     if mt == "phi3":  # gate_up_proj: [gate; up]
         gu = x @ p[pre + "mlp.gate_up_proj.weight"].T
         gate, up = gu[:, : gu.shape[1] // 2], gu[:, gu.shape[1] // 2 :]
@@ -253,15 +281,15 @@ def weights(c, rng):
         for i in range(LAYERS):
             pre = f"gpt_neox.layers.{i}." if neox else f"transformer.h.{i}."
             att = "attention." if neox else "self_attention."
-            rows = 3 * D if neox else (H + 2) * dh
+            rows = 3 * D if neox or not c["multi_query"] else (H + 2) * dh
             normal(pre + att + "query_key_value.weight", (rows, D))
             normal(pre + att + "dense.weight", (D, D))
             normal(pre + "mlp.dense_h_to_4h.weight", (FF if neox else 4 * D, D))
             normal(pre + "mlp.dense_4h_to_h.weight", (D, FF if neox else 4 * D))
-            if neox:
+            if neox or c.get("bias"):
                 normal(pre + att + "query_key_value.bias", (rows,), 0.1)
                 normal(pre + att + "dense.bias", (D,), 0.1)
-                normal(pre + "mlp.dense_h_to_4h.bias", (FF,), 0.1)
+                normal(pre + "mlp.dense_h_to_4h.bias", (FF if neox else 4 * D,), 0.1)
                 normal(pre + "mlp.dense_4h_to_h.bias", (D,), 0.1)
             for n in ("input_layernorm", "post_attention_layernorm") if neox else ("input_layernorm",):
                 normal(pre + n + ".weight", (D,), 0.1, 1.0)
@@ -304,9 +332,10 @@ def weights(c, rng):
 
 
 def main():
-    mt, out = sys.argv[1], sys.argv[2]
-    c = config_of(mt)
-    rng = np.random.default_rng(sum(map(ord, mt)))
+    name, out = sys.argv[1], sys.argv[2]
+    c = config_of(name)
+    mt = c["model_type"]
+    rng = np.random.default_rng(sum(map(ord, name)))
     t = weights(c, rng)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(c, f, indent=2)
