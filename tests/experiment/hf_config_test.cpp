@@ -64,22 +64,27 @@ TEST(HfConfig, QwenReadsIntoOurKeys) {
 }
 
 // "Qwen2.5-0.5B with post-norm" is one file: the TOML's keys go over the configuration's; a slot
-// with the same component keeps the configuration's options, another component replaces them.
+// table without a type changes the configuration's options, a slot naming its component replaces it.
 TEST(HfConfig, TomlKeysOverrideTheConfig) {
   const std::string dir = hf_dir("hf_qwen_override", kQwen);
   const ResolvedCase rc = test::resolve_first("[model]\nfrom = \"" + dir +
                                               "/config.json\"\nnorm_position = \"post\"\nn_layers = 2\nseq_len = "
-                                              "64\nattention = {window = 16}\n[throughput]\n");
+                                              "64\nattention = {window = 16}\nnorm = {eps = 1e-5}\n[throughput]\n");
   EXPECT_EQ(rc.model.slot(Slot::kNormPosition).info->name, "post");
   EXPECT_EQ(rc.model.dims.n_layers, 2);
   EXPECT_EQ(rc.model.dims.seq_len, 64);
+  EXPECT_EQ(rc.model.dims.n_kv_heads, 2);                                   // kept
   EXPECT_EQ(rc.model.slot(Slot::kAttention).params.string("bias"), "qkv");  // kept
   EXPECT_EQ(rc.model.slot(Slot::kAttention).params.integer("window"), 16);  // added
+  EXPECT_EQ(rc.model.slot(Slot::kNorm).info->name, "rmsnorm");
+  EXPECT_DOUBLE_EQ(rc.model.slot(Slot::kNorm).params.number("eps"), 1e-5);  // changed
   const ResolvedCase ln = test::resolve_first("[model]\nfrom = \"" + dir + "\"\nnorm = \"layernorm\"\n[throughput]\n");
   EXPECT_EQ(ln.model.slot(Slot::kNorm).info->name, "layernorm");
   EXPECT_DOUBLE_EQ(ln.model.slot(Slot::kNorm).params.number("eps"), 1e-5);  // layernorm's default, not Qwen's
-  const ResolvedCase same = test::resolve_first("[model]\nfrom = \"" + dir + "\"\nnorm = \"rmsnorm\"\n[throughput]\n");
-  EXPECT_DOUBLE_EQ(same.model.slot(Slot::kNorm).params.number("eps"), 1e-6);  // Qwen's, kept
+  const ResolvedCase plain =
+      test::resolve_first("[model]\nfrom = \"" + dir + "\"\nposition = {type = \"rope\"}\n[throughput]\n");
+  EXPECT_DOUBLE_EQ(plain.model.slot(Slot::kPosition).params.number("base"), 10000.0);  // replaced: rope's default
+  EXPECT_EQ(plain.model.slot(Slot::kAttention).params.string("bias"), "qkv");          // other slots kept
 }
 
 // Every field that is not read is an error naming it at its line, all in one pass; so is a

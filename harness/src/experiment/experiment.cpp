@@ -148,25 +148,17 @@ class SweepFinder {
   const Registry& registry_;
 };
 
-// The [model] of a Hugging Face config.json with the TOML's keys over it. A slot written with
-// another component than the configuration's replaces it (its options would not apply); the same
-// component keeps the configuration's options and takes the TOML's over them.
+// The [model] of a Hugging Face config.json with the TOML's keys over it. A slot table without a
+// `type` changes or adds options of the configuration's component; a slot that names its
+// component (a string, or a table with `type`) replaces the configuration's, options and all.
 Value overlay_model(Value hf, const Value& toml) {
   normalize_model(hf);
   for (const auto& [k, v] : toml.as_table()) {
     Value* base = hf.find(k);
-    if (base == nullptr || !schema::model_slot(k)) {
-      hf[k] = v;
-      continue;
-    }
-    const Value* over_type = v.is_table() ? v.find("type") : &v;
-    const Value* base_type = base->find("type");
-    const bool same = over_type == nullptr || (over_type->is_string() && base_type != nullptr &&
-                                               over_type->as_string() == base_type->as_string());
-    if (!same) {
-      *base = v;
-    } else if (v.is_table()) {
+    if (base != nullptr && schema::model_slot(k) && v.is_table() && v.find("type") == nullptr) {
       merge_into(*base, v);
+    } else {
+      hf[k] = v;
     }
   }
   return hf;
