@@ -189,7 +189,15 @@ Value rope_table(HfReader& r, double default_base, const std::string& base_key, 
     }
     rope[ours] = r.at("rope_scaling", Value::array(std::move(a)));
   };
-  std::string type = s->value("rope_type", s->value("type", std::string("default")));
+  std::string type = "default";
+  for (const char* key : {"type", "rope_type"}) {  // rope_type is the newer name and wins
+    if (!s->contains(key) || (*s)[key].is_null()) continue;
+    if ((*s)[key].is_string()) {
+      type = (*s)[key].get<std::string>();
+    } else {
+      r.fail("rope_scaling", std::string("rope_scaling.") + key + " must be a string");
+    }
+  }
   if (type == "default") {
   } else if (type == "linear" || type == "dynamic" || type == "yarn" || type == "llama3") {
     rope["scaling"] = r.at("rope_scaling", Value::string(type == "dynamic" ? "dynamic_ntk" : type));
