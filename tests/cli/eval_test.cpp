@@ -322,6 +322,7 @@ TEST(EvalHuggingFaceFolder, GptNeoxInterleavedShardedCheckpoint) { check_hf_fold
 TEST(EvalHuggingFaceFolder, FalconMultiQuery) { check_hf_folder("falcon"); }
 TEST(EvalHuggingFaceFolder, FalconMultiHeadInterleavedWithBiases) { check_hf_folder("falcon_mha"); }
 TEST(EvalHuggingFaceFolder, LlamaWithLlama3RopeScaling) { check_hf_folder("llama_llama3"); }
+TEST(EvalHuggingFaceFolder, Phi3WithLongRope) { check_hf_folder("phi3_longrope"); }
 
 // `bench calc` takes a Hugging Face folder, and an experiment's [model] takes one with `from`, its
 // keys over the configuration's: "Qwen2.5-0.5B with post-norm and 4 layers" is one short file.

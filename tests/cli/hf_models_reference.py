@@ -26,6 +26,7 @@ MODEL_TYPE: llama, mistral, qwen2, gemma2, olmo2, phi3, gpt_neox, falcon. What e
 Variants (MODEL_TYPE as written here, the config's model_type before the underscore):
   llama_llama3  llama with Llama 3.1's rope_scaling (rope_type llama3, factor 4, L_orig 8)
   falcon_mha    falcon with multi_query false: query_key_value [q_h; k_h; v_h] per head, biases
+  phi3_longrope phi3 with a LongRoPE rope_scaling (s = 16 / 4; every window longer than L_orig = 4)
 """
 import json
 import math
@@ -58,6 +59,10 @@ def config_of(name):
     if name == "llama_llama3":
         return dict(config_of("llama"), rope_scaling={"factor": 4.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                                       "original_max_position_embeddings": 8, "rope_type": "llama3"})
+    if name == "phi3_longrope":  # windows of 16 and 5 positions, both past L_orig = 4: the long factors
+        return dict(config_of("phi3"), original_max_position_embeddings=4,
+                    rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                                  "long_factor": [1.0, 2.0, 4.0, 8.0]})
     if name == "falcon_mha":
         return dict(config_of("falcon"), multi_query=False, bias=True)
     mt = name
@@ -126,11 +131,17 @@ def rope(x, rot, base, scaling=None):
     """Hugging Face's apply_rotary_pos_emb on the first `rot` features of each head [t, heads, dh]."""
     t = x.shape[0]
     inv_freq = 1.0 / (base ** (np.arange(0, rot, 2, dtype=np.float64) / rot))
-    if scaling is not None:
+    mul = 1.0
+    if scaling is not None and scaling.get("rope_type", scaling.get("type")) == "llama3":
         inv_freq = llama3_inv_freq(inv_freq, scaling)
+    elif scaling is not None:  # Phi-3 LongRoPE: factors by the window's length, cos and sin scaled
+        long = t > scaling["original"]
+        inv_freq = inv_freq / np.array(scaling["long_factor" if long else "short_factor"])
+        s = scaling["max"] / scaling["original"]
+        mul = math.sqrt(1 + math.log(s) / math.log(scaling["original"])) if s > 1 else 1.0
     freqs = np.outer(np.arange(t, dtype=np.float64), inv_freq)
     emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = np.cos(emb)[:, None, :], np.sin(emb)[:, None, :]
+    cos, sin = mul * np.cos(emb)[:, None, :], mul * np.sin(emb)[:, None, :]
     r, rest = x[..., :rot], x[..., rot:]
     return np.concatenate([r * cos + rotate_half(r) * sin, rest], axis=-1)
 
@@ -178,7 +189,10 @@ def attention(c, p, pre, x, layer):
         q, k, v = q.reshape(t, H, dh), k.reshape(t, K, dh), v.reshape(t, K, dh)
     base = c.get("rope_theta", c.get("rotary_emb_base", 10000.0))
     rot = int(dh * c.get("rotary_pct", 1.0))
-    q, k = rope(q, rot, base, c.get("rope_scaling")), rope(k, rot, base, c.get("rope_scaling"))
+    scaling = c.get("rope_scaling")
+    if scaling is not None and mt == "phi3":
+        scaling = dict(scaling, original=c["original_max_position_embeddings"], max=c["max_position_embeddings"])
+    q, k = rope(q, rot, base, scaling), rope(k, rot, base, scaling)
     scale = c["query_pre_attn_scalar"] ** -0.5 if mt == "gemma2" else 1.0 / math.sqrt(dh)
     mask = np.triu(np.full((t, t), -np.inf), 1)
     window = c.get("sliding_window") if mt in ("mistral", "phi3") or (mt == "gemma2" and layer % 2 == 0) else None
