@@ -210,6 +210,37 @@ TEST(ConfigAccounts, RealModelFilesCountExactly) {
   EXPECT_EQ(40 * olmo_layer + kD5120 + 2 * int64_t{100352} * kD5120, 13716198400);
 }
 
+// Hugging Face config.json files (tests/accounting/hf/, the published files' values), one per
+// model_type bench reads, counted as `bench calc FOLDER` counts them, against the parameter
+// counts of the published checkpoints.
+TEST(ConfigAccounts, HuggingFaceConfigsCountExactly) {
+  const std::pair<const char*, int64_t> exact[] = {
+      {"Llama-3.1-8B", 8030261248},            // 32 x 218,112,000 + 2 x 128,256 x 4,096 + 4,096
+      {"Mistral-7B-v0.1", 7241732096},         // 32 x 218,112,000 + 2 x 32,000 x 4,096 + 4,096
+      {"Qwen2.5-0.5B", 494032768},             // 24 x 14,912,384 (q, k, v biases) + 151,936 x 896 tied + 896
+      {"gemma-2-2b", 2614341888},              // 26 x 77,865,984 (four norms) + 256,000 x 2,304 tied + 2,304
+      {"OLMo-2-1124-7B", 7298617344},          // 32 x 202,391,552 (q, k norms of 4,096) + 2 x 100,352 x 4,096 + 4,096
+      {"Phi-3-mini-4k-instruct", 3821079552},  // 32 x 113,252,352 + 2 x 32,064 x 3,072 + 3,072
+      {"pythia-160m", 162322944},              // 12 x 7,087,872 (biases, two LayerNorms) + 2 x 50,304 x 768 + 1,536
+      {"falcon-7b", 6921720704},               // 32 x 207,070,080 (MQA, one LayerNorm) + 65,024 x 4,544 tied + 9,088
+  };
+  for (const auto& [model, published] : exact) {
+    SCOPED_TRACE(model);
+    const auto models =
+        config_accounts(std::string(BENCH_SOURCE_DIR) + "/tests/accounting/hf/" + model, "cpu", 0, 0, 2.0);
+    ASSERT_EQ(models.size(), 1u);
+    EXPECT_EQ(models[0].accounts.params, published);
+  }
+  // The per-layer figures above, written out.
+  EXPECT_EQ(2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 4096 * 14336 + 2 * 4096, 218112000);
+  EXPECT_EQ(2 * 896 * 896 + 2 * 128 * 896 + 1152 + 3 * 896 * 4864 + 2 * 896, 14912384);
+  EXPECT_EQ(2 * 2048 * 2304 + 2 * 1024 * 2304 + 3 * 2304 * 9216 + 4 * 2304, 77865984);
+  EXPECT_EQ(4 * 4096 * 4096 + 2 * 4096 + 3 * 4096 * 11008 + 2 * 4096, 202391552);
+  EXPECT_EQ(4 * 3072 * 3072 + 3 * 3072 * 8192 + 2 * 3072, 113252352);
+  EXPECT_EQ(4 * 768 * 768 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768, 7087872);
+  EXPECT_EQ(73 * 64 * 4544 + 4544 * 4544 + 2 * 4544 * 18176 + 2 * 4544, 207070080);
+}
+
 // A model of any size is counted, since nothing is allocated: Llama 3.1 405B at batch 64 and
 // context 8192 (its attention probabilities alone exceed a process's address space), written
 // as a file with only a model (no runner section).

@@ -276,5 +276,112 @@ TEST(Eval, ReportsMismatchedWeightsAndReadsText) {
   EXPECT_NE(text.out.find("over 26 positions in 4 windows of 8"), std::string::npos) << text.out;
 }
 
+// Hugging Face model folders (config.json and the architecture's own tensor names and layouts),
+// written by tests/cli/hf_models_reference.py with the float64 logits of the published
+// architecture: `bench eval --config FOLDER --weights FOLDER` matches them within
+// 1e-4 + 1e-4 |ref| in float32, for each model_type.
+void check_hf_folder(const std::string& model_type) {
+  const std::string dir = fresh_dir("hf_folder_" + model_type);
+  const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";
+  const Output py = shell(kPython + " " + script + " " + model_type + " " + dir);
+  ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
+  const Output ev = shell(kBench + " eval --config " + dir + " --weights " + dir + " --tokens " + dir +
+                          "/tokens.bin --token-format uint16 --dump-logits " + dir + "/ours.npy --format json");
+  ASSERT_EQ(ev.code, 0) << ev.out;
+  const nlohmann::json j = nlohmann::json::parse(ev.out);
+  std::ifstream loss_file(dir + "/loss.txt");
+  double ref_loss = 0;
+  loss_file >> ref_loss;
+  EXPECT_NEAR(j["loss"].get<double>(), ref_loss, 1e-5);
+  EXPECT_EQ(j["positions"].get<int64_t>(), 37);
+  const Npy ref = read_npy(dir + "/logits.npy");
+  const Npy ours = read_npy(dir + "/ours.npy");
+  ASSERT_EQ(ours.shape, ref.shape);
+  EXPECT_EQ(ours.shape, (std::vector<int64_t>{37, 320}));
+  ASSERT_EQ(ours.data.size(), ref.data.size());
+  double worst = 0, scale = 0, max_abs = 0;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    const double err = std::fabs(ours.data[i] - ref.data[i]);
+    worst = std::max(worst, err / (1e-4 + 1e-4 * std::fabs(ref.data[i])));
+    max_abs = std::max(max_abs, err);
+    scale = std::max(scale, std::fabs(ref.data[i]));
+  }
+  EXPECT_LE(worst, 1.0) << model_type << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
+  EXPECT_GT(scale, 0.5) << "a degenerate reference";
+  std::printf("[ %s ] logits: max |ours - ref| = %.3g, max error / (1e-4 + 1e-4 |ref|) = %.3g, max |ref| = %.3g\n",
+              model_type.c_str(), max_abs, worst, scale);
+}
+
+TEST(EvalHuggingFaceFolder, Llama) { check_hf_folder("llama"); }
+TEST(EvalHuggingFaceFolder, MistralSlidingWindow) { check_hf_folder("mistral"); }
+TEST(EvalHuggingFaceFolder, Qwen2Biases) { check_hf_folder("qwen2"); }
+TEST(EvalHuggingFaceFolder, Gemma2) { check_hf_folder("gemma2"); }
+TEST(EvalHuggingFaceFolder, Olmo2) { check_hf_folder("olmo2"); }
+TEST(EvalHuggingFaceFolder, Phi3FusedTensors) { check_hf_folder("phi3"); }
+TEST(EvalHuggingFaceFolder, GptNeoxInterleavedShardedCheckpoint) { check_hf_folder("gpt_neox"); }
+TEST(EvalHuggingFaceFolder, FalconMultiQuery) { check_hf_folder("falcon"); }
+TEST(EvalHuggingFaceFolder, FalconMultiHeadInterleavedWithBiases) { check_hf_folder("falcon_mha"); }
+TEST(EvalHuggingFaceFolder, LlamaWithLlama3RopeScaling) { check_hf_folder("llama_llama3"); }
+TEST(EvalHuggingFaceFolder, Phi3WithLongRope) { check_hf_folder("phi3_longrope"); }
+
+// `bench calc` takes a Hugging Face folder, and an experiment's [model] takes one with `from`, its
+// keys over the configuration's: "Qwen2.5-0.5B with post-norm and 4 layers" is one short file.
+TEST(CalcHuggingFace, FolderAndModelFrom) {
+  const std::string qwen = std::string(BENCH_SOURCE_DIR) + "/tests/accounting/hf/Qwen2.5-0.5B";
+  const Output folder = shell(kBench + " calc " + qwen + " --format json");
+  ASSERT_EQ(folder.code, 0) << folder.out;
+  EXPECT_EQ(nlohmann::json::parse(folder.out).at(0)["params"].get<int64_t>(), 494032768);
+  const Output file = shell(kBench + " calc " + qwen + "/config.json --format json");
+  ASSERT_EQ(file.code, 0) << file.out;
+  EXPECT_EQ(nlohmann::json::parse(file.out).at(0)["params"].get<int64_t>(), 494032768);
+  const std::string dir = fresh_dir("calc_from");
+  std::ofstream(dir + "/post.toml") << "name = \"qwen-post\"\n[model]\nfrom = \"" << qwen
+                                    << "\"\nnorm_position = \"post\"\nn_layers = 4\n";
+  const Output post = shell(kBench + " calc " + dir + "/post.toml --format json");
+  ASSERT_EQ(post.code, 0) << post.out;
+  // 4 layers of 14,912,384 and the tied embedding; post-norm has no final norm.
+  EXPECT_EQ(nlohmann::json::parse(post.out).at(0)["params"].get<int64_t>(), 4 * 14912384 + 151936 * 896);
+  std::filesystem::create_directories(dir + "/bad");
+  std::ofstream(dir + "/bad/config.json") << "{\n  \"model_type\": \"qwen2\",\n  \"hidden_size\": 64,\n"
+                                          << "  \"use_mrope\": true,\n  \"lora_rank\": 8\n}\n";
+  const Output bad = shell(kBench + " calc " + dir + "/bad");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find(dir + "/bad/config.json:4:3: field 'use_mrope' = true is not supported"), std::string::npos)
+      << bad.out;
+  EXPECT_NE(bad.out.find("(and 5 more; bench validate lists them)"), std::string::npos) << bad.out;
+  const Output listed = shell(kBench + " validate " + dir + "/bad");
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json:4:3: field 'use_mrope' = true is not supported"), std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json:5:3: field 'lora_rank' (8) of model_type 'qwen2' is not supported"),
+            std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find(dir + "/bad/config.json (vocab_size): field 'vocab_size' is missing; qwen2 needs it"),
+            std::string::npos)
+      << listed.out;
+}
+
+// A checkpoint saved under GPT-NeoX's names (the per-head interleaved query_key_value) and
+// Falcon's and Phi-3's reads back bit for bit: the layouts are inverse permutations.
+TEST(EvalHuggingFaceFolder, SavedUnderEachLayoutReadsBack) {
+  for (const char* type : {"gpt_neox", "falcon", "phi3", "olmo2"}) {
+    SCOPED_TRACE(type);
+    const std::string dir = fresh_dir(std::string("hf_save_") + type);
+    const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";
+    ASSERT_EQ(shell(kPython + " " + script + " " + type + " " + dir).code, 0);
+    const std::string toml = "[model]\nfrom = \"" + dir + "\"\nbatch_size = 1\n[stability]\n";
+    Model m(test::resolve_first(toml).model, test::builtin_registry(), 3);
+    save_weights(m, dir + "/ours.safetensors");
+    Model back(test::resolve_first(toml).model, test::builtin_registry(), 4);
+    load_weights(back, dir + "/ours.safetensors");
+    for (const Param* p : m.params()) {
+      const Param* q = back.find_param(p->name);
+      ASSERT_NE(q, nullptr);
+      const float* a = p->value.data<float>();
+      const float* b = q->value.data<float>();
+      for (int64_t i = 0; i < p->value.numel(); ++i) ASSERT_EQ(a[i], b[i]) << p->name << " " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace bench

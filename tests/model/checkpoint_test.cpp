@@ -123,6 +123,50 @@ TEST(Checkpoint, OtherVariantsHaveDocumentedNames) {
   EXPECT_EQ(checkpoint_name("final_norm.bias"), "model.norm.bias");
 }
 
+// The names of the other architectures (weight_names), as their Hugging Face checkpoints spell them.
+TEST(Checkpoint, OtherArchitecturesNames) {
+  EXPECT_EQ(checkpoint_name("blocks.2.attn_norm.weight", "olmo2"), "model.layers.2.post_attention_layernorm.weight");
+  EXPECT_EQ(checkpoint_name("blocks.2.ffn_norm.weight", "olmo2"), "model.layers.2.post_feedforward_layernorm.weight");
+  EXPECT_EQ(checkpoint_name("blocks.2.attn.k_norm.weight", "olmo2"), "model.layers.2.self_attn.k_norm.weight");
+  EXPECT_EQ(checkpoint_name("embed.weight", "gpt_neox"), "gpt_neox.embed_in.weight");
+  EXPECT_EQ(checkpoint_name("head.weight", "gpt_neox"), "embed_out.weight");
+  EXPECT_EQ(checkpoint_name("final_norm.bias", "gpt_neox"), "gpt_neox.final_layer_norm.bias");
+  EXPECT_EQ(checkpoint_name("blocks.1.attn.wqkv", "gpt_neox"), "gpt_neox.layers.1.attention.query_key_value.weight");
+  EXPECT_EQ(checkpoint_name("blocks.1.attn.bo", "gpt_neox"), "gpt_neox.layers.1.attention.dense.bias");
+  EXPECT_EQ(checkpoint_name("blocks.1.ffn.w_in", "gpt_neox"), "gpt_neox.layers.1.mlp.dense_h_to_4h.weight");
+  EXPECT_EQ(checkpoint_name("blocks.1.ffn.b_out", "gpt_neox"), "gpt_neox.layers.1.mlp.dense_4h_to_h.bias");
+  EXPECT_EQ(checkpoint_name("blocks.1.ffn_norm.weight", "gpt_neox"),
+            "gpt_neox.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(checkpoint_name("embed.weight", "falcon"), "transformer.word_embeddings.weight");
+  EXPECT_EQ(checkpoint_name("final_norm.weight", "falcon"), "transformer.ln_f.weight");
+  EXPECT_EQ(checkpoint_name("blocks.0.norm.bias", "falcon"), "transformer.h.0.input_layernorm.bias");
+  EXPECT_EQ(checkpoint_name("blocks.0.attn.wqkv", "falcon"), "transformer.h.0.self_attention.query_key_value.weight");
+  EXPECT_EQ(checkpoint_name("blocks.0.attn.wo", "falcon"), "transformer.h.0.self_attention.dense.weight");
+}
+
+// GPT-NeoX's query_key_value: [q_h; k_h; v_h] per head, from our [all q; all k; all v].
+TEST(Checkpoint, NeoxQueryKeyValueIsInterleavedPerHead) {
+  Model m(test::resolve_first("[model]\nvocab_size = 64\nd_model = 32\nn_layers = 1\nn_heads = 4\nseq_len = 8\n"
+                              "weight_names = \"gpt_neox\"\nattention = {type = \"causal\", bias = \"all\"}\n"
+                              "[data]\nvocab_size = 64\n[throughput]\n")
+              .model,
+          test::builtin_registry(), 1);
+  const std::vector<CheckpointTensor> layout = checkpoint_layout(m);
+  const auto qkv = std::find_if(layout.begin(), layout.end(), [](const CheckpointTensor& t) {
+    return t.name == "gpt_neox.layers.0.attention.query_key_value.weight";
+  });
+  ASSERT_NE(qkv, layout.end());
+  EXPECT_EQ(qkv->shape, (std::vector<int64_t>{96, 32}));
+  ASSERT_EQ(qkv->blocks.size(), 12u);
+  for (int64_t h = 0; h < 4; ++h)
+    for (int64_t part = 0; part < 3; ++part) {  // q, k, v of head h
+      const CheckpointTensor::RowBlock& b = qkv->blocks[static_cast<size_t>(3 * h + part)];
+      EXPECT_EQ(b.file_row, (3 * h + part) * 8);
+      EXPECT_EQ(b.param_row, part * 32 + h * 8);
+      EXPECT_EQ(b.rows, 8);
+    }
+}
+
 // Qwen2: the Llama layout with biases on q, k and v. GPT-NeoX: biases on every linear layer, a
 // parallel block with a LayerNorm per branch, a plain GeLU MLP. OLMo 2: output-side norms and a
 // QK-norm over the whole q and k.

@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
       "calc",
       "parameters, FLOPs per token, KV-cache bytes and shape ratios of an experiment's models or of real "
       "models, without running anything");
-  auto* calc_file = calc_cmd->add_option("file", calc.file, "experiment file (TOML)");
+  auto* calc_file =
+      calc_cmd->add_option("file", calc.file, "experiment file (TOML), or a Hugging Face config.json or its folder");
   auto* calc_model = calc_cmd->add_option("--model", calc.model, "a built-in real model, e.g. \"Llama 2 70B\"");
   auto* calc_all = calc_cmd->add_flag("--all", calc.all, "every built-in real model");
   calc_file->excludes(calc_model, calc_all);
@@ -170,7 +171,10 @@ int main(int argc, char** argv) {
   EvalArgs ev;
   auto* eval_cmd = app.add_subcommand(
       "eval", "loss of a model with given weights over a token file; logits and hidden states as .npy");
-  eval_cmd->add_option("--config", ev.config, "experiment file describing the model (TOML)")->required();
+  eval_cmd
+      ->add_option("--config", ev.config,
+                   "experiment file describing the model (TOML), or a Hugging Face config.json or its folder")
+      ->required();
   eval_cmd->add_option("--case", ev.case_ordinal, "which case of the file (ordinal) when it has several")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();

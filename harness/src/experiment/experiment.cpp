@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "experiment/diagnostics.h"
+#include "experiment/hf_config.h"
 #include "experiment/match.h"
 #include "experiment/messages.h"
 #include "experiment/schema.h"
@@ -147,6 +148,41 @@ class SweepFinder {
   const Registry& registry_;
 };
 
+// The [model] of a Hugging Face config.json with the TOML's keys over it. A slot table without a
+// `type` changes or adds options of the configuration's component; a slot that names its
+// component (a string, or a table with `type`) replaces the configuration's, options and all.
+Value overlay_model(Value hf, const Value& toml) {
+  normalize_model(hf);
+  for (const auto& [k, v] : toml.as_table()) {
+    Value* base = hf.find(k);
+    if (base != nullptr && schema::model_slot(k) && v.is_table() && v.find("type") == nullptr) {
+      merge_into(*base, v);
+    } else {
+      hf[k] = v;
+    }
+  }
+  return hf;
+}
+
+// `from = "PATH"` in [model]: the model of a Hugging Face config.json (or its directory), relative
+// to the experiment file, under the table's other keys.
+void read_model_from(Value& root, const std::string& path) {
+  Value* model = root.find("model");
+  if (model == nullptr || !model->is_table()) return;
+  const Value* from = model->find("from");
+  if (from == nullptr) return;
+  if (!from->is_string()) throw ConfigError(from->loc, "model.from must be a path (a string), found " + from->str());
+  fs::path p(from->as_string());
+  if (p.is_relative()) p = fs::path(path).parent_path() / p;
+  std::error_code ec;
+  if (!fs::exists(p, ec) || !is_hf_config(p.string()))
+    throw ConfigError(from->loc, "model.from: '" + from->as_string() +
+                                     "' is neither a Hugging Face config.json nor a directory holding one");
+  Value toml = *model;
+  toml.erase("from");
+  *model = overlay_model(read_hf_config(p.string()), toml);
+}
+
 Value* at_path(Value& root, const std::vector<std::string>& path) {
   Value* v = &root;
   for (const auto& k : path) v = v->find(k);
@@ -190,18 +226,34 @@ ExperimentFile read_experiment(const std::string& path, const RunnerSections& ru
   f.path = path;
   f.runners = runners;
   std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw ConfigError(SourceLoc{path, 0, 0, {}}, "is a directory, not an experiment file");
-  // A file that cannot be read or parsed has that one mistake.
-  f.text = read_text_file(path);
-  f.root = read_toml(f.text, path);
+  const bool hf = is_hf_config(path);
+  if (hf) {
+    // A Hugging Face config.json (or its directory) is a file with only a model.
+    f.text = read_text_file(hf_config_file(path));
+    f.root = Value::table();
+    if (!diags.check([&] { f.root["model"] = read_hf_config(path); }, true)) return f;
+  } else {
+    if (fs::is_directory(path, ec))
+      throw ConfigError(SourceLoc{path, 0, 0, {}},
+                        "is a directory, not an experiment file (nor one holding a config.json)");
+    // A file that cannot be read or parsed has that one mistake.
+    f.text = read_text_file(path);
+    f.root = read_toml(f.text, path);
+  }
   const SourceLoc top{path, 0, 0, {}};
+  // A model from a Hugging Face config is read first: everything after sees its keys.
+  if (!diags.check([&] { read_model_from(f.root, path); }, true)) return f;
   // Each check below is independent of the others. A mistake in what expansion reads (the seed,
   // the plugins, the tables and the variants) blocks the later stages: they would cascade from it.
   // Unknown keys, the name, the description, the device and the threads do not.
   check_keys(f.root, schema::top_level_keys(runners), "the experiment", diags);
 
   f.name = fs::path(path).stem().string();
+  if (hf) {  // the model's directory: "Qwen2.5-0.5B" for Qwen2.5-0.5B/config.json
+    const fs::path dir = fs::is_directory(path, ec) ? fs::path(path) : fs::path(path).parent_path();
+    const std::string stem = fs::absolute(dir, ec).lexically_normal().filename().string();
+    if (!stem.empty()) f.name = stem;
+  }
   diags.check([&] {
     if (const Value* v = f.root.find("name")) {
       f.name = expect_string(*v, "name");

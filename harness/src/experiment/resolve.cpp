@@ -109,6 +109,7 @@ ResolvedCase resolve_case(const Case& c, const Registry& registry, const RunnerS
     d.tie_embeddings = mp.boolean("tie_embeddings");
     spec.dtype = *parse_dtype(mp.string("dtype"));
     spec.final_norm = mp.string("final_norm");
+    spec.weight_names = mp.string("weight_names");
     if (mp.integer("d_head") > 0) {
       d.d_head = mp.integer("d_head");
     } else {
@@ -185,6 +186,7 @@ Value resolved_value(const ResolvedCase& rc) {
   m["init_std"] = Value::number(d.init_std);
   m["tie_embeddings"] = Value::boolean(d.tie_embeddings);
   m["final_norm"] = Value::string(rc.model.final_norm);
+  if (rc.model.weight_names != "llama") m["weight_names"] = Value::string(rc.model.weight_names);
   for (const auto& [key, slot] : schema::model_slots()) {
     const SlotChoice& c = rc.model.slot(slot);
     Value t = c.params.values();

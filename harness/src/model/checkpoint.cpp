@@ -19,7 +19,12 @@ namespace {
 /// "model.layers.{i}.". The single-norm positions keep Llama's names (the norm before attention
 /// is input_layernorm, the one before the FFN post_attention_layernorm) wherever they sit;
 /// double norm takes Gemma 2's four names.
-std::string block_name(std::string_view rest) {
+std::string block_name(std::string_view rest, std::string_view names) {
+  // OLMo 2 names its output-side norms by what they follow.
+  if (names == "olmo2" && rest.starts_with("attn_norm."))
+    return "post_attention_layernorm." + std::string(rest.substr(10));
+  if (names == "olmo2" && rest.starts_with("ffn_norm."))
+    return "post_feedforward_layernorm." + std::string(rest.substr(9));
   static constexpr std::pair<std::string_view, std::string_view> kExact[] = {
       {"attn.wo", "self_attn.o_proj.weight"}, {"attn.bo", "self_attn.o_proj.bias"},
       {"ffn.w_out", "mlp.down_proj.weight"},  {"ffn.b_out", "mlp.down_proj.bias"},
@@ -42,6 +47,60 @@ std::string block_name(std::string_view rest) {
   for (const auto& [ours, theirs] : kPrefixes)
     if (rest.starts_with(ours)) return std::string(theirs) + std::string(rest.substr(ours.size()));
   return std::string(rest);
+}
+
+/// GPT-NeoX ("gpt_neox.layers.{i}.attention...") and Falcon ("transformer.h.{i}.self_attention...")
+/// names of a parameter inside a block.
+std::string neox_block_name(std::string_view rest, bool falcon) {
+  const std::string attn = falcon ? "self_attention." : "attention.";
+  static constexpr std::pair<std::string_view, std::string_view> kExact[] = {
+      {"attn.wqkv", "query_key_value.weight"},
+      {"attn.bqkv", "query_key_value.bias"},
+      {"attn.wo", "dense.weight"},
+      {"attn.bo", "dense.bias"},
+  };
+  for (const auto& [ours, theirs] : kExact)
+    if (rest == ours) return attn + std::string(theirs);
+  static constexpr std::pair<std::string_view, std::string_view> kFfn[] = {
+      {"ffn.w_in", "mlp.dense_h_to_4h.weight"},
+      {"ffn.b_in", "mlp.dense_h_to_4h.bias"},
+      {"ffn.w_out", "mlp.dense_4h_to_h.weight"},
+      {"ffn.b_out", "mlp.dense_4h_to_h.bias"},
+  };
+  for (const auto& [ours, theirs] : kFfn)
+    if (rest == ours) return std::string(theirs);
+  static constexpr std::pair<std::string_view, std::string_view> kPrefixes[] = {
+      {"attn_norm.", "input_layernorm."},
+      {"ffn_norm.", "post_attention_layernorm."},
+      {"norm.", "input_layernorm."},  // Falcon's one norm of the parallel block
+      {"ffn.", "mlp."},
+  };
+  for (const auto& [ours, theirs] : kPrefixes)
+    if (rest.starts_with(ours)) return std::string(theirs) + std::string(rest.substr(ours.size()));
+  if (rest.starts_with("attn.")) return attn + std::string(rest.substr(5));
+  return std::string(rest);
+}
+
+std::string neox_name(std::string_view param, bool falcon) {
+  if (param == "embed.weight") return falcon ? "transformer.word_embeddings.weight" : "gpt_neox.embed_in.weight";
+  if (param == "head.weight") return falcon ? "lm_head.weight" : "embed_out.weight";
+  if (param.starts_with("final_norm."))
+    return (falcon ? "transformer.ln_f." : "gpt_neox.final_layer_norm.") + std::string(param.substr(11));
+  if (param.starts_with("blocks.")) {
+    const size_t dot = param.find('.', 7);
+    if (dot != std::string_view::npos)
+      return (falcon ? "transformer.h." : "gpt_neox.layers.") + std::string(param.substr(7, dot - 7)) + "." +
+             neox_block_name(param.substr(dot + 1), falcon);
+  }
+  return std::string(param);
+}
+
+/// Buffers that GPT-NeoX and Falcon checkpoints may carry besides their parameters (the causal
+/// mask, its fill value, the rotary frequencies): computed by the model, not loaded.
+bool is_buffer(const std::string& name, std::string_view names) {
+  if (names != "gpt_neox" && names != "falcon") return false;
+  return name.ends_with(".rotary_emb.inv_freq") ||
+         (names == "gpt_neox" && (name.ends_with(".attention.bias") || name.ends_with(".attention.masked_bias")));
 }
 
 std::vector<int64_t> dims_of(const Shape& s) {
@@ -87,7 +146,8 @@ void set_param_values(const Model& model, const Param& p, int64_t begin, const s
 
 }  // namespace
 
-std::string checkpoint_name(std::string_view param) {
+std::string checkpoint_name(std::string_view param, std::string_view names) {
+  if (names == "gpt_neox" || names == "falcon") return neox_name(param, names == "falcon");
   if (param == "embed.weight") return "model.embed_tokens.weight";
   if (param == "pos.weight") return "model.embed_positions.weight";
   if (param == "head.weight") return "lm_head.weight";
@@ -95,23 +155,25 @@ std::string checkpoint_name(std::string_view param) {
   if (param.starts_with("blocks.")) {
     const size_t dot = param.find('.', 7);
     if (dot != std::string_view::npos)
-      return "model.layers." + std::string(param.substr(7, dot - 7)) + "." + block_name(param.substr(dot + 1));
+      return "model.layers." + std::string(param.substr(7, dot - 7)) + "." + block_name(param.substr(dot + 1), names);
   }
   return std::string(param);
 }
 
 std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
   const ModelDims& d = model.spec().dims;
+  const std::string& names = model.spec().weight_names;
+  const bool neox = names == "gpt_neox" || names == "falcon";
   std::vector<CheckpointTensor> out;
   for (const Param* p : model.params()) {
     const std::vector<int64_t> shape = dims_of(p->shape);
-    const std::string name = checkpoint_name(p->name);
+    const std::string name = checkpoint_name(p->name, names);
     const auto split = [&](const std::string& prefix, const std::vector<std::pair<std::string, int64_t>>& parts) {
       int64_t row = 0;
       for (const auto& [part, rows] : parts) {
         std::vector<int64_t> s = shape;
         s[0] = rows;
-        out.push_back({prefix + part, p->name, row, rows, s});
+        out.push_back({prefix + part, p->name, row, rows, s, {}});
         row += rows;
       }
     };
@@ -122,8 +184,27 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
       // Rows of the fused projection (elements of its bias): the query heads, the key heads, the
       // value heads, each head's d_head rows together, as in q_proj, k_proj and v_proj. The name
       // is "...self_attn.wqkv" ("...bqkv").
-      const std::string prefix = name.substr(0, name.size() - std::string_view("wqkv").size());
       const std::string kind = qkv_weight ? "weight" : "bias";
+      if (neox) {
+        // One query_key_value tensor, grouped by key-value head: each group's query heads, then
+        // its key head and its value head (GPT-NeoX and multi-head Falcon: [q_h, k_h, v_h] per
+        // head; multi-query Falcon: all query heads, then k, then v).
+        CheckpointTensor t{name, p->name, 0, shape[0], shape, {}};
+        const int64_t per_group = d.n_heads / d.n_kv_heads, dh = d.d_head;
+        for (int64_t g = 0; g < d.n_kv_heads; ++g) {
+          const int64_t base = g * (per_group + 2) * dh;
+          for (int64_t j = 0; j < per_group; ++j) t.blocks.push_back({base + j * dh, (g * per_group + j) * dh, dh});
+          t.blocks.push_back({base + per_group * dh, (d.n_heads + g) * dh, dh});
+          t.blocks.push_back({base + (per_group + 1) * dh, (d.n_heads + d.n_kv_heads + g) * dh, dh});
+        }
+        out.push_back(std::move(t));
+        continue;
+      }
+      const std::string prefix = name.substr(0, name.size() - std::string_view("wqkv").size());
+      if (names == "phi3") {  // Phi-3 keeps the fused tensor: qkv_proj, rows [q; k; v] as ours
+        out.push_back({prefix + "qkv_proj." + kind, p->name, 0, shape[0], shape, {}});
+        continue;
+      }
       split(prefix, {{"q_proj." + kind, d.n_heads * d.d_head},
                      {"k_proj." + kind, d.n_kv_heads * d.d_head},
                      {"v_proj." + kind, d.n_kv_heads * d.d_head}});
@@ -131,18 +212,22 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
     }
     const bool in_weight = p->name.ends_with(".ffn.w_in") && shape.size() == 2;
     const bool in_bias = p->name.ends_with(".ffn.b_in") && shape.size() == 1;
-    if (in_block && (in_weight || in_bias)) {
+    if (in_block && (in_weight || in_bias) && !neox) {
       // A gated FFN fuses [gate | up] (2 d_ff rows, and its bias 2 d_ff elements) in front of a
       // w_out of d_ff columns.
       const Param* w_out = model.find_param(p->name.substr(0, p->name.size() - 4) + "w_out");
       if (w_out != nullptr && w_out->shape.rank() == 2 && shape[0] == 2 * w_out->shape[1]) {
         const std::string kind = in_weight ? "weight" : "bias";
         const std::string prefix = name.substr(0, name.size() - ("up_proj." + kind).size());
+        if (names == "phi3") {  // Phi-3 keeps the fused tensor: gate_up_proj, rows [gate; up] as ours
+          out.push_back({prefix + "gate_up_proj." + kind, p->name, 0, shape[0], shape, {}});
+          continue;
+        }
         split(prefix, {{"gate_proj." + kind, shape[0] / 2}, {"up_proj." + kind, shape[0] / 2}});
         continue;
       }
     }
-    out.push_back({name, p->name, 0, shape.empty() ? 0 : shape[0], shape});
+    out.push_back({name, p->name, 0, shape.empty() ? 0 : shape[0], shape, {}});
   }
   return out;
 }
@@ -158,6 +243,13 @@ void save_weights(const Model& model, const std::string& path, std::string_view 
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
     const int64_t n = p->shape.rank() > 0 ? t.rows * row_size : p->shape.numel();
+    if (!t.blocks.empty()) {  // rows in the file's order
+      std::vector<double> rows(static_cast<size_t>(n));
+      for (const CheckpointTensor::RowBlock& b : t.blocks)
+        std::copy_n(it->second.data() + b.param_row * row_size, b.rows * row_size, rows.data() + b.file_row * row_size);
+      tensors.push_back({t.name, std::string(dtype), t.shape, safetensors::encode(rows.data(), n, dtype)});
+      continue;
+    }
     tensors.push_back({t.name, std::string(dtype), t.shape, safetensors::encode(it->second.data() + begin, n, dtype)});
   }
   safetensors::write(path, tensors, {{"format", "pt"}, {"producer", "bench"}});
@@ -263,14 +355,17 @@ void load_weights(Model& model, const std::string& path) {
       problems.push_back(t.name + ": dtype " + f->dtype + ", the model needs a float type (F32, BF16, F16, F64)");
   }
   // A tied head reads the embedding; Hugging Face files of tied models may still carry the head.
+  const std::string& names = model.spec().weight_names;
   const bool tied_head = model.spec().dims.tie_embeddings && model.find_param("head.weight") == nullptr;
+  const std::string head_name = checkpoint_name("head.weight", names);
+  const std::string embed_name = checkpoint_name("embed.weight", names);
   for (const auto& [name, where] : file.tensors) {
-    if (expected.count(name) != 0) continue;
+    if (expected.count(name) != 0 || is_buffer(name, names)) continue;
     const safetensors::TensorInfo& f = *where.second;
-    if (tied_head && name == "lm_head.weight") {
-      const safetensors::TensorInfo* e = file.find("model.embed_tokens.weight");
+    if (tied_head && name == head_name) {
+      const safetensors::TensorInfo* e = file.find(embed_name);
       if (e != nullptr && safetensors::is_float(f.dtype) && safetensors::is_float(e->dtype) && f.shape == e->shape &&
-          file.values(name) == file.values("model.embed_tokens.weight"))
+          file.values(name) == file.values(embed_name))
         continue;
       problems.push_back(name + ": the model ties its head to the embedding, but this differs from it");
       continue;
@@ -288,7 +383,15 @@ void load_weights(Model& model, const std::string& path) {
     const std::vector<double> v = file.values(t.name);
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
-    set_param_values(model, *p, begin, v);
+    if (t.blocks.empty()) {
+      set_param_values(model, *p, begin, v);
+      continue;
+    }
+    for (const CheckpointTensor::RowBlock& b : t.blocks) {
+      const auto from = v.begin() + static_cast<std::ptrdiff_t>(b.file_row * row_size);
+      set_param_values(model, *p, b.param_row * row_size,
+                       std::vector<double>(from, from + static_cast<std::ptrdiff_t>(b.rows * row_size)));
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // defines: bench::CheckpointTensor, checkpoint_layout, save_weights, load_weights — a model's
-//          weights as safetensors under Hugging Face Llama names (docs/weights.md)
+//          weights as safetensors under Hugging Face names: Llama's by default, or those of
+//          OLMo 2, Phi-3, GPT-NeoX and Falcon (ModelSpec::weight_names; docs/weights.md)
 //
 // Every parameter maps to one or more tensors of the file. Matrices are stored [out, in]
 // (PyTorch Linear) in both, so a mapping is a name and, for fused parameters, a block of rows:
@@ -23,13 +24,24 @@ struct CheckpointTensor {
   int64_t row_begin = 0;
   int64_t rows = 0;
   std::vector<int64_t> shape;  ///< in the file
+  /// Rows of a fused tensor stored in another order than the parameter's (GPT-NeoX's and Falcon's
+  /// per-head interleaved query_key_value): blocks of `rows` rows, file row -> parameter row, that
+  /// cover the tensor. Empty: the tensor's rows are the parameter's rows from row_begin, in order.
+  struct RowBlock {
+    int64_t file_row = 0;
+    int64_t param_row = 0;
+    int64_t rows = 0;
+  };
+  std::vector<RowBlock> blocks;
 };
 
 /// The file name of a parameter that maps to a single tensor ("embed.weight" ->
-/// "model.embed_tokens.weight"); fused parameters are split by checkpoint_layout.
-std::string checkpoint_name(std::string_view param);
+/// "model.embed_tokens.weight") under the names of `names` (ModelSpec::weight_names: "llama",
+/// "olmo2", "phi3", "gpt_neox", "falcon"); fused parameters are split by checkpoint_layout.
+std::string checkpoint_name(std::string_view param, std::string_view names = "llama");
 
-/// Every tensor a checkpoint of `model` holds, in the model's parameter order.
+/// Every tensor a checkpoint of `model` holds, in the model's parameter order, under the names
+/// and layouts of its spec's weight_names.
 std::vector<CheckpointTensor> checkpoint_layout(const Model& model);
 
 /// Write the model's weights to `path` as safetensors with element type `dtype` (F32, BF16,

@@ -25,6 +25,9 @@ struct ModelSpec {
   ModelDims dims;
   DType dtype = DType::kFloat32;
   std::string final_norm = "auto";  ///< "auto", "on" or "off"
+  /// Tensor names and layouts of checkpoints: "llama" (default), "olmo2", "phi3", "gpt_neox" or
+  /// "falcon" (docs/weights.md).
+  std::string weight_names = "llama";
   std::array<SlotChoice, kSlotCount> slots;
   /// Parameter groups AdamW decays (ParamGroup names).
   std::vector<std::string> decay_groups = {"matrix", "embedding"};
