@@ -4,17 +4,15 @@
 // schedule and AdamW takes (tests/cli/train_reference.py): same losses, gradient norms, held-out
 // loss and final weights.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "model/safetensors.h"
+#include "support/shell.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -25,19 +23,10 @@ const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
 const std::string kPython = "/usr/bin/python3";
 const std::string kScript = std::string(BENCH_SOURCE_DIR) + "/tests/cli/train_reference.py";
 
-struct Output {
-  int code;
-  std::string out;
-};
-
-Output shell(const std::string& cmd) {
-  Output r{0, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+/// stdout and stderr of a command, together.
+test::Output shell(const std::string& cmd) {
+  test::Output r = test::shell(cmd);
+  r.out += r.err;
   return r;
 }
 
@@ -50,7 +39,7 @@ std::string fresh_dir(const std::string& name) {
 
 /// The lines of a `bench query ... --format csv` answer, header dropped, quotes removed.
 std::vector<std::string> query(const std::string& db, const std::string& sql) {
-  const Output q = shell(kBench + " --db " + db + " query \"" + sql + "\" --format csv");
+  const test::Output q = shell(kBench + " --db " + db + " query \"" + sql + "\" --format csv");
   EXPECT_EQ(q.code, 0) << q.out;
   std::vector<std::string> lines;
   std::istringstream in(q.out);
@@ -65,11 +54,11 @@ std::vector<std::string> query(const std::string& db, const std::string& sql) {
 
 TEST(TrainFromWeights, TwentyFloat64StepsMatchNumPy) {
   const std::string dir = fresh_dir("train_from_weights");
-  const Output py = shell(kPython + " " + kScript + " " + dir + " --check-gradient");
+  const test::Output py = shell(kPython + " " + kScript + " " + dir + " --check-gradient");
   ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
   const nlohmann::json ref = nlohmann::json::parse(std::ifstream(dir + "/reference.json"));
   const std::string db = dir + "/r.db";
-  const Output run = shell(kBench + " -q --db " + db + " run " + dir + "/train.toml");
+  const test::Output run = shell(kBench + " -q --db " + db + " run " + dir + "/train.toml");
   ASSERT_EQ(run.code, 0) << run.out;
 
   // Per step: loss and gradient norm (before clipping), printed with 17 digits.
@@ -117,7 +106,7 @@ TEST(TrainFromWeights, TwentyFloat64StepsMatchNumPy) {
 
 TEST(TrainFromWeights, MismatchedWeightsFailTheCaseNamingEachTensor) {
   const std::string dir = fresh_dir("train_from_wrong_weights");
-  const Output py = shell(kPython + " " + kScript + " " + dir);
+  const test::Output py = shell(kPython + " " + kScript + " " + dir);
   ASSERT_EQ(py.code, 0) << py.out;
   // The same checkpoint against a model whose FFN is 48 wide instead of 64.
   std::string toml;
@@ -127,7 +116,7 @@ TEST(TrainFromWeights, MismatchedWeightsFailTheCaseNamingEachTensor) {
   }
   toml.replace(toml.find("d_ff = 64"), 9, "d_ff = 48");
   std::ofstream(dir + "/wrong.toml") << toml;
-  const Output run = shell(kBench + " -q --db " + dir + "/r.db run " + dir + "/wrong.toml");
+  const test::Output run = shell(kBench + " -q --db " + dir + "/r.db run " + dir + "/wrong.toml");
   EXPECT_NE(run.code, 0);
   EXPECT_NE(run.out.find("model.layers.0.mlp.gate_proj.weight: shape [64, 32] in the file, the model needs [48, 32]"),
             std::string::npos)
@@ -135,7 +124,7 @@ TEST(TrainFromWeights, MismatchedWeightsFailTheCaseNamingEachTensor) {
 
   std::ofstream(dir + "/missing.toml") << std::string(toml).replace(toml.find("\"weights.safetensors\""), 21,
                                                                     "\"nowhere.safetensors\"");
-  const Output missing = shell(kBench + " validate " + dir + "/missing.toml");
+  const test::Output missing = shell(kBench + " validate " + dir + "/missing.toml");
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.out.find("missing.toml:"), std::string::npos) << missing.out;
   EXPECT_NE(missing.out.find("init_weights: no such file or folder"), std::string::npos) << missing.out;
