@@ -1,5 +1,7 @@
 #include "attention.h"
 
+#include <optional>
+
 #include <stdexcept>
 #include <string>
 
@@ -160,12 +162,32 @@ bool takes_flash(const Exec& exec, const AttentionArgs& a) {
 
 }  // namespace
 
+tile::Traffic attention_traffic(const AttentionArgs& a, int element_bytes, bool backward, bool materialized) {
+  double pairs = 0;  // query-key pairs one head of one sequence computes
+  for (int64_t t = 0; t < a.seq; ++t) {
+    int64_t keys = a.causal ? t + 1 : a.seq;
+    if (a.window > 0) keys = std::min(keys, a.window);
+    pairs += static_cast<double>(keys);
+  }
+  const double bh = static_cast<double>(a.batch * a.n_heads), e = element_bytes;
+  const double rows = static_cast<double>(a.batch * a.seq);
+  const double qkv = rows * static_cast<double>((a.n_heads + 2 * a.n_kv_heads) * a.d_head) * e;
+  const double out = rows * static_cast<double>(a.n_heads * a.d_head) * e;
+  const double probs = materialized ? bh * static_cast<double>(a.seq * a.seq) * e * (a.softcap > 0 ? 2 : 1) : 0;
+  tile::Traffic t;
+  t.flops = (backward ? 8 : 4) * bh * pairs * static_cast<double>(a.d_head);
+  t.bytes = backward ? 2 * qkv + 2 * out + probs : qkv + out + probs;
+  return t;
+}
+
 template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace) {
   if constexpr (std::is_same_v<T, tile::bf16>) {
     if (takes_flash<T>(exec, a)) {
       (void)dims_of(exec, a, false);  // the argument checks of the other path
+      tile::KernelScope scope(exec, "attention forward (flash)");
+      if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), false, false));
       require_cuda_backend("attention_forward").flash_forward(exec.stream, a, qkv, out, row_max, probs);
       return;
     }
@@ -173,6 +195,12 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
   const tile::HostAccess access(exec);  // one opening of guarded memory for all the launches below
   const bool drop = a.dropout > 0;
   const Dims d = dims_of(exec, a, drop);
+  // Concurrent tasks are one kernel to the profile; a device's launches are reported one by one.
+  std::optional<tile::KernelScope> scope;
+  if (d.concurrent) {
+    scope.emplace(exec, "attention forward (materializing)");
+    if (scope->observed()) scope->set_traffic(attention_traffic(a, sizeof(T), false, true));
+  }
   T* scores = a.softcap > 0 ? probs + d.batch * d.heads * d.seq * d.seq : probs;
   // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
   if (!drop) {
@@ -202,6 +230,8 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
     if (takes_flash<T>(exec, a)) {
       (void)dims_of(exec, a, false);
       void* state = const_cast<T*>(probs);  // the lse is read, the workspace after it written
+      tile::KernelScope scope(exec, "attention backward (flash)");
+      if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), true, false));
       require_cuda_backend("attention_backward").flash_backward(exec.stream, a, qkv, out, dout, state, dqkv);
       return;
     }
@@ -210,6 +240,11 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
   if (workspace == nullptr) throw std::invalid_argument("attention: backward needs the workspace");
   const tile::HostAccess access(exec);
   const Dims d = dims_of(exec, a, true);
+  std::optional<tile::KernelScope> scope;
+  if (d.concurrent) {
+    scope.emplace(exec, "attention backward (materializing)");
+    if (scope->observed()) scope->set_traffic(attention_traffic(a, sizeof(T), true, true));
+  }
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
   const auto scale = static_cast<acc_t<T>>(a.scale);
@@ -310,6 +345,8 @@ bool attention_cudnn_runs(const Exec& exec, const AttentionArgs& a, std::string*
 template <class T>
 void attention_cudnn_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T* out, float* stats) {
   cudnn_checks<T>(exec, a, "attention_cudnn_forward");
+  tile::KernelScope scope(exec, "attention forward (cuDNN)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), false, false));
   if constexpr (std::is_same_v<T, tile::bf16>)
     require_cuda_backend("attention_cudnn_forward").cudnn_forward(exec.stream, a, qkv, out, stats);
 }
@@ -318,6 +355,8 @@ template <class T>
 void attention_cudnn_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const float* stats,
                               const T* dout, T* dqkv) {
   cudnn_checks<T>(exec, a, "attention_cudnn_backward");
+  tile::KernelScope scope(exec, "attention backward (cuDNN)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), true, false));
   if constexpr (std::is_same_v<T, tile::bf16>)
     require_cuda_backend("attention_cudnn_backward").cudnn_backward(exec.stream, a, qkv, out, stats, dout, dqkv);
 }

@@ -374,6 +374,13 @@ inline int64_t attention_workspace_size(const AttentionArgs& a) {
   return a.batch * a.n_kv_heads * std::min(kAttentionQueryBlock, a.seq) * a.seq;
 }
 
+/// What one attention forward or backward declares to the profile (tile/profile.h): FLOPs of
+/// its matrix products over the keys each query sees (2 d_head per query-key pair for Q K^T, as
+/// many for P V; twice that in the backward), and bytes of qkv read and out written once (the
+/// backward: qkv, out and dout read, dqkv written), plus, with `materialized`, the B H T^2
+/// probabilities written (forward) and read (backward), and as many capped logits with soft-cap.
+tile::Traffic attention_traffic(const AttentionArgs& a, int element_bytes, bool backward, bool materialized);
+
 /// Forward attention of the fused projection qkv ([B*T, (H + 2 Hkv) dh]: q heads, k heads,
 /// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities P, undropped
 /// (and raw scores), into probs, zero where masked, and per query row the largest valid logit

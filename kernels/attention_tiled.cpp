@@ -243,6 +243,8 @@ void attention_tiled_forward(const Exec& exec, const AttentionArgs& a, const T* 
   } else {
     const TiledDims d = tiled_dims<T>(exec, a, "attention_tiled_forward");
     const tile::HostAccess access(exec);
+    tile::KernelScope scope(exec, "attention forward (tiled)");
+    if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), false, false));
     // Each task owns its query rows of out, lse and row_max.
     tile::parallel_for(a.batch * d.heads * d.qblocks, [&](int64_t t0, int64_t t1) {
       std::vector<T> tile_s(kAttentionQueryBlock * kAttentionKeyBlock), m(kAttentionQueryBlock),
@@ -264,6 +266,8 @@ void attention_tiled_backward(const Exec& exec, const AttentionArgs& a, const T*
   } else {
     const TiledDims d = tiled_dims<T>(exec, a, "attention_tiled_backward");
     const tile::HostAccess access(exec);
+    tile::KernelScope scope(exec, "attention backward (tiled)");
+    if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), true, false));
     // One task per (batch, kv head): it alone writes dK, dV of its kv head (the group's query
     // heads in order) and dQ of those heads.
     tile::parallel_for(a.batch * d.kv_heads, [&](int64_t t0, int64_t t1) {

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "caching_allocator.h"
 
@@ -82,6 +83,27 @@ class EventTimer {
   void* stream_;
   void* start_ = nullptr;
   void* stop_ = nullptr;
+};
+
+/// Events recorded one after another on streams and read after the work completed: the
+/// per-launch times of the profile (harness/src/runners/profile.h). Events are created as needed
+/// and kept for reuse after clear().
+class EventMarks {
+ public:
+  EventMarks() = default;
+  ~EventMarks();
+  EventMarks(const EventMarks&) = delete;
+  EventMarks& operator=(const EventMarks&) = delete;
+  /// Records the next event on `stream` (a cudaStream_t); returns its index.
+  size_t record(void* stream);
+  /// Milliseconds of device time between events i and j; both must have completed.
+  double elapsed_ms(size_t i, size_t j) const;
+  /// Forgets the recorded events (they are reused by the next record()).
+  void clear() { used_ = 0; }
+
+ private:
+  std::vector<void*> events_;
+  size_t used_ = 0;
 };
 
 /// Evicts the L2 cache between timed repetitions, so that each repetition reads its inputs from

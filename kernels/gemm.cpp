@@ -178,6 +178,15 @@ void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t
           const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c, int64_t ldc) {
   if (t_recorder != nullptr)
     t_recorder->add({trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(sizeof(T)), beta != 0});
+  // The profile's hook (tile/profile.h): 2mnk FLOPs; A and B read once, C written (and read when
+  // accumulating) once.
+  static constexpr const char* kNames[2][2] = {{"gemm NN", "gemm NT"}, {"gemm TN", "gemm TT"}};
+  tile::KernelScope scope(exec, kNames[trans_a ? 1 : 0][trans_b ? 1 : 0]);
+  if (scope.observed()) {
+    const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+    scope.set_traffic({(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1)) * static_cast<double>(sizeof(T)),
+                       2 * md * nd * kd});
+  }
   if (exec.backend == tile::Backend::kCuda) {
     require(exec, "gemm", type_bit<T>());
     if constexpr (!std::is_same_v<T, double>)

@@ -164,6 +164,29 @@ std::string sticky_error() {
   return again == cudaSuccess ? "" : cudaGetErrorString(again);
 }
 
+EventMarks::~EventMarks() {
+  for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
+}
+
+size_t EventMarks::record(void* stream) {
+  if (used_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreate(&e), "cudaEventCreate");
+    events_.push_back(e);
+  }
+  check(cudaEventRecord(static_cast<cudaEvent_t>(events_[used_]), static_cast<cudaStream_t>(stream)),
+        "cudaEventRecord");
+  return used_++;
+}
+
+double EventMarks::elapsed_ms(size_t i, size_t j) const {
+  if (i >= used_ || j >= used_) throw std::out_of_range("EventMarks: no event recorded at that index");
+  float ms = 0;
+  check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(events_[i]), static_cast<cudaEvent_t>(events_[j])),
+        "cudaEventElapsedTime");
+  return static_cast<double>(ms);
+}
+
 EventTimer::EventTimer(void* stream) : stream_(stream) {
   cudaEvent_t a = nullptr, b = nullptr;
   check(cudaEventCreate(&a), "cudaEventCreate");

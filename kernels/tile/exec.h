@@ -15,6 +15,7 @@
 
 #include "cpu_executor.h"
 #include "emulated_executor.h"
+#include "profile.h"
 #include "registry.h"
 
 #if defined(__CUDACC__)
@@ -75,7 +76,8 @@ void launch_cuda_program(const Exec& exec, const Grid& grid, const void* program
 bool cuda_program_loaded(const char* module, const char* type, std::string* why);
 }  // namespace detail
 
-/// Run every program of `grid` on exec's target.
+/// Run every program of `grid` on exec's target. A program may declare what one launch moves and
+/// computes, for the profile: `Traffic traffic(const Grid& grid) const` (tile/profile.h).
 template <class Program>
 void launch(const Exec& exec, const Grid& grid, const Program& program) {
 #if defined(__CUDACC__)
@@ -86,6 +88,11 @@ void launch(const Exec& exec, const Grid& grid, const Program& program) {
     throw std::logic_error("a CUDA pass launcher ran on a host backend: " + program_name(typeid(Program).name()));
   check_launch(launch_cuda(grid, program, static_cast<cudaStream_t>(exec.stream)), typeid(Program).name());
 #else
+  // The profile's hook (tile/profile.h): the program's declared traffic, when it declares one.
+  KernelScope scope(exec, typeid(Program).name());
+  if constexpr (requires { program.traffic(grid); }) {
+    if (scope.observed()) scope.set_traffic(program.traffic(grid));
+  }
   switch (exec.backend) {
     case Backend::kEmulated:
       launch_emulated(grid, program);

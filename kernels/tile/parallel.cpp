@@ -19,12 +19,21 @@ namespace bench::tile {
 namespace {
 void place(int n);
 std::atomic<bool> placed{false};  // the team has been placed once (set_num_threads or first use)
+thread_local int t_ranges = 0;     // ranges of parallel_for the thread is running (nested: serial)
+/// Marks the thread as running a range of parallel_for while it exists.
+struct InRange {
+  InRange() { ++t_ranges; }
+  ~InRange() { --t_ranges; }
+  InRange(const InRange&) = delete;
+  InRange& operator=(const InRange&) = delete;
+};
 }  // namespace
 
 void parallel_for(int64_t n, RangeFn fn, void* arg) {
   if (n <= 0) return;
   const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n));
   if (threads <= 1) {
+    const InRange in;
     fn(arg, 0, n);
     return;
   }
@@ -35,9 +44,14 @@ void parallel_for(int64_t n, RangeFn fn, void* arg) {
     const int64_t nt = omp_get_num_threads();
     const int64_t begin = n * t / nt;
     const int64_t end = n * (t + 1) / nt;
-    if (begin < end) fn(arg, begin, end);
+    if (begin < end) {
+      const InRange in;
+      fn(arg, begin, end);
+    }
   }
 }
+
+bool in_parallel_for() { return t_ranges > 0; }
 
 int num_threads() { return omp_get_max_threads(); }
 

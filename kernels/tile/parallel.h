@@ -1,4 +1,4 @@
-// defines: bench::tile::parallel_for, set_num_threads, num_threads
+// defines: bench::tile::parallel_for, in_parallel_for, set_num_threads, num_threads
 //
 // The one place where the CPU side of the project goes parallel (OpenMP inside parallel.cpp),
 // so that plugins and headers never need OpenMP flags.
@@ -22,6 +22,10 @@ void parallel_for(int64_t n, F&& f) {
   parallel_for(
       n, [](void* a, int64_t b, int64_t e) { (*static_cast<F*>(a))(b, e); }, static_cast<void*>(&f));
 }
+
+/// Whether the calling thread is running a range of some parallel_for now (any thread of its
+/// team, the calling one included, or the serial path).
+bool in_parallel_for();
 
 /// Number of CPU worker threads used by parallel_for (and by the CPU GEMM).
 int num_threads();

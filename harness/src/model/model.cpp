@@ -11,6 +11,7 @@
 #include "kernels/adamw.h"
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
+#include "model/component_calls.h"
 #include "plugins/registry.h"
 
 namespace bench {
@@ -129,8 +130,11 @@ class ModelSetupContext final : public SetupContext {
       rethrow_from_plugin(m_.registry_, *choice.info, "setup");
     }
     m_.nodes_.push_back({child.scope_, slot, choice.info->name, layer_, c.get(), choice.info});
-    if (owner_ != nullptr) owner_->adopt(c.get());
-    return c;
+    // Handed out wrapped: each call into it is a ComponentCall, for the profile.
+    std::unique_ptr<Component> wrapped =
+        wrap_component(slot, std::move(c), {child.scope_, std::string(slot_name(slot)), choice.info->name});
+    if (owner_ != nullptr) owner_->adopt(wrapped.get());
+    return wrapped;
   }
 
   Position* position() override {
@@ -280,7 +284,12 @@ Model::~Model() {
   embedding_.reset();
 }
 
+namespace {
+const ComponentTag kModelTag{"", "model", ""};  // the model's own work, outside its components
+}  // namespace
+
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
+  const ComponentCall call(kModelTag, Pass::kForward);
   try {
     return forward_steps(inputs, targets, ctx);
   } catch (const tile::Unsupported& e) {
@@ -289,6 +298,7 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
 }
 
 void Model::backward(RunContext& ctx) {
+  const ComponentCall call(kModelTag, Pass::kBackward);
   try {
     backward_steps(ctx);
   } catch (const tile::Unsupported& e) {
@@ -395,6 +405,8 @@ double Model::grad_norm(RunContext& ctx) const {
 
 double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
   bind(ctx);
+  static const ComponentTag kOptimizer{"optimizer", "optimizer", "adamw"};
+  const ComponentCall call(kOptimizer, Pass::kOptimizer);
   auto* state = static_cast<double*>(adam_state_.raw());
   const int64_t total = values_.numel();
   dispatch_float(spec_.dtype, [&]<class T>() {

@@ -30,6 +30,24 @@ struct Timing {
   int64_t cores = 0;
 };
 
+/// One line of a throughput case's profile (docs/results.md, "The profile"): what one kernel of
+/// one component took in one step of one mode, measured in separate, untimed steps.
+struct ProfileRow {
+  std::string mode;       ///< forward, forward_backward or train_step
+  std::string scope;      ///< where the component sits ("blocks.0.attn_norm"); "" for the model itself
+  std::string slot;       ///< the component's slot ("norm", "attention" ...); "model", "optimizer"
+  std::string component;  ///< the component's type ("rmsnorm"); "" for the model and the optimizer
+  std::string pass;       ///< forward, backward, optimizer, or step (around them: zeroing, waiting)
+  /// A tile program's readable name ("NormForward<float, 128, false, false>"), a GEMM
+  /// ("gemm NT"), a launcher's label ("attention forward (materializing)"), or "(host)": the
+  /// component's time outside its kernels (on the CPU), "(between kernels)" on a GPU.
+  std::string kernel;
+  int64_t calls = 0;  ///< launches in one step
+  double ms = 0;      ///< time in one step: the median over the profiled steps
+  /// Declared by the kernels, summed over one step's calls; NaN when some call declared none.
+  double bytes = NAN, flops = NAN;
+};
+
 /// One training step (loss, grad norm ...); non-finite values are kept as they are.
 struct StepRecord {
   int64_t step = 0;
@@ -69,6 +87,7 @@ struct CaseResult {
   std::optional<int64_t> n_params, n_params_embedding;
   std::optional<double> flops_per_token;
   std::vector<Timing> timings;
+  std::vector<ProfileRow> profile;  ///< throughput cases with profile = true
   std::vector<StepRecord> steps;
   std::vector<SeriesPoint> series;
   std::vector<Metric> metrics;

@@ -17,6 +17,7 @@
 #include "plugins/registry.h"
 #include "runners/gemm_ceiling.h"
 #include "runners/machine_state.h"
+#include "runners/profile.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
 
@@ -120,6 +121,11 @@ const std::vector<ParamSpec>& throughput_params() {
           .at_least(0),
       ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
       ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
+      ParamSpec::boolean("profile", true,
+                         "after each mode's timing, profile its step per kernel in separate, untimed steps "
+                         "(docs/results.md, \"The profile\")"),
+      ParamSpec::integer("profile_steps", 5, "steps the profile measures (each row: the median over them)")
+          .at_least(1),
       ParamSpec::boolean("cuda_graph", false,
                          "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
                          "(no launch overhead); ignored on the CPU"),
@@ -206,6 +212,13 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
   const bool use_graph = s.boolean("cuda_graph") &&
                          (ctx.exec.backend == tile::Backend::kCuda || ctx.exec.backend == tile::Backend::kGuarded);
   row.metrics.push_back({"cuda_graph", use_graph ? 1.0 : 0.0, ""});
+  // The profile's ceilings: the device's measured copy bandwidth and GEMM rate (the ridge point
+  // is their ratio).
+  const bool profile = s.boolean("profile");
+  if (profile) {
+    row.metrics.push_back({"roof_gbps", env.device.copy_gbps, "GB/s"});
+    row.metrics.push_back({"roof_gflops", env.device.peak_for(dtype_name(rc.model.dtype)), "GFLOP/s"});
+  }
 
   for (const std::string& mode : s.strings("modes")) {
     if (env.stop && env.stop->load()) {
@@ -321,6 +334,14 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
         throw Error("cuda_graph, mode " + mode + ": the loss after the graph's replays is not finite (" +
                     std::to_string(after.loss) + ")");
       row.metrics.push_back({"loss_after_graph/" + mode, after.loss, "nats"});
+    }
+    // The profile, in its own untimed steps after the timing (never graph replays: a replay has
+    // no launches to observe).
+    if (profile && !(env.stop && env.stop->load())) {
+      env.progress.update(env.prefix + " · profiling " + mode, true);
+      StepProfile p = profile_step(ctx.exec, mode, enqueue, static_cast<int>(s.integer("profile_steps")));
+      row.metrics.push_back({"profile_step_ms/" + mode, p.step_ms, "ms"});
+      for (ProfileRow& r : p.rows) row.profile.push_back(std::move(r));
     }
     const Summary sum = summarize(reporter.ms);
     Timing t;

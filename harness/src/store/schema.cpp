@@ -187,11 +187,39 @@ ALTER TABLE throughput ADD COLUMN other_busy REAL;
 ALTER TABLE throughput ADD COLUMN cores INTEGER;
 )sql";
 
+// Version 7: the per-kernel profile of each throughput case (docs/results.md, "The profile"): one
+// row per (mode, scope, slot, pass, kernel) of one step (a norm position and the norm it builds
+// share a scope), measured in untimed steps apart from the
+// timed repetitions. `scope` is where the component sits ("blocks.0.attn_norm", "" for the model
+// itself), `slot` its slot ("norm"; "model" and "optimizer" for work outside components), `component`
+// its type ("rmsnorm"), `pass` forward, backward, optimizer or step (the step around them: zeroing
+// gradients, waiting for the device), `kernel` a tile program's readable
+// name, a GEMM ("gemm NT"), a launcher's label, or "(host)" / "(between kernels)". `calls` are the
+// launches in one step, `ms` their time in one step (median over the profiled steps), `bytes` and
+// `flops` what the kernels declare for one step (NULL when not declared). The ceilings a row is
+// read against are the case's metrics `roof_gbps` (measured copy bandwidth) and `roof_gflops`
+// (measured GEMM rate), and `profile_step_ms/<mode>` is the profiled step's own time.
+constexpr const char* kSchemaV7 = R"sql(
+CREATE TABLE profile(
+  case_id INTEGER NOT NULL REFERENCES cases(id),
+  mode TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  slot TEXT NOT NULL,
+  component TEXT NOT NULL,
+  pass TEXT NOT NULL,
+  kernel TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  ms REAL NOT NULL,
+  bytes REAL,
+  flops REAL,
+  PRIMARY KEY(case_id, mode, scope, slot, pass, kernel));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
-      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}, {6, kSchemaV6},
+      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}, {6, kSchemaV6}, {7, kSchemaV7},
   };
   return all_migrations;
 }

@@ -1,0 +1,75 @@
+// defines: bench::tile::Traffic, LaunchObserver, KernelScope, observe_launches
+//
+// The hook of the per-kernel profile (docs/results.md, "The profile"): every tile::launch and
+// every kernels::gemm opens a KernelScope, and while a LaunchObserver is installed on the calling
+// thread the scope tells it when the kernel starts and ends and what it moves and computes. With
+// no observer (every timed step) a scope costs one thread-local read.
+//
+// Only the outermost kernel of the observing thread is reported: a launch inside another
+// KernelScope (a composed launcher that names itself, e.g. the CPU's materializing attention) or
+// inside tile::parallel_for (independent tasks run concurrently around single-threaded launches)
+// belongs to what encloses it, so the reported times never overlap and add up along the step.
+#pragma once
+
+#include <cstdint>
+
+namespace bench::tile {
+
+struct Exec;
+
+/// What one kernel launch moves to and from memory and computes, as the kernel declares it (a
+/// program's `traffic(grid)`, a GEMM's 2mnk): the bytes every input is read and every output is
+/// written once, as nvbench's add_global_memory_reads/writes count them, not what caches serve.
+/// Negative: not declared (the profile shows no rate and places no roofline mark).
+struct Traffic {
+  double bytes = -1;
+  double flops = -1;
+};
+
+/// Told about each outermost kernel of the thread it is installed on (observe_launches). `name`
+/// is a program's mangled type name (tile::launch), or a launcher's own label; it lives as long
+/// as the process. `begin` and `end` come in pairs, on the calling thread, never nested.
+class LaunchObserver {
+ public:
+  virtual ~LaunchObserver();
+  virtual void begin(const Exec& exec, const char* name) = 0;
+  virtual void end(const Exec& exec, const char* name, const Traffic& traffic) = 0;
+};
+
+/// Install `observer` on the calling thread (nullptr: none); returns the one it replaces.
+LaunchObserver* observe_launches(LaunchObserver* observer);
+
+namespace detail {
+/// The calling thread's observer if a kernel it opens now is an outermost one (none open, not
+/// inside parallel_for), and then marks one open; else nullptr.
+LaunchObserver* claim_observer();
+/// Closes what claim_observer opened.
+void release_observer();
+}  // namespace detail
+
+/// One kernel, from construction to destruction, for the thread's LaunchObserver (if any).
+class KernelScope {
+ public:
+  KernelScope(const Exec& exec, const char* name) : exec_(exec), name_(name), observer_(detail::claim_observer()) {
+    if (observer_ != nullptr) observer_->begin(exec_, name_);
+  }
+  ~KernelScope() {
+    if (observer_ != nullptr) {
+      observer_->end(exec_, name_, traffic_);
+      detail::release_observer();
+    }
+  }
+  KernelScope(const KernelScope&) = delete;
+  KernelScope& operator=(const KernelScope&) = delete;
+  /// Whether an observer is told about this kernel (compute traffic() only then).
+  bool observed() const { return observer_ != nullptr; }
+  void set_traffic(const Traffic& t) { traffic_ = t; }
+
+ private:
+  const Exec& exec_;
+  const char* name_;
+  LaunchObserver* observer_;
+  Traffic traffic_;
+};
+
+}  // namespace bench::tile
