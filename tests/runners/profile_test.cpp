@@ -23,7 +23,7 @@ namespace {
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 constexpr const char* kModel =
-    "[model]\nd_model = 64\nn_heads = 2\nn_layers = 2\nseq_len = 32\nbatch_size = 4\nvocab_size = 96\n"
+    "[model]\nd_model = 64\nn_heads = 2\nn_layers = 2\nseq_len = 32\nbatch_size = 4\n"
     "norm = \"rmsnorm\"\nnorm_position = \"pre\"\nffn = \"swiglu\"\nposition = \"rope\"\n";
 
 TEST(Profile, RowsAddUpToTheStepAndNameTheirComponents) {
