@@ -66,6 +66,16 @@ TEST(Noise, StopsQuietContinuesWhileTimeIsLeftThenNoisy) {
   EXPECT_EQ(noise_step({10}, 0.02, 0.1, 0.1, 0), NoiseStep::kNoisy);
 }
 
+TEST(Noise, ABusyMachineIsNoisyHoweverSteady) {
+  // The figures of docs/design.md's noise sitting: idle other_busy 0.3-3.3 %, one core loaded 25-31 %.
+  EXPECT_FALSE(machine_busy(0.033, 0.002, 0.1));
+  EXPECT_TRUE(machine_busy(0.254, 0.001, 0.1));
+  EXPECT_TRUE(machine_busy(0.0, 0.15, 0.1));      // a hypervisor taking 15 %
+  EXPECT_FALSE(machine_busy(0.1, 0.1, 0.1));      // at the limit: not above it
+  EXPECT_FALSE(machine_busy(NAN, NAN, 0.1));      // not known: not called busy
+  EXPECT_TRUE(machine_busy(0.254, NAN, 0.1));
+}
+
 TEST(Noise, AddingQuietRoundsBringsANoisyStartBelowTheTarget) {
   // A first round disturbed by another process, then quiet rounds: the rule keeps going until the
   // quiet repetitions are the majority, and the median is theirs.

@@ -54,14 +54,22 @@ TEST(ThroughputNoise, AnUnreachableTargetTimesRoundsUntilMaxTimeAndIsNoisy) {
 }
 
 TEST(ThroughputNoise, AMetTargetOrNoTimeLeftStopsAfterTheFirstRound) {
-  // Any spread is below 1000 %: the first round is the last.
-  const CaseResult met = run_throughput("max_noise = 10\nmax_time = 60\n");
+  // Any spread is below 1000 %: the first round is the last (and however busy the machine, it
+  // is not called noisy with max_busy 1).
+  const CaseResult met = run_throughput("max_noise = 10\nmax_time = 60\nmax_busy = 1\n");
   ASSERT_EQ(met.status, "completed") << met.error;
   EXPECT_EQ(met.timings.at(0).repetitions, 3);
   EXPECT_FALSE(met.timings[0].noisy);
   EXPECT_EQ(met.timings[0].max_noise, 10.0);
+  // The same met target on a machine said to be busy beyond max_busy 0 is noisy whenever
+  // another process took any of the cores' time, and only then.
+  const CaseResult busy = run_throughput("max_noise = 10\nmax_time = 60\nmax_busy = 0\n");
+  ASSERT_EQ(busy.status, "completed") << busy.error;
+  const Timing& b = busy.timings.at(0);
+  EXPECT_EQ(b.repetitions, 3);
+  EXPECT_EQ(b.noisy, b.other_busy > 0 || b.steal > 0);
   // max_time 0: one round, and noisy exactly when its spread is above the target.
-  const CaseResult once = run_throughput("max_noise = 0\nmax_time = 0\n");
+  const CaseResult once = run_throughput("max_noise = 0\nmax_time = 0\nmax_busy = 1\n");
   ASSERT_EQ(once.status, "completed") << once.error;
   EXPECT_EQ(once.timings.at(0).repetitions, 3);
   EXPECT_EQ(once.timings[0].noisy, !(once.timings[0].noise <= 0.0));

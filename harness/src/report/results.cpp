@@ -111,10 +111,12 @@ std::string percent_or_unknown(const std::optional<double>& fraction) {
 /// Why a mode is marked noisy, with the machine's state around its timing.
 std::string noisy_note(const CaseData& c, const store::ModeData& m) {
   std::string cores = m.cores ? fmt::format("its {} cores", *m.cores) : std::string("its cores");
+  const bool quiet_enough = m.noise && m.max_noise && *m.noise <= *m.max_noise;  // noisy because the machine was busy
   return fmt::format(
-      "case {} {}: noisy: noise {} above the target {} after {} repetitions; load average {}, other processes kept "
+      "case {} {}: noisy: noise {} {} the target {} after {} repetitions; load average {}, other processes kept "
       "{} of {} busy, steal {}",
-      c.ordinal, m.mode, percent_or_unknown(m.noise), percent_or_unknown(m.max_noise), m.samples_ms.size(),
+      c.ordinal, m.mode, percent_or_unknown(m.noise), quiet_enough ? "within" : "above",
+      percent_or_unknown(m.max_noise), m.samples_ms.size(),
       m.load_avg ? fmt::format("{:.2f}", *m.load_avg) : std::string("unknown"), percent_or_unknown(m.other_busy), cores,
       percent_or_unknown(m.steal));
 }

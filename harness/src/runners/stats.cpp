@@ -47,6 +47,10 @@ NoiseStep noise_step(const std::vector<double>& samples, double target, double e
   return elapsed_s + next_round_s <= max_time_s ? NoiseStep::kContinue : NoiseStep::kNoisy;
 }
 
+bool machine_busy(double other_busy, double steal, double max_busy) {
+  return other_busy > max_busy || steal > max_busy;  // false for NaN
+}
+
 std::vector<int64_t> find_spikes(const std::vector<double>& v, int64_t window, double sigma) {
   constexpr int64_t kMinHistory = 10;
   std::vector<int64_t> out;

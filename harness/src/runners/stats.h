@@ -41,6 +41,13 @@ enum class NoiseStep {
 NoiseStep noise_step(const std::vector<double>& samples, double target, double elapsed_s, double next_round_s,
                      double max_time_s);
 
+/// Whether the machine was too busy around a timing for it to be trusted however steady it was:
+/// other processes (`other_busy`) or the hypervisor (`steal`) took more than `max_busy` of the
+/// cores' time (fractions, 0..1; NaN: not known, not busy). A loaded core slows a pinned team
+/// steadily (measured: 2x, with a noise of 1-7 %, the same as idle), which the spread alone does
+/// not show.
+bool machine_busy(double other_busy, double steal, double max_busy);
+
 /// Spike detector: step t is a spike when v[t] > mean + sigma * std of the `window` values
 /// before it (at least 10 of them; fewer at the start are not judged). Non-finite values are
 /// not spikes (they are divergence). Returns the indices of spikes.

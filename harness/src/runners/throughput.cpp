@@ -119,6 +119,10 @@ const std::vector<ParamSpec>& throughput_params() {
       ParamSpec::number("max_time", 10.0,
                         "seconds a mode's timing may take before it stops above max_noise (0: the first round only)")
           .at_least(0),
+      ParamSpec::number("max_busy", 0.1,
+                        "share of the cores' time other processes or the hypervisor may take during a mode's "
+                        "timing before it is marked noisy (0..1)")
+          .at_least(0),
       ParamSpec::number("warmup_time", 0.1, "seconds of untimed warm-up before the repetitions").at_least(0),
       ParamSpec::number("lr", 1e-3, "learning rate used by the timed train steps").at_least(0),
       ParamSpec::boolean("profile", true,
@@ -365,7 +369,7 @@ CaseResult ThroughputRunner::run(const Case& c, const ResolvedCase& rc, RunnerEn
     t.samples_ms = reporter.ms;
     t.noise = relative_noise(reporter.ms);
     t.max_noise = max_noise;
-    t.noisy = !(t.noise <= max_noise);
+    t.noisy = !(t.noise <= max_noise) || machine_busy(machine.other_busy, machine.steal, s.number("max_busy"));
     t.load_avg = machine.load_avg;
     t.steal = machine.steal;
     t.other_busy = machine.other_busy;
