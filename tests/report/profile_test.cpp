@@ -198,7 +198,7 @@ TEST_F(Profile, AllRowsAnotherModeAndBadModes) {
   EXPECT_NE(all.find("(materializing)      1    1    10.0     -       -        -       -          -  -\n"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("gemm NT                              2  0.4     4.0   2.5    12.5       25    12.5         10  "
+  EXPECT_NE(all.find("gemm NT                                2  0.4     4.0   2.5    12.5       25    12.5         10  "
                      "compute\n"),
             std::string::npos)
       << all;
