@@ -269,9 +269,9 @@ TEST(ProfileCli, OptionsOutputsAndPlots) {
               {Value::integer(id), Value::string(mode), Value::string(slot), Value::string(kernel), Value::number(ms),
                Value::number(bytes), Value::number(flops)});
     };
-    row("train_step", "ffn", "gemm NN", 2, 4e7, 8e8);
+    row("train_step", "ffn", "gemm NN", 2, 1e7, 3e8);
     row("train_step", "norm", "NormForward<float>", 1, 1e7, 1e6);
-    row("forward", "ffn", "gemm NN", 1, 4e7, 8e8);
+    row("forward", "ffn", "gemm NN", 1, 1e7, 1.5e8);
     s.finish_run(run, "completed");
   }
   const Output top = bench("--db " + db + " results --profile --top 1");
@@ -284,7 +284,9 @@ TEST(ProfileCli, OptionsOutputsAndPlots) {
   const Output json = bench("--db " + db + " results --profile --format json");
   ASSERT_EQ(json.code, 0) << json.err;
   const auto j = nlohmann::json::parse(json.out);
-  EXPECT_DOUBLE_EQ(j["cases"][0]["kernels"][0]["gbps"].get<double>(), 20.0);  // 4e7 bytes in 2 ms
+  EXPECT_DOUBLE_EQ(j["cases"][0]["kernels"][0]["gbps"].get<double>(), 5.0);  // 1e7 bytes in 2 ms
+  EXPECT_DOUBLE_EQ(j["cases"][0]["kernels"][0]["gflops"].get<double>(), 150.0);
+  EXPECT_EQ(j["cases"][0]["kernels"][0]["bound"], "compute");  // 30 FLOP/byte, the ridge at 10
   EXPECT_EQ(j["cases"][0]["kernels"][1]["bound"], "memory");
   // Bad input: one line on stderr, exit 2.
   for (const char* args : {" results --profile --mode trian_step", " results --top 3", " results --profile --all --top 2",

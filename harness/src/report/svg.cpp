@@ -350,7 +350,7 @@ std::string bar_chart(const BarChart& c) {
 
 std::string roofline_chart(const RooflineChart& c) {
   // The axes cover every mark and, for every roof, its ridge point a factor 4 either way, so that
-  // both ceilings show; y reaches a little above the highest compute roof.
+  // both ceilings show: the slope from a quarter of the compute roof, and a little above it.
   std::vector<double> xs, ys;
   const auto drawable = [](const Mark& m) { return std::isfinite(m.x) && m.x > 0 && std::isfinite(m.y) && m.y > 0; };
   for (const MarkGroup& g : c.groups)
@@ -359,7 +359,7 @@ std::string roofline_chart(const RooflineChart& c) {
   for (const Roof& r : c.roofs) {
     if (!(r.gbps > 0 && r.gflops > 0)) continue;
     const double ridge = r.gflops / r.gbps;
-    xs.push_back(ridge / 4), xs.push_back(ridge * 4), ys.push_back(r.gflops * 1.5);
+    xs.push_back(ridge / 4), xs.push_back(ridge * 4), ys.push_back(r.gflops / 4), ys.push_back(r.gflops * 1.5);
   }
   const auto [x0, x1] = padded_range(xs, true, 0.05);
   const auto [y0, y1] = padded_range(ys, true, 0.05);
@@ -395,9 +395,9 @@ std::string roofline_chart(const RooflineChart& c) {
     if (a < b)
       o += fmt::format(
           "<path class=\"ceiling bandwidth\" d=\"M{} {} L{} {}\"><title>copy bandwidth {} GB/s{}</title></path>"
-          "<text class=\"reference-label\" x=\"{}\" y=\"{}\">{} GB/s</text>\n",
+          "<text class=\"reference-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{} GB/s</text>\n",
           num(sx(a)), num(sy(r.gbps * a)), num(sx(b)), num(sy(r.gbps * b)), tick_text(r.gbps), escape(suffix),
-          num(sx(a) + 4), num(sy(r.gbps * a) - 6), tick_text(r.gbps));
+          num(sx(std::sqrt(a * b)) - 6), num(sy(r.gbps * std::sqrt(a * b)) - 6), tick_text(r.gbps));
     if (ridge < x1 && r.gflops >= y0 && r.gflops <= y1)
       o += fmt::format(
           "<path class=\"ceiling compute\" d=\"M{0} {1} L{2} {1}\"><title>GEMM rate {3} GFLOP/s{4}, ridge {5} "
