@@ -289,8 +289,8 @@ TEST(ProfileCli, OptionsOutputsAndPlots) {
   EXPECT_EQ(j["cases"][0]["kernels"][0]["bound"], "compute");  // 30 FLOP/byte, the ridge at 10
   EXPECT_EQ(j["cases"][0]["kernels"][1]["bound"], "memory");
   // Bad input: one line on stderr, exit 2.
-  for (const char* args : {" results --profile --mode trian_step", " results --top 3", " results --profile --all --top 2",
-                           " results --profile --top 0"}) {
+  for (const char* args : {" results --profile --mode trian_step", " results --top 3",
+                           " results --profile --all --top 2", " results --profile --top 0"}) {
     const Output bad = bench("--db " + db + args);
     EXPECT_EQ(bad.code, 2) << args;
     EXPECT_TRUE(bad.out.empty()) << args;

@@ -57,7 +57,8 @@ class Profile : public ::testing::Test {
         t.noisy = ordinal == 1 && std::string(mode) == "train_step";
         c.throughput.push_back(t);
       }
-      c.metrics = {{"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 10, "ms"}};
+      c.metrics = {
+          {"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 10, "ms"}};
       case_ids_.push_back(db.add_case(run_, c));
     }
     // case, mode, scope, slot, component, pass, kernel, calls, ms, bytes, flops
@@ -71,18 +72,19 @@ class Profile : public ::testing::Test {
     insert(db, 0, "train_step", "blocks.0.ffn", "ffn", "swiglu", "backward", "gemm NT", 2, 0.4, 1e6, 1e7);
     insert(db, 0, "forward", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NN", 3, 1.0, 1e7, 1e6);
     insert(db, 1, "train_step", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NN", 3, 5.0, 4e7, 8e8);
-    insert(db, 1, "train_step", "blocks.0.attn_norm", "norm", "layernorm", "forward", "NormForward<float>", 1, 1.0,
-           1e7, 1e6);
+    insert(db, 1, "train_step", "blocks.0.attn_norm", "norm", "layernorm", "forward", "NormForward<float>", 1, 1.0, 1e7,
+           1e6);
     db.finish_run(run_, "completed");
   }
   void insert(Store& db, size_t c, const char* mode, const char* scope, const char* slot, const char* component,
               const char* pass, const char* kernel, int64_t calls, double ms, double bytes, double flops) {
     const auto num = [](double v) { return std::isnan(v) ? Value() : Value::number(v); };
-    db.query("INSERT INTO profile(case_id, mode, scope, slot, component, pass, kernel, calls, ms, bytes, flops) "
-             "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-             {Value::integer(case_ids_[c]), Value::string(mode), Value::string(scope), Value::string(slot),
-              Value::string(component), Value::string(pass), Value::string(kernel), Value::integer(calls),
-              Value::number(ms), num(bytes), num(flops)});
+    db.query(
+        "INSERT INTO profile(case_id, mode, scope, slot, component, pass, kernel, calls, ms, bytes, flops) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        {Value::integer(case_ids_[c]), Value::string(mode), Value::string(scope), Value::string(slot),
+         Value::string(component), Value::string(pass), Value::string(kernel), Value::integer(calls), Value::number(ms),
+         num(bytes), num(flops)});
   }
   void TearDown() override { remove_files(); }
   void remove_files() {
@@ -294,7 +296,8 @@ TEST_F(Profile, TheReportDrawsTheRooflineAndTheTimeSplit) {
   ASSERT_NE(start, std::string::npos);
   const std::string svg = html.substr(start, html.find("</svg>", start) - start);
   std::smatch slope;
-  ASSERT_TRUE(std::regex_search(svg, slope, std::regex("class=\"ceiling bandwidth\" d=\"M[0-9.]+ [0-9.]+ L([0-9.]+) ")));
+  ASSERT_TRUE(
+      std::regex_search(svg, slope, std::regex("class=\"ceiling bandwidth\" d=\"M[0-9.]+ [0-9.]+ L([0-9.]+) ")));
   const double ridge_x = std::stod(slope[1]);
   int memory = 0, compute = 0;
   const std::regex mark("<circle class=\"marker[^\"]*\" cx=\"([0-9.]+)\"[^>]*><title>([^<]*)</title>");

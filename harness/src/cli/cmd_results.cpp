@@ -14,8 +14,9 @@ int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string&
     const store::Store db(g.db, store::Store::Mode::kReadOnly);
     const int64_t id = report::select_run(db, run.run, run.experiment);
     const report::Format f = *report::parse_format(format);
-    const std::string out = profile.show ? report::render_profile(db, id, {profile.mode, profile.all ? 0 : profile.top}, f)
-                                         : report::render_results(db, id, f);
+    const std::string out = profile.show
+                                ? report::render_profile(db, id, {profile.mode, profile.all ? 0 : profile.top}, f)
+                                : report::render_results(db, id, f);
     std::fputs(out.c_str(), stdout);
     return kOk;
   } catch (const std::exception& e) {

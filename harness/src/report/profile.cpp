@@ -98,8 +98,10 @@ constexpr Column kKernelColumns[] = {
     {"bound", "bound", false, "", true},
 };
 constexpr Column kSlotColumns[] = {
-    {"slot", "slot", false, "", true},       {"rows", "rows", true, "", true},
-    {"calls", "calls", true, "", true},      {"ms", "ms", true, "", true},
+    {"slot", "slot", false, "", true},
+    {"rows", "rows", true, "", true},
+    {"calls", "calls", true, "", true},
+    {"ms", "ms", true, "", true},
     {"step_percent", "% step", true, "{:.1f}", true},
 };
 
@@ -143,14 +145,13 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
     const KernelFigures k = kernel_figures(r, p);
     shown_ms += r.ms;
     out.kernels.rows.push_back(cells(
-        kKernelColumns,
-        {Value::integer(static_cast<int64_t>(i + 1)), Value::string(component_name(r)), Value::string(r.scope),
-         Value::string(r.slot), Value::string(r.component), Value::string(r.pass), Value::string(r.kernel),
-         Value::integer(r.calls), Value::number(r.ms), number_or_null(step_percent(r.ms, p)),
-         std::isnan(r.bytes) ? Value() : Value::number(r.bytes), std::isnan(r.flops) ? Value() : Value::number(r.flops),
-         number_or_null(k.gbps), number_or_null(k.gbps_percent), number_or_null(k.gflops),
-         number_or_null(k.gflops_percent), number_or_null(k.intensity),
-         k.bound == "-" ? Value() : Value::string(k.bound)}));
+        kKernelColumns, {Value::integer(static_cast<int64_t>(i + 1)), Value::string(component_name(r)),
+                         Value::string(r.scope), Value::string(r.slot), Value::string(r.component),
+                         Value::string(r.pass), Value::string(r.kernel), Value::integer(r.calls), Value::number(r.ms),
+                         number_or_null(step_percent(r.ms, p)), std::isnan(r.bytes) ? Value() : Value::number(r.bytes),
+                         std::isnan(r.flops) ? Value() : Value::number(r.flops), number_or_null(k.gbps),
+                         number_or_null(k.gbps_percent), number_or_null(k.gflops), number_or_null(k.gflops_percent),
+                         number_or_null(k.intensity), k.bound == "-" ? Value() : Value::string(k.bound)}));
   }
   // Time by slot, the slowest first, over every row (not only those shown).
   struct Slot {
@@ -186,9 +187,9 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
                                   p.roof_gflops ? fmt::format("{:.4g}", *p.roof_gflops) : "unknown",
                                   ridge ? fmt::format("{:.4g}", *ridge) : "unknown"));
   if (p.noisy)
-    out.notes.push_back(fmt::format(
-        "case {} {}: its timing was noisy (the machine was busy); the profile's steps ran right after it",
-        p.c->ordinal, p.mode));
+    out.notes.push_back(
+        fmt::format("case {} {}: its timing was noisy (the machine was busy); the profile's steps ran right after it",
+                    p.c->ordinal, p.mode));
   return out;
 }
 
@@ -283,16 +284,17 @@ std::string render_profile(const store::Store& db, int64_t run_id, const Profile
   if (profiles.empty() && !modes.empty()) {
     std::string list;
     for (const auto& m : modes) list += (list.empty() ? "" : ", ") + m;
-    throw Error(fmt::format("run {} in {} has no profile of mode \"{}\" (it has: {})", run_id, db.path(), o.mode, list));
+    throw Error(
+        fmt::format("run {} in {} has no profile of mode \"{}\" (it has: {})", run_id, db.path(), o.mode, list));
   }
   const std::string device = device_name(run);
   std::vector<CaseSheets> sheets;
   for (const CaseProfile& p : profiles) sheets.push_back(case_sheets(p, o.top, device));
   const auto title = [](const CaseSheets& s) {
     const size_t shown = s.kernels.rows.size(), all = s.p->rows.size();
-    return fmt::format("case #{} {} · {}: {}", s.p->c->ordinal, s.p->c->label, s.p->mode,
-                       shown < all ? fmt::format("the {} slowest of {} kernels", shown, all)
-                                   : fmt::format("{} kernels", all));
+    return fmt::format(
+        "case #{} {} · {}: {}", s.p->c->ordinal, s.p->c->label, s.p->mode,
+        shown < all ? fmt::format("the {} slowest of {} kernels", shown, all) : fmt::format("{} kernels", all));
   };
   const std::string none(
       "no profile in this run: its throughput cases ran with profile = false, or it has none "
@@ -336,10 +338,7 @@ std::string render_profile(const store::Store& db, int64_t run_id, const Profile
     }
     case Format::kJson: {
       nlohmann::ordered_json j;
-      j["run"] = {{"id", run.id},
-                  {"experiment_name", run.experiment_name},
-                  {"status", run.status},
-                  {"device", device}};
+      j["run"] = {{"id", run.id}, {"experiment_name", run.experiment_name}, {"status", run.status}, {"device", device}};
       j["mode"] = o.mode;
       j["cases"] = nlohmann::ordered_json::array();
       for (const CaseSheets& s : sheets) {

@@ -43,7 +43,9 @@ std::string roofline(const std::string& mode, const std::vector<const CaseProfil
         ++*undrawn;
         continue;
       }
-      const auto pct = [](const std::optional<double>& v) { return v ? fmt::format(" ({:.1f} % of the roof)", *v) : ""; };
+      const auto pct = [](const std::optional<double>& v) {
+        return v ? fmt::format(" ({:.1f} % of the roof)", *v) : "";
+      };
       g.marks.push_back({*k.intensity, *k.gflops,
                          fmt::format("{}: {} · {} · {} ({}): {:.4g} ms, {:.4g} GB/s{}, {:.4g} GFLOP/s{}, {:.3g} "
                                      "FLOP/byte, {}",
@@ -85,9 +87,10 @@ std::string time_split(const std::string& mode, const std::vector<const CaseProf
     for (size_t k = 0; k < ms.size(); ++k)
       if (ms[k] > 0)
         b.segments.push_back({k, ms[k],
-                              fmt::format("{} · {}: {:.4g} ms ({:.1f} % of the rows)", p->c->label,
-                                          chart.keys[k].first, ms[k], total > 0 ? ms[k] / total * 100 : 0)});
-    b.value_text = p->step_ms ? fmt::format("{:.3g} of {:.3g} ms", total, *p->step_ms) : fmt::format("{:.3g} ms", total);
+                              fmt::format("{} · {}: {:.4g} ms ({:.1f} % of the rows)", p->c->label, chart.keys[k].first,
+                                          ms[k], total > 0 ? ms[k] / total * 100 : 0)});
+    b.value_text =
+        p->step_ms ? fmt::format("{:.3g} of {:.3g} ms", total, *p->step_ms) : fmt::format("{:.3g} ms", total);
     if (p->noisy) b.value_text += " noisy";
     chart.bars.push_back(std::move(b));
   }
@@ -116,12 +119,11 @@ std::string profile_html(const store::Store& db, const store::RunData& run) {
     size_t undrawn = 0;
     const std::string chart = roofline(mode, cases, &undrawn);
     if (chart.find("<circle class=\"marker") != std::string::npos)
-      o += figure("roofline", chart,
-                  fmt::format("{}: the ten slowest kernels of each case against the device's ceilings{}.",
-                              escape(mode),
-                              undrawn > 0 ? fmt::format(" ({} of them declare no bytes or no FLOPs and are not drawn)",
-                                                        undrawn)
-                                          : std::string()));
+      o += figure(
+          "roofline", chart,
+          fmt::format("{}: the ten slowest kernels of each case against the device's ceilings{}.", escape(mode),
+                      undrawn > 0 ? fmt::format(" ({} of them declare no bytes or no FLOPs and are not drawn)", undrawn)
+                                  : std::string()));
     o += figure("profile-time", time_split(mode, cases),
                 fmt::format("{}: the sum of each case's profile rows by slot, against the profiled step's time; a "
                             "pale bar: the mode's timing was noisy.",

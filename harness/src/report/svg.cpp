@@ -410,8 +410,9 @@ std::string roofline_chart(const RooflineChart& c) {
   for (const MarkGroup& g : c.groups)
     for (const Mark& m : g.marks)
       if (drawable(m))
-        o += fmt::format("<circle class=\"marker{}\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
-                         m.pale ? " noisy" : "", num(sx(m.x)), num(sy(m.y)), g.color, escape(m.tooltip));
+        o += fmt::format(
+            "<circle class=\"marker{}\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
+            m.pale ? " noisy" : "", num(sx(m.x)), num(sy(m.y)), g.color, escape(m.tooltip));
 
   double ly = kTop + 6;
   const double lx = kLeft + kPlotW + 14;
@@ -464,8 +465,8 @@ std::string stacked_bar_chart(const StackedBarChart& c) {
       o += fmt::format(
           "<rect class=\"bar{}\" data-key=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}"
           "</title></rect>",
-          b.noisy ? " noisy" : "", escape(c.keys[s.key].first), num(sx(at)), num(y + 5),
-          num(sx(at + s.value) - sx(at)), num(kBarRowH - 10), c.keys[s.key].second, escape(s.tooltip));
+          b.noisy ? " noisy" : "", escape(c.keys[s.key].first), num(sx(at)), num(y + 5), num(sx(at + s.value) - sx(at)),
+          num(kBarRowH - 10), c.keys[s.key].second, escape(s.tooltip));
       at += s.value;
     }
     o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}</text>\n", num(sx(at) + 6), num(mid + 4),
