@@ -174,15 +174,50 @@ const char* kCheckScript = R"js(<script>
 })();
 </script>)js";
 
+std::string chromium_flags() {
+  const std::string profile = test::write_temp("chromium-profile/.keep", "");
+  return " --headless --disable-gpu --no-sandbox --hide-scrollbars --user-data-dir=" +
+         fs::path(profile).parent_path().string() + " ";
+}
+
+/// Every plot of `page` as Chromium lays it out (kCheckScript's list), checked: each <svg> box
+/// over 100 pixels each way with a drawn mark. Returns the list's size.
+size_t check_plots_in_chromium(const std::string& chromium, const std::string& page, const std::string& name) {
+  std::string checked = page;
+  checked.insert(checked.rfind("</body>"), kCheckScript);
+  const std::string check_file = test::write_temp(name + "_check.html", checked);
+  const Output dom = shell("timeout 120 " + chromium + chromium_flags() + "--dump-dom file://" + check_file);
+  EXPECT_EQ(dom.code, 0) << dom.err;
+  std::smatch m;
+  if (!std::regex_search(dom.out, m, std::regex("<pre id=\"bench-check\">([^<]*)</pre>"))) {
+    ADD_FAILURE() << dom.out.substr(0, 500);
+    return 0;
+  }
+  const auto figures = nlohmann::json::parse(m[1].str());
+  for (const auto& f : figures) {
+    EXPECT_GT(f["w"].get<double>(), 100) << f.dump();
+    EXPECT_GT(f["h"].get<double>(), 100) << f.dump();
+    EXPECT_GT(f["marks"].get<int>(), 0) << f.dump();
+  }
+  return figures.size();
+}
+
 TEST_F(ReportCli, ReportRendersEveryPlotInChromium) {
   const std::string html = test::write_temp("grid_report.html", "");
   const Output r = bench("--db " + db_ + " report 1 -o " + html);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string page = read(html);
   // 2 throughput modes, final loss vs lr, 4 curves x 2 learning rates, and the named series
-  // param_norm, attn_entropy and logit_mean x 2 learning rates (no val_every: no val_loss).
+  // param_norm, attn_entropy and logit_mean x 2 learning rates (no val_every: no val_loss); and
+  // where the throughput cases stored a profile, a time split per profiled mode and a roofline
+  // for each whose kernels declare their traffic.
+  store::Store s(db_, store::Store::Mode::kReadOnly);
+  const auto profiled =
+      static_cast<size_t>(s.query("SELECT count(DISTINCT mode) FROM profile").rows.at(0).at(0).as_int());
+  EXPECT_EQ(count(page, "data-kind=\"profile-time\""), profiled);
+  EXPECT_LE(count(page, "data-kind=\"roofline\""), profiled);
   const size_t plots = count(page, "<figure class=\"plot\"");
-  EXPECT_EQ(plots, 17u);
+  EXPECT_EQ(plots, 17u + count(page, "data-kind=\"profile-time\"") + count(page, "data-kind=\"roofline\""));
   EXPECT_EQ(count(page, "data-kind=\"attn_entropy\""), 2u);
   EXPECT_EQ(count(page, "data-kind=\"val_loss\""), 0u);
   EXPECT_EQ(page.find("<script"), std::string::npos);
@@ -191,36 +226,85 @@ TEST_F(ReportCli, ReportRendersEveryPlotInChromium) {
 
   const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
-  const std::string profile = test::write_temp("chromium-profile/.keep", "");
-  const std::string flags = " --headless --disable-gpu --no-sandbox --hide-scrollbars --user-data-dir=" +
-                            fs::path(profile).parent_path().string() + " ";
-
-  // The report with the measuring script appended, dumped after layout.
-  std::string checked = page;
-  checked.insert(checked.rfind("</body>"), kCheckScript);
-  const std::string check_file = test::write_temp("grid_report_check.html", checked);
-  const Output dom = shell("timeout 120 " + chromium + flags + "--dump-dom file://" + check_file);
-  ASSERT_EQ(dom.code, 0) << dom.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom.out, m, std::regex("<pre id=\"bench-check\">([^<]*)</pre>")))
-      << dom.out.substr(0, 500);
-  const auto figures = nlohmann::json::parse(m[1].str());
-  ASSERT_EQ(figures.size(), plots);
-  for (const auto& f : figures) {
-    EXPECT_GT(f["w"].get<double>(), 100) << f.dump();
-    EXPECT_GT(f["h"].get<double>(), 100) << f.dump();
-    EXPECT_GT(f["marks"].get<int>(), 0) << f.dump();
-  }
+  EXPECT_EQ(check_plots_in_chromium(chromium, page, "grid_report"), plots);
 
   // A screenshot, as a person would see the page.
   const std::string png = fs::path(html).replace_extension(".png").string();
   fs::remove(png);
-  const Output shot =
-      shell("timeout 120 " + chromium + flags + "--screenshot=" + png + " --window-size=1400,3000 file://" + html);
+  const Output shot = shell("timeout 120 " + chromium + chromium_flags() + "--screenshot=" + png +
+                            " --window-size=1400,3000 file://" + html);
   ASSERT_EQ(shot.code, 0) << shot.err;
   const std::string image = read(png);
   ASSERT_GT(image.size(), 20000u);
   EXPECT_EQ(image.substr(1, 3), "PNG");
+}
+
+// `bench results --profile` and the report's profile plots, on a database whose profile rows are
+// inserted by hand (docs/results.md, "The profile"): one case on a 20 GB/s, 200 GFLOP/s device.
+TEST(ProfileCli, OptionsOutputsAndPlots) {
+  const std::string db = test::write_temp("profile_cli.db", "");
+  fs::remove(db);
+  {
+    store::Store s(db);
+    store::RunInfo info;
+    info.experiment_name = "profiled";
+    info.device_json = R"({"name":"Test CPU"})";
+    const int64_t run = s.begin_run(info);
+    store::CaseRow c;
+    c.runner = "throughput";
+    c.label = "norm=pre";
+    c.metrics = {{"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 3, "ms"}};
+    for (const char* mode : {"forward", "train_step"}) {
+      store::ThroughputRow t;
+      t.mode = mode;
+      t.repetitions = 2;
+      t.median_ms = 3, t.mean_ms = 3, t.min_ms = 2.9, t.max_ms = 3.1;
+      t.samples_ms = {2.9, 3.1};
+      c.throughput.push_back(t);
+    }
+    const int64_t id = s.add_case(run, c);
+    const auto row = [&](const char* mode, const char* slot, const char* kernel, double ms, double bytes,
+                         double flops) {
+      s.query("INSERT INTO profile VALUES (?1, ?2, 'blocks.0.' || ?3, ?3, 'x', 'forward', ?4, 1, ?5, ?6, ?7)",
+              {Value::integer(id), Value::string(mode), Value::string(slot), Value::string(kernel), Value::number(ms),
+               Value::number(bytes), Value::number(flops)});
+    };
+    row("train_step", "ffn", "gemm NN", 2, 1e7, 3e8);
+    row("train_step", "norm", "NormForward<float>", 1, 1e7, 1e6);
+    row("forward", "ffn", "gemm NN", 1, 1e7, 1.5e8);
+    s.finish_run(run, "completed");
+  }
+  const Output top = bench("--db " + db + " results --profile --top 1");
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.out.find("case #0 norm=pre · train_step: the 1 slowest of 2 kernels\n"), std::string::npos) << top.out;
+  EXPECT_NE(top.out.find("the 1 shown 2 ms (66.7 %)"), std::string::npos) << top.out;
+  EXPECT_NE(bench("--db " + db + " results --profile --all").out.find("train_step: 2 kernels\n"), std::string::npos);
+  EXPECT_NE(bench("--db " + db + " results --profile --mode forward").out.find("· forward: 1 kernels\n"),
+            std::string::npos);
+  const Output json = bench("--db " + db + " results --profile --format json");
+  ASSERT_EQ(json.code, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_DOUBLE_EQ(j["cases"][0]["kernels"][0]["gbps"].get<double>(), 5.0);  // 1e7 bytes in 2 ms
+  EXPECT_DOUBLE_EQ(j["cases"][0]["kernels"][0]["gflops"].get<double>(), 150.0);
+  EXPECT_EQ(j["cases"][0]["kernels"][0]["bound"], "compute");  // 30 FLOP/byte, the ridge at 10
+  EXPECT_EQ(j["cases"][0]["kernels"][1]["bound"], "memory");
+  // Bad input: one line on stderr, exit 2.
+  for (const char* args : {" results --profile --mode trian_step", " results --top 3",
+                           " results --profile --all --top 2", " results --profile --top 0"}) {
+    const Output bad = bench("--db " + db + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_TRUE(bad.out.empty()) << args;
+  }
+  EXPECT_TRUE(one_line(bench("--db " + db + " results --profile --mode trian_step").err));
+
+  const std::string html = test::write_temp("profile_report.html", "");
+  ASSERT_EQ(bench("-q --db " + db + " report -o " + html).code, 0);
+  const std::string page = read(html);
+  EXPECT_EQ(count(page, "data-kind=\"roofline\""), 2u);
+  EXPECT_EQ(count(page, "data-kind=\"profile-time\""), 2u);
+  const std::string chromium = find_program({"chromium", "chromium-browser", "google-chrome"});
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  EXPECT_EQ(check_plots_in_chromium(chromium, page, "profile_report"), count(page, "<figure class=\"plot\""));
 }
 
 TEST_F(ReportCli, ExportHasEveryStoredNumber) {

@@ -68,6 +68,15 @@ struct RunChoice {
   std::string experiment;
 };
 
+/// `bench results --profile`: the per-kernel profile of the throughput cases instead of the
+/// results tables (docs/results.md, "The profile").
+struct ProfileChoice {
+  bool show = false;
+  std::string mode = "train_step";
+  int64_t top = 10;  ///< kernels per case, the slowest first
+  bool all = false;  ///< every kernel (overrides top)
+};
+
 struct CompareArgs {
   std::string a, b;  ///< run ids, or case selectors with `run`
   int64_t run = 0;   ///< compare cases of this run
@@ -120,7 +129,7 @@ int cmd_run(const GlobalOptions& g, const RunOptions& o);
 int cmd_run_case(const std::string& task, const std::string& result);
 int cmd_validate(const GlobalOptions& g, const std::string& file, const std::string& device);
 int cmd_list(const GlobalOptions& g, const std::string& what, const std::string& experiment);
-int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string& format);
+int cmd_results(const GlobalOptions& g, const RunChoice& run, const std::string& format, const ProfileChoice& profile);
 int cmd_query(const GlobalOptions& g, const std::string& sql, const std::string& format);
 int cmd_compare(const GlobalOptions& g, const CompareArgs& o);
 int cmd_report(const GlobalOptions& g, const ReportArgs& o);

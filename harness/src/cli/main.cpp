@@ -81,6 +81,21 @@ int main(int argc, char** argv) {
   results_cmd->add_option("--format", results_format, "table, csv, json or markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
       ->capture_default_str();
+  ProfileChoice results_profile;
+  auto* profile_flag = results_cmd->add_flag(
+      "--profile", results_profile.show,
+      "instead of the results: each throughput case's slowest kernels against the measured ceilings (GB/s, "
+      "GFLOP/s, memory- or compute-bound) and its time by slot");
+  results_cmd->add_option("--mode", results_profile.mode, "with --profile: the mode whose profile is shown")
+      ->needs(profile_flag)
+      ->capture_default_str();
+  auto* top_opt = results_cmd->add_option("--top", results_profile.top, "with --profile: kernels shown per case")
+                      ->check(CLI::PositiveNumber)
+                      ->needs(profile_flag)
+                      ->capture_default_str();
+  results_cmd->add_flag("--all", results_profile.all, "with --profile: every kernel of each case")
+      ->needs(profile_flag)
+      ->excludes(top_opt);
 
   std::string sql, query_format = "table";
   auto* query_cmd = app.add_subcommand("query", "run read-only SQL on the results database");
@@ -243,7 +258,7 @@ int main(int argc, char** argv) {
   if (run_case_cmd->parsed()) return cmd_run_case(case_task, case_result);
   if (validate_cmd->parsed()) return cmd_validate(g, validate_file, validate_device);
   if (list_cmd->parsed()) return cmd_list(g, list_what, list_experiment);
-  if (results_cmd->parsed()) return cmd_results(g, results_run, results_format);
+  if (results_cmd->parsed()) return cmd_results(g, results_run, results_format, results_profile);
   if (query_cmd->parsed()) return cmd_query(g, sql, query_format);
   if (compare_cmd->parsed()) return cmd_compare(g, cmp);
   if (report_cmd->parsed()) return cmd_report(g, rep);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "report/case_words.h"
+#include "report/profile.h"
 #include "report/results_view.h"
 #include "report/svg.h"
 #include "runners/registry.h"
@@ -61,6 +62,9 @@ svg.chart .errorbar { stroke: #111; stroke-width: 3; }
 svg.chart .sample { fill: #fff; stroke: #111; stroke-width: 0.8; }
 svg.chart .clip-arrow { fill: #333; }
 svg.chart .bar-label, svg.chart .bar-value { fill: #222; }
+svg.chart .ceiling { fill: none; stroke: #444; stroke-width: 1.8; }
+svg.chart .marker { stroke: #fff; stroke-width: 0.8; }
+svg.chart .marker.noisy { opacity: 0.35; }
 table { border-collapse: collapse; background: #fff; margin: 8px 0; font-size: 13px; }
 th, td { border: 1px solid #e0e0e0; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; font-weight: 600; }
@@ -93,7 +97,9 @@ ResultsTable table_of(const std::string& runner) {
   return r == nullptr ? ResultsTable{} : r->table();
 }
 
-std::string throughput_section(const RunData& run, const std::vector<ResultsSection>& tables) {
+/// The throughput plots and table, then `profile` (profile_html: where the time goes).
+std::string throughput_section(const RunData& run, const std::vector<ResultsSection>& tables,
+                               const std::string& profile) {
   std::vector<std::string> modes;
   for (const CaseData& c : run.cases)
     for (const ModeData& m : c.modes)
@@ -142,7 +148,7 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
       }
       for (const auto& n : t.notes) o += "<p class=\"meta noisy\">" + escape(n) + "</p>\n";
     }
-  return o + "</section>\n";
+  return o + profile + "</section>\n";
 }
 
 /// How the stability cases are drawn: a panel per learning rate, a series per case, styled so
@@ -558,9 +564,11 @@ std::string render_html(const store::Store& db, int64_t run_id) {
       run.finished_at.empty() ? "" : ", finished " + escape(run.finished_at), escape(run.device),
       escape(run.git_sha.substr(0, 12)), escape(run.harness_version));
   if (!run.error.empty()) o += "<p class=\"meta\">run error: " + escape(run.error) + "</p>\n";
-  o += "<nav><a href=\"#throughput\">throughput</a><a href=\"#stability\">stability</a>"
-       "<a href=\"#provenance\">provenance</a></nav>\n";
-  o += throughput_section(run, tables);
+  const std::string profile = profile_html(db, run);
+  o += "<nav><a href=\"#throughput\">throughput</a>";
+  if (!profile.empty()) o += "<a href=\"#profile\">profile</a>";
+  o += "<a href=\"#stability\">stability</a><a href=\"#provenance\">provenance</a></nav>\n";
+  o += throughput_section(run, tables, profile);
   o += stability_section(db, run, tables);
   o += other_runner_sections(tables);
   o += provenance_section(run);

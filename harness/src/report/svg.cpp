@@ -348,4 +348,141 @@ std::string bar_chart(const BarChart& c) {
   return o;
 }
 
+std::string roofline_chart(const RooflineChart& c) {
+  // The axes cover every mark and, for every roof, its ridge point a factor 4 either way, so that
+  // both ceilings show: the slope from a quarter of the compute roof, and a little above it.
+  std::vector<double> xs, ys;
+  const auto drawable = [](const Mark& m) { return std::isfinite(m.x) && m.x > 0 && std::isfinite(m.y) && m.y > 0; };
+  for (const MarkGroup& g : c.groups)
+    for (const Mark& m : g.marks)
+      if (drawable(m)) xs.push_back(m.x), ys.push_back(m.y);
+  for (const Roof& r : c.roofs) {
+    if (!(r.gbps > 0 && r.gflops > 0)) continue;
+    const double ridge = r.gflops / r.gbps;
+    xs.push_back(ridge / 4), xs.push_back(ridge * 4), ys.push_back(r.gflops / 4), ys.push_back(r.gflops * 1.5);
+  }
+  const auto [x0, x1] = padded_range(xs, true, 0.05);
+  const auto [y0, y1] = padded_range(ys, true, 0.05);
+  const Scale sx{x0, x1, kLeft, kLeft + kPlotW, true};
+  const Scale sy{y0, y1, kTop + kPlotH, kTop, true};
+
+  std::string o = open_svg(c.id, kWidth, kHeight, c.title);
+  o += fmt::format("<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n", num(kLeft), num(kTop),
+                   num(kPlotW), num(kPlotH));
+  for (double t : log_ticks(x0, x1)) {
+    o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", num(sx(t)), num(kTop),
+                     num(kTop + kPlotH));
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(sx(t)),
+                     num(kTop + kPlotH + 15), tick_text(t));
+  }
+  for (double t : log_ticks(y0, y1)) {
+    o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\"/>", num(kLeft), num(sy(t)),
+                     num(kLeft + kPlotW));
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", num(kLeft - 5),
+                     num(sy(t) + 4), tick_text(t));
+  }
+  o += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(kLeft + kPlotW / 2),
+                   num(kHeight - 8), "arithmetic intensity, FLOP/byte (log scale)");
+  o += fmt::format("<text class=\"axis\" transform=\"translate(14 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
+                   num(kTop + kPlotH / 2), "achieved GFLOP/s (log)");
+
+  // Ceilings, clipped to the plot: y = gbps * x up to the ridge, then y = gflops.
+  for (const Roof& r : c.roofs) {
+    if (!(r.gbps > 0 && r.gflops > 0)) continue;
+    const double ridge = r.gflops / r.gbps;
+    const std::string suffix = r.label.empty() ? "" : " (" + r.label + ")";
+    const double a = std::max(x0, y0 / r.gbps), b = std::min({ridge, x1, y1 / r.gbps});
+    if (a < b)
+      o += fmt::format(
+          "<path class=\"ceiling bandwidth\" d=\"M{} {} L{} {}\"><title>copy bandwidth {} GB/s{}</title></path>"
+          "<text class=\"reference-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\">{} GB/s</text>\n",
+          num(sx(a)), num(sy(r.gbps * a)), num(sx(b)), num(sy(r.gbps * b)), tick_text(r.gbps), escape(suffix),
+          num(sx(std::sqrt(a * b)) - 6), num(sy(r.gbps * std::sqrt(a * b)) - 6), tick_text(r.gbps));
+    if (ridge < x1 && r.gflops >= y0 && r.gflops <= y1)
+      o += fmt::format(
+          "<path class=\"ceiling compute\" d=\"M{0} {1} L{2} {1}\"><title>GEMM rate {3} GFLOP/s{4}, ridge {5} "
+          "FLOP/byte</title></path><text class=\"reference-label\" x=\"{7}\" y=\"{6}\" text-anchor=\"end\">{3} "
+          "GFLOP/s</text>\n",
+          num(sx(std::max(ridge, x0))), num(sy(r.gflops)), num(kLeft + kPlotW), tick_text(r.gflops), escape(suffix),
+          tick_text(ridge), num(sy(r.gflops) - 5), num(kLeft + kPlotW - 4));
+  }
+
+  for (const MarkGroup& g : c.groups)
+    for (const Mark& m : g.marks)
+      if (drawable(m))
+        o += fmt::format(
+            "<circle class=\"marker{}\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"><title>{}</title></circle>\n",
+            m.pale ? " noisy" : "", num(sx(m.x)), num(sy(m.y)), g.color, escape(m.tooltip));
+
+  double ly = kTop + 6;
+  const double lx = kLeft + kPlotW + 14;
+  o += "<g class=\"legend\">";
+  for (const MarkGroup& g : c.groups) {
+    if (ly > kHeight - 12) break;
+    o += fmt::format("<circle cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"/>", num(lx + 8), num(ly), g.color);
+    o += fmt::format("<text class=\"legend-text\" x=\"{}\" y=\"{}\"><title>{}</title>{}</text>", num(lx + 20),
+                     num(ly + 4), escape(g.name), escape(cut(g.name, kMaxLegendChars)));
+    ly += 17;
+  }
+  o += "</g>\n</svg>\n";
+  return o;
+}
+
+std::string stacked_bar_chart(const StackedBarChart& c) {
+  constexpr double kLegendW = 170;
+  const double plot_bottom = kBarTop + kBarRowH * static_cast<double>(c.bars.size());
+  const double height = std::max(plot_bottom, kBarTop + 17 * static_cast<double>(c.keys.size())) + kBarBottom;
+  const double width = kBarLabelW + kBarPlotW + kBarRightW + kLegendW;
+  double hi = 0;
+  for (const StackedBar& b : c.bars) {
+    double sum = 0;
+    for (const Segment& s : b.segments) sum += std::max(0.0, s.value);
+    hi = std::max(hi, sum);
+  }
+  if (!(hi > 0)) hi = 1;
+  const auto ticks = linear_ticks(0, hi * 1.02, 5);
+  const double top = std::max(hi * 1.02, ticks.empty() ? hi : ticks.back());
+  const Scale sx{0, top, kBarLabelW, kBarLabelW + kBarPlotW, false};
+
+  std::string o = open_svg(c.id, width, height, c.title);
+  for (double t : ticks) {
+    o += fmt::format("<line class=\"grid\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\"/>", num(sx(t)), num(kBarTop - 4),
+                     num(plot_bottom));
+    o += fmt::format("<text class=\"tick\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", num(sx(t)),
+                     num(plot_bottom + 15), tick_text(t));
+  }
+  o += fmt::format("<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                   num(kBarLabelW + kBarPlotW / 2), num(plot_bottom + 36), escape(c.x_label));
+  for (size_t i = 0; i < c.bars.size(); ++i) {
+    const StackedBar& b = c.bars[i];
+    const double y = kBarTop + kBarRowH * static_cast<double>(i);
+    const double mid = y + kBarRowH / 2;
+    o += fmt::format("<text class=\"bar-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\"><title>{}</title>{}</text>",
+                     num(kBarLabelW - 8), num(mid + 4), escape(b.label), escape(cut(b.label, 40)));
+    double at = 0;
+    for (const Segment& s : b.segments) {
+      if (!(s.value > 0) || s.key >= c.keys.size()) continue;
+      o += fmt::format(
+          "<rect class=\"bar{}\" data-key=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{}"
+          "</title></rect>",
+          b.noisy ? " noisy" : "", escape(c.keys[s.key].first), num(sx(at)), num(y + 5), num(sx(at + s.value) - sx(at)),
+          num(kBarRowH - 10), c.keys[s.key].second, escape(s.tooltip));
+      at += s.value;
+    }
+    o += fmt::format("<text class=\"bar-value\" x=\"{}\" y=\"{}\">{}</text>\n", num(sx(at) + 6), num(mid + 4),
+                     escape(b.value_text));
+  }
+  const double lx = kBarLabelW + kBarPlotW + kBarRightW + 10;
+  o += "<g class=\"legend\">";
+  for (size_t k = 0; k < c.keys.size(); ++k) {
+    const double ly = kBarTop + 17 * static_cast<double>(k);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/>", num(lx), num(ly),
+                     c.keys[k].second);
+    o += fmt::format("<text class=\"legend-text\" x=\"{}\" y=\"{}\">{}</text>", num(lx + 18), num(ly + 10),
+                     escape(cut(c.keys[k].first, 22)));
+  }
+  o += "</g>\n</svg>\n";
+  return o;
+}
+
 }  // namespace bench::report::svg

@@ -1,5 +1,6 @@
-// defines: bench::report::svg — line charts (linear or log axes, gaps, legend, reference lines)
-// and horizontal bar charts with error bars, written as inline SVG text. Private to report/.
+// defines: bench::report::svg — line charts (linear or log axes, gaps, legend, reference lines),
+// horizontal bar charts with error bars, rooflines and stacked bars, written as inline SVG text.
+// Private to report/.
 #pragma once
 
 #include <string>
@@ -64,6 +65,62 @@ struct BarChart {
 std::string line_chart(const LineChart& c);
 /// The chart as an <svg class="chart">: each bar a <rect class="bar">, error bars as lines.
 std::string bar_chart(const BarChart& c);
+
+/// A roofline's two ceilings, measured on the device: the bandwidth slope (gbps x intensity) up
+/// to the ridge point gflops / gbps, and the flat compute roof after it.
+struct Roof {
+  double gbps = 0, gflops = 0;
+  std::string label;  ///< the device or dtype they belong to; may be empty
+};
+
+/// A kernel on a roofline: x its arithmetic intensity (FLOP/byte), y its achieved GFLOP/s.
+struct Mark {
+  double x = 0, y = 0;
+  std::string tooltip;
+  bool pale = false;  ///< drawn as class "marker noisy" (measured while the machine was busy)
+};
+
+/// The marks of one variant, in one colour.
+struct MarkGroup {
+  std::string name, color = "#1f77b4";
+  std::vector<Mark> marks;
+};
+
+struct RooflineChart {
+  std::string id, title;
+  std::vector<Roof> roofs;
+  std::vector<MarkGroup> groups;
+};
+
+/// The roofline on log-log axes as an <svg class="chart">: per roof a <path class="ceiling
+/// bandwidth"> and a <path class="ceiling compute">, each mark a <circle class="marker"> with a
+/// <title>, a legend of the groups. Marks with a non-positive or non-finite x or y are left out.
+std::string roofline_chart(const RooflineChart& c);
+
+/// One part of a stacked bar: `key` indexes StackedBarChart::keys.
+struct Segment {
+  size_t key = 0;
+  double value = 0;
+  std::string tooltip;
+};
+
+struct StackedBar {
+  std::string label;
+  std::vector<Segment> segments;  ///< drawn left to right
+  std::string value_text;         ///< printed right of the bar
+  bool noisy = false;             ///< its segments drawn as class "bar noisy"
+};
+
+/// Horizontal bars split into coloured parts, the same key in the same colour on every bar.
+struct StackedBarChart {
+  std::string id, title, x_label;
+  std::vector<std::pair<std::string, std::string>> keys;  ///< (name, colour), the legend in order
+  std::vector<StackedBar> bars;
+};
+
+/// The chart as an <svg class="chart">: each segment a <rect class="bar" data-key="..."> with a
+/// <title>, a legend of the keys right of the bars.
+std::string stacked_bar_chart(const StackedBarChart& c);
 
 /// Text escaped for XML and HTML (& < > " ').
 std::string escape(std::string_view s);
