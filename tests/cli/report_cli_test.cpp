@@ -320,13 +320,17 @@ TEST_F(ReportCli, ExportHasEveryStoredNumber) {
   const auto n = [&](const std::string& sql) { return s.query(sql).rows.at(0).at(0).as_int(); };
   const int64_t expected =
       n("SELECT count(*) FROM throughput") * 20 + n("SELECT count(*) FROM samples") +
-      n("SELECT count(*) FROM steps") * 7 + n("SELECT count(*) FROM series") + n("SELECT count(*) FROM metrics") +
+      n("SELECT count(*) FROM profile") * 4 + n("SELECT count(*) FROM steps") * 7 + n("SELECT count(*) FROM series") +
+      n("SELECT count(*) FROM metrics") +
       n("SELECT count(n_params) + count(n_params_embedding) + count(flops_per_token) + count(wall_s) FROM cases");
   EXPECT_EQ(static_cast<int64_t>(count(csv, "\r\n")) - 1, expected);
   const Output json = bench("--db " + db_ + " export --experiment grid --format json");
   ASSERT_EQ(json.code, 0) << json.err;
   EXPECT_GT(n("SELECT count(*) FROM series"), 0);
   EXPECT_NE(csv.find(",series,,0,,grad_rms/1,"), std::string::npos);
+  EXPECT_GT(n("SELECT count(*) FROM profile"), 0) << "the throughput cases are profiled by default";
+  // The optimizer's kernel: its name (a tile program's, with a comma) makes the field quoted.
+  EXPECT_NE(csv.find(",profile,train_step,,,\"ms/optimizer/optimizer/adamw/optimizer/"), std::string::npos);
   const auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(static_cast<int64_t>(j["measurements"].size()), expected);
   EXPECT_EQ(j["run"]["experiment_name"], "grid");

@@ -93,6 +93,11 @@ class Sinks : public ::testing::Test {
         r.timings.push_back(t);
       }
       r.metrics.push_back({"initial_loss", 5.5, "nats"});
+      // Out of order, one without declared traffic, one with infinite FLOPs (both stored as NULL).
+      r.profile = {{"train_step", "blocks.0.ffn", "ffn", "gelu", "forward", "gemm NN", 2, 0.5, 4096, kInf},
+                   {"forward", "", "model", "", "step", "(host)", 0, 0.25 * static_cast<double>(i + 1), kNan, kNan},
+                   {"train_step", "blocks.0.attn_norm", "norm", "rmsnorm", "backward", "NormBackward<float>", 1, 0.75,
+                    1024, 512}};
     } else if (runner == "stability") {
       r.metrics = {{"lr", resolved_[i].runner.number("lr"), ""},
                    {"initial_loss", 5.5, "nats"},
@@ -166,6 +171,54 @@ TEST_F(Sinks, TheRunsTableFromMemoryIsTheTableReadBackInEveryFormat) {
   }
   EXPECT_EQ(results_seen, cases_.size());
   EXPECT_EQ(added_seen, 4u);
+}
+
+TEST_F(Sinks, TheProfileFromMemoryIsTheProfileReadBack) {
+  store::Store db(path_);
+  auto [run_id, header] = begin(db);
+  StoreSink store_sink(db, run_id, {});
+  ResultsSink results(header);
+  size_t profiled = 0;
+  for (size_t i = 0; i < cases_.size(); ++i) {
+    if (cases_[i].runner != "throughput") continue;
+    ++profiled;
+    store_sink.finished(jobs_[i], result(i));
+    results.finished(jobs_[i], result(i));
+  }
+  ASSERT_GT(profiled, 0u);
+  const store::RunData stored = store::load_run(db, run_id);
+  ASSERT_EQ(stored.cases.size(), profiled);
+  ASSERT_EQ(results.run().cases.size(), profiled);
+  const auto same = [](double x, double y) { return std::isnan(x) ? std::isnan(y) : x == y; };
+  for (size_t k = 0; k < profiled; ++k) {
+    const auto& mem = results.run().cases[k].profile;
+    const auto& back = stored.cases[k].profile;
+    ASSERT_EQ(mem.size(), 3u);
+    ASSERT_EQ(back.size(), 3u);
+    // forward first, then the longest first; NaN where the store has NULL.
+    EXPECT_EQ(back[0].kernel, "(host)");
+    EXPECT_EQ(back[0].ms, 0.25 * static_cast<double>(stored.cases[k].ordinal + 1));
+    EXPECT_TRUE(std::isnan(back[0].bytes) && std::isnan(back[0].flops));
+    EXPECT_EQ(back[1].kernel, "NormBackward<float>");
+    EXPECT_EQ(back[1].bytes, 1024);
+    EXPECT_EQ(back[1].flops, 512);
+    EXPECT_EQ(back[2].kernel, "gemm NN");
+    EXPECT_EQ(back[2].calls, 2);
+    EXPECT_EQ(back[2].bytes, 4096);
+    EXPECT_TRUE(std::isnan(back[2].flops)) << "an infinite count is stored as NULL";
+    for (size_t j = 0; j < back.size(); ++j) {
+      EXPECT_EQ(mem[j].mode, back[j].mode) << j;
+      EXPECT_EQ(mem[j].scope, back[j].scope) << j;
+      EXPECT_EQ(mem[j].slot, back[j].slot) << j;
+      EXPECT_EQ(mem[j].component, back[j].component) << j;
+      EXPECT_EQ(mem[j].pass, back[j].pass) << j;
+      EXPECT_EQ(mem[j].kernel, back[j].kernel) << j;
+      EXPECT_EQ(mem[j].calls, back[j].calls) << j;
+      EXPECT_EQ(mem[j].ms, back[j].ms) << j;
+      EXPECT_TRUE(same(mem[j].bytes, back[j].bytes)) << j << ": " << mem[j].bytes << " != " << back[j].bytes;
+      EXPECT_TRUE(same(mem[j].flops, back[j].flops)) << j << ": " << mem[j].flops << " != " << back[j].flops;
+    }
+  }
 }
 
 TEST_F(Sinks, AResumedCaseIsReplacedWhenItStartsAgain) {

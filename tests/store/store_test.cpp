@@ -13,6 +13,7 @@
 #include <limits>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "bench/error.h"
 #include "bench/sha256.h"
@@ -115,6 +116,46 @@ CaseRow stability_case(int64_t ordinal) {
              {1, 1e-3, kNaN, std::numeric_limits<double>::infinity(), 3.5, 0.2, 0.02, 4.1}};
   c.metrics = {{"final_loss", kNaN, "nats"}, {"best_loss", 5.5, "nats"}, {"diverged_step", 1, "step"}};
   return c;
+}
+
+/// A profile as the throughput runner hands it over, not in sort_profile's order: the same GEMM in
+/// two modes, a kernel without declared traffic (the model's host time), one that declared its
+/// bytes but no FLOPs, and two kernels of one mode with the same time.
+std::vector<ProfileRow> profile_rows() {
+  return {
+      {"train_step", "blocks.0.attn_norm", "norm", "rmsnorm", "forward", "NormForward<float, 128, false, false>", 1,
+       0.125, 65536, 16384},
+      {"train_step", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NT", 2, 1.5, 3.0e6, 2.5e8},
+      {"train_step", "", "model", "", "step", "(host)", 0, 0.0625, kNaN, kNaN},
+      {"forward", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NT", 2, 0.75, 3.0e6, 2.5e8},
+      {"train_step", "blocks.0.attn", "attention", "mha", "backward", "attention backward (materializing)", 1, 1.5,
+       1.0e6, kNaN},
+  };
+}
+
+/// profile_rows() as the readers give it back: forward first, then the longest first, the tie by scope.
+std::vector<ProfileRow> sorted_profile_rows() {
+  const std::vector<ProfileRow> p = profile_rows();
+  return {p[3], p[4], p[1], p[0], p[2]};
+}
+
+/// Every field equal, NaN where NaN is expected.
+void expect_same_profile(const std::vector<ProfileRow>& got, const std::vector<ProfileRow>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  const auto same = [](double g, double w) { return std::isnan(w) ? std::isnan(g) : g == w; };
+  for (size_t i = 0; i < want.size(); ++i) {
+    const ProfileRow &g = got[i], &w = want[i];
+    EXPECT_EQ(g.mode, w.mode) << i;
+    EXPECT_EQ(g.scope, w.scope) << i;
+    EXPECT_EQ(g.slot, w.slot) << i;
+    EXPECT_EQ(g.component, w.component) << i;
+    EXPECT_EQ(g.pass, w.pass) << i;
+    EXPECT_EQ(g.kernel, w.kernel) << i;
+    EXPECT_EQ(g.calls, w.calls) << i;
+    EXPECT_EQ(g.ms, w.ms) << i;
+    EXPECT_TRUE(same(g.bytes, w.bytes)) << i << ": " << g.bytes << " != " << w.bytes;
+    EXPECT_TRUE(same(g.flops, w.flops)) << i << ": " << g.flops << " != " << w.flops;
+  }
 }
 
 class StoreTest : public ::testing::Test {
@@ -235,9 +276,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 6);
+  EXPECT_EQ(db.schema_version(), 7);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 6);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 7);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -312,10 +353,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 7;");
+  raw_exec(db_path(), "PRAGMA user_version = 8;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 7, newer than this build knows (6)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 8, newer than this build knows (7)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -329,7 +370,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 6);
+  EXPECT_EQ(ro.schema_version(), 7);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
   EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 8"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
@@ -337,7 +378,7 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 6);
+  EXPECT_EQ(ro.schema_version(), 7);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -440,9 +481,12 @@ TEST_F(StoreTest, AddMetricsAddsAndReplaces) {
   EXPECT_DOUBLE_EQ(r.rows[3][1].as_double(), 0.75);
 }
 
-/// SQL that takes a current database back to version 5: without the columns version 6 added.
+/// SQL that takes a current database back to version 6: without the table version 7 added.
+constexpr const char* kBackToVersion6 = "DROP TABLE profile; PRAGMA user_version = 6;";
+
+/// SQL that takes a current database back to version 5: without what versions 6 and 7 added.
 constexpr const char* kBackToVersion5 =
-    "ALTER TABLE throughput DROP COLUMN noise; ALTER TABLE throughput DROP COLUMN max_noise; "
+    "DROP TABLE profile; ALTER TABLE throughput DROP COLUMN noise; ALTER TABLE throughput DROP COLUMN max_noise; "
     "ALTER TABLE throughput DROP COLUMN noisy; ALTER TABLE throughput DROP COLUMN load_avg; "
     "ALTER TABLE throughput DROP COLUMN steal; ALTER TABLE throughput DROP COLUMN other_busy; "
     "ALTER TABLE throughput DROP COLUMN cores; PRAGMA user_version = 5;";
@@ -461,7 +505,7 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
                "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
                "PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 6);
+  EXPECT_EQ(db.schema_version(), 7);
   EXPECT_TRUE(db.query("SELECT pid FROM runs").rows.at(0).at(0).is_null());
   // Version 5 gives every existing run a uid of its own: 32 hex digits.
   const std::string uid = db.query("SELECT uid FROM runs").rows.at(0).at(0).as_string();
@@ -480,7 +524,7 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   }
   raw_exec(db_path(), kBackToVersion5);
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 6);
+  EXPECT_EQ(db.schema_version(), 7);
   // The old rows are kept, with NULL where version 5 knew nothing.
   const QueryResult r = db.query(
       "SELECT mode, median_ms, noise, max_noise, noisy, load_avg, steal, other_busy, cores FROM throughput "
@@ -527,6 +571,123 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   EXPECT_EQ(m.cores, 2);
 }
 
+TEST_F(StoreTest, MigratesAVersionSixDatabaseWhichGainsTheProfile) {
+  int64_t run = 0;
+  {
+    Store db(db_path());
+    run = db.begin_run(sample_run());
+    db.add_case(run, throughput_case(0));
+  }
+  raw_exec(db_path(), kBackToVersion6);
+  EXPECT_NE(error_of([&] { Store ro(db_path(), Store::Mode::kReadOnly); }).find("has results schema version 6"),
+            std::string::npos);
+  Store db(db_path());
+  EXPECT_EQ(db.schema_version(), 7);
+  // The table as docs/results.md documents it: name, type, NOT NULL, position in the key.
+  const QueryResult cols =
+      db.query("SELECT name, type, \"notnull\", pk FROM pragma_table_info('profile') ORDER BY cid");
+  const std::vector<std::tuple<std::string, std::string, int64_t, int64_t>> want = {
+      {"case_id", "INTEGER", 1, 1}, {"mode", "TEXT", 1, 2},  {"scope", "TEXT", 1, 3},  {"slot", "TEXT", 1, 4},
+      {"component", "TEXT", 1, 0},  {"pass", "TEXT", 1, 5},  {"kernel", "TEXT", 1, 6}, {"calls", "INTEGER", 1, 0},
+      {"ms", "REAL", 1, 0},         {"bytes", "REAL", 0, 0}, {"flops", "REAL", 0, 0}};
+  ASSERT_EQ(cols.rows.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(std::make_tuple(cols.rows[i][0].as_string(), cols.rows[i][1].as_string(), cols.rows[i][2].as_int(),
+                              cols.rows[i][3].as_int()),
+              want[i])
+        << i;
+  // The old case is kept as it was, without a profile.
+  const RunData before = load_run(db, run);
+  ASSERT_EQ(before.cases.size(), 1U);
+  EXPECT_EQ(before.cases[0].modes.size(), 2U);
+  EXPECT_TRUE(before.cases[0].profile.empty());
+  // New cases write theirs.
+  CaseRow c = throughput_case(1);
+  c.profile = profile_rows();
+  const int64_t id = db.add_case(run, c);
+  EXPECT_EQ(db.query("SELECT count(*) FROM profile WHERE case_id = ?1", {Value::integer(id)}).rows[0][0].as_int(), 5);
+  expect_same_profile(load_run(db, run).cases.at(1).profile, sorted_profile_rows());
+}
+
+TEST_F(StoreTest, ProfileRowsRoundTripWithNullWhereNothingWasDeclared) {
+  Store db(db_path());
+  const int64_t run = db.begin_run(sample_run());
+  CaseRow c = throughput_case(0);
+  c.profile = profile_rows();
+  const int64_t id = db.add_case(run, c);
+  const int64_t other = db.add_case(run, stability_case(1));
+
+  // As SQL sees them: NULL bytes and flops where the kernel declared none.
+  const QueryResult r = db.query(
+      "SELECT mode, scope, slot, component, pass, kernel, calls, ms, bytes, flops FROM profile WHERE case_id = ?1 "
+      "ORDER BY mode, ms DESC, scope",
+      {Value::integer(id)});
+  ASSERT_EQ(r.rows.size(), 5U);
+  const auto& gemm = r.rows[0];
+  EXPECT_EQ(gemm[0].as_string(), "forward");
+  EXPECT_EQ(gemm[1].as_string(), "blocks.0.ffn");
+  EXPECT_EQ(gemm[2].as_string(), "ffn");
+  EXPECT_EQ(gemm[3].as_string(), "swiglu");
+  EXPECT_EQ(gemm[4].as_string(), "forward");
+  EXPECT_EQ(gemm[5].as_string(), "gemm NT");
+  EXPECT_EQ(gemm[6].as_int(), 2);
+  EXPECT_EQ(gemm[7].as_double(), 0.75);
+  EXPECT_EQ(gemm[8].as_double(), 3.0e6);
+  EXPECT_EQ(gemm[9].as_double(), 2.5e8);
+  const auto& attention = r.rows[1];
+  EXPECT_EQ(attention[5].as_string(), "attention backward (materializing)");
+  EXPECT_EQ(attention[8].as_double(), 1.0e6);
+  EXPECT_TRUE(attention[9].is_null());
+  const auto& host = r.rows[4];
+  EXPECT_EQ(host[1].as_string(), "");
+  EXPECT_EQ(host[2].as_string(), "model");
+  EXPECT_EQ(host[3].as_string(), "");
+  EXPECT_EQ(host[4].as_string(), "step");
+  EXPECT_EQ(host[5].as_string(), "(host)");
+  EXPECT_EQ(host[6].as_int(), 0);
+  EXPECT_EQ(host[7].as_double(), 0.0625);
+  EXPECT_TRUE(host[8].is_null());
+  EXPECT_TRUE(host[9].is_null());
+
+  // The typed readers give them back in sort_profile's order, NULL as NaN; a case without any: none.
+  const RunData d = load_run(db, run);
+  ASSERT_EQ(d.cases.size(), 2U);
+  expect_same_profile(d.cases[0].profile, sorted_profile_rows());
+  EXPECT_TRUE(d.cases[1].profile.empty());
+  expect_same_profile(load_profile(db, id), sorted_profile_rows());
+  EXPECT_TRUE(load_profile(db, other).empty());
+
+  // Removing the case removes its profile.
+  db.remove_case(run, 0);
+  EXPECT_EQ(db.query("SELECT count(*) FROM profile").rows[0][0].as_int(), 0);
+}
+
+TEST_F(StoreTest, RefusesAProfileRowWithoutATimeOrGivenTwice) {
+  Store db(db_path());
+  const int64_t run = db.begin_run(sample_run());
+  CaseRow c = throughput_case(0);
+  c.profile = profile_rows();
+  c.profile[1].ms = kNaN;
+  std::string message = error_of([&] { db.add_case(run, c); });
+  EXPECT_NE(message.find("case 0: profile row (mode 'train_step', scope 'blocks.0.ffn', slot 'ffn', pass 'forward', "
+                         "kernel 'gemm NT') ms is NaN"),
+            std::string::npos)
+      << message;
+  c.profile = profile_rows();
+  c.profile.push_back(c.profile[2]);
+  c.profile.back().ms = 1;
+  message = error_of([&] { db.add_case(run, c); });
+  EXPECT_NE(message.find("case 0: profile row (mode 'train_step', scope '', slot 'model', pass 'step', kernel "
+                         "'(host)') is given twice"),
+            std::string::npos)
+      << message;
+  c.profile = profile_rows();
+  c.profile[0].calls = -1;
+  EXPECT_NE(error_of([&] { db.add_case(run, c); }).find("has -1 calls"), std::string::npos);
+  for (const char* table : {"cases", "throughput", "profile"})
+    EXPECT_EQ(db.query(std::string("SELECT count(*) FROM ") + table).rows[0][0].as_int(), 0) << table;
+}
+
 TEST_F(StoreTest, MigrationsEndAtTheSchemaVersion) {
   ASSERT_FALSE(migrations().empty());
   for (size_t i = 0; i < migrations().size(); ++i) EXPECT_EQ(migrations()[i].version, static_cast<int>(i) + 1);
@@ -543,7 +704,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
            "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
            "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 6);
+  EXPECT_EQ(db.schema_version(), 7);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
   c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
@@ -800,6 +961,51 @@ TEST_F(StoreTest, MergeReplacesAnUnfinishedCaseAndRepathsArtifacts) {
   near.merge({(dir_ / "b" / "a" / "src.db").string()});
   EXPECT_EQ(near.query("SELECT path FROM artifacts").rows.at(0).at(0).as_string(),
             "a/weights/run-1/case-1.safetensors");
+}
+
+TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
+  const std::string src_path = (dir_ / "src.db").string();
+  const std::string out_path = (dir_ / "out.db").string();
+  Store src(src_path);
+  const int64_t run = src.begin_run(sample_run());
+  CaseRow partial = throughput_case(0);  // failed after profiling one kernel
+  partial.status = "failed";
+  partial.profile = {profile_rows()[0]};
+  src.add_case(run, partial);
+  CaseRow whole = throughput_case(1);
+  whole.profile = profile_rows();
+  src.add_case(run, whole);
+  src.finish_run(run, "failed", "1 case(s) failed");
+
+  Store out(out_path);
+  auto done = out.merge({src_path});
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_EQ(done[0].added, 2);
+  RunData d = load_run(out, done[0].target_run);
+  ASSERT_EQ(d.cases.size(), 2U);
+  expect_same_profile(d.cases[0].profile, {profile_rows()[0]});
+  expect_same_profile(d.cases[1].profile, sorted_profile_rows());
+  // NULL stays NULL: one row without bytes, two without FLOPs.
+  EXPECT_EQ(out.query("SELECT count(*) FROM profile WHERE bytes IS NULL").rows[0][0].as_int(), 1);
+  EXPECT_EQ(out.query("SELECT count(*) FROM profile WHERE flops IS NULL").rows[0][0].as_int(), 2);
+
+  // The source runs case 0 again, to the end: merging again replaces the case and its profile.
+  src.remove_case(run, 0);
+  CaseRow again = throughput_case(0);
+  again.profile = profile_rows();
+  again.profile[3].ms = 0.5;
+  src.add_case(run, again);
+  src.finish_run(run, "completed");
+  done = out.merge({src_path});
+  ASSERT_EQ(done.size(), 1U);
+  EXPECT_EQ(done[0].replaced, 1);
+  EXPECT_EQ(done[0].kept, 1);
+  EXPECT_EQ(out.query("SELECT count(*) FROM profile").rows[0][0].as_int(), 10);
+  d = load_run(out, done[0].target_run);
+  std::vector<ProfileRow> want = sorted_profile_rows();
+  want[0].ms = 0.5;
+  expect_same_profile(d.cases.at(0).profile, want);
+  expect_same_profile(d.cases.at(1).profile, sorted_profile_rows());
 }
 
 }  // namespace

@@ -78,6 +78,16 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
       add(row[0].as_int(), "throughput", row[1], {}, {}, throughput_columns[i].name, row[i + 2],
           throughput_columns[i].unit);
   for (const auto& row : tables.samples.rows) add(row[0].as_int(), "sample", row[1], {}, row[2], "ms", row[3], "ms");
+  // A profile row as one row per number, named "<column>/<scope>/<slot>/<component>/<pass>/<kernel>":
+  // the kernel last, since its readable name is free text.
+  const auto& profile_columns = store::profile_value_columns();
+  for (const auto& row : tables.profile.rows) {
+    std::string key;
+    for (size_t i = 2; i <= 6; ++i) key += "/" + row[i].as_string();
+    for (size_t i = 0; i < profile_columns.size(); ++i)
+      add(row[0].as_int(), "profile", row[1], {}, {}, std::string(profile_columns[i].name) + key, row[i + 7],
+          profile_columns[i].unit);
+  }
   const auto& step_columns = store::step_value_columns();
   for (const auto& row : tables.steps.rows)
     for (size_t i = 0; i < step_columns.size(); ++i)

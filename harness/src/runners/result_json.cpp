@@ -45,8 +45,8 @@ std::optional<T> optional_of(const Json& j) {
 }  // namespace
 
 std::string result_json(const CaseResult& r) {
-  Json timings = Json::array(), steps = Json::array(), series = Json::array(), metrics = Json::array(),
-       artifacts = Json::array();
+  Json timings = Json::array(), profile = Json::array(), steps = Json::array(), series = Json::array(),
+       metrics = Json::array(), artifacts = Json::array();
   for (const Timing& t : r.timings) {
     Json samples = Json::array();
     for (double s : t.samples_ms) samples.push_back(num(s));
@@ -73,6 +73,9 @@ std::string result_json(const CaseResult& r) {
                        num(t.other_busy),
                        t.cores});
   }
+  for (const ProfileRow& p : r.profile)
+    profile.push_back(
+        {p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, p.calls, num(p.ms), num(p.bytes), num(p.flops)});
   for (const StepRecord& s : r.steps)
     steps.push_back({s.step, num(s.lr), num(s.loss), num(s.grad_norm), num(s.max_attn_logit), num(s.z_mean),
                      num(s.z_loss), num(s.ms)});
@@ -89,6 +92,7 @@ std::string result_json(const CaseResult& r) {
                   {"n_params_embedding", optional_json(r.n_params_embedding)},
                   {"flops_per_token", optional_json(r.flops_per_token)},
                   {"timings", timings},
+                  {"profile", profile},
                   {"steps", steps},
                   {"series", series},
                   {"metrics", metrics},
@@ -128,6 +132,16 @@ CaseResult result_from_json(const std::string& text) {
       x.other_busy = num_of(t.at(20));
       x.cores = t.at(21).get<int64_t>();
       r.timings.push_back(std::move(x));
+    }
+    for (const Json& p : j.at("profile")) {
+      ProfileRow x;
+      std::string* texts[] = {&x.mode, &x.scope, &x.slot, &x.component, &x.pass, &x.kernel};
+      for (size_t i = 0; i < std::size(texts); ++i) *texts[i] = p.at(i).get<std::string>();
+      x.calls = p.at(6).get<int64_t>();
+      x.ms = num_of(p.at(7));
+      x.bytes = num_of(p.at(8));
+      x.flops = num_of(p.at(9));
+      r.profile.push_back(std::move(x));
     }
     for (const Json& s : j.at("steps"))
       r.steps.push_back({s.at(0).get<int64_t>(), num_of(s.at(1)), num_of(s.at(2)), num_of(s.at(3)), num_of(s.at(4)),

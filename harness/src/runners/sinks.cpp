@@ -38,6 +38,8 @@ store::CaseRow store_row(const Job& job, const CaseResult& r) {
     tp.load_avg = t.load_avg, tp.steal = t.steal, tp.other_busy = t.other_busy, tp.cores = t.cores;
     row.throughput.push_back(std::move(tp));
   }
+  for (const ProfileRow& p : r.profile)
+    row.profile.push_back({p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, p.calls, p.ms, p.bytes, p.flops});
   for (const StepRecord& s : r.steps)
     row.steps.push_back({s.step, s.lr, s.loss, s.grad_norm, s.max_attn_logit, s.z_mean, s.z_loss, s.ms});
   for (const SeriesPoint& s : r.series) row.series.push_back({s.name, s.layer, s.step, s.value});
@@ -103,6 +105,13 @@ store::CaseData case_data(const Job& job, const CaseResult& r) {
     c.modes.push_back(std::move(m));
   }
   store::sort_modes(c.modes);
+  for (const ProfileRow& p : r.profile) {
+    // As the store gives them back: NaN where a number is not finite (stored as NULL).
+    const auto known = [](double v) { return std::isfinite(v) ? v : std::nan(""); };
+    c.profile.push_back(
+        {p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, p.calls, p.ms, known(p.bytes), known(p.flops)});
+  }
+  store::sort_profile(c.profile);
   for (const Metric& m : r.metrics) {
     c.metrics[m.name] = store::MetricData{m.value, m.unit};
     c.metric_order.push_back(m.name);

@@ -5,12 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "bench/error.h"
 
 namespace bench::store {
 
 namespace {
+
+/// The columns profile_row reads: the case id, then a ProfileRow.
+constexpr const char* kProfileColumns =
+    "p.case_id, p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, p.calls, p.ms, p.bytes, p.flops";
 
 std::string text(const Value& v) { return v.is_string() ? v.as_string() : (v.is_null() ? std::string() : v.str()); }
 double number(const Value& v) { return v.is_number() ? v.as_double() : std::numeric_limits<double>::quiet_NaN(); }
@@ -19,6 +24,22 @@ int mode_rank(const std::string& mode) {
   if (mode == "forward_backward") return 1;
   if (mode == "train_step") return 2;
   return 3;
+}
+
+/// A row of a query of kProfileColumns, from its second column on.
+ProfileRow profile_row(const std::vector<Value>& row) {
+  ProfileRow p;
+  p.mode = text(row[1]);
+  p.scope = text(row[2]);
+  p.slot = text(row[3]);
+  p.component = text(row[4]);
+  p.pass = text(row[5]);
+  p.kernel = text(row[6]);
+  p.calls = row[7].is_number() ? row[7].as_int() : 0;
+  p.ms = number(row[8]);
+  p.bytes = number(row[9]);
+  p.flops = number(row[10]);
+  return p;
 }
 
 }  // namespace
@@ -32,6 +53,15 @@ std::optional<double> CaseData::metric(const std::string& name) const {
 void sort_modes(std::vector<ModeData>& modes) {
   std::stable_sort(modes.begin(), modes.end(), [](const ModeData& x, const ModeData& y) {
     return mode_rank(x.mode) != mode_rank(y.mode) ? mode_rank(x.mode) < mode_rank(y.mode) : x.mode < y.mode;
+  });
+}
+
+void sort_profile(std::vector<ProfileRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(), [](const ProfileRow& x, const ProfileRow& y) {
+    if (x.mode != y.mode)
+      return mode_rank(x.mode) != mode_rank(y.mode) ? mode_rank(x.mode) < mode_rank(y.mode) : x.mode < y.mode;
+    if (x.ms != y.ms) return x.ms > y.ms;
+    return std::tie(x.scope, x.slot, x.pass, x.kernel) < std::tie(y.scope, y.slot, y.pass, y.kernel);
   });
 }
 
@@ -116,6 +146,12 @@ RunData load_run(const Store& db, int64_t run_id) {
       if (m.mode == text(row[1]) && row[2].is_number()) m.samples_ms.push_back(row[2].as_double());
   }
 
+  const auto profile = db.query(
+      fmt::format("SELECT {} FROM profile p JOIN cases c ON c.id = p.case_id WHERE c.run_id = ?1", kProfileColumns),
+      {Value::integer(run_id)});
+  for (const auto& row : profile.rows) d.cases[index.at(row[0].as_int())].profile.push_back(profile_row(row));
+  for (auto& c : d.cases) sort_profile(c.profile);
+
   const auto metrics = db.query(
       "SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.run_id = ?1 "
       "ORDER BY m.case_id, m.rowid",
@@ -150,6 +186,15 @@ Steps load_steps(const Store& db, int64_t case_id) {
     values.push_back(number(row[2]));
   }
   return s;
+}
+
+std::vector<ProfileRow> load_profile(const Store& db, int64_t case_id) {
+  const auto q = db.query(fmt::format("SELECT {} FROM profile p WHERE p.case_id = ?1", kProfileColumns),
+                          {Value::integer(case_id)});
+  std::vector<ProfileRow> out;
+  for (const auto& row : q.rows) out.push_back(profile_row(row));
+  sort_profile(out);
+  return out;
 }
 
 std::vector<std::pair<double, double>> load_layers(const Store& db, int64_t case_id, const std::string& name,

@@ -1,6 +1,6 @@
 // defines: bench::store::RunData, CaseData, ModeData, MetricData, Steps, load_run, load_steps,
-// load_layers — one run read back from the database into plain structs: what the reports (results,
-// compare, HTML) are made from. `bench run` fills the same structs from the results in memory.
+// load_layers, load_profile, sort_profile — one run read back from the database into plain structs: what the reports
+// (results, compare, HTML) are made from. `bench run` fills the same structs from the results in memory.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +37,9 @@ struct CaseData {
   int64_t id = 0, ordinal = 0, seed = 0;
   std::string runner, label, variant, status, error;
   std::vector<ModeData> modes;  ///< forward, forward_backward, train_step, then others
+  /// The per-kernel profile of a throughput case (`profile`; docs/results.md, "The profile"), in
+  /// sort_profile's order; NaN bytes and flops where the store has NULL. Empty when not profiled.
+  std::vector<ProfileRow> profile;
   std::map<std::string, MetricData, std::less<>> metrics;
   std::vector<std::string> metric_order;  ///< the metrics' names in the order they were stored
   /// The metric's value when present and finite.
@@ -55,7 +58,11 @@ struct RunData {
 /// others by name.
 void sort_modes(std::vector<ModeData>& modes);
 
-/// A run with its cases, throughput (with samples) and metrics. Throws bench::Error when there
+/// Profile rows in the order a reader expects them: by mode as sort_modes orders modes, then the
+/// longest first (ms descending), ties by scope, slot, pass and kernel.
+void sort_profile(std::vector<ProfileRow>& rows);
+
+/// A run with its cases, throughput (with samples), profile and metrics. Throws bench::Error when there
 /// is no run `run_id`.
 RunData load_run(const Store& db, int64_t run_id);
 
@@ -69,6 +76,10 @@ struct Steps {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> named;
 };
 Steps load_steps(const Store& db, int64_t case_id);
+
+/// The profile rows of one case, in sort_profile's order; NaN bytes and flops where the store has
+/// NULL. Empty for a case without a profile (or no such case).
+std::vector<ProfileRow> load_profile(const Store& db, int64_t case_id);
 
 /// One per-layer series of a case at one step (-1: at initialization): (layer, value) pairs in
 /// layer order; NaN where the store has NULL.

@@ -46,6 +46,11 @@ const std::vector<ColumnUnit>& throughput_value_columns() {
   return columns;
 }
 
+const std::vector<ColumnUnit>& profile_value_columns() {
+  static const std::vector<ColumnUnit> columns = {{"calls", ""}, {"ms", "ms"}, {"bytes", "bytes"}, {"flops", "FLOP"}};
+  return columns;
+}
+
 const std::vector<ColumnUnit>& step_value_columns() {
   static const std::vector<ColumnUnit> columns = {
       {"lr", ""},         {"loss", "nats"},   {"grad_norm", ""}, {"max_attn_logit", ""},
@@ -72,6 +77,11 @@ RunTables load_run_tables(const Store& db, int64_t run_id) {
       "SELECT s.case_id, s.mode, s.repetition, s.ms FROM samples s JOIN cases c ON "
       "c.id = s.case_id WHERE c.run_id = ?1 ORDER BY c.ordinal, s.mode, s.repetition",
       {id});
+  t.profile = db.query("SELECT p.case_id, p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, " +
+                           select_list(profile_value_columns()) +
+                           " FROM profile p JOIN cases c ON c.id = p.case_id WHERE c.run_id = ?1 "
+                           "ORDER BY c.ordinal, p.mode, p.ms DESC, p.scope, p.slot, p.pass, p.kernel",
+                       {id});
   t.steps = db.query("SELECT s.case_id, s.step, " + select_list(step_value_columns()) +
                          " FROM steps s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
                          "ORDER BY c.ordinal, s.step",

@@ -78,6 +78,22 @@ struct MetricRow {
   std::string unit;
 };
 
+/// One line of a throughput case's per-kernel profile: what one kernel of one component took in
+/// one step of one mode; a row of `profile` (docs/results.md, "The profile"). (mode, scope, slot,
+/// pass, kernel) is unique within a case. `ms` must be a number; NaN or infinite bytes and flops
+/// (not declared) are stored as NULL and read back as NaN.
+struct ProfileRow {
+  std::string mode;                 ///< forward, forward_backward or train_step
+  std::string scope;                ///< where the component sits ("blocks.0.attn_norm"); "" for the model itself
+  std::string slot;                 ///< the component's slot ("norm"); "model" or "optimizer" outside components
+  std::string component;            ///< the component's type ("rmsnorm"); "" for the model and the optimizer
+  std::string pass;                 ///< forward, backward, optimizer or step
+  std::string kernel;               ///< the kernel's readable name, a GEMM ("gemm NT"), "(host)" ...
+  int64_t calls = 0;                ///< launches in one step
+  double ms = 0;                    ///< time in one step, ms
+  double bytes = NAN, flops = NAN;  ///< declared for one step; NaN: not declared
+};
+
 /// A file a case produced, e.g. the final weights of a stability case; a row of `artifacts`.
 struct ArtifactRow {
   std::string kind;  ///< "weights"
@@ -99,6 +115,7 @@ struct CaseRow {
   std::optional<int64_t> n_params, n_params_embedding;
   std::optional<double> flops_per_token;
   std::vector<ThroughputRow> throughput;
+  std::vector<ProfileRow> profile;
   std::vector<StepRow> steps;
   std::vector<SeriesRow> series;
   std::vector<MetricRow> metrics;
@@ -160,10 +177,10 @@ class Store {
   /// process `pid` on `hostname`; clears error and finished_at. Throws when the run does not exist.
   void resume_run(int64_t run_id, int64_t pid, std::string_view hostname);
   /// Deletes the case `ordinal` of a run with every row that belongs to it (throughput, samples,
-  /// steps, series, metrics, artifacts), in one transaction; nothing when there is no such case.
+  /// profile, steps, series, metrics, artifacts), in one transaction; nothing when there is no such case.
   void remove_case(int64_t run_id, int64_t ordinal);
-  /// Writes a case with its throughput, samples, steps and metrics in one transaction
-  /// (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
+  /// Writes a case with its throughput, samples, profile, steps, series, metrics and artifacts in
+  /// one transaction (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
   int64_t add_case(int64_t run_id, const CaseRow& c);
   /// Adds (or replaces) summary metrics of an existing case, in one transaction: for figures
   /// computed across cases after they ran, such as `lr_sensitivity`.

@@ -17,7 +17,7 @@ namespace bench::store {
 
 /// Tables whose rows belong to one case (a `case_id` column): what removing or copying a case
 /// touches besides its `cases` row.
-inline constexpr std::array<const char*, 6> kCaseTables = {"samples", "throughput", "steps",
+inline constexpr std::array<const char*, 7> kCaseTables = {"samples", "throughput", "profile",  "steps",
                                                            "series",  "metrics",    "artifacts"};
 
 /// Whole-transaction attempts before giving up; each waits up to the busy timeout for the lock.
