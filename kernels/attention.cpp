@@ -1,7 +1,6 @@
 #include "attention.h"
 
 #include <optional>
-
 #include <stdexcept>
 #include <string>
 

@@ -184,8 +184,8 @@ void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t
   tile::KernelScope scope(exec, kNames[trans_a ? 1 : 0][trans_b ? 1 : 0]);
   if (scope.observed()) {
     const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
-    scope.set_traffic({(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1)) * static_cast<double>(sizeof(T)),
-                       2 * md * nd * kd});
+    scope.set_traffic(
+        {(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1)) * static_cast<double>(sizeof(T)), 2 * md * nd * kd});
   }
   if (exec.backend == tile::Backend::kCuda) {
     require(exec, "gemm", type_bit<T>());

@@ -19,7 +19,7 @@ namespace bench::tile {
 namespace {
 void place(int n);
 std::atomic<bool> placed{false};  // the team has been placed once (set_num_threads or first use)
-thread_local int t_ranges = 0;     // ranges of parallel_for the thread is running (nested: serial)
+thread_local int t_ranges = 0;    // ranges of parallel_for the thread is running (nested: serial)
 /// Marks the thread as running a range of parallel_for while it exists.
 struct InRange {
   InRange() { ++t_ranges; }

@@ -128,7 +128,9 @@ TEST(Profile, ANormIsMemoryBoundAndALargeGemmComputeBound) {
   EXPECT_EQ(norm->pass, "step");
   EXPECT_EQ(norm->calls, 1);
   EXPECT_GT(gemm->ms, 0);
-  EXPECT_THROW(profile_step(exec, "test", [] {}, 0), Error);
+  EXPECT_THROW(profile_step(
+                   exec, "test", [] {}, 0),
+               Error);
 }
 
 }  // namespace

@@ -70,9 +70,9 @@ TEST(Noise, ABusyMachineIsNoisyHoweverSteady) {
   // The figures of docs/design.md's noise sitting: idle other_busy 0.3-3.3 %, one core loaded 25-31 %.
   EXPECT_FALSE(machine_busy(0.033, 0.002, 0.1));
   EXPECT_TRUE(machine_busy(0.254, 0.001, 0.1));
-  EXPECT_TRUE(machine_busy(0.0, 0.15, 0.1));      // a hypervisor taking 15 %
-  EXPECT_FALSE(machine_busy(0.1, 0.1, 0.1));      // at the limit: not above it
-  EXPECT_FALSE(machine_busy(NAN, NAN, 0.1));      // not known: not called busy
+  EXPECT_TRUE(machine_busy(0.0, 0.15, 0.1));  // a hypervisor taking 15 %
+  EXPECT_FALSE(machine_busy(0.1, 0.1, 0.1));  // at the limit: not above it
+  EXPECT_FALSE(machine_busy(NAN, NAN, 0.1));  // not known: not called busy
   EXPECT_TRUE(machine_busy(0.254, NAN, 0.1));
 }
 

@@ -128,8 +128,7 @@ const std::vector<ParamSpec>& throughput_params() {
       ParamSpec::boolean("profile", true,
                          "after each mode's timing, profile its step per kernel in separate, untimed steps "
                          "(docs/results.md, \"The profile\")"),
-      ParamSpec::integer("profile_steps", 5, "steps the profile measures (each row: the median over them)")
-          .at_least(1),
+      ParamSpec::integer("profile_steps", 5, "steps the profile measures (each row: the median over them)").at_least(1),
       ParamSpec::boolean("cuda_graph", false,
                          "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
                          "(no launch overhead); ignored on the CPU"),
