@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <tuple>
 #include <utility>
 
@@ -105,11 +106,10 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
   std::vector<ProfileRow> rows() const {
     std::vector<ProfileRow> out;
     for (const Line& l : lines_) {
-      ProfileRow r = l.row;
+      ProfileRow r = l.row;  // ms: the mean over the steps
       std::vector<double> v = l.step_ms;
       v.resize(static_cast<size_t>(steps_), 0.0);  // a line first seen in a later step
-      std::sort(v.begin(), v.end());
-      r.ms = v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      r.ms = v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
       out.push_back(std::move(r));
     }
     return out;
@@ -244,11 +244,9 @@ StepProfile profile_step(const tile::Exec& exec, const std::string& mode, const 
     const Installed on(profiler);
     for (int i = 0; i < steps; ++i) step_ms.push_back(profiler.run(enqueue));
   }
-  std::sort(step_ms.begin(), step_ms.end());
   StepProfile out;
   out.rows = profiler.rows();
-  const size_t n = step_ms.size();
-  out.step_ms = n % 2 ? step_ms[n / 2] : 0.5 * (step_ms[n / 2 - 1] + step_ms[n / 2]);
+  out.step_ms = std::accumulate(step_ms.begin(), step_ms.end(), 0.0) / static_cast<double>(step_ms.size());
   return out;
 }
 

@@ -24,11 +24,14 @@ namespace bench {
 
 struct StepProfile {
   std::vector<ProfileRow> rows;  ///< of one step, in the order first seen
-  double step_ms = 0;            ///< the profiled step's time (median over the steps)
+  double step_ms = 0;            ///< the profiled step's time (mean over the steps)
 };
 
 /// Runs `enqueue` (one step of `mode` on exec's target), and waits for the target, once to warm up
-/// and then `steps` times under the profile; each row's ms is its median over those steps.
+/// and then `steps` times under the profile; each row's ms is its mean over those steps, and so
+/// is step_ms: means add up (on the host the rows of every step add up to that step), where
+/// medians would not (under load, preemptions land on a few random kernels of each step, which
+/// each row's median drops and the step's keeps).
 /// Throws bench::Error when steps < 1.
 StepProfile profile_step(const tile::Exec& exec, const std::string& mode, const std::function<void()>& enqueue,
                          int steps);

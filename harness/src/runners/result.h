@@ -43,7 +43,7 @@ struct ProfileRow {
   /// component's time outside its kernels (on the CPU), "(between kernels)" on a GPU.
   std::string kernel;
   int64_t calls = 0;  ///< launches in one step
-  double ms = 0;      ///< time in one step: the median over the profiled steps
+  double ms = 0;      ///< time in one step: the mean over the profiled steps
   /// Declared by the kernels, summed over one step's calls; NaN when some call declared none.
   double bytes = NAN, flops = NAN;
 };

@@ -195,7 +195,7 @@ ALTER TABLE throughput ADD COLUMN cores INTEGER;
 // its type ("rmsnorm"), `pass` forward, backward, optimizer or step (the step around them: zeroing
 // gradients, waiting for the device), `kernel` a tile program's readable
 // name, a GEMM ("gemm NT"), a launcher's label, or "(host)" / "(between kernels)". `calls` are the
-// launches in one step, `ms` their time in one step (median over the profiled steps), `bytes` and
+// launches in one step, `ms` their time in one step (mean over the profiled steps), `bytes` and
 // `flops` what the kernels declare for one step (NULL when not declared). The ceilings a row is
 // read against are the case's metrics `roof_gbps` (measured copy bandwidth) and `roof_gflops`
 // (measured GEMM rate), and `profile_step_ms/<mode>` is the profiled step's own time.
