@@ -64,13 +64,14 @@ namespace tl = tile::tl;
 
 /// What a rope program over `tokens` tokens moves and computes: `touched` elements of each
 /// token read and written in place, the cos and sin of rot / 2 angles at each of the
-/// min(tokens, seq) positions it meets, and 6 FLOPs per rotated pair (a cos - b sin, a sin + b cos).
+/// min(tokens, seq) positions it meets, and 6 FLOPs per rotated pair (a cos - b sin, a sin + b cos),
+/// 3 per rotated element (rot is even).
 template <class T>
 tile::Traffic rope_traffic(int64_t tokens, int64_t seq, int64_t n_heads, int64_t rot, int64_t touched) {
   const double positions = static_cast<double>(tokens < seq ? tokens : seq);
   return {tile::traffic_bytes<T>(2 * static_cast<double>(tokens * touched)) +
               tile::traffic_bytes<acc_t<T>>(positions * static_cast<double>(rot)),
-          6 * static_cast<double>(tokens * n_heads * (rot / 2))};
+          3 * static_cast<double>(tokens * n_heads * rot)};
 }
 
 /// Rotate-half layout, one token per program: for each head, chunks of B pairs, the two halves
