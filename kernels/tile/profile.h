@@ -23,15 +23,16 @@ struct Exec;
 ///
 /// bytes: every input element read once and every output element written once, as nvbench's
 ///   add_global_memory_reads/writes count them: unique bytes, not what caches serve (a value
-///   re-read in a second pass, or a table row gathered twice, counts once); an output that is
-///   read, modified and written (y += x, in place) counts twice; a null optional pointer counts
-///   nothing; per-row scalars (mean, rstd, a loss) count.
+///   re-read in a second pass counts once); an output that is read, modified and written
+///   (y += x, in place) counts twice; a null optional pointer counts nothing; per-row scalars
+///   (mean, rstd, a loss) count. What only the device knows (which gathered rows repeat, which
+///   rows a target ignores) is counted as if every access were distinct.
 /// flops: the arithmetic of the kernel's definition (its header's formulas), once per element
 ///   that takes part (masked or padded lanes do not), plus the scalar work per row (a mean's
 ///   division, a row's rsqrt): an add, subtract, multiply, divide, max, min or compare-and-select
 ///   1; an FMA 2; exp, log, tanh, erf(c), sqrt, rsqrt, pow 1 each; a sum of n values n adds.
 ///   Not counted: index and mask arithmetic, casts, integer hashing (dropout's mask), and what
-///   an implementation recomputes (a second pass over a wide row, a GEMM's epilogue reload).
+///   an implementation recomputes (a second pass over a wide row, the exponentials of a gradient).
 struct Traffic {
   double bytes = -1;
   double flops = -1;
