@@ -146,6 +146,41 @@ struct ActivationGrad {
   }
 };
 
+/// FLOPs of ActivationFn<kAct> on one element, as written there (tile::Traffic): a sigmoid is
+/// an exp, an add and a division; Phi is a multiply, an erfc and a multiply.
+constexpr int activation_flops(Activation act) {
+  switch (act) {
+    case Activation::kRelu:
+      return 1;  // select
+    case Activation::kGelu:
+      return 4;  // x Phi(x)
+    case Activation::kGeluTanh:
+      return 9;  // x^3 (2), c x^3, x + , 2k u, sigmoid (3), x *
+    case Activation::kSilu:
+      return 4;  // x sigmoid(x)
+    case Activation::kRelu2:
+      return 2;  // select, square
+  }
+  return 0;
+}
+
+/// FLOPs of ActivationGrad<kAct> on one element, as written there.
+constexpr int activation_grad_flops(Activation act) {
+  switch (act) {
+    case Activation::kRelu:
+      return 1;
+    case Activation::kGelu:
+      return 9;  // Phi (3), -x^2 / 2 (2), exp, x c exp (2), +
+    case Activation::kGeluTanh:
+      return 21;  // u2 (6), two sigmoids (6), 2 x s s' k (1 + 3c x^2) (8), +
+    case Activation::kSilu:
+      return 7;  // sigmoid (3), s (1 + x (1 - s)) (4)
+    case Activation::kRelu2:
+      return 2;
+  }
+  return 0;
+}
+
 /// y = act(x) over one chunk of B elements.
 template <class T, Activation kAct, int B>
 struct ActivationForward {
@@ -154,6 +189,10 @@ struct ActivationForward {
   const T* x;
   T* y;
   int64_t n;
+
+  tile::Traffic traffic(const tile::Grid&) const {
+    return {tile::traffic_bytes<T>(2 * n), static_cast<double>(n) * activation_flops(kAct)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -172,6 +211,11 @@ struct ActivationBackward {
   T* dx;
   int64_t n;
 
+  /// x and dy read, dx written; act'(x) and the multiply by dy.
+  tile::Traffic traffic(const tile::Grid&) const {
+    return {tile::traffic_bytes<T>(3 * n), static_cast<double>(n) * (activation_grad_flops(kAct) + 1)};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
@@ -189,6 +233,12 @@ struct GluForward {
   const T* gu;
   T* h;
   int64_t d_ff;
+
+  /// grid.x rows: [gate | up] read, h written; act(gate) and the multiply by up.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(grid.x * d_ff);
+    return {tile::traffic_bytes<T>(3 * elements), elements * (activation_flops(kAct) + 1)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -210,6 +260,14 @@ struct GluBackward {
   const T* dh;
   T* dgu;
   int64_t d_ff;
+
+  /// grid.x rows: gu and dh read, both halves of dgu written; dgate = dh up act'(gate) (2
+  /// multiplies), dup = dh act(gate) (1).
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(grid.x * d_ff);
+    return {tile::traffic_bytes<T>(5 * elements),
+            elements * (activation_grad_flops(kAct) + activation_flops(kAct) + 3)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

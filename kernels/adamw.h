@@ -106,6 +106,18 @@ struct AdamW {
   A* master = nullptr;            // the parameters in A, read and written instead of p (p = its rounding)
   const double* state = nullptr;  // an AdamWState: grad_scale, inv_bc1 and inv_bc2 read from it
 
+  /// g read; m, v and the parameters (master, or p) read and written, p written from master;
+  /// the state's three scalars. Per element: g' (1), m (3), v (4), the decay (1), the update
+  /// m bc1 / (sqrt(v bc2) + eps) lr subtracted (7).
+  tile::Traffic traffic(const tile::Grid&) const {
+    const double e = static_cast<double>(n);
+    const double params =
+        master != nullptr ? tile::traffic_bytes<A>(2 * e) + tile::traffic_bytes<T>(e) : tile::traffic_bytes<T>(2 * e);
+    return {tile::traffic_bytes<T>(e) + tile::traffic_bytes<A>(4 * e) + params +
+                (state != nullptr ? tile::traffic_bytes<double>(3) : 0.0),
+            16 * e};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
@@ -159,6 +171,10 @@ struct AdamWScalars {
   double beta1;
   double beta2;
   double clip;
+
+  /// Two doubles read, four written; t + 1, the clip scale (sqrt, + 1e-6, division), and per
+  /// bias correction a pow, a subtraction and a division.
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<double>(6), 10}; }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

@@ -223,6 +223,21 @@ struct AttentionEntropyRows {
   A softcap;  // 0: no cap
   SoftmaxMask mask;
 
+  /// grid (seq, batch * heads): the query rows and their kv heads' key rows read, one A per
+  /// query row written. Per visible (query, key) pair: its logit (2 d_head, the scale, the cap's
+  /// 3) and `pair_ops` more; `row_ops` per query row that sees a key.
+  tile::Traffic traffic_with(const tile::Grid& grid, double pair_ops, double row_ops) const {
+    double pairs = 0, seen = 0;
+    softmax_visible(mask, seq, seq, pairs, seen);
+    const double bh = static_cast<double>(grid.y), q = bh * static_cast<double>(seq * d_head);
+    const double logit = 2 * static_cast<double>(d_head) + 1 + (softcap > A(0) ? 3 : 0);
+    return {tile::traffic_bytes<T>(q + q / static_cast<double>(group)) +
+                tile::traffic_bytes<A>(bh * static_cast<double>(seq)),
+            bh * (pairs * (logit + pair_ops) + seen * row_ops)};
+  }
+  /// After the logits: the max, l - m, exp, z's add, e l and w's add; per row ln z - w / z.
+  tile::Traffic traffic(const tile::Grid& grid) const { return traffic_with(grid, 6, 3); }
+
   /// Logits of the n keys from k (rows width apart) for query q; lanes from n on are garbage.
   template <class Ctx>
   BENCH_HD auto logits(Ctx& c, const T* q, const T* k, int64_t n) const {
@@ -309,6 +324,9 @@ struct AttentionRowMaxRows {
   AttentionEntropyRows<T, B> rows;  // the logits and the shape (its entropy is not written)
   A* row_max;                       // [B, H, T]
 
+  /// The entropy's reads and one A per query row; after each logit only the max.
+  tile::Traffic traffic(const tile::Grid& grid) const { return rows.traffic_with(grid, 1, 0); }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const auto r = rows.row_of(c);
@@ -338,6 +356,12 @@ struct DropoutRows {
   uint64_t seed;
   float p;
   A scale;  // 1 / (1 - p)
+
+  /// grid.x rows of cols read and written; the scaling multiply.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(grid.x * cols);
+    return {tile::traffic_bytes<T>(2 * elements), elements};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

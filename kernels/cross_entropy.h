@@ -80,6 +80,20 @@ struct CrossEntropy {
   A z_coef2;   // 2 * z_coef
   A grad_scale;
 
+  /// grid.x rows, each counted as having a target (the ignored ones are known on the device
+  /// only): the logits and targets read, loss, z and the gradient rows (padding included)
+  /// written. Per logit: the max, x - m, exp, the sum; with the gradient its multiply by the
+  /// row's coefficient (the exponentials are the forward's). Per row: the log and + m, the loss's
+  /// subtraction, the coefficient (4) and the target's - grad_scale.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double rows = static_cast<double>(grid.x), logits_read = rows * static_cast<double>(vocab);
+    const bool grad = dlogits != nullptr;
+    const double outputs = rows * ((loss != nullptr ? 1 : 0) + (z != nullptr ? 1 : 0));
+    return {tile::traffic_bytes<T>(logits_read + (grad ? rows * static_cast<double>(ld) : 0)) +
+                tile::traffic_bytes<int32_t>(rows) + tile::traffic_bytes<A>(outputs),
+            logits_read * (grad ? 5 : 4) + rows * (2 + (loss != nullptr ? 1 : 0) + (grad ? 5 : 0))};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);

@@ -68,6 +68,9 @@ struct Dropout {
   uint64_t seed;
   float p;
 
+  /// x read, y written; the scaling multiply (the mask is integer work).
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(2 * n), static_cast<double>(n)}; }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     using A = acc_t<T>;

@@ -35,6 +35,8 @@ enum class SumOf : uint8_t {
 /// One term of sum_of, in double.
 template <SumOf W>
 struct SumTerm {
+  /// Its FLOPs (tile::Traffic): x * x; none; -x ln x (a log and a multiply).
+  static constexpr int kFlops = W == SumOf::kSquares ? 1 : (W == SumOf::kValues ? 0 : 2);
   BENCH_HD double operator()(double v) const {
     if constexpr (W == SumOf::kSquares) {
       return v * v;
@@ -107,6 +109,8 @@ struct Add {
   T* out;  // may alias a or b: each element is read before it is written, by the same agent
   int64_t n;
 
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(3 * n), static_cast<double>(n)}; }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
@@ -126,6 +130,9 @@ struct Axpy {
   int64_t n;
   A alpha;
 
+  /// x read, y read and written; one FMA per element.
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(3 * n), 2 * static_cast<double>(n)}; }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
@@ -143,6 +150,8 @@ struct Scale {
   T* x;
   int64_t n;
   A alpha;
+
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(2 * n), static_cast<double>(n)}; }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -162,6 +171,12 @@ struct SumTerms {
   double* partial;  // [parts]
   int64_t n;
   int64_t parts;
+
+  /// x read, the partials written; a term and an add per element.
+  tile::Traffic traffic(const tile::Grid&) const {
+    return {tile::traffic_bytes<T>(n) + tile::traffic_bytes<double>(parts),
+            static_cast<double>(n) * (SumTerm<W>::kFlops + 1)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -186,6 +201,10 @@ struct SumPartials {
   double* result;
   int64_t parts;
 
+  tile::Traffic traffic(const tile::Grid&) const {
+    return {tile::traffic_bytes<double>(parts + 1), static_cast<double>(parts)};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     tl::store_scalar(c, result, tl::sum(c, tl::load<B>(c, partial, parts)));
@@ -204,6 +223,13 @@ struct EmbeddingForward {
   T* out;
   int64_t dim;
   A scale;  // read when kScaled
+
+  /// Per token (a program): its id, its table row (gathered once per token: which rows repeat is
+  /// on the device) and its output row; a multiply per element when scaled.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(grid.x * dim);
+    return {tile::traffic_bytes<int32_t>(grid.x) + tile::traffic_bytes<T>(2 * elements), kScaled ? elements : 0.0};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -238,6 +264,15 @@ struct EmbeddingBackward {
   int64_t dim;
   A scale;  // read when kScaled
 
+  /// grid.x distinct tokens: the buckets (positions, starts, tokens), every row of dout, and each
+  /// distinct token's row of dtable read and written; an add (and a multiply) per dout element.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double unique = static_cast<double>(grid.x), added = static_cast<double>(n_tokens * dim);
+    return {tile::traffic_bytes<int32_t>(static_cast<double>(n_tokens) + 2 * unique + 1) +
+                tile::traffic_bytes<T>(added + 2 * unique * static_cast<double>(dim)),
+            kScaled ? 2 * added : added};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t u = tl::program_id(c, 0);
@@ -270,6 +305,10 @@ struct Block {
   T* dst;
   int64_t dst_ld;
   int64_t cols;
+
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    return {tile::traffic_bytes<T>(static_cast<double>(grid.x * cols) * (src != nullptr ? 2 : 1)), 0.0};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

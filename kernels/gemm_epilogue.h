@@ -98,6 +98,22 @@ struct GemmEpilogueRows {
   T* aux;
   int64_t ld_aux;
 
+  /// grid.x rows of n columns of C, read and written. kBias: the bias read, an add per element;
+  /// kActivation: the bias (if any) read and added, aux (if kept) written, act; kActivationGrad:
+  /// aux read, act' and the multiply.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(grid.x * n), cols = static_cast<double>(n);
+    if constexpr (kMode == static_cast<int>(EpilogueKind::kBias)) {
+      return {tile::traffic_bytes<T>(2 * elements + cols), elements};
+    } else if constexpr (kMode == static_cast<int>(EpilogueKind::kActivation)) {
+      const double extra = (bias != nullptr ? cols : 0) + (aux != nullptr ? elements : 0);
+      return {tile::traffic_bytes<T>(2 * elements + extra),
+              elements * (activation_flops(kAct) + (bias != nullptr ? 1 : 0))};
+    } else {
+      return {tile::traffic_bytes<T>(3 * elements), elements * (activation_grad_flops(kAct) + 1)};
+    }
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& ctx) const {
     const int64_t r = tl::program_id(ctx, 0);
@@ -135,6 +151,12 @@ struct ColumnTotal {
   int64_t rows;
   int64_t cols;
   T* out;
+
+  /// rows x cols of x read, out written; an add per element.
+  tile::Traffic traffic(const tile::Grid&) const {
+    const double summed = static_cast<double>(rows * cols);
+    return {tile::traffic_bytes<T>(summed + static_cast<double>(cols)), summed};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& ctx) const {

@@ -98,6 +98,17 @@ struct NormForward {
   int64_t cols;
   A eps;
 
+  /// One row per program. Per element: the mean's add and the subtraction (LayerNorm), the
+  /// square and its add, xhat's multiply, the gain's multiply (and its 1 +), the bias; per row:
+  /// the mean's division, the variance's division and + eps, the rsqrt.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double rows = static_cast<double>(grid.x), elements = rows * static_cast<double>(cols);
+    const int affine_ops = (w != nullptr ? (kUnitOffset ? 2 : 1) : 0) + (b != nullptr ? 1 : 0);
+    const double params = static_cast<double>(cols) * ((w != nullptr ? 1 : 0) + (b != nullptr ? 1 : 0));
+    return {tile::traffic_bytes<T>(2 * elements + params) + tile::traffic_bytes<A>(rows * (mean != nullptr ? 2 : 1)),
+            elements * (3 + (kCenter ? 2 : 0) + affine_ops) + rows * (kCenter ? 4 : 3)};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t row = tl::program_id(c, 0);
@@ -170,6 +181,21 @@ struct NormBackward {
   A* db_part;  // [groups, cols], may be null
   int64_t rows;
   int64_t cols;
+
+  /// grid.x groups. Per element: xhat (its subtraction with LayerNorm, its multiply), g = dy w
+  /// (and w's 1 +), the sums of g (LayerNorm) and of g xhat, dx = (g - mean g - xhat mean gx)
+  /// rstd, and the partials dy xhat (an FMA) and dy; per row: the two divisions by cols.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double elements = static_cast<double>(rows * cols), parts = static_cast<double>(grid.x * cols);
+    const int gain_ops = w != nullptr ? (kUnitOffset ? 2 : 1) : 0;
+    const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
+    const double partials = parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
+    return {
+        tile::traffic_bytes<T>(3 * elements + (w != nullptr ? static_cast<double>(cols) : 0)) +
+            tile::traffic_bytes<A>(stats + partials),
+        elements * (6 + (kCenter ? 3 : 0) + gain_ops + (dw_part != nullptr ? 2 : 0) + (db_part != nullptr ? 1 : 0)) +
+            static_cast<double>(rows) * (kCenter ? 2 : 1)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -260,6 +286,14 @@ struct ColumnSumSlices {
   int64_t cols;
   int64_t per_slice;
 
+  /// Every row of part read; each slice's sum written over its first row; an add per row
+  /// beyond a slice's first.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double c = static_cast<double>(cols), slices = static_cast<double>(grid.y);
+    return {tile::traffic_bytes<A>((static_cast<double>(parts) + slices) * c),
+            (static_cast<double>(parts) - slices) * c};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t c0 = tl::program_id(c, 0) * B;
@@ -284,6 +318,12 @@ struct ColumnSum {
   int64_t parts;
   int64_t cols;
   int64_t stride;
+
+  /// `parts` rows of part read, out read and written; an add per part element.
+  tile::Traffic traffic(const tile::Grid&) const {
+    const double summed = static_cast<double>(parts * cols);
+    return {tile::traffic_bytes<A>(summed) + tile::traffic_bytes<T>(2 * static_cast<double>(cols)), summed};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

@@ -62,6 +62,18 @@ inline void rope_reference(std::vector<double>& x, int64_t tokens, int64_t seq, 
 namespace programs {
 namespace tl = tile::tl;
 
+/// What a rope program over `tokens` tokens moves and computes: `touched` elements of each
+/// token read and written in place, the cos and sin of rot / 2 angles at each of the
+/// min(tokens, seq) positions it meets, and 6 FLOPs per rotated pair (a cos - b sin, a sin + b cos),
+/// 3 per rotated element (rot is even).
+template <class T>
+tile::Traffic rope_traffic(int64_t tokens, int64_t seq, int64_t n_heads, int64_t rot, int64_t touched) {
+  const double positions = static_cast<double>(tokens < seq ? tokens : seq);
+  return {tile::traffic_bytes<T>(2 * static_cast<double>(tokens * touched)) +
+              tile::traffic_bytes<acc_t<T>>(positions * static_cast<double>(rot)),
+          3 * static_cast<double>(tokens * n_heads * rot)};
+}
+
 /// Rotate-half layout, one token per program: for each head, chunks of B pairs, the two halves
 /// of its first `rot` elements loaded as two tiles (element i of both tiles lives with the same
 /// agent); the rest of the head is not touched.
@@ -79,6 +91,11 @@ struct RopeHalf {
   int64_t row_stride;
   A sign;       // +1 forward, -1 inverse
   int64_t rot;  // rotated elements per head (even, <= d_head)
+
+  /// grid.x tokens; only the rotated elements are touched.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    return rope_traffic<T>(grid.x, seq, n_heads, rot, n_heads * rot);
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
@@ -125,6 +142,11 @@ struct RopeInterleaved {
   int64_t row_stride;
   A sign;
   int64_t rot;  // rotated elements per head (even, <= d_head); d_head unless kPartial
+
+  /// grid.x tokens; every element of a token's heads is loaded and stored (kPartial too).
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    return rope_traffic<T>(grid.x, seq, n_heads, rot, n_heads * d_head);
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

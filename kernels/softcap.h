@@ -66,6 +66,9 @@ struct SoftcapForward {
   A cap;
   A inv_cap;
 
+  /// x read, y written; a multiply, tanh, a multiply.
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(2 * n), 3 * static_cast<double>(n)}; }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * B;
@@ -93,6 +96,9 @@ struct SoftcapBackward {
   T* dx;
   int64_t n;
   A inv_cap;
+
+  /// y and dy read, dx written; y / c, its square, 1 - it, the clamp, the multiply by dy.
+  tile::Traffic traffic(const tile::Grid&) const { return {tile::traffic_bytes<T>(3 * n), 5 * static_cast<double>(n)}; }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

@@ -40,6 +40,21 @@ BENCH_HD inline void softmax_row_range(const SoftmaxMask& mask, int64_t r, int64
   if (mask.window > 0 && hi - mask.window > 0) lo = hi - mask.window;
 }
 
+/// The valid (row, column) pairs of a rows x cols block under `mask`, and the rows that have any
+/// (the traffic declarations: a row walk on the host).
+inline void softmax_visible(const SoftmaxMask& mask, int64_t rows, int64_t cols, double& elements, double& nonempty) {
+  elements = 0;
+  nonempty = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t lo = 0, hi = 0;
+    softmax_row_range(mask, r, cols, lo, hi);
+    if (hi > lo) {
+      elements += static_cast<double>(hi - lo);
+      nonempty += 1;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. float64 reference
 // ---------------------------------------------------------------------------------------------
@@ -114,6 +129,18 @@ struct SoftmaxForward {
   A softcap;  // 0: no cap
   SoftmaxMask mask;
 
+  /// grid.x rows: the valid logits read, every column of p (zeros too) and row_max written. Per
+  /// valid logit: the scale (and the cap: a multiply, tanh, a multiply), the max, - m, exp, the
+  /// sum, the multiply by 1 / sum; per row that sees a column, that division.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    double valid = 0, seen = 0;
+    softmax_visible(mask, grid.x, cols, valid, seen);
+    const double rows = static_cast<double>(grid.x);
+    return {tile::traffic_bytes<T>(valid + rows * static_cast<double>(cols)) +
+                (row_max != nullptr ? tile::traffic_bytes<A>(rows) : 0.0),
+            valid * (softcap > A(0) ? 9 : 6) + seen};
+  }
+
   template <class Tl>
   BENCH_HD Tl logits(const Tl& x) const {
     Tl l = x * scale;
@@ -180,6 +207,17 @@ struct SoftmaxBackward {
   A scale;
   A softcap;
   SoftmaxMask mask;
+
+  /// grid.x rows: the valid p, dp (and s with a cap) read, every column of ds written. Per valid
+  /// element: p dp and its sum, dp - dot, p times it, the scale; with a cap s's scale, tanh,
+  /// t^2, 1 - it and the multiply.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    double valid = 0, seen = 0;
+    softmax_visible(mask, grid.x, cols, valid, seen);
+    const bool capped = softcap > A(0);
+    return {tile::traffic_bytes<T>(valid * (capped ? 3 : 2) + static_cast<double>(grid.x * cols)),
+            valid * (capped ? 10 : 5)};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {

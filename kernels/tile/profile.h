@@ -1,4 +1,4 @@
-// defines: bench::tile::Traffic, LaunchObserver, KernelScope, observe_launches
+// defines: bench::tile::Traffic, traffic_bytes, LaunchObserver, KernelScope, observe_launches
 //
 // The hook of the per-kernel profile (docs/results.md, "The profile"): every tile::launch and
 // every kernels::gemm opens a KernelScope, and while a LaunchObserver is installed on the calling
@@ -18,13 +18,31 @@ namespace bench::tile {
 struct Exec;
 
 /// What one kernel launch moves to and from memory and computes, as the kernel declares it (a
-/// program's `traffic(grid)`, a GEMM's 2mnk): the bytes every input is read and every output is
-/// written once, as nvbench's add_global_memory_reads/writes count them, not what caches serve.
-/// Negative: not declared (the profile shows no rate and places no roofline mark).
+/// program's `traffic(grid)`, a GEMM's 2mnk). Negative: not declared (the profile shows no rate
+/// and places no roofline mark).
+///
+/// bytes: every input element read once and every output element written once, as nvbench's
+///   add_global_memory_reads/writes count them: unique bytes, not what caches serve (a value
+///   re-read in a second pass counts once); an output that is read, modified and written
+///   (y += x, in place) counts twice; a null optional pointer counts nothing; per-row scalars
+///   (mean, rstd, a loss) count. What only the device knows (which gathered rows repeat, which
+///   rows a target ignores) is counted as if every access were distinct.
+/// flops: the arithmetic of the kernel's definition (its header's formulas), once per element
+///   that takes part (masked or padded lanes do not), plus the scalar work per row (a mean's
+///   division, a row's rsqrt): an add, subtract, multiply, divide, max, min or compare-and-select
+///   1; an FMA 2; exp, log, tanh, erf(c), sqrt, rsqrt, pow 1 each; a sum of n values n adds.
+///   Not counted: index and mask arithmetic, casts, integer hashing (dropout's mask), and what
+///   an implementation recomputes (a second pass over a wide row, the exponentials of a gradient).
 struct Traffic {
   double bytes = -1;
   double flops = -1;
 };
+
+/// Bytes of `count` elements of type E (for traffic declarations).
+template <class E>
+double traffic_bytes(double count) {
+  return count * static_cast<double>(sizeof(E));
+}
 
 /// Told about each outermost kernel of the thread it is installed on (observe_launches). `name`
 /// is a program's mangled type name (tile::launch), or a launcher's own label; it lives as long

@@ -26,6 +26,10 @@ struct Relu2Forward {
   const T* x;
   T* y;
   int64_t n;
+  // For the per-kernel profile: x read and y written, a max and a square per element.
+  bench::tile::Traffic traffic(const bench::tile::Grid&) const {
+    return {bench::tile::traffic_bytes<T>(2 * n), 2 * static_cast<double>(n)};
+  }
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * kBlock;
@@ -42,6 +46,10 @@ struct Relu2Backward {
   const T* dy;
   T* dx;
   int64_t n;
+  // x and dy read, dx written; a max and two multiplies per element.
+  bench::tile::Traffic traffic(const bench::tile::Grid&) const {
+    return {bench::tile::traffic_bytes<T>(3 * n), 3 * static_cast<double>(n)};
+  }
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t off = tl::program_id(c, 0) * kBlock;

@@ -40,6 +40,13 @@ struct PositionTableAdd {
   int64_t seq;
   int64_t width;
 
+  /// grid.x token rows read and written, the table rows of min(tokens, seq) positions read; an
+  /// add per element (tile::Traffic).
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double w = static_cast<double>(width), rows = static_cast<double>(grid.x);
+    return {tile::traffic_bytes<T>((2 * rows + static_cast<double>(grid.x < seq ? grid.x : seq)) * w), rows * w};
+  }
+
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);
@@ -62,6 +69,13 @@ struct PositionTableBackward {
   int64_t batch;
   int64_t seq;
   int64_t width;
+
+  /// grid.x positions: their rows of every sequence of dh read, of dtable read and written; an
+  /// add per dh element.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double w = static_cast<double>(width), summed = static_cast<double>(batch * grid.x) * w;
+    return {tile::traffic_bytes<T>(summed + 2 * static_cast<double>(grid.x) * w), summed};
+  }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
