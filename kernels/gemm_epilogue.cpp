@@ -81,12 +81,24 @@ void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m
   if constexpr (!std::is_same_v<T, double>) {
     if (exec.backend == tile::Backend::kCuda && e.kind != EpilogueKind::kNone) {
       require(exec, "gemm_epilogue", type_bit<T>());
+      // The profile's hook: the GEMM's traffic, the bias and aux, one FLOP per output element
+      // for the epilogue.
+      tile::KernelScope scope(exec, "gemm + epilogue (cuBLASLt)");
+      if (scope.observed()) {
+        const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+        const double es = sizeof(T);
+        scope.set_traffic({(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1) + (e.aux != nullptr ? md * nd : 0) +
+                            (e.bias != nullptr ? nd : 0)) *
+                               es,
+                           2 * md * nd * kd + md * nd});
+      }
       // cuBLASLt fuses it, or says it cannot (false: another activation than GeLU-tanh, no
       // algorithm for the shape with that epilogue, an aux it cannot address): then unfused below.
       if (cuda_backend()->gemm_epilogue(exec.stream, std::is_same_v<T, tile::bf16>, trans_a, trans_b, m, n, k, alpha, a,
                                         lda, b, ldb, beta, c, ldc, static_cast<int>(e.kind),
                                         e.act == Activation::kGeluTanh, e.bias, e.aux, e.ld_aux, e.bias_grad))
         return;
+      scope.discard();  // declined: the unfused kernels below report themselves
     }
   }
   gemm<T>(exec, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

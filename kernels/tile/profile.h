@@ -46,7 +46,8 @@ double traffic_bytes(double count) {
 
 /// Told about each outermost kernel of the thread it is installed on (observe_launches). `name`
 /// is a program's mangled type name (tile::launch), or a launcher's own label; it lives as long
-/// as the process. `begin` and `end` come in pairs, on the calling thread, never nested.
+/// as the process. `begin` and `end` come in pairs, on the calling thread, never nested, except
+/// that a begin may have no end (KernelScope::discard: the kernel did not run after all).
 class LaunchObserver {
  public:
   virtual ~LaunchObserver();
@@ -81,6 +82,12 @@ class KernelScope {
   KernelScope& operator=(const KernelScope&) = delete;
   /// Whether an observer is told about this kernel (compute traffic() only then).
   bool observed() const { return observer_ != nullptr; }
+  /// The kernel did not run after all (a fused path that declined): nothing is reported for it
+  /// (the observer saw its begin and sees no end).
+  void discard() {
+    if (observer_ != nullptr) detail::release_observer();
+    observer_ = nullptr;
+  }
   void set_traffic(const Traffic& t) { traffic_ = t; }
 
  private:
