@@ -189,7 +189,8 @@ TEST_F(Profile, TheSlowestKernelsAgainstTheCeilings) {
             "norm     1      1   1    10.0\n"
             "sum of the 2 rows 6 ms = 60.0 % of the profiled step's 10 ms\n"
             "ceilings on Test CPU: copy 20 GB/s, GEMM 200 GFLOP/s, ridge 10 FLOP/byte\n"
-            "case 1 train_step: its timing was noisy (the machine was busy); the profile's steps ran right after it\n");
+            "case 1 train_step: its timing was noisy (see the timings); the profile's steps ran right after it, on the "
+            "same machine\n");
 }
 
 TEST_F(Profile, AllRowsAnotherModeAndBadModes) {

@@ -188,7 +188,8 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
                                   ridge ? fmt::format("{:.4g}", *ridge) : "unknown"));
   if (p.noisy)
     out.notes.push_back(
-        fmt::format("case {} {}: its timing was noisy (the machine was busy); the profile's steps ran right after it",
+        fmt::format("case {} {}: its timing was noisy (see the timings); the profile's steps ran right after it, on "
+                    "the same machine",
                     p.c->ordinal, p.mode));
   return out;
 }

@@ -29,7 +29,7 @@ struct CaseProfile {
   std::vector<ProfileRow> rows;  ///< the slowest first (ties in the order stored)
   /// Metrics `profile_step_ms/<mode>`, `roof_gbps`, `roof_gflops`; none when absent or not positive.
   std::optional<double> step_ms, roof_gbps, roof_gflops;
-  bool noisy = false;  ///< the mode's timing stopped above its noise target (the machine was busy)
+  bool noisy = false;  ///< the mode's timing was marked noisy (its spread, or a busy machine)
   /// The ridge point roof_gflops / roof_gbps (FLOP/byte), when both ceilings are known.
   std::optional<double> ridge() const;
   /// The rows' total time (ms).

@@ -77,7 +77,7 @@ struct Roof {
 struct Mark {
   double x = 0, y = 0;
   std::string tooltip;
-  bool pale = false;  ///< drawn as class "marker noisy" (measured while the machine was busy)
+  bool pale = false;  ///< drawn as class "marker noisy" (its timing was marked noisy)
 };
 
 /// The marks of one variant, in one colour.
