@@ -101,7 +101,7 @@ TEST(ProfileFigures, RatesIntensityAndTheRidge) {
   p.roof_gflops = 200;
   ASSERT_TRUE(p.ridge());
   EXPECT_DOUBLE_EQ(*p.ridge(), 10.0);
-  ProfileRow r;
+  store::ProfileRow r;
   r.ms = 2.5, r.bytes = 4.5e7, r.flops = 5e6;
   KernelFigures k = kernel_figures(r, p);
   EXPECT_NEAR(*k.gbps, 18.0, 1e-12);  // 4.5e7 B / 2.5 ms
@@ -138,7 +138,7 @@ TEST(ProfileFigures, RatesIntensityAndTheRidge) {
 }
 
 TEST(ProfileFigures, ComponentNames) {
-  ProfileRow r;
+  store::ProfileRow r;
   r.scope = "blocks.0.attn_norm", r.slot = "norm", r.component = "rmsnorm";
   EXPECT_EQ(component_name(r), "blocks.0.attn_norm rmsnorm");
   r.scope = "", r.slot = "optimizer", r.component = "";

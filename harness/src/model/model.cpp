@@ -285,11 +285,11 @@ Model::~Model() {
 }
 
 namespace {
-const ComponentTag kModelTag{"", "model", ""};  // the model's own work, outside its components
+const ComponentTag model_tag{"", "model", ""};  // the model's own work, outside its components
 }  // namespace
 
 LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContext& ctx) {
-  const ComponentCall call(kModelTag, Pass::kForward);
+  const ComponentCall call(model_tag, Pass::kForward);
   try {
     return forward_steps(inputs, targets, ctx);
   } catch (const tile::Unsupported& e) {
@@ -298,7 +298,7 @@ LossInfo Model::forward(const int32_t* inputs, const int32_t* targets, RunContex
 }
 
 void Model::backward(RunContext& ctx) {
-  const ComponentCall call(kModelTag, Pass::kBackward);
+  const ComponentCall call(model_tag, Pass::kBackward);
   try {
     backward_steps(ctx);
   } catch (const tile::Unsupported& e) {
@@ -405,8 +405,8 @@ double Model::grad_norm(RunContext& ctx) const {
 
 double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
   bind(ctx);
-  static const ComponentTag kOptimizer{"optimizer", "optimizer", "adamw"};
-  const ComponentCall call(kOptimizer, Pass::kOptimizer);
+  static const ComponentTag optimizer_tag{"optimizer", "optimizer", "adamw"};
+  const ComponentCall call(optimizer_tag, Pass::kOptimizer);
   auto* state = static_cast<double*>(adam_state_.raw());
   const int64_t total = values_.numel();
   dispatch_float(spec_.dtype, [&]<class T>() {

@@ -32,7 +32,6 @@ bool mode_before(const std::string& a, const std::string& b) {
 }
 
 std::string text(const Value& v) { return v.is_string() ? v.as_string() : std::string(); }
-double number(const Value& v) { return v.is_number() ? v.as_double() : std::numeric_limits<double>::quiet_NaN(); }
 
 /// A ceiling or a time: the metric when it is a positive number.
 std::optional<double> positive_metric(const CaseData& c, const std::string& name) {
@@ -141,7 +140,7 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
   const size_t shown = top > 0 ? std::min(p.rows.size(), static_cast<size_t>(top)) : p.rows.size();
   double shown_ms = 0;
   for (size_t i = 0; i < shown; ++i) {
-    const ProfileRow& r = p.rows[i];
+    const store::ProfileRow& r = p.rows[i];
     const KernelFigures k = kernel_figures(r, p);
     shown_ms += r.ms;
     out.kernels.rows.push_back(cells(
@@ -159,7 +158,7 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
     double ms = 0;
   };
   std::vector<std::pair<std::string, Slot>> slots;
-  for (const ProfileRow& r : p.rows) {
+  for (const store::ProfileRow& r : p.rows) {
     auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.first == r.slot; });
     if (it == slots.end()) it = slots.emplace(slots.end(), r.slot, Slot{});
     it->second.rows += 1;
@@ -203,31 +202,17 @@ std::optional<double> CaseProfile::ridge() const {
 
 double CaseProfile::total_ms() const {
   double t = 0;
-  for (const ProfileRow& r : rows) t += r.ms;
+  for (const store::ProfileRow& r : rows) t += r.ms;
   return t;
 }
 
-std::vector<CaseProfile> load_profiles(const store::Store& db, const RunData& run, const std::string& mode) {
+std::vector<CaseProfile> load_profiles(const RunData& run, const std::string& mode) {
   std::vector<CaseProfile> out;
   for (const CaseData& c : run.cases) {
-    // The slowest first; rowid keeps ties in the order the runner stored them.
-    const auto q = db.query(
-        "SELECT mode, scope, slot, component, pass, kernel, calls, ms, bytes, flops FROM profile WHERE case_id = ?1 "
-        "AND (?2 = '' OR mode = ?2) ORDER BY ms DESC, rowid",
-        {Value::integer(c.id), Value::string(mode)});
+    // c.profile is in store::sort_profile's order: by mode, then the slowest first.
     std::vector<CaseProfile> mine;
-    for (const auto& row : q.rows) {
-      ProfileRow r;
-      r.mode = text(row[0]);
-      r.scope = text(row[1]);
-      r.slot = text(row[2]);
-      r.component = text(row[3]);
-      r.pass = text(row[4]);
-      r.kernel = text(row[5]);
-      r.calls = row[6].is_number() ? row[6].as_int() : 0;
-      r.ms = number(row[7]);
-      r.bytes = number(row[8]);
-      r.flops = number(row[9]);
+    for (const store::ProfileRow& r : c.profile) {
+      if (!mode.empty() && r.mode != mode) continue;
       auto it = std::find_if(mine.begin(), mine.end(), [&](const CaseProfile& p) { return p.mode == r.mode; });
       if (it == mine.end()) {
         CaseProfile p;
@@ -240,7 +225,7 @@ std::vector<CaseProfile> load_profiles(const store::Store& db, const RunData& ru
           if (m.mode == r.mode) p.noisy = m.noisy;
         it = mine.insert(mine.end(), std::move(p));
       }
-      it->rows.push_back(std::move(r));
+      it->rows.push_back(r);
     }
     std::stable_sort(mine.begin(), mine.end(),
                      [](const CaseProfile& a, const CaseProfile& b) { return mode_before(a.mode, b.mode); });
@@ -258,7 +243,7 @@ std::vector<std::string> profiled_modes(const store::Store& db, int64_t run_id) 
   return modes;
 }
 
-KernelFigures kernel_figures(const ProfileRow& r, const CaseProfile& p) {
+KernelFigures kernel_figures(const store::ProfileRow& r, const CaseProfile& p) {
   KernelFigures k;
   const double seconds = r.ms * 1e-3;
   if (seconds > 0 && std::isfinite(r.bytes)) k.gbps = r.bytes / seconds / 1e9;
@@ -272,7 +257,7 @@ KernelFigures kernel_figures(const ProfileRow& r, const CaseProfile& p) {
   return k;
 }
 
-std::string component_name(const ProfileRow& r) {
+std::string component_name(const store::ProfileRow& r) {
   const std::string& where = r.scope.empty() ? r.slot : r.scope;
   if (r.component.empty()) return where;
   return where.empty() ? r.component : where + " " + r.component;
@@ -280,7 +265,7 @@ std::string component_name(const ProfileRow& r) {
 
 std::string render_profile(const store::Store& db, int64_t run_id, const ProfileOptions& o, Format f) {
   const RunData run = store::load_run(db, run_id);
-  const std::vector<CaseProfile> profiles = load_profiles(db, run, o.mode);
+  const std::vector<CaseProfile> profiles = load_profiles(run, o.mode);
   const std::vector<std::string> modes = profiled_modes(db, run_id);
   if (profiles.empty() && !modes.empty()) {
     std::string list;

@@ -26,7 +26,7 @@ struct ProfileOptions {
 struct CaseProfile {
   const store::CaseData* c = nullptr;
   std::string mode;
-  std::vector<ProfileRow> rows;  ///< the slowest first (ties in the order stored)
+  std::vector<store::ProfileRow> rows;  ///< the slowest first (ties in the order stored)
   /// Metrics `profile_step_ms/<mode>`, `roof_gbps`, `roof_gflops`; none when absent or not positive.
   std::optional<double> step_ms, roof_gbps, roof_gflops;
   bool noisy = false;  ///< the mode's timing was marked noisy (its spread, or a busy machine)
@@ -38,7 +38,7 @@ struct CaseProfile {
 
 /// The profiles of `mode` ("": every mode, in the order forward, forward_backward, train_step,
 /// then others by name) of the run's cases that have one, in case order.
-std::vector<CaseProfile> load_profiles(const store::Store& db, const store::RunData& run, const std::string& mode);
+std::vector<CaseProfile> load_profiles(const store::RunData& run, const std::string& mode);
 
 /// The modes the run has a profile of, in the order of load_profiles.
 std::vector<std::string> profiled_modes(const store::Store& db, int64_t run_id);
@@ -50,11 +50,11 @@ struct KernelFigures {
   std::optional<double> gbps, gbps_percent, gflops, gflops_percent, intensity;
   std::string bound = "-";
 };
-KernelFigures kernel_figures(const ProfileRow& r, const CaseProfile& p);
+KernelFigures kernel_figures(const store::ProfileRow& r, const CaseProfile& p);
 
 /// How a row's component reads: its scope and its type ("blocks.0.attn_norm rmsnorm"), the slot
 /// where the row has no scope ("model", "optimizer").
-std::string component_name(const ProfileRow& r);
+std::string component_name(const store::ProfileRow& r);
 
 /// `bench results --profile`: for each throughput case with a profile of `o.mode`, its `o.top`
 /// slowest kernels against the ceilings and its time by slot, with the step's time and the

@@ -32,7 +32,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 /// is; a tile program's mangled type name (from tile::launch) demangled, without its namespaces
 /// ("NormForward<float, 128, false, false>").
 std::string kernel_label(const char* name) {
-  const std::string raw = name;
+  std::string raw = name;
   if (raw.find(' ') != std::string::npos) return raw;  // mangled names have no spaces
   const std::string full = tile::program_name(name);
   const size_t open = full.find('<');
@@ -56,7 +56,7 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
 
   /// One step: enqueue, wait, and fold its times into the lines.
   double run(const std::function<void()>& enqueue) {
-    static const ComponentTag kStep{"", "model", ""};
+    static const ComponentTag step_tag{"", "model", ""};
     for (Line& l : lines_) {
       l.ms = 0;
       l.calls = 0;
@@ -70,7 +70,7 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
     const size_t first = device() ? marks_.record(exec_.stream) : 0;
 #endif
     const Clock::time_point t0 = Clock::now();
-    frames_.push_back({&kStep, Pass::kStep, t0});
+    frames_.push_back({&step_tag, Pass::kStep, t0});
     enqueue();
 #if BENCH_HAVE_CUDA
     const size_t last = device() ? marks_.record(exec_.stream) : 0;
@@ -88,7 +88,7 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
         lines_[p.line].ms += ms;
         kernels_ms += ms;
       }
-      line(kStep, Pass::kStep, "(between kernels)").ms = std::max(0.0, step_ms - kernels_ms);
+      line(step_tag, Pass::kStep, "(between kernels)").ms = std::max(0.0, step_ms - kernels_ms);
     }
 #endif
     for (Line& l : lines_) {
