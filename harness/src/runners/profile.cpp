@@ -24,6 +24,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+const std::string host_label = "(host)";                  // a component's time outside its kernels
+const std::string between_kernels = "(between kernels)";  // a GPU step's time outside every kernel
+
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
@@ -88,7 +91,7 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
         lines_[p.line].ms += ms;
         kernels_ms += ms;
       }
-      line(step_tag, Pass::kStep, "(between kernels)").ms = std::max(0.0, step_ms - kernels_ms);
+      line(step_tag, Pass::kStep, between_kernels).ms = std::max(0.0, step_ms - kernels_ms);
     }
 #endif
     for (Line& l : lines_) {
@@ -134,9 +137,14 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
     kernel_start_ = Clock::now();
   }
   void end(const tile::Exec& exec, const char* name, const tile::Traffic& traffic) override {
+    // The kernel's end first: the bookkeeping below is not its time.
+    const Clock::time_point now = Clock::now();
+#if BENCH_HAVE_CUDA
+    const size_t end_mark = exec.backend == tile::Backend::kCuda ? marks_.record(exec.stream) : 0;
+#endif
     if (frames_.empty()) return;  // outside a profiled step (not expected: installed around steps)
     const Frame& f = frames_.back();
-    const size_t at = index(*f.tag, f.pass, kernel_label(name));
+    const size_t at = index(*f.tag, f.pass, label(name));
     Line& l = lines_[at];
     ++l.calls;
     if (traffic.bytes < 0 || traffic.flops < 0) {
@@ -147,12 +155,12 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
     }
 #if BENCH_HAVE_CUDA
     if (exec.backend == tile::Backend::kCuda) {
-      pending_.push_back({at, begin_mark_, marks_.record(exec.stream)});
+      pending_.push_back({at, begin_mark_, end_mark});
       return;
     }
 #endif
     (void)exec;
-    const double ms = ms_between(kernel_start_, Clock::now());
+    const double ms = ms_between(kernel_start_, now);
     l.ms += ms;
     frames_.back().kernels_ms += ms;
   }
@@ -171,6 +179,13 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
 
   bool device() const { return exec_.backend == tile::Backend::kCuda; }
 
+  /// kernel_label(name), demangled once per name (names live as long as the process).
+  const std::string& label(const char* name) {
+    auto it = labels_.find(name);
+    if (it == labels_.end()) it = labels_.emplace(name, kernel_label(name)).first;
+    return it->second;
+  }
+
   /// A frame ends: on the host its time outside kernels and children is its "(host)" line.
   void pop_frame(Clock::time_point now) {
     const Frame f = frames_.back();
@@ -178,13 +193,16 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
     const double wall = ms_between(f.entered, now);
     if (!device()) {
       const double host = wall - f.children_ms - f.kernels_ms;
-      if (host > 0) line(*f.tag, f.pass, "(host)").ms += host;
+      if (host > 0) line(*f.tag, f.pass, host_label).ms += host;
     }
     if (!frames_.empty()) frames_.back().children_ms += wall;
   }
 
+  /// The line of (component call, pass, kernel). `tag` and `kernel` must outlive the profiler:
+  /// they are its key by address (each wrapped component has its own tag, each name one label),
+  /// so that a launch costs no string copies.
   size_t index(const ComponentTag& tag, Pass pass, const std::string& kernel) {
-    const auto key = std::make_tuple(tag.scope, tag.slot, pass, kernel);
+    const auto key = std::make_tuple(&tag, pass, &kernel);
     const auto it = by_key_.find(key);
     if (it != by_key_.end()) return it->second;
     Line l;
@@ -204,8 +222,9 @@ class Profiler final : public tile::LaunchObserver, public ComponentListener {
   tile::Exec exec_;
   std::string mode_;
   std::vector<Line> lines_;
-  std::map<std::tuple<std::string, std::string, Pass, std::string>, size_t> by_key_;  // scope, slot, pass, kernel
+  std::map<std::tuple<const ComponentTag*, Pass, const std::string*>, size_t> by_key_;
   std::vector<Frame> frames_;
+  std::map<const char*, std::string> labels_;
   Clock::time_point kernel_start_;
   int steps_ = 0;
   std::vector<Pending> pending_;
