@@ -6,6 +6,7 @@
 // relu(x) = max(x, 0)                  gelu(x) = x/2 (1 + erf(x / sqrt 2))
 // gelu_tanh(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 // silu(x) = x sigmoid(x)               relu2(x) = relu(x)^2
+// quick_gelu(x) = x sigmoid(1.702 x)   (transformers' QuickGELUActivation, CLIP)
 // Gated (rows of gu are [gate | up], each d_ff wide): h = act(gate) * up;
 //   dgate = dh * up * act'(gate), dup = dh * act(gate).  SwiGLU = kSilu, GeGLU = kGelu, ReGLU = kRelu.
 #pragma once
@@ -26,12 +27,16 @@ using tile::Exec;
 
 /// Point-wise non-linearity of an MLP (plain or gated).
 enum class Activation : uint8_t {
-  kRelu,      ///< max(x, 0)
-  kGelu,      ///< exact GeLU, x * Phi(x) with erf
-  kGeluTanh,  ///< GeLU, tanh approximation
-  kSilu,      ///< x * sigmoid(x) (Swish-1)
-  kRelu2,     ///< relu(x)^2 (Primer)
+  kRelu,       ///< max(x, 0)
+  kGelu,       ///< exact GeLU, x * Phi(x) with erf
+  kGeluTanh,   ///< GeLU, tanh approximation
+  kSilu,       ///< x * sigmoid(x) (Swish-1)
+  kRelu2,      ///< relu(x)^2 (Primer)
+  kQuickGelu,  ///< x * sigmoid(1.702 x), GeLU's sigmoid approximation (CLIP)
 };
+
+/// The constant of quick_gelu: x * sigmoid(kQuickGeluScale * x).
+inline constexpr double kQuickGeluScale = 1.702;
 
 // ---------------------------------------------------------------------------------------------
 // 1. float64 reference
@@ -50,6 +55,8 @@ inline double activation_reference(Activation act, double x) {
       return x / (1.0 + std::exp(-x));
     case Activation::kRelu2:
       return x > 0 ? x * x : 0.0;
+    case Activation::kQuickGelu:
+      return x / (1.0 + std::exp(-kQuickGeluScale * x));
   }
   return 0.0;
 }
@@ -73,6 +80,10 @@ inline double activation_grad_reference(Activation act, double x) {
     }
     case Activation::kRelu2:
       return x > 0 ? 2 * x : 0.0;
+    case Activation::kQuickGelu: {
+      const double s = 1.0 / (1.0 + std::exp(-kQuickGeluScale * x));
+      return s * (1.0 + kQuickGeluScale * x * (1.0 - s));
+    }
   }
   return 0.0;
 }
@@ -114,6 +125,8 @@ struct ActivationFn {
       return x * fast_sigmoid(A(2 * 0.79788456080286535588) * (x + A(0.044715) * x * x * x));
     } else if constexpr (kAct == Activation::kSilu) {
       return x * fast_sigmoid(x);
+    } else if constexpr (kAct == Activation::kQuickGelu) {
+      return x * fast_sigmoid(A(kQuickGeluScale) * x);
     } else {
       return x > A(0) ? x * x : A(0);
     }
@@ -140,6 +153,10 @@ struct ActivationGrad {
     } else if constexpr (kAct == Activation::kSilu) {
       const A s = fast_sigmoid(x);
       return s * (A(1) + x * (A(1) - s));
+    } else if constexpr (kAct == Activation::kQuickGelu) {
+      // d/dx x s(a x) = s + a x s (1 - s)
+      const A s = fast_sigmoid(A(kQuickGeluScale) * x);
+      return s * (A(1) + A(kQuickGeluScale) * x * (A(1) - s));
     } else {
       return x > A(0) ? A(2) * x : A(0);
     }
@@ -160,6 +177,8 @@ constexpr int activation_flops(Activation act) {
       return 4;  // x sigmoid(x)
     case Activation::kRelu2:
       return 2;  // select, square
+    case Activation::kQuickGelu:
+      return 5;  // a x, x sigmoid(a x)
   }
   return 0;
 }
@@ -177,6 +196,8 @@ constexpr int activation_grad_flops(Activation act) {
       return 7;  // sigmoid (3), s (1 + x (1 - s)) (4)
     case Activation::kRelu2:
       return 2;
+    case Activation::kQuickGelu:
+      return 8;  // a x, sigmoid (3), s (1 + a x (1 - s)) (4)
   }
   return 0;
 }
@@ -309,6 +330,9 @@ void dispatch_activation(Activation act, F&& f) {
       break;
     case Activation::kRelu2:
       f.template operator()<Activation::kRelu2>();
+      break;
+    case Activation::kQuickGelu:
+      f.template operator()<Activation::kQuickGelu>();
       break;
   }
 }

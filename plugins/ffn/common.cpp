@@ -16,12 +16,13 @@ struct NamedActivation {
   double flops;  // per element of act(x): compare, multiply, exp/erf/tanh counted as a few
 };
 
-constexpr std::array<NamedActivation, 5> kActivations{{
+constexpr std::array<NamedActivation, 6> kActivations{{
     {"relu", kernels::Activation::kRelu, 1},
     {"gelu", kernels::Activation::kGelu, 6},
     {"gelu_tanh", kernels::Activation::kGeluTanh, 9},
     {"silu", kernels::Activation::kSilu, 4},
     {"relu2", kernels::Activation::kRelu2, 2},
+    {"quick_gelu", kernels::Activation::kQuickGelu, 5},
 }};
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@ std::string act_name(Activation a) {
       return "silu";
     case Activation::kRelu2:
       return "relu2";
+    case Activation::kQuickGelu:
+      return "quick_gelu";
   }
   return "?";
 }
@@ -154,11 +158,30 @@ TEST_P(ActivationTest, GatedBackwardMatchesFiniteDifferences) {
     ASSERT_NEAR(dgu[i], central_difference(loss, gu, i), 1e-6 * (1 + std::abs(dgu[i]))) << "at " << i;
 }
 
+// The float64 reference of each activation against its published formula, written out here
+// independently: quick_gelu is transformers' QuickGELUActivation, x * sigmoid(1.702 x).
+TEST(ActivationReference, MatchesThePublishedFormulas) {
+  for (double x : {-6.0, -2.5, -1.0, -0.3, 0.0, 0.2, 0.7, 1.5, 3.0, 8.0}) {
+    SCOPED_TRACE(x);
+    EXPECT_NEAR(activation_reference(Activation::kQuickGelu, x), x * (1.0 / (1.0 + std::exp(-1.702 * x))), 1e-15);
+    EXPECT_NEAR(activation_reference(Activation::kGelu, x), 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))), 1e-15);
+    EXPECT_NEAR(activation_reference(Activation::kGeluTanh, x),
+                0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * std::pow(x, 3.0)))),
+                1e-14);
+    EXPECT_NEAR(activation_reference(Activation::kSilu, x), x / (1.0 + std::exp(-x)), 1e-15);
+  }
+  // Unlike GeLU, QuickGeLU's sigmoid approximation differs visibly from it: at x = 1 by 0.0046.
+  EXPECT_NEAR(activation_reference(Activation::kQuickGelu, 1.0) - activation_reference(Activation::kGelu, 1.0),
+              1.0 / (1.0 + std::exp(-1.702)) - 0.5 * (1.0 + std::erf(1.0 / std::sqrt(2.0))), 1e-15);
+  EXPECT_GT(std::abs(activation_reference(Activation::kQuickGelu, 1.0) - activation_reference(Activation::kGelu, 1.0)),
+            4e-3);
+}
+
 std::vector<ActivationCase> cases() {
   std::vector<ActivationCase> out;
   for (const Target& be : targets())
-    for (Activation a :
-         {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu, Activation::kRelu2})
+    for (Activation a : {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu,
+                         Activation::kRelu2, Activation::kQuickGelu})
       out.push_back({a, be});
   return out;
 }

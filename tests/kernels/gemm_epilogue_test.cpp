@@ -68,8 +68,8 @@ TEST_P(GemmEpilogueTest, ForwardKindsMatchFloat64) {
   const auto b = to_double(to_storage<float>(random_vector(static_cast<size_t>(n * k), 2)));
   const auto bias = to_double(to_storage<float>(random_vector(static_cast<size_t>(n), 3)));
   Dev<float> ga(t, to_storage<float>(a)), gb(t, to_storage<float>(b)), gbias(t, to_storage<float>(bias));
-  for (const Activation act :
-       {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu, Activation::kRelu2})
+  for (const Activation act : {Activation::kRelu, Activation::kGelu, Activation::kGeluTanh, Activation::kSilu,
+                               Activation::kRelu2, Activation::kQuickGelu})
     for (const EpilogueKind kind : {EpilogueKind::kBias, EpilogueKind::kActivation})
       for (const bool with_bias : {false, true})
         for (const bool with_aux : {false, true}) {

@@ -69,6 +69,7 @@ std::vector<FfnKind> all_kinds() {
           {"type = \"mlp\", activation = \"gelu_tanh\"", Activation::kGeluTanh, false},
           {"type = \"mlp\", activation = \"silu\"", Activation::kSilu, false},
           {"type = \"mlp\", activation = \"relu2\"", Activation::kRelu2, false},
+          {"type = \"mlp\", activation = \"quick_gelu\"", Activation::kQuickGelu, false},
           {"type = \"swiglu\"", Activation::kSilu, true},
           {"type = \"geglu\"", Activation::kGelu, true},
           {"type = \"geglu\", activation = \"gelu_tanh\"", Activation::kGeluTanh, true},
