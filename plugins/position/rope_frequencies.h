@@ -15,7 +15,8 @@
 //   llama3       wavelength 2 pi / inv_freq > L_orig / low_freq_factor: / factor; below
 //                L_orig / high_freq_factor: kept; smooth interpolation between (Llama 3.1)
 //   longrope     inv_freq / ext[i], ext = long_factors when L > L_orig, else short_factors;
-//                logits times 1 + ln(factor) / ln(L_orig) when factor > 1 (Ding et al. 2024)
+//                logits times 1 + ln(factor) / ln(L_orig) when factor > 1, beyond L_orig or, with
+//                `always` (transformers, Phi-3), at every length (Ding et al. 2024)
 //
 // These follow the published definitions (as in Hugging Face transformers' modeling_rope_utils):
 // YaRN's correction range is floored/ceiled as in the paper's code; YaRN's and LongRoPE's

@@ -223,6 +223,9 @@ TEST(ConfigAccounts, HuggingFaceConfigsCountExactly) {
       {"Phi-3-mini-4k-instruct", 3821079552},  // 32 x 113,252,352 + 2 x 32,064 x 3,072 + 3,072
       {"pythia-160m", 162322944},              // 12 x 7,087,872 (biases, two LayerNorms) + 2 x 50,304 x 768 + 1,536
       {"falcon-7b", 6921720704},               // 32 x 207,070,080 (MQA, one LayerNorm) + 65,024 x 4,544 tied + 9,088
+      {"gpt2", 124439808},                     // 12 x 7,087,872 + 50,257 x 768 tied + 1,024 x 768 (wpe) + 1,536
+      {"gemma-2b", 2506172416},                // 18 x 110,104,576 (MQA, head_dim 256) + 256,000 x 2,048 tied + 2,048
+      {"OLMo-1B-hf", 1176764416},              // 16 x 67,108,864 (no norm parameters) + 50,304 x 2,048 tied
   };
   for (const auto& [model, published] : exact) {
     SCOPED_TRACE(model);
@@ -239,6 +242,11 @@ TEST(ConfigAccounts, HuggingFaceConfigsCountExactly) {
   EXPECT_EQ(4 * 3072 * 3072 + 3 * 3072 * 8192 + 2 * 3072, 113252352);
   EXPECT_EQ(4 * 768 * 768 + 4 * 768 + 2 * 768 * 3072 + 3072 + 768 + 4 * 768, 7087872);
   EXPECT_EQ(73 * 64 * 4544 + 4544 * 4544 + 2 * 4544 * 18176 + 2 * 4544, 207070080);
+  EXPECT_EQ(12 * 7087872 + 50257 * 768 + 1024 * 768 + 1536, 124439808);
+  EXPECT_EQ(2 * 2048 * 2048 + 2 * 256 * 2048 + 3 * 2048 * 16384 + 2 * 2048, 110104576);
+  EXPECT_EQ(18 * int64_t{110104576} + 256000 * 2048 + 2048, 2506172416);
+  EXPECT_EQ(4 * 2048 * 2048 + 3 * 2048 * 8192, 67108864);
+  EXPECT_EQ(16 * int64_t{67108864} + 50304 * 2048, 1176764416);
 }
 
 // A model of any size is counted, since nothing is allocated: Llama 3.1 405B at batch 64 and

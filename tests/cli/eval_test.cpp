@@ -280,13 +280,14 @@ TEST(Eval, ReportsMismatchedWeightsAndReadsText) {
 // written by tests/cli/hf_models_reference.py with the float64 logits of the published
 // architecture: `bench eval --config FOLDER --weights FOLDER` matches them within
 // 1e-4 + 1e-4 |ref| in float32, for each model_type.
-void check_hf_folder(const std::string& model_type) {
+void check_hf_folder(const std::string& model_type, const std::string& eval_args = "") {
   const std::string dir = fresh_dir("hf_folder_" + model_type);
   const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";
   const Output py = shell(kPython + " " + script + " " + model_type + " " + dir);
   ASSERT_EQ(py.code, 0) << "the reference needs Debian's python3-numpy (scripts/setup.sh): " << py.out;
-  const Output ev = shell(kBench + " eval --config " + dir + " --weights " + dir + " --tokens " + dir +
-                          "/tokens.bin --token-format uint16 --dump-logits " + dir + "/ours.npy --format json");
+  const Output ev =
+      shell(kBench + " eval --config " + dir + " --weights " + dir + " --tokens " + dir +
+            "/tokens.bin --token-format uint16 --dump-logits " + dir + "/ours.npy --format json " + eval_args);
   ASSERT_EQ(ev.code, 0) << ev.out;
   const nlohmann::json j = nlohmann::json::parse(ev.out);
   std::ifstream loss_file(dir + "/loss.txt");
@@ -323,6 +324,19 @@ TEST(EvalHuggingFaceFolder, FalconMultiQuery) { check_hf_folder("falcon"); }
 TEST(EvalHuggingFaceFolder, FalconMultiHeadInterleavedWithBiases) { check_hf_folder("falcon_mha"); }
 TEST(EvalHuggingFaceFolder, LlamaWithLlama3RopeScaling) { check_hf_folder("llama_llama3"); }
 TEST(EvalHuggingFaceFolder, Phi3WithLongRope) { check_hf_folder("phi3_longrope"); }
+// Windows of 8 within L_orig = 8: the short factors, and the attention factor sqrt(1 + ln 2 / ln 8)
+// as transformers applies it at every length.
+TEST(EvalHuggingFaceFolder, Phi3WithLongRopeWithinTheOriginalLength) {
+  check_hf_folder("phi3_longrope_short", "--seq-len 8");
+}
+// null where real checkpoints have it: Mistral 7B v0.3's "sliding_window": null is no window,
+// "head_dim": null is hidden_size / heads; Gemma 2's null soft-caps are none.
+TEST(EvalHuggingFaceFolder, MistralNullWindowAndHeadDim) { check_hf_folder("mistral_null"); }
+TEST(EvalHuggingFaceFolder, Gemma2NullSoftCaps) { check_hf_folder("gemma2_null"); }
+TEST(EvalHuggingFaceFolder, Gpt2Conv1DLearnedPositionsTied) { check_hf_folder("gpt2"); }
+TEST(EvalHuggingFaceFolder, Gpt2UnderTheHubsNamesWithoutPrefix) { check_hf_folder("gpt2_hub"); }
+TEST(EvalHuggingFaceFolder, Gemma1) { check_hf_folder("gemma"); }
+TEST(EvalHuggingFaceFolder, Olmo1NonParametricLayerNorm) { check_hf_folder("olmo"); }
 
 // `bench calc` takes a Hugging Face folder, and an experiment's [model] takes one with `from`, its
 // keys over the configuration's: "Qwen2.5-0.5B with post-norm and 4 layers" is one short file.
@@ -360,10 +374,11 @@ TEST(CalcHuggingFace, FolderAndModelFrom) {
       << listed.out;
 }
 
-// A checkpoint saved under GPT-NeoX's names (the per-head interleaved query_key_value) and
-// Falcon's and Phi-3's reads back bit for bit: the layouts are inverse permutations.
+// A checkpoint saved under GPT-NeoX's names (the per-head interleaved query_key_value), Falcon's,
+// Phi-3's and GPT-2's (Conv1D: transposed) reads back bit for bit: the layouts are inverse
+// permutations.
 TEST(EvalHuggingFaceFolder, SavedUnderEachLayoutReadsBack) {
-  for (const char* type : {"gpt_neox", "falcon", "phi3", "olmo2"}) {
+  for (const char* type : {"gpt_neox", "falcon", "phi3", "olmo2", "gpt2", "gemma", "olmo"}) {
     SCOPED_TRACE(type);
     const std::string dir = fresh_dir(std::string("hf_save_") + type);
     const std::string script = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_models_reference.py";

@@ -10,15 +10,24 @@ and model.safetensors.index.json), a token file (raw uint16), and the float64 lo
 architecture computed from its published definition (the transformers modeling files), evaluated
 as `bench eval` does: consecutive windows of SEQ positions, each starting at position 0.
 
-MODEL_TYPE: llama, mistral, qwen2, gemma2, olmo2, phi3, gpt_neox, falcon. What each one checks:
+MODEL_TYPE: llama, mistral, qwen2, gemma, gemma2, olmo, olmo2, phi3, gpt2, gpt_neox, falcon. What each
+one checks:
   llama     pre-RMSNorm, SwiGLU, rotate-half RoPE, GQA, untied head
   mistral   as llama with a sliding window of 5 keys
   qwen2     q, k, v biases, tied head
   gemma2    (1 + w) RMSNorm around and after each sublayer, sqrt(d) embedding scale, head_dim != d/H,
             query_pre_attn_scalar, attention and final soft-caps, sliding window on even layers,
             GeGLU with tanh GeLU
+  gemma     Gemma 1: (1 + w) RMSNorm before each sublayer, sqrt(d) embedding scale, head_dim != d/H,
+            multi-query, GeGLU with tanh GeLU from hidden_activation absent (hidden_act "gelu" is
+            ignored, as transformers ignores it)
+  olmo      OLMo 1: LayerNorm without weight or bias (eps 1e-5), q, k, v and o biases
+            (attention_bias), tied head, clip_qkv null
   olmo2     norms on the sublayer outputs, RMSNorm over the whole q and the whole k
   phi3      fused qkv_proj and gate_up_proj
+  gpt2      Conv1D weights stored [in, out], fused c_attn, learned positions (wpe), LayerNorm with
+            biases, biases everywhere, tied head, gelu_new, n_inner null, with the attention-mask
+            buffers (attn.bias, attn.masked_bias) that GPT-2 checkpoints carry
   gpt_neox  parallel block with a LayerNorm per branch, per-head interleaved query_key_value,
             rotary on half of each head, biases, exact GeLU MLP, sharded checkpoint, with the
             rotary buffer some checkpoints carry
@@ -27,6 +36,13 @@ Variants (MODEL_TYPE as written here, the config's model_type before the undersc
   llama_llama3  llama with Llama 3.1's rope_scaling (rope_type llama3, factor 4, L_orig 8)
   falcon_mha    falcon with multi_query false: query_key_value [q_h; k_h; v_h] per head, biases
   phi3_longrope phi3 with a LongRoPE rope_scaling (s = 16 / 4; every window longer than L_orig = 4)
+  phi3_longrope_short  LongRoPE with windows of 8 (`bench eval --seq-len 8`) within L_orig = 8 < 16:
+            the short factors, and the attention factor sqrt(1 + ln 2 / ln 8) all the same
+  mistral_null  mistral with "sliding_window": null (no window, as Mistral 7B v0.3 ships it) and
+            "head_dim": null (hidden_size / heads)
+  gemma2_null   gemma2 with null soft-caps (none)
+  gpt2_hub  gpt2 with the names of OpenAI's checkpoints on the Hub (no "transformer." prefix)
+Windows: SEQ positions, or WINDOW[MODEL_TYPE] where that is set.
 """
 import json
 import math
@@ -37,6 +53,7 @@ import sys
 import numpy as np
 
 VOCAB, D, LAYERS, HEADS, DH, FF, SEQ = 320, 32, 2, 4, 8, 64, 16
+WINDOW = {"phi3_longrope_short": 8}
 
 
 def write_safetensors(path, tensors):
@@ -63,6 +80,14 @@ def config_of(name):
         return dict(config_of("phi3"), original_max_position_embeddings=4,
                     rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
                                   "long_factor": [1.0, 2.0, 4.0, 8.0]})
+    if name == "phi3_longrope_short":  # L_orig 8, windows of 8: the short factors; s = 16 / 8
+        return dict(config_of("phi3_longrope"), original_max_position_embeddings=8)
+    if name == "mistral_null":
+        return dict(config_of("mistral"), sliding_window=None, head_dim=None)
+    if name == "gemma2_null":
+        return dict(config_of("gemma2"), attn_logit_softcapping=None, final_logit_softcapping=None)
+    if name == "gpt2_hub":
+        return config_of("gpt2")
     if name == "falcon_mha":
         return dict(config_of("falcon"), multi_query=False, bias=True)
     mt = name
@@ -88,6 +113,25 @@ def config_of(name):
                     final_logit_softcapping=3.0, sliding_window=4, cache_implementation="hybrid")
     if mt == "olmo2":
         return dict(llama, rope_theta=500000.0, rope_scaling=None)
+    if mt == "gemma":  # hidden_act is ignored by transformers: hidden_activation absent is the tanh GeLU
+        c = dict(llama, head_dim=16, num_key_value_heads=1, tie_word_embeddings=True, rms_norm_eps=1e-6,
+                 hidden_act="gelu", rope_scaling=None)
+        return c
+    if mt == "olmo":
+        c = dict(llama, attention_bias=True, tie_word_embeddings=True, clip_qkv=None, pad_token_id=1,
+                 bos_token_id=None, rope_scaling=None)
+        del c["rms_norm_eps"]
+        return c
+    if mt == "gpt2":
+        return {"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "attn_pdrop": 0.1,
+                "bos_token_id": 1, "embd_pdrop": 0.1, "eos_token_id": 1, "initializer_range": 0.02,
+                "layer_norm_epsilon": 1e-05, "model_type": "gpt2", "n_ctx": SEQ, "n_embd": D, "n_head": HEADS,
+                "n_inner": None, "n_layer": LAYERS, "n_positions": SEQ, "resid_pdrop": 0.1,
+                "summary_activation": None, "summary_first_dropout": 0.1, "summary_proj_to_labels": True,
+                "summary_type": "cls_index", "summary_use_proj": True, "reorder_and_upcast_attn": False,
+                "scale_attn_by_inverse_layer_idx": False, "scale_attn_weights": True,
+                "task_specific_params": {"text-generation": {"do_sample": True, "max_length": 50}},
+                "vocab_size": VOCAB}
     if mt == "phi3":
         return dict(llama, original_max_position_embeddings=SEQ, sliding_window=2047, embd_pdrop=0.0, resid_pdrop=0.0,
                     rope_scaling=None)
@@ -109,6 +153,11 @@ def layer_norm(x, w, b, eps):
     mu = np.mean(x, axis=-1, keepdims=True)
     var = np.mean((x - mu) ** 2, axis=-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def gelu_new(x):
+    """transformers' NewGELUActivation, written as it is there."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * np.power(x, 3.0))))
 
 
 def rotate_half(x):
@@ -161,10 +210,13 @@ def silu(x):
 def attention(c, p, pre, x, layer):
     """One attention sublayer [t, d] -> [t, d], reading the tensors as the architecture does."""
     mt, t = c["model_type"], x.shape[0]
-    H = c["num_attention_heads"]
-    dh = c.get("head_dim", c["hidden_size"] // H)
+    H = c.get("num_attention_heads", c.get("n_head"))
+    dh = c.get("head_dim") or c.get("hidden_size", c.get("n_embd")) // H  # head_dim null: hidden_size / heads
     K = c.get("num_key_value_heads", H)
-    if mt == "gpt_neox":  # [t, H, 3 dh]: per head q, k, v
+    if mt == "gpt2":  # Conv1D: x W + b with W [in, out]; columns [q | k | v], heads in order within each
+        qkv = x @ p[pre + "attn.c_attn.weight"] + p[pre + "attn.c_attn.bias"]
+        q, k, v = (a.reshape(t, H, dh) for a in np.split(qkv, 3, axis=1))
+    elif mt == "gpt_neox":  # [t, H, 3 dh]: per head q, k, v
         qkv = (x @ p[pre + "attention.query_key_value.weight"].T + p[pre + "attention.query_key_value.bias"])
         qkv = qkv.reshape(t, H, 3 * dh)
         q, k, v, K = qkv[..., :dh], qkv[..., dh : 2 * dh], qkv[..., 2 * dh :], H
@@ -181,7 +233,7 @@ def attention(c, p, pre, x, layer):
             q, k, v = qkv[:, : H * dh], qkv[:, H * dh : (H + K) * dh], qkv[:, (H + K) * dh :]
         else:
             q, k, v = (x @ p[pre + f"self_attn.{n}_proj.weight"].T for n in "qkv")
-            if mt == "qwen2":
+            if mt == "qwen2" or (mt == "olmo" and c["attention_bias"]):
                 q, k, v = (a + p[pre + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
         if mt == "olmo2":  # over the whole projections, before the heads are split
             q = rms_norm(q, p[pre + "self_attn.q_norm.weight"], c["rms_norm_eps"])
@@ -192,7 +244,8 @@ def attention(c, p, pre, x, layer):
     scaling = c.get("rope_scaling")
     if scaling is not None and mt == "phi3":
         scaling = dict(scaling, original=c["original_max_position_embeddings"], max=c["max_position_embeddings"])
-    q, k = rope(q, rot, base, scaling), rope(k, rot, base, scaling)
+    if mt != "gpt2":  # GPT-2's positions are the learned table added to the embeddings
+        q, k = rope(q, rot, base, scaling), rope(k, rot, base, scaling)
     scale = c["query_pre_attn_scalar"] ** -0.5 if mt == "gemma2" else 1.0 / math.sqrt(dh)
     mask = np.triu(np.full((t, t), -np.inf), 1)
     window = c.get("sliding_window") if mt in ("mistral", "phi3") or (mt == "gemma2" and layer % 2 == 0) else None
@@ -201,13 +254,17 @@ def attention(c, p, pre, x, layer):
     out = np.zeros((t, H, dh))
     for h in range(H):
         s = q[:, h, :] @ k[:, h // (H // K), :].T * scale
-        if mt == "gemma2":
+        if mt == "gemma2" and c["attn_logit_softcapping"] is not None:
             cap = c["attn_logit_softcapping"]
             s = cap * np.tanh(s / cap)
         s = s + mask
         s = np.exp(s - s.max(axis=-1, keepdims=True))
         out[:, h, :] = (s / s.sum(axis=-1, keepdims=True)) @ v[:, h // (H // K), :]
     o = out.reshape(t, H * dh)
+    if mt == "gpt2":
+        return o @ p[pre + "attn.c_proj.weight"] + p[pre + "attn.c_proj.bias"]
+    if mt == "olmo" and c["attention_bias"]:
+        return o @ p[pre + "self_attn.o_proj.weight"].T + p[pre + "self_attn.o_proj.bias"]
     if mt == "gpt_neox":
         return o @ p[pre + "attention.dense.weight"].T + p[pre + "attention.dense.bias"]
     if mt == "falcon":
@@ -217,6 +274,9 @@ def attention(c, p, pre, x, layer):
 
 def mlp(c, p, pre, x):
     mt = c["model_type"]
+    if mt == "gpt2":
+        h = gelu_new(x @ p[pre + "mlp.c_fc.weight"] + p[pre + "mlp.c_fc.bias"])
+        return h @ p[pre + "mlp.c_proj.weight"] + p[pre + "mlp.c_proj.bias"]
     if mt == "gpt_neox":
         h = gelu(x @ p[pre + "mlp.dense_h_to_4h.weight"].T + p[pre + "mlp.dense_h_to_4h.bias"])
         return h @ p[pre + "mlp.dense_4h_to_h.weight"].T + p[pre + "mlp.dense_4h_to_h.bias"]
@@ -229,13 +289,31 @@ def mlp(c, p, pre, x):
         gate, up = gu[:, : gu.shape[1] // 2], gu[:, gu.shape[1] // 2 :]
     else:
         gate, up = x @ p[pre + "mlp.gate_proj.weight"].T, x @ p[pre + "mlp.up_proj.weight"].T
-    act = gelu_tanh if mt == "gemma2" else silu
+    act = gelu_tanh if mt in ("gemma", "gemma2") else silu
     return (act(gate) * up) @ p[pre + "mlp.down_proj.weight"].T
 
 
 def forward(c, p, ids):
     """Logits [t, vocab] of one window, in float64."""
     mt = c["model_type"]
+    if mt == "gpt2":
+        eps = c["layer_norm_epsilon"]
+        x = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][: len(ids)]
+        for i in range(LAYERS):
+            pre = f"transformer.h.{i}."
+            ln = lambda n, v: layer_norm(v, p[pre + n + ".weight"], p[pre + n + ".bias"], eps)
+            x = x + attention(c, p, pre, ln("ln_1", x), i)
+            x = x + mlp(c, p, pre, ln("ln_2", x))
+        x = layer_norm(x, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], eps)
+        return x @ p["transformer.wte.weight"].T  # tied
+    if mt == "olmo":  # OlmoLayerNorm: no weight, no bias, eps 1e-5
+        ln = lambda v: layer_norm(v, 1.0, 0.0, 1e-5)
+        x = p["model.embed_tokens.weight"][ids]
+        for i in range(LAYERS):
+            pre = f"model.layers.{i}."
+            x = x + attention(c, p, pre, ln(x), i)
+            x = x + mlp(c, p, pre, ln(x))
+        return ln(x) @ p["model.embed_tokens.weight"].T  # tied
     if mt in ("gpt_neox", "falcon"):
         emb = "gpt_neox.embed_in.weight" if mt == "gpt_neox" else "transformer.word_embeddings.weight"
         x = p[emb][ids]
@@ -254,9 +332,9 @@ def forward(c, p, ids):
         x = layer_norm(x, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], eps)
         return x @ p["transformer.word_embeddings.weight"].T  # tied
     eps = c["rms_norm_eps"]
-    off = 1.0 if mt == "gemma2" else 0.0
+    off = 1.0 if mt in ("gemma", "gemma2") else 0.0
     x = p["model.embed_tokens.weight"][ids]
-    if mt == "gemma2":
+    if mt in ("gemma", "gemma2"):
         x = x * math.sqrt(c["hidden_size"])
     for i in range(LAYERS):
         pre = f"model.layers.{i}."
@@ -273,7 +351,7 @@ def forward(c, p, ids):
     x = rms_norm(x, p["model.norm.weight"], eps, off)
     head = p["model.embed_tokens.weight"] if c["tie_word_embeddings"] else p["lm_head.weight"]
     logits = x @ head.T
-    if mt == "gemma2":
+    if mt == "gemma2" and c["final_logit_softcapping"] is not None:
         cap = c["final_logit_softcapping"]
         logits = cap * np.tanh(logits / cap)
     return logits
@@ -281,14 +359,33 @@ def forward(c, p, ids):
 
 def weights(c, rng):
     mt, t = c["model_type"], {}
-    H = c["num_attention_heads"]
-    dh = c.get("head_dim", D // H)
+    H = c.get("num_attention_heads", c.get("n_head"))
+    dh = c.get("head_dim") or D // H
     K = c.get("num_key_value_heads", H)
 
     def normal(name, shape, std=0.2, mean=0.0):
         t[name] = (mean + std * rng.standard_normal(shape)).astype(np.float32)
 
-    gain_mean = 0.0 if mt == "gemma2" else 1.0  # Gemma stores w of (1 + w)
+    gain_mean = 0.0 if mt in ("gemma", "gemma2") else 1.0  # Gemma stores w of (1 + w)
+    if mt == "gpt2":  # Conv1D weights [in, out]
+        normal("transformer.wte.weight", (VOCAB, D), 0.5)
+        normal("transformer.wpe.weight", (SEQ, D), 0.3)
+        for i in range(LAYERS):
+            pre = f"transformer.h.{i}."
+            for n in ("ln_1", "ln_2"):
+                normal(pre + n + ".weight", (D,), 0.1, 1.0)
+                normal(pre + n + ".bias", (D,), 0.1)
+            normal(pre + "attn.c_attn.weight", (D, 3 * D))
+            normal(pre + "attn.c_attn.bias", (3 * D,), 0.1)
+            normal(pre + "attn.c_proj.weight", (D, D))
+            normal(pre + "attn.c_proj.bias", (D,), 0.1)
+            normal(pre + "mlp.c_fc.weight", (D, 4 * D))
+            normal(pre + "mlp.c_fc.bias", (4 * D,), 0.1)
+            normal(pre + "mlp.c_proj.weight", (4 * D, D))
+            normal(pre + "mlp.c_proj.bias", (D,), 0.1)
+        normal("transformer.ln_f.weight", (D,), 0.1, 1.0)
+        normal("transformer.ln_f.bias", (D,), 0.1)
+        return t
     if mt in ("gpt_neox", "falcon"):
         neox = mt == "gpt_neox"
         normal("gpt_neox.embed_in.weight" if neox else "transformer.word_embeddings.weight", (VOCAB, D), 0.5)
@@ -314,7 +411,7 @@ def weights(c, rng):
         if neox:
             normal("embed_out.weight", (VOCAB, D), 0.3)
         return t
-    normal("model.embed_tokens.weight", (VOCAB, D), 0.5 if mt != "gemma2" else 0.1)
+    normal("model.embed_tokens.weight", (VOCAB, D), 0.5 if mt not in ("gemma", "gemma2") else 0.1)
     for i in range(LAYERS):
         pre = f"model.layers.{i}."
         if mt == "phi3":
@@ -326,9 +423,11 @@ def weights(c, rng):
             normal(pre + "self_attn.v_proj.weight", (K * dh, D))
             normal(pre + "mlp.gate_proj.weight", (FF, D))
             normal(pre + "mlp.up_proj.weight", (FF, D))
-        if mt == "qwen2":
+        if mt == "qwen2" or mt == "olmo":
             for n, rows in (("q", H * dh), ("k", K * dh), ("v", K * dh)):
                 normal(pre + f"self_attn.{n}_proj.bias", (rows,), 0.1)
+        if mt == "olmo":
+            normal(pre + "self_attn.o_proj.bias", (D,), 0.1)
         if mt == "olmo2":
             normal(pre + "self_attn.q_norm.weight", (H * dh,), 0.1, 1.0)
             normal(pre + "self_attn.k_norm.weight", (K * dh,), 0.1, 1.0)
@@ -336,10 +435,11 @@ def weights(c, rng):
         normal(pre + "mlp.down_proj.weight", (D, FF))
         norms = {"gemma2": ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                             "post_feedforward_layernorm"),
-                 "olmo2": ("post_attention_layernorm", "post_feedforward_layernorm")}
+                 "olmo2": ("post_attention_layernorm", "post_feedforward_layernorm"), "olmo": ()}
         for n in norms.get(mt, ("input_layernorm", "post_attention_layernorm")):
             normal(pre + n + ".weight", (D,), 0.1, gain_mean)
-    normal("model.norm.weight", (D,), 0.1, gain_mean)
+    if mt != "olmo":
+        normal("model.norm.weight", (D,), 0.1, gain_mean)
     if not c["tie_word_embeddings"]:
         normal("lm_head.weight", (VOCAB, D), 0.3)
     return t
@@ -365,6 +465,15 @@ def main():
         with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f)
         del t["gpt_neox.layers.0.attention.rotary_emb.inv_freq"]
+    elif mt == "gpt2":  # with the attention-mask buffers GPT-2 checkpoints carry
+        buffers = {}
+        for i in range(LAYERS):
+            buffers[f"transformer.h.{i}.attn.bias"] = np.tril(np.ones((1, 1, SEQ, SEQ), dtype=np.float32))
+            buffers[f"transformer.h.{i}.attn.masked_bias"] = np.array(-1e4, dtype=np.float32)
+        stored = dict(t, **buffers)
+        if name == "gpt2_hub":  # saved from GPT2Model: no "transformer." prefix
+            stored = {k[len("transformer."):]: v for k, v in stored.items()}
+        write_safetensors(os.path.join(out, "model.safetensors"), stored)
     else:
         write_safetensors(os.path.join(out, "model.safetensors"), t)
 
@@ -374,8 +483,9 @@ def main():
     p = {k: v.astype(np.float64) for k, v in t.items()}
     logits, nll = [], []
     positions = n_tokens - 1
-    for s in range(0, positions, SEQ):
-        ids = tokens[s : min(s + SEQ, positions)]
+    window = WINDOW.get(name, SEQ)
+    for s in range(0, positions, window):
+        ids = tokens[s : min(s + window, positions)]
         lg = forward(c, p, ids)
         logits.append(lg)
         z = lg.max(axis=-1) + np.log(np.exp(lg - lg.max(axis=-1, keepdims=True)).sum(axis=-1))

@@ -1,12 +1,13 @@
 // defines: bench::is_hf_config, hf_config_file, read_hf_config — a Hugging Face config.json as the
 //          keys of an experiment's [model] table (docs/experiments.md, "Hugging Face configs")
 //
-// The reader knows the configuration classes of eight model types (llama, mistral, qwen2, gemma2,
-// olmo2, phi3, gpt_neox, falcon) and maps each field it reads to our model keys and component
-// options. A field it does not know, or a value it cannot reproduce (a sliding window on some
-// layers only, ALiBi, ...), is an error naming the field at its line in the file: nothing is
-// silently ignored. The fields that do not change the computation (token ids, torch_dtype,
-// use_cache, ...) are listed in hf_config.cpp and accepted.
+// The reader knows the configuration classes of eleven model types (llama, mistral, qwen2, gemma,
+// gemma2, olmo, olmo2, phi3, gpt2, gpt_neox, falcon) and maps each field it reads to our model
+// keys and component options (hf_reader.h: absent fields take the class's default, null ones
+// what transformers makes of them). A field it does not know, or a value it cannot reproduce (a
+// sliding window on some layers only, ALiBi, ...), is an error naming the field at its line in
+// the file: nothing that changes the computation is silently ignored. The fields that do not
+// change it (token ids, torch_dtype, use_cache, ...) are listed in hf_reader.cpp and accepted.
 #pragma once
 
 #include <string>

@@ -41,7 +41,7 @@ const std::vector<ParamSpec>& model_params() {
       ParamSpec::boolean("tie_embeddings", false, "share the token embedding with the LM head"),
       ParamSpec::choice("final_norm", "auto", {"auto", "on", "off"},
                         "norm before the LM head; auto = as the norm position prefers (off for post-norm)"),
-      ParamSpec::choice("weight_names", "llama", {"llama", "olmo2", "phi3", "gpt_neox", "falcon"},
+      ParamSpec::choice("weight_names", "llama", {"llama", "olmo2", "phi3", "gpt2", "gpt_neox", "falcon"},
                         "Hugging Face tensor names and layouts of checkpoints (docs/weights.md); set by a "
                         "config.json's model_type"),
       ParamSpec::number("dropout_embedding", 0.0, "dropout rate on the embeddings while training")

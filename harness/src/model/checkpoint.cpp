@@ -95,9 +95,44 @@ std::string neox_name(std::string_view param, bool falcon) {
   return std::string(param);
 }
 
+/// GPT-2's names ("transformer.h.{i}.attn.c_attn.weight"): Conv1D matrices, stored [in, out]
+/// (checkpoint_layout marks them transposed).
+std::string gpt2_name(std::string_view param) {
+  if (param == "embed.weight") return "transformer.wte.weight";
+  if (param == "pos.weight") return "transformer.wpe.weight";
+  if (param == "head.weight") return "lm_head.weight";
+  if (param.starts_with("final_norm.")) return "transformer.ln_f." + std::string(param.substr(11));
+  if (!param.starts_with("blocks.")) return std::string(param);
+  const size_t dot = param.find('.', 7);
+  if (dot == std::string_view::npos) return std::string(param);
+  const std::string_view rest = param.substr(dot + 1);
+  static constexpr std::pair<std::string_view, std::string_view> kNames[] = {
+      {"attn.wqkv", "attn.c_attn.weight"},
+      {"attn.bqkv", "attn.c_attn.bias"},
+      {"attn.wo", "attn.c_proj.weight"},
+      {"attn.bo", "attn.c_proj.bias"},
+      {"ffn.w_in", "mlp.c_fc.weight"},
+      {"ffn.b_in", "mlp.c_fc.bias"},
+      {"ffn.w_out", "mlp.c_proj.weight"},
+      {"ffn.b_out", "mlp.c_proj.bias"},
+      {"attn_norm.", "ln_1."},
+      {"ffn_norm.", "ln_2."},
+      {"ffn.", "mlp."},
+  };
+  std::string theirs(rest);
+  for (const auto& [ours, name] : kNames)
+    if (rest == ours || (ours.ends_with('.') && rest.starts_with(ours))) {
+      theirs = std::string(name) + std::string(rest.substr(ours.size()));
+      break;
+    }
+  return "transformer.h." + std::string(param.substr(7, dot - 7)) + "." + theirs;
+}
+
 /// Buffers that GPT-NeoX and Falcon checkpoints may carry besides their parameters (the causal
 /// mask, its fill value, the rotary frequencies): computed by the model, not loaded.
 bool is_buffer(const std::string& name, std::string_view names) {
+  // GPT-2's causal mask and its fill value (h.{i}.attn.bias, h.{i}.attn.masked_bias).
+  if (names == "gpt2") return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
   if (names != "gpt_neox" && names != "falcon") return false;
   return name.ends_with(".rotary_emb.inv_freq") ||
          (names == "gpt_neox" && (name.ends_with(".attention.bias") || name.ends_with(".attention.masked_bias")));
@@ -128,6 +163,14 @@ std::vector<double> param_values(const Model& model, const Param& p) {
   return out;
 }
 
+/// The [cols, rows] transpose of the row-major [rows, cols] matrix at `v`.
+std::vector<double> transpose(const double* v, int64_t rows, int64_t cols) {
+  std::vector<double> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(c * rows + r)] = v[r * cols + c];
+  return out;
+}
+
 /// Write `v` into elements [begin, begin + v.size()) of a parameter (and of its master copy).
 void set_param_values(const Model& model, const Param& p, int64_t begin, const std::vector<double>& v) {
   const auto n = static_cast<int64_t>(v.size());
@@ -148,6 +191,7 @@ void set_param_values(const Model& model, const Param& p, int64_t begin, const s
 
 std::string checkpoint_name(std::string_view param, std::string_view names) {
   if (names == "gpt_neox" || names == "falcon") return neox_name(param, names == "falcon");
+  if (names == "gpt2") return gpt2_name(param);
   if (param == "embed.weight") return "model.embed_tokens.weight";
   if (param == "pos.weight") return "model.embed_positions.weight";
   if (param == "head.weight") return "lm_head.weight";
@@ -173,11 +217,24 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
       for (const auto& [part, rows] : parts) {
         std::vector<int64_t> s = shape;
         s[0] = rows;
-        out.push_back({prefix + part, p->name, row, rows, s, {}});
+        out.push_back({prefix + part, p->name, row, rows, s, {}, false});
         row += rows;
       }
     };
     const bool in_block = p->name.starts_with("blocks.");
+    if (names == "gpt2") {  // one tensor per parameter; Conv1D's matrices [in, out]
+      const bool conv = in_block && shape.size() == 2 &&
+                        (p->name.ends_with(".attn.wqkv") || p->name.ends_with(".attn.wo") ||
+                         p->name.ends_with(".ffn.w_in") || p->name.ends_with(".ffn.w_out"));
+      out.push_back({name,
+                     p->name,
+                     0,
+                     shape.empty() ? 0 : shape[0],
+                     conv ? std::vector<int64_t>{shape[1], shape[0]} : shape,
+                     {},
+                     conv});
+      continue;
+    }
     const bool qkv_weight = p->name.ends_with(".attn.wqkv") && shape.size() == 2;
     const bool qkv_bias = p->name.ends_with(".attn.bqkv") && shape.size() == 1;
     if (in_block && (qkv_weight || qkv_bias) && shape[0] == (d.n_heads + 2 * d.n_kv_heads) * d.d_head) {
@@ -189,7 +246,7 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
         // One query_key_value tensor, grouped by key-value head: each group's query heads, then
         // its key head and its value head (GPT-NeoX and multi-head Falcon: [q_h, k_h, v_h] per
         // head; multi-query Falcon: all query heads, then k, then v).
-        CheckpointTensor t{name, p->name, 0, shape[0], shape, {}};
+        CheckpointTensor t{name, p->name, 0, shape[0], shape, {}, false};
         const int64_t per_group = d.n_heads / d.n_kv_heads, dh = d.d_head;
         for (int64_t g = 0; g < d.n_kv_heads; ++g) {
           const int64_t base = g * (per_group + 2) * dh;
@@ -202,7 +259,7 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
       }
       const std::string prefix = name.substr(0, name.size() - std::string_view("wqkv").size());
       if (names == "phi3") {  // Phi-3 keeps the fused tensor: qkv_proj, rows [q; k; v] as ours
-        out.push_back({prefix + "qkv_proj." + kind, p->name, 0, shape[0], shape, {}});
+        out.push_back({prefix + "qkv_proj." + kind, p->name, 0, shape[0], shape, {}, false});
         continue;
       }
       split(prefix, {{"q_proj." + kind, d.n_heads * d.d_head},
@@ -220,14 +277,14 @@ std::vector<CheckpointTensor> checkpoint_layout(const Model& model) {
         const std::string kind = in_weight ? "weight" : "bias";
         const std::string prefix = name.substr(0, name.size() - ("up_proj." + kind).size());
         if (names == "phi3") {  // Phi-3 keeps the fused tensor: gate_up_proj, rows [gate; up] as ours
-          out.push_back({prefix + "gate_up_proj." + kind, p->name, 0, shape[0], shape, {}});
+          out.push_back({prefix + "gate_up_proj." + kind, p->name, 0, shape[0], shape, {}, false});
           continue;
         }
         split(prefix, {{"gate_proj." + kind, shape[0] / 2}, {"up_proj." + kind, shape[0] / 2}});
         continue;
       }
     }
-    out.push_back({name, p->name, 0, shape.empty() ? 0 : shape[0], shape, {}});
+    out.push_back({name, p->name, 0, shape.empty() ? 0 : shape[0], shape, {}, false});
   }
   return out;
 }
@@ -243,6 +300,11 @@ void save_weights(const Model& model, const std::string& path, std::string_view 
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
     const int64_t n = p->shape.rank() > 0 ? t.rows * row_size : p->shape.numel();
+    if (t.transposed) {  // [rows, cols] as [cols, rows]
+      const std::vector<double> v = transpose(it->second.data(), p->shape[0], row_size);
+      tensors.push_back({t.name, std::string(dtype), t.shape, safetensors::encode(v.data(), n, dtype)});
+      continue;
+    }
     if (!t.blocks.empty()) {  // rows in the file's order
       std::vector<double> rows(static_cast<size_t>(n));
       for (const CheckpointTensor::RowBlock& b : t.blocks)
@@ -336,7 +398,16 @@ Checkpoint open_checkpoint(const std::string& path, std::vector<std::string>& pr
 
 void load_weights(Model& model, const std::string& path) {
   std::vector<std::string> problems;
-  const Checkpoint file = open_checkpoint(path, problems);
+  Checkpoint file = open_checkpoint(path, problems);
+  const std::string& names = model.spec().weight_names;
+  if (names == "gpt2" && file.find("transformer.wte.weight") == nullptr && file.find("wte.weight") != nullptr) {
+    // OpenAI's GPT-2 checkpoints on the Hub were saved from GPT2Model: the same names without
+    // "transformer." (transformers adds the prefix on load).
+    decltype(file.tensors) renamed;
+    for (auto& [name, where] : file.tensors)
+      renamed[name.starts_with("lm_head.") ? name : "transformer." + name] = where;
+    file.tensors = std::move(renamed);
+  }
   const std::vector<CheckpointTensor> layout = checkpoint_layout(model);
   std::set<std::string> expected;
   for (const CheckpointTensor& t : layout) {
@@ -355,7 +426,6 @@ void load_weights(Model& model, const std::string& path) {
       problems.push_back(t.name + ": dtype " + f->dtype + ", the model needs a float type (F32, BF16, F16, F64)");
   }
   // A tied head reads the embedding; Hugging Face files of tied models may still carry the head.
-  const std::string& names = model.spec().weight_names;
   const bool tied_head = model.spec().dims.tie_embeddings && model.find_param("head.weight") == nullptr;
   const std::string head_name = checkpoint_name("head.weight", names);
   const std::string embed_name = checkpoint_name("embed.weight", names);
@@ -383,6 +453,10 @@ void load_weights(Model& model, const std::string& path) {
     const std::vector<double> v = file.values(t.name);
     const int64_t row_size = p->shape.rank() > 1 ? p->shape.numel() / p->shape[0] : 1;
     const int64_t begin = p->shape.rank() > 0 ? t.row_begin * row_size : 0;
+    if (t.transposed) {
+      set_param_values(model, *p, 0, transpose(v.data(), row_size, p->shape[0]));
+      continue;
+    }
     if (t.blocks.empty()) {
       set_param_values(model, *p, begin, v);
       continue;

@@ -1,9 +1,10 @@
 // defines: bench::CheckpointTensor, checkpoint_layout, save_weights, load_weights — a model's
 //          weights as safetensors under Hugging Face names: Llama's by default, or those of
-//          OLMo 2, Phi-3, GPT-NeoX and Falcon (ModelSpec::weight_names; docs/weights.md)
+//          OLMo 2, Phi-3, GPT-2, GPT-NeoX and Falcon (ModelSpec::weight_names; docs/weights.md)
 //
 // Every parameter maps to one or more tensors of the file. Matrices are stored [out, in]
-// (PyTorch Linear) in both, so a mapping is a name and, for fused parameters, a block of rows:
+// (PyTorch Linear) in both (GPT-2's Conv1D stores them [in, out]: transposed), so a mapping is a
+// name and, for fused parameters, a block of rows:
 // the attention's fused wqkv splits into q_proj, k_proj and v_proj, a gated FFN's fused w_in
 // into gate_proj and up_proj (their biases bqkv and b_in by elements alike). The names follow the parameter names the
 // components declare, not the components' names, so the harness still knows no variant.
@@ -33,11 +34,14 @@ struct CheckpointTensor {
     int64_t rows = 0;
   };
   std::vector<RowBlock> blocks;
+  /// The file holds the parameter's [rows, cols] matrix as its transpose [cols, rows] (GPT-2's
+  /// Conv1D weights, stored [in, out]); the tensor is the whole parameter then.
+  bool transposed = false;
 };
 
 /// The file name of a parameter that maps to a single tensor ("embed.weight" ->
 /// "model.embed_tokens.weight") under the names of `names` (ModelSpec::weight_names: "llama",
-/// "olmo2", "phi3", "gpt_neox", "falcon"); fused parameters are split by checkpoint_layout.
+/// "olmo2", "phi3", "gpt2", "gpt_neox", "falcon"); fused parameters are split by checkpoint_layout.
 std::string checkpoint_name(std::string_view param, std::string_view names = "llama");
 
 /// Every tensor a checkpoint of `model` holds, in the model's parameter order, under the names
