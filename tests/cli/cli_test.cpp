@@ -229,6 +229,27 @@ TEST(Cli, SameSeedSameLosses) {
   EXPECT_EQ(r.rows.at(0).at(0).as_int(), 16);
 }
 
+// val_loss is recorded at the recorded steps (step % log_every == 0, and the last) where also
+// step % val_every == 0, and at the last step, as docs/experiments.md says: with 8 steps,
+// log_every 2 and val_every 3, at steps 0, 6 and 7.
+TEST(Cli, ValLossStepsFollowLogEveryAndValEvery) {
+  const std::string exp =
+      test::write_temp("val_every.toml",
+                       "name = \"val\"\n[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
+                       "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
+                       "[stability]\nsteps = 8\neval_batches = 1\nlog_every = 2\nval_every = 3\nval_batches = 1\n");
+  const std::string db = fresh_db("val_every.db");
+  ASSERT_EQ(run("-q --db " + db + " run " + exp).code, 0);
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  const auto steps = [&](const std::string& sql) {
+    std::vector<int64_t> out;
+    for (const auto& row : s.query(sql).rows) out.push_back(row[0].as_int());
+    return out;
+  };
+  EXPECT_EQ(steps("SELECT step FROM series WHERE name = 'val_loss' ORDER BY step"), (std::vector<int64_t>{0, 6, 7}));
+  EXPECT_EQ(steps("SELECT step FROM steps ORDER BY step"), (std::vector<int64_t>{0, 2, 4, 6, 7}));
+}
+
 TEST(Cli, StabilityStoresSeriesInitProbeAndLrSensitivity) {
   const std::string exp = test::write_temp(
       "grid.toml",

@@ -571,6 +571,20 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   EXPECT_EQ(m.cores, 2);
 }
 
+// docs/results.md names the schema version this build writes everywhere it names it.
+TEST(StoreDocs, ResultsPageStatesTheCurrentSchemaVersion) {
+  std::ifstream in(std::string(BENCH_SOURCE_DIR) + "/docs/results.md");
+  ASSERT_TRUE(in) << "docs/results.md";
+  const std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string v = std::to_string(kSchemaVersion);
+  for (const std::string& phrase :
+       {"its schema (version " + v + ")", "## Schema (version " + v + ")", "the schema version, `" + v + "`",
+        "newer than this build knows (" + v + ")", "\n| " + v + " | "})
+    EXPECT_NE(doc.find(phrase), std::string::npos) << phrase;
+  // No later version is described as this one's.
+  EXPECT_EQ(doc.find("\n| " + std::to_string(kSchemaVersion + 1) + " | "), std::string::npos);
+}
+
 TEST_F(StoreTest, MigratesAVersionSixDatabaseWhichGainsTheProfile) {
   int64_t run = 0;
   {
