@@ -75,6 +75,8 @@ TEST(DecayGroups, OnlyTheChosenGroupsShrink) {
       {"[\"matrix\"]", {ParamGroup::kMatrix}},
       {"[\"embedding\"]", {ParamGroup::kEmbedding}},
       {"[\"gain\"]", {ParamGroup::kGain}},
+      // Gains decay when asked (docs/experiments.md): not refused, not silently skipped.
+      {"[\"matrix\", \"gain\"]", {ParamGroup::kMatrix, ParamGroup::kGain}},
       {"[\"bias\", \"other\"]", {ParamGroup::kBias}},  // no built-in parameter is "other"
       {"[]", {}},
       {"[\"matrix\", \"embedding\", \"gain\", \"bias\", \"other\"]",
