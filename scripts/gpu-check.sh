@@ -154,25 +154,10 @@ else
   fi
   mkdir -p "$work/bundle" && tar -C "$work/bundle" -xJf .gpu-bundle.tar.xz
   b="$work/bundle/bench-bundle"
-  libs="$b/lib"
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64; do
-    [ -d "$d" ] && libs="$libs:$d"
-  done
-  for l in libcublasLt.so.13 libcudart.so.13 libcuda.so.1 libnvrtc.so.13; do
-    p=$(ldconfig -p 2> /dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
-    [ -n "$p" ] && libs="$libs:$(dirname "$p")"
-  done
-  # cuDNN (dlopen'd by the SDPA baseline): the system's, else the one of PyTorch's wheels.
-  wheel_libs=$(python3 -c 'import glob, os, site
-seen = []
-for d in site.getsitepackages():
-    for f in glob.glob(os.path.join(d, "nvidia", "**", "libcudnn.so.9"), recursive=True):
-        if os.path.dirname(f) not in seen:
-            seen.append(os.path.dirname(f))
-print(":".join(seen))' 2> /dev/null)
-  [ -n "$wheel_libs" ] && libs="$libs:$wheel_libs"
-  launcher=("$b/lib/ld-linux-x86-64.so.2" --library-path "$libs")
-  program() { echo "$b/bin/$1"; }
+  # The bundle's launcher (scripts/gpu-bundle-run.sh): its loader, its libraries, the plugins'
+  # CUDA builds, then CUDA's and the driver's; tests/scripts/gpu_bundle_test.sh runs it in CI.
+  launcher=("$b/run")
+  program() { echo "$1"; }
 fi
 # A program of the build or the bundle: run_bin NAME ARGS..., bench ARGS... (run_capped runs the
 # same command line under its timeout).
