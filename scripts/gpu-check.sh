@@ -358,6 +358,8 @@ section_small() {
   cat "$work/torch-small.txt" >> "$log"
   local tag check value unit detail
   while IFS=$'\t' read -r tag check value unit detail; do
+    # "-": an empty field (tabs are whitespace to read: empty fields between them would collapse).
+    [ "$unit" = - ] && unit=""
     [ "$tag" = ROW ] && row small "$check" INFO "$value" "$unit" "$detail"
   done < "$work/torch-small.txt"
   timed_out small "$s" && return

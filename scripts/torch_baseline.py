@@ -315,18 +315,18 @@ def norms_small(torch, dtype, mode, steps=100):
 
 def small_rows(torch, args):
     """The `small` section's PyTorch rows, as lines "ROW<TAB>check<TAB>value<TAB>unit<TAB>detail"
-    that scripts/gpu-check.sh turns into rows of its table."""
+    that scripts/gpu-check.sh turns into rows of its table ("-" for an empty field)."""
     began = time.time()
     for dtype in ("float32", "bfloat16"):
         for mode in ("eager", "compile", "graph"):
             name = {"eager": "PyTorch eager", "compile": "torch.compile", "graph": "PyTorch CUDA graphs"}[mode]
             if mode == "compile" and (args.no_compile or time.time() - began > args.budget):
-                print(f"ROW\t{name} {dtype}\t\t\tskipped (time or --no-compile)", flush=True)
+                print(f"ROW\t{name} {dtype}\t-\t-\tskipped (time or --no-compile)", flush=True)
                 continue
             try:
                 (f_med, f_lo, f_hi), (t_med, t_lo, t_hi), wall = norms_small(torch, dtype, mode)
             except Exception as exc:  # one failing mode does not hide the others
-                print(f"ROW\t{name} {dtype}\t\t\tfailed: {type(exc).__name__}: {str(exc)[:100]}", flush=True)
+                print(f"ROW\t{name} {dtype}\t-\t-\tfailed: {type(exc).__name__}: {str(exc)[:100]}", flush=True)
                 continue
             tokens = 16 * 256
             print(f"ROW\t{name} {dtype} forward\t{f_med:.4f}\tms\t{f_lo:.4f}..{f_hi:.4f}; "
