@@ -20,7 +20,7 @@ const std::string kExperiment =
     "name = \"emulated\"\nseed = 5\n"
     "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 3\n"
     "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
-    "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 1\nmin_time = 0.0\nwarmup_time = 0.0\nmax_time = 0\n"
+    "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 1\nmin_time = 0.001\nwarmup_time = 0.0\nmax_time = 0\n"
     "profile_steps = 1\n"
     // The [cpu] overrides apply to the emulated device as to the CPU.
     "[cpu]\nmodel.batch_size = 3\n";
