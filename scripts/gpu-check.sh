@@ -321,7 +321,7 @@ section_mfu() {
     row mfu "gpt2_small $label $mode" INFO "${mfu:-}" "MFU" \
       "median $ms ms, $tps tokens/s; MFU against the model's own GEMMs: ${mfu_gemms:-none}"
     gpt2_flops=$flops
-  done < <(bench --db "$work/gpt2-small.db" query "$sql" --format csv 2>> "$log" | tail -n +2)
+  done < <(bench --db "$work/gpt2-small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
 }
 
 # norms.toml's model at its own size (tests/cuda/norms_small.toml: pre-norm RMSNorm, RoPE, SwiGLU,
@@ -343,12 +343,12 @@ section_small() {
              JOIN cases c ON c.id = t.case_id ORDER BY c.ordinal"
   while IFS=, read -r label mode ms tps mfu; do
     row small "bench $label $mode" INFO "$ms" ms "$tps tokens/s, MFU ${mfu:-none}"
-  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tail -n +2)
+  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
   sql="SELECT c.label, c.wall_s, c.status, (SELECT count(*) FROM steps s WHERE s.case_id = c.id)
        FROM cases c WHERE c.runner = 'stability' ORDER BY c.ordinal"
   while IFS=, read -r label wall st logged; do
     row small "bench $label stability" INFO "$wall" s "the whole case (100 steps and its evaluations): $st, $logged logged steps"
-  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tail -n +2)
+  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
   if [ "$dry" -eq 1 ] || ! python3 -c "import torch" > /dev/null 2>&1; then
     row small "PyTorch norms_small" SKIPPED "" "" "$([ "$dry" -eq 1 ] && echo "dry run: no GPU" || echo "python3 has no torch here")"
     return
@@ -393,8 +393,9 @@ section_norms() {
   timed_out norms "$s" && return
   [ "$s" -eq 75 ] && return
   local n
+  # (bench's CSV ends its lines with CRLF, RFC 4180: the CR is dropped before the shell reads it)
   n=$(bench --db "$work/norms-gpu.db" query "SELECT count(*) FROM cases WHERE status = 'completed'" --format csv \
-    2>> "$log" | tail -n 1)
+    2>> "$log" | tr -d '\r' | tail -n 1)
   if [ "$s" -eq 0 ]; then
     row norms "bench run norms.toml (100 steps)" PASS "${n:-}" "cases completed" "wall ${wall} s; table in norms-gpu.txt"
   else

@@ -233,14 +233,16 @@ void gemm_ceilings(test::CheckTable& t) {
   // The square ceilings on a GPU are the run's device record's, by the same routine
   // (kernels::cuda::measure_gemm_ceiling): one ceiling, measured one way, everywhere. The dry
   // run's CPU executor times a small square instead.
-  const auto square = [&](bool bf16) {
+  const auto square = [&](bool in_bf16) {
     const double n = static_cast<double>(kernels::cuda::kGemmCeilingN);
     if (g_setup.cuda)
-      return CheckResult::info(kernels::cuda::measure_gemm_ceiling(bf16) * 1e-3, "TFLOP/s",
-                               fmt("%.0f^3%s, 5 x 10 back-to-back, event-timed, median: the device record's "
-                                   "routine (measure_gemm_ceiling)",
-                                   n, bf16 ? "" : " (no TF32)"));
-    const double rate = bf16 ? gemm_tflops<bf16>({{256, 256, 256}}, 10) : gemm_tflops<float>({{256, 256, 256}}, 10);
+      return CheckResult::info(kernels::cuda::measure_gemm_ceiling(in_bf16) * 1e-3, "TFLOP/s",
+                               fmt(in_bf16 ? "%.0f^3, 5 x 10 back-to-back, event-timed, median: the device record's "
+                                             "routine (measure_gemm_ceiling)"
+                                           : "%.0f^3 (no TF32), 5 x 10 back-to-back, event-timed, median: the device "
+                                             "record's routine (measure_gemm_ceiling)",
+                                   n));
+    const double rate = in_bf16 ? gemm_tflops<bf16>({{256, 256, 256}}, 10) : gemm_tflops<float>({{256, 256, 256}}, 10);
     return CheckResult::info(rate, "TFLOP/s", "256^3 on the CPU executor, 10 back-to-back");
   };
   t.run("ceiling/gemm/bf16 square", [&] { return square(true); });
