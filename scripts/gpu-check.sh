@@ -342,12 +342,12 @@ section_small() {
   local sql="SELECT c.label, t.mode, t.median_ms, t.tokens_per_s, t.mfu FROM throughput t
              JOIN cases c ON c.id = t.case_id ORDER BY c.ordinal"
   while IFS=, read -r label mode ms tps mfu; do
-    row small "bench $label $mode" INFO "$ms" ms "$tps tokens/s, MFU ${mfu:-none}"
+    row small "bench $label $mode" INFO "$ms" ms "$tps tokens/s, MFU (fraction) ${mfu:-none}"
   done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
   sql="SELECT c.label, c.wall_s, c.status, (SELECT count(*) FROM steps s WHERE s.case_id = c.id)
        FROM cases c WHERE c.runner = 'stability' ORDER BY c.ordinal"
   while IFS=, read -r label wall st logged; do
-    row small "bench $label stability" INFO "$wall" s "the whole case (100 steps and its evaluations): $st, $logged logged steps"
+    row small "bench $label stability" INFO "$wall" s "the whole case (its steps, 100 on a GPU, and evaluations): $st, $logged logged steps"
   done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
   if [ "$dry" -eq 1 ] || ! python3 -c "import torch" > /dev/null 2>&1; then
     row small "PyTorch norms_small" SKIPPED "" "" "$([ "$dry" -eq 1 ] && echo "dry run: no GPU" || echo "python3 has no torch here")"
