@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) dir=$(cd "$2" && pwd) && shift ;;
     --out) out=$2 && shift ;;
-    -h | --help) sed -n '2,24p' "$0" && exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" && exit 0 ;;
     *) echo "gpu-bundle: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
   esac
   shift
