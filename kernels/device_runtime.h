@@ -1,4 +1,4 @@
-// defines: bench::kernels::cuda::DeviceFacts, device_count, describe_device, make_cuda_backend,
+// defines: bench::kernels::cuda::DeviceFacts, device_count, measure_gemm_ceiling, describe_device, make_cuda_backend,
 // current_device, thread_stream, copy, zero, synchronize, EventTimer, L2Flusher, StepGraph — the CUDA
 // runtime pieces the harness measures with.
 //
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,18 @@ struct DeviceFacts {
 
 /// CUDA devices visible to this process (CUDA_VISIBLE_DEVICES applies); 0 without a driver.
 int device_count();
+
+/// The side of the square product of measure_gemm_ceiling.
+inline constexpr int64_t kGemmCeilingN = 4096;
+
+/// The GEMM ceiling of the current device, measured one way everywhere: the run's device record
+/// (the MFU's denominator, harness/src/runners/device.cpp) and cuda_check's "ceiling/gemm" rows
+/// call this. A kGemmCeilingN^3 row-major product C = A B on random values in [-0.5, 0.5) (never
+/// zeros) in device memory through cuBLASLt (float: CUBLAS_COMPUTE_32F, no TF32; bf16: float
+/// accumulation), on thread_stream(): one untimed product, then 5 batches of 10 products back to
+/// back, each batch between two CUDA events (no host synchronization inside); the median batch.
+/// Returns GFLOP/s (2 n^3 per product). Throws std::runtime_error on a CUDA or cuBLASLt error.
+double measure_gemm_ceiling(bool bf16);
 
 /// Facts of device `index`, with its copy bandwidth measured (256 MiB cudaMemcpyAsync, median of
 /// 10 after a warm-up, timed with events). Throws std::runtime_error on a CUDA error.

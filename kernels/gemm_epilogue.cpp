@@ -72,6 +72,35 @@ void run_epilogue(const tile::Exec& exec, int64_t m, int64_t n, int64_t k, const
 
 }  // namespace
 
+/// What the fused launch moves and computes, for the profile: the GEMM's traffic, the bias and
+/// aux, one FLOP per output element for the epilogue.
+template <class T>
+tile::Traffic fused_traffic(int64_t m, int64_t n, int64_t k, tile::acc_t<T> beta, const Epilogue<T>& e) {
+  const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+  const double es = sizeof(T);
+  return {(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1) + (e.aux != nullptr ? md * nd : 0) +
+           (e.bias != nullptr ? nd : 0)) *
+              es,
+          2 * md * nd * kd + md * nd};
+}
+
+/// Whether cuBLASLt is asked to fuse the epilogue on CUDA (kernels/cuda/gemm.cu: BIAS, BGRADA,
+/// and GELU / DGELU for the tanh GeLU only).
+template <class T>
+bool fused_on_device(const Epilogue<T>& e) {
+  switch (e.kind) {
+    case EpilogueKind::kBias:
+    case EpilogueKind::kBiasGrad:
+      return true;
+    case EpilogueKind::kActivation:
+    case EpilogueKind::kActivationGrad:
+      return e.act == Activation::kGeluTanh;
+    case EpilogueKind::kNone:
+      break;
+  }
+  return false;
+}
+
 template <class T>
 void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                    tile::acc_t<T> alpha, const T* a, int64_t lda, const T* b, int64_t ldb, tile::acc_t<T> beta, T* c,
@@ -81,17 +110,8 @@ void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m
   if constexpr (!std::is_same_v<T, double>) {
     if (exec.backend == tile::Backend::kCuda && e.kind != EpilogueKind::kNone) {
       require(exec, "gemm_epilogue", type_bit<T>());
-      // The profile's hook: the GEMM's traffic, the bias and aux, one FLOP per output element
-      // for the epilogue.
       tile::KernelScope scope(exec, "gemm + epilogue (cuBLASLt)");
-      if (scope.observed()) {
-        const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
-        const double es = sizeof(T);
-        scope.set_traffic({(md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1) + (e.aux != nullptr ? md * nd : 0) +
-                            (e.bias != nullptr ? nd : 0)) *
-                               es,
-                           2 * md * nd * kd + md * nd});
-      }
+      if (scope.observed()) scope.set_traffic(fused_traffic(m, n, k, beta, e));
       // cuBLASLt fuses it, or says it cannot (false: another activation than GeLU-tanh, no
       // algorithm for the shape with that epilogue, an aux it cannot address): then unfused below.
       if (cuda_backend()->gemm_epilogue(exec.stream, std::is_same_v<T, tile::bf16>, trans_a, trans_b, m, n, k, alpha, a,
@@ -100,6 +120,15 @@ void gemm_epilogue(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m
         return;
       scope.discard();  // declined: the unfused kernels below report themselves
     }
+  }
+  if (exec.backend == tile::Backend::kEmulated && fused_on_device(e)) {
+    // The emulated device counts launches as CUDA makes them: where cuBLASLt is asked to fuse,
+    // product and epilogue are one launch (the two kernels inside belong to it).
+    tile::KernelScope scope(exec, "gemm + epilogue (cuBLASLt)");
+    if (scope.observed()) scope.set_traffic(fused_traffic(m, n, k, beta, e));
+    gemm<T>(exec, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    run_epilogue<T>(exec, m, n, k, a, lda, c, ldc, e);
+    return;
   }
   gemm<T>(exec, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   run_epilogue<T>(exec, m, n, k, a, lda, c, ldc, e);

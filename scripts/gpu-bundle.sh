@@ -9,42 +9,73 @@
 # (cudart, cuBLASLt, NVRTC) and the driver are the GPU machine's: the same CUDA major version (13).
 #
 #   scripts/gpu-bundle.sh            then: run(carry=[".gpu-bundle.tar.xz"], "scripts/gpu-check.sh")
+#   scripts/gpu-bundle.sh --build-dir DIR [--out FILE]
+#                                    pack the CUDA build in DIR as it is (nothing is built) into
+#                                    FILE (tests/scripts/gpu_bundle_test.sh)
 #
-# scripts/gpu-check.sh runs the programs through the bundle's loader:
-#   lib/ld-linux-x86-64.so.2 --library-path lib:<CUDA's> bin/PROGRAM ...
-# The device tool carries at most 64 MiB: the bundle's size is printed, and over 60 MiB is an error.
+# Programs run through the bundle's launcher, `bench-bundle/run PROGRAM ARGS...`
+# (scripts/gpu-bundle-run.sh): the bundle's loader with the bundle's libraries, the plugins' CUDA
+# builds (lib/bench/plugins/cuda, which the build tree's RUNPATHs would look for in the build
+# tree), then CUDA's. The device tool carries at most 64 MiB: the bundle's size is printed, and
+# over 60 MiB is an error for the carried .gpu-bundle.tar.xz. xz runs on every core unless XZ_OPT
+# says otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-  export PATH="/usr/local/cuda/bin:$PATH"
-fi
-if [ -f build/CMakeCache.txt ] && grep -Eq '^CMAKE_CUDA_COMPILER:[A-Z]+=.' build/CMakeCache.txt; then
-  dir=build
-  cmake --build build
+dir="" out=.gpu-bundle.tar.xz
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) dir=$(cd "$2" && pwd) && shift ;;
+    --out) out=$2 && shift ;;
+    -h | --help) sed -n '2,21p' "$0" && exit 0 ;;
+    *) echo "gpu-bundle: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
+  esac
+  shift
+done
+if [ -n "$dir" ]; then
+  if [ ! -x "$dir/bin/cuda_check" ]; then
+    echo "gpu-bundle: $dir is not a CUDA build (no bin/cuda_check)" >&2
+    exit 1
+  fi
 else
-  dir=build/cuda
-  cmake --preset cuda --log-level=WARNING > /dev/null
-  cmake --build --preset cuda
+  if ! command -v nvcc > /dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  if [ -f build/CMakeCache.txt ] && grep -Eq '^CMAKE_CUDA_COMPILER:[A-Z]+=.' build/CMakeCache.txt; then
+    dir=$PWD/build
+    cmake --build build
+  else
+    dir=$PWD/build/cuda
+    cmake --preset cuda --log-level=WARNING > /dev/null
+    cmake --build --preset cuda
+  fi
 fi
 stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
 b="$stage/bench-bundle"
 mkdir -p "$b/bin" "$b/lib"
 cp "$dir/bin/bench" "$dir/bin/cuda_check" "$dir/bin/kernels_test" "$b/bin/"
 cp -a "$dir"/lib/libbench*.so* "$b/lib/"
-cp -a "$dir/lib/bench" "$b/lib/"  # lib/bench/plugins, found next to libbench
+cp -a "$dir/lib/bench" "$b/lib/"  # lib/bench/plugins (and their CUDA builds in cuda/), found next to libbench
+cp scripts/gpu-bundle-run.sh "$b/run"
+chmod +x "$b/run"
 # Every library the programs and the plugins load, except CUDA's, the driver's and our own.
-for f in "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so; do ldd "$f"; done |
+shopt -s nullglob
+for f in "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so "$b"/lib/bench/plugins/cuda/*.so; do ldd "$f"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
-  grep -v -e 'libcuda\.' -e 'libcudart' -e 'libcublas' -e 'libnvrtc' -e "$PWD/build" |
+  grep -v -e 'libcuda\.' -e 'libcudart' -e 'libcublas' -e 'libnvrtc' -e "^$dir/" |
   while read -r lib; do cp -L "$lib" "$b/lib/"; done
 # The rest of glibc, which CUDA's libraries may load, and its loader.
 for lib in libc.so.6 libm.so.6 libdl.so.2 librt.so.1 libpthread.so.0 libresolv.so.2; do
   [ -e "/lib/x86_64-linux-gnu/$lib" ] && cp -L "/lib/x86_64-linux-gnu/$lib" "$b/lib/"
 done
 cp -L /lib64/ld-linux-x86-64.so.2 "$b/lib/"
-strip --strip-unneeded "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so 2> /dev/null || true
-tar -C "$stage" -cJf .gpu-bundle.tar.xz bench-bundle
-rm -rf "$stage"
-bytes=$(stat -c %s .gpu-bundle.tar.xz)
-echo "gpu-bundle: .gpu-bundle.tar.xz, $((bytes / 1048576)) MiB ($bytes bytes; the carry limit is 64 MiB)"
-[ "$bytes" -le $((60 * 1048576)) ] || { echo "gpu-bundle: over 60 MiB: too close to the 64 MiB carry limit" >&2 && exit 1; }
+strip --strip-unneeded "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so "$b"/lib/bench/plugins/cuda/*.so \
+  2> /dev/null || true
+export XZ_OPT=${XZ_OPT:--6 -T0}
+tar -C "$stage" -cJf "$out" bench-bundle
+bytes=$(stat -c %s "$out")
+echo "gpu-bundle: $out, $((bytes / 1048576)) MiB ($bytes bytes; the carry limit is 64 MiB)"
+if [ "$out" = .gpu-bundle.tar.xz ] && [ "$bytes" -gt $((60 * 1048576)) ]; then
+  echo "gpu-bundle: over 60 MiB: too close to the 64 MiB carry limit" >&2
+  exit 1
+fi

@@ -5,7 +5,9 @@
 # against float64 references), `cuda_check` (the timings: GEMM ceilings, copy bandwidth, row
 # kernels' GB/s, attention TFLOP/s, ours and cuDNN's) and `bench` (the model on the GPU against
 # the CPU, cuDNN's attention inside the model against ours, GPT-2-small's MFU with and without
-# CUDA graphs, experiments/norms.toml), then PyTorch's figures beside ours where python3 has torch.
+# CUDA graphs, norms.toml's model at its own size against PyTorch eager, torch.compile and CUDA
+# graphs (`small`), experiments/norms.toml with its wall time), then PyTorch's figures beside ours
+# where python3 has torch. Each section ends with a row of its wall time.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh [--only S,S] [--skip S,S] [--budget SECONDS]
 #                                     [--dry-run [--bin BUILD/bin]]
@@ -35,7 +37,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-all_sections=(facts kernels timing model cudnn mfu norms torch)
+all_sections=(facts kernels timing model cudnn mfu small norms torch)
 only="" skip="" dry=0 budget=460 bin=build/bin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -45,7 +47,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1 ;;
     --bin) bin=$2 && shift ;;
     --list) printf '%s\n' "${all_sections[@]}" && exit 0 ;;
-    -h | --help) sed -n '2,30p' "$0" && exit 0 ;;
+    -h | --help) sed -n '2,35p' "$0" && exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
   esac
   shift
@@ -60,6 +62,10 @@ mkdir -p "$out"
 work=$(mktemp -d /tmp/gpu-check-work.XXXXXX)
 md="$out/gpu-check.md" json="$out/gpu-check.json" log="$out/gpu-check.log" rows="$work/rows.jsonl"
 gpt2_flops=""
+# The CPU runs (the model section's CPU half, the dry run's) take a fixed small team: a team as
+# large as a big machine's cores stalled there once (issue 34); min(nproc, 4) cannot.
+cpu_threads=$(nproc 2> /dev/null || echo 1)
+[ "$cpu_threads" -gt 4 ] && cpu_threads=4
 archive="$out/gpu-check-files.tar.xz"
 : > "$rows"
 status=0
@@ -154,25 +160,10 @@ else
   fi
   mkdir -p "$work/bundle" && tar -C "$work/bundle" -xJf .gpu-bundle.tar.xz
   b="$work/bundle/bench-bundle"
-  libs="$b/lib"
-  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64; do
-    [ -d "$d" ] && libs="$libs:$d"
-  done
-  for l in libcublasLt.so.13 libcudart.so.13 libcuda.so.1 libnvrtc.so.13; do
-    p=$(ldconfig -p 2> /dev/null | awk -v l="$l" '$1 == l {print $NF; exit}')
-    [ -n "$p" ] && libs="$libs:$(dirname "$p")"
-  done
-  # cuDNN (dlopen'd by the SDPA baseline): the system's, else the one of PyTorch's wheels.
-  wheel_libs=$(python3 -c 'import glob, os, site
-seen = []
-for d in site.getsitepackages():
-    for f in glob.glob(os.path.join(d, "nvidia", "**", "libcudnn.so.9"), recursive=True):
-        if os.path.dirname(f) not in seen:
-            seen.append(os.path.dirname(f))
-print(":".join(seen))' 2> /dev/null)
-  [ -n "$wheel_libs" ] && libs="$libs:$wheel_libs"
-  launcher=("$b/lib/ld-linux-x86-64.so.2" --library-path "$libs")
-  program() { echo "$b/bin/$1"; }
+  # The bundle's launcher (scripts/gpu-bundle-run.sh): its loader, its libraries, the plugins'
+  # CUDA builds, then CUDA's and the driver's; tests/scripts/gpu_bundle_test.sh runs it in CI.
+  launcher=("$b/run")
+  program() { echo "$1"; }
 fi
 # A program of the build or the bundle: run_bin NAME ARGS..., bench ARGS... (run_capped runs the
 # same command line under its timeout).
@@ -257,8 +248,8 @@ section_model() {
     [ "$kind" = bf16 ] && exp="$work/every_component_bf16.toml" tol=3e-2 floor=1e-3
     for dev in "$device" cpu; do
       rm -f "$work/every-$kind-$dev.db"
-      run_capped 120 10 model bench --db "$work/every-$kind-$dev.db" -q run --device "$dev" "$exp" \
-        > "$work/every-$kind-$dev.txt" 2>&1
+      run_capped 120 10 model bench --db "$work/every-$kind-$dev.db" -q run --device "$dev" --threads "$cpu_threads" \
+        "$exp" > "$work/every-$kind-$dev.txt" 2>&1
       s=$?
       timed_out model "$s" && return
       [ "$s" -eq 75 ] && return
@@ -330,10 +321,57 @@ section_mfu() {
     row mfu "gpt2_small $label $mode" INFO "${mfu:-}" "MFU" \
       "median $ms ms, $tps tokens/s; MFU against the model's own GEMMs: ${mfu_gemms:-none}"
     gpt2_flops=$flops
-  done < <(bench --db "$work/gpt2-small.db" query "$sql" --format csv 2>> "$log" | tail -n +2)
+  done < <(bench --db "$work/gpt2-small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
 }
 
-# experiments/norms.toml on the device, with 100 stability steps instead of 1000.
+# norms.toml's model at its own size (tests/cuda/norms_small.toml: pre-norm RMSNorm, RoPE, SwiGLU,
+# d_model 256, 4 layers, 4 heads, T 256, batch 16), float32 and bf16: bench's forward, train step
+# and 100-step stability case, then the same model in PyTorch eager, torch.compile and CUDA-graph
+# replay (scripts/torch_baseline.py --small) where python3 has torch. The dry run takes the
+# file's [cpu] sizes on the CPU (the guarded device costs seconds a step).
+section_small() {
+  local dev=$device s
+  [ "$dry" -eq 1 ] && dev=cpu
+  rm -f "$work/small.db"
+  run_capped 90 20 small bench --db "$work/small.db" -q run --device "$dev" --threads "$cpu_threads" \
+    tests/cuda/norms_small.toml > "$work/small.txt" 2>&1
+  s=$?
+  timed_out small "$s" && return
+  [ "$s" -eq 75 ] && return
+  [ "$s" -ne 0 ] && row small "bench norms_small" FAIL "" "" "exit $s: $(tail -n 1 "$work/small.txt")"
+  local sql="SELECT c.label, t.mode, t.median_ms, t.tokens_per_s, t.mfu FROM throughput t
+             JOIN cases c ON c.id = t.case_id ORDER BY c.ordinal"
+  while IFS=, read -r label mode ms tps mfu; do
+    row small "bench $label $mode" INFO "$ms" ms "$tps tokens/s, MFU (fraction) ${mfu:-none}"
+  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
+  sql="SELECT c.label, c.wall_s, c.status, (SELECT count(*) FROM steps s WHERE s.case_id = c.id)
+       FROM cases c WHERE c.runner = 'stability' ORDER BY c.ordinal"
+  while IFS=, read -r label wall st logged; do
+    row small "bench $label stability" INFO "$wall" s "the whole case (its steps, 100 on a GPU, and evaluations): $st, $logged logged steps"
+  done < <(bench --db "$work/small.db" query "$sql" --format csv 2>> "$log" | tr -d '\r' | tail -n +2)
+  if [ "$dry" -eq 1 ] || ! python3 -c "import torch" > /dev/null 2>&1; then
+    row small "PyTorch norms_small" SKIPPED "" "" "$([ "$dry" -eq 1 ] && echo "dry run: no GPU" || echo "python3 has no torch here")"
+    return
+  fi
+  run_capped 180 30 small python3 scripts/torch_baseline.py --small --budget 90 > "$work/torch-small.txt" 2>&1
+  s=$?
+  cat "$work/torch-small.txt" >> "$log"
+  local tag check value unit detail
+  while IFS=$'\t' read -r tag check value unit detail; do
+    # "-": an empty field (tabs are whitespace to read: empty fields between them would collapse).
+    [ "$unit" = - ] && unit=""
+    [ "$tag" = ROW ] && row small "$check" INFO "$value" "$unit" "$detail"
+  done < "$work/torch-small.txt"
+  timed_out small "$s" && return
+  case "$s" in
+    0 | 75) ;;
+    77) row small "PyTorch norms_small" SKIPPED "" "" "$(tail -n 1 "$work/torch-small.txt")" ;;
+    *) row small "PyTorch norms_small" FAIL "" "" "exit $s: $(tail -n 1 "$work/torch-small.txt")" ;;
+  esac
+}
+
+# experiments/norms.toml on the device, every case, with 100 stability steps instead of 1000 (the
+# whole file took about 10 minutes on the H200: more than a check's budget); the row has its wall time.
 section_norms() {
   sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$work/norms-gpu.toml"
   # The dry run takes the file's [cpu] sizes (the guarded device's), cut to a few steps and
@@ -347,19 +385,33 @@ section_norms() {
   # the dry run takes the CPU here, the model section having run the guarded device already.
   local dev=$device
   [ "$dry" -eq 1 ] && dev=cpu
-  run_capped 240 30 norms bench --db "$work/norms-gpu.db" run --device "$dev" "$work/norms-gpu.toml" \
-    > "$work/norms-gpu.txt" 2> "$work/norms-gpu.log"
+  local t0=$SECONDS
+  run_capped 240 30 norms bench --db "$work/norms-gpu.db" run --device "$dev" --threads "$cpu_threads" \
+    "$work/norms-gpu.toml" > "$work/norms-gpu.txt" 2> "$work/norms-gpu.log"
   local s=$?
+  local wall=$((SECONDS - t0))
   timed_out norms "$s" && return
   [ "$s" -eq 75 ] && return
   local n
+  # (bench's CSV ends its lines with CRLF, RFC 4180: the CR is dropped before the shell reads it)
   n=$(bench --db "$work/norms-gpu.db" query "SELECT count(*) FROM cases WHERE status = 'completed'" --format csv \
-    2>> "$log" | tail -n 1)
+    2>> "$log" | tr -d '\r' | tail -n 1)
   if [ "$s" -eq 0 ]; then
-    row norms "bench run norms.toml (100 steps)" PASS "${n:-}" "cases completed" "table in norms-gpu.txt"
+    row norms "bench run norms.toml (100 steps)" PASS "${n:-}" "cases completed" "wall ${wall} s; table in norms-gpu.txt"
   else
-    row norms "bench run norms.toml (100 steps)" FAIL "${n:-}" "cases completed" "exit $s: $(tail -n 1 "$work/norms-gpu.log")"
+    row norms "bench run norms.toml (100 steps)" FAIL "${n:-}" "cases completed" \
+      "wall ${wall} s; exit $s: $(tail -n 1 "$work/norms-gpu.log")"
   fi
+}
+
+# bench's FLOPs of one train step of tests/cuda/gpt2_small.toml as the file has it (no [cpu]
+# overrides: torch_baseline's GPT-2 is 8 x 1024 tokens), from `bench calc`; empty when it fails.
+gpt2_step_flops() {
+  bench calc tests/cuda/gpt2_small.toml --device cuda --format json 2>> "$log" | python3 -c '
+import json, sys
+rows = json.load(sys.stdin)
+rows = rows if isinstance(rows, list) else next(v for v in rows.values() if isinstance(v, list))
+print("%.6g" % (float(rows[0]["flops_declared_train_per_token"]) * 8 * 1024))' 2>> "$log"
 }
 
 # PyTorch eager, torch.compile and SDPA on the same shapes, where python3 has torch.
@@ -368,6 +420,10 @@ section_torch() {
     row torch torch_baseline SKIPPED "" "" "python3 has no torch here"
     return
   fi
+  # GPT-2-small's FLOPs per step for PyTorch's MFU: the mfu section's, else bench's own count
+  # without a run (`bench calc`: declared train FLOP/token x the step's 8 x 1024 tokens), so that
+  # the column does not depend on which sections ran.
+  [ -z "$gpt2_flops" ] && gpt2_flops=$(gpt2_step_flops)
   run_capped 240 40 torch python3 scripts/torch_baseline.py --bench "$json" --out "$out" ${gpt2_flops:+--gpt2-flops "$gpt2_flops"} \
     > "$work/torch.txt" 2>&1
   local s=$?
@@ -384,7 +440,9 @@ section_torch() {
 for s in "${all_sections[@]}"; do
   want "$s" || continue
   echo "== section $s at ${SECONDS}s" >> "$log"
+  began=$SECONDS
   "section_$s"
+  row "$s" "(section wall time)" INFO "$((SECONDS - began))" s "of the ${budget} s budget; $(left) s left"
   flush
 done
 echo "gpu-check: exit $status after ${SECONDS}s; table in $md" | tee -a "$log" >&2

@@ -6,6 +6,8 @@ through scaled_dot_product_attention with the flash and cuDNN backends (TFLOP/s)
 
     python3 scripts/torch_baseline.py [--bench OUT/gpu-check.json] [--out DIR] [--no-compile]
                                       [--gpt2-flops FLOPS_PER_STEP]
+    python3 scripts/torch_baseline.py --small [--no-compile] [--budget SECONDS]
+                                      norms.toml's model only (gpu-check's small section)
 
 Timing as in cuda_check: CUDA events around each call, 256 MiB of L2 flush before each, 3 warm-up
 calls, median of 20 with the spread (min..max); random inputs, never zeros. Bytes are counted as
@@ -210,6 +212,131 @@ def gpt2_small(torch, compiled):
     return time_ms(torch, step)
 
 
+def norms_small(torch, dtype, mode, steps=100):
+    """experiments/norms.toml's model as tests/cuda/norms_small.toml has it (pre-norm RMSNorm,
+    RoPE in the half layout, causal SDPA, SwiGLU with d_ff = 8/3 d rounded up to 32 as bench's
+    swiglu, an untied head; d 256, 4 layers, 4 heads, T 256, batch 16, vocabulary 256), in float32
+    or bf16 autocast with float weights, AdamW (fused) with clipping at 1.0, in `mode` eager,
+    compile (torch.compile) or graph (the whole forward and the whole train step captured as CUDA
+    graphs and replayed). Returns (forward ms, train step ms, each (median, min, max)) and the wall
+    seconds of `steps` train steps on fresh batches (a constant learning rate: bench's warm-up and
+    cosine schedule cost nothing on the device)."""
+    nn, F = torch.nn, torch.nn.functional
+    d, n_layers, n_heads, t, b, vocab = 256, 4, 4, 256, 16, 256
+    dh = d // n_heads
+    d_ff = (math.ceil(8 * d / 3 - 1e-9) + 31) // 32 * 32
+    inv = 1.0 / (10000.0 ** (torch.arange(0, dh, 2, device="cuda", dtype=torch.float32) / dh))
+    ang = torch.arange(t, device="cuda", dtype=torch.float32)[:, None] * inv[None, :]
+    cos, sin = ang.cos(), ang.sin()
+
+    def rope(x):  # x [b, h, t, dh]: pairs (i, i + dh/2)
+        x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
+        c, s_ = cos.to(x.dtype), sin.to(x.dtype)
+        return torch.cat((x1 * c - x2 * s_, x1 * s_ + x2 * c), -1)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.n1, self.n2 = nn.RMSNorm(d, eps=1e-6), nn.RMSNorm(d, eps=1e-6)
+            self.qkv, self.proj = nn.Linear(d, 3 * d, bias=False), nn.Linear(d, d, bias=False)
+            self.gate_up, self.down = nn.Linear(d, 2 * d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
+
+        def forward(self, x):
+            q, k, v = self.qkv(self.n1(x)).view(b, t, 3, n_heads, dh).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(rope(q), rope(k), v, is_causal=True).transpose(1, 2).reshape(b, t, d)
+            x = x + self.proj(a)
+            g, u = self.gate_up(self.n2(x)).chunk(2, -1)
+            return x + self.down(F.silu(g) * u)
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(vocab, d)
+            self.blocks = nn.ModuleList(Block() for _ in range(n_layers))
+            self.norm, self.head = nn.RMSNorm(d, eps=1e-6), nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx, targets):
+            x = self.emb(idx)
+            for blk in self.blocks:
+                x = blk(x)
+            return F.cross_entropy(self.head(self.norm(x)).float().view(-1, vocab), targets.view(-1))
+
+    torch.manual_seed(1)
+    model = LM().cuda()
+    graph = mode == "graph"
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.1, fused=True, capturable=graph)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    batches = [(torch.randint(0, vocab, (b, t), device="cuda", generator=gen),
+                torch.randint(0, vocab, (b, t), device="cuda", generator=gen)) for _ in range(steps)]
+    idx, tgt = (x.clone() for x in batches[0])  # the static inputs of the graphs
+    fwd = torch.compile(model) if mode == "compile" else model
+    bf16 = dtype == "bfloat16"
+
+    def forward():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            return fwd(idx, tgt)
+
+    def train_step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+            loss = fwd(idx, tgt)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, foreach=True)
+        opt.step()
+        opt.zero_grad(set_to_none=not graph)
+        return loss
+
+    if graph:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm-up outside the capture (the optimizer's state, cuBLAS's plans)
+                forward()
+                train_step()
+        torch.cuda.current_stream().wait_stream(side)
+        g_fwd, g_train = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g_fwd):
+            forward()
+        with torch.cuda.graph(g_train):
+            train_step()
+        run_forward, run_train = g_fwd.replay, g_train.replay
+    else:
+        run_forward, run_train = forward, train_step
+    fwd_ms = time_ms(torch, run_forward)
+    train_ms = time_ms(torch, run_train)
+    torch.cuda.synchronize()
+    began = time.time()
+    for i, tg in batches:
+        idx.copy_(i)
+        tgt.copy_(tg)
+        run_train()
+    torch.cuda.synchronize()
+    return fwd_ms, train_ms, time.time() - began
+
+
+def small_rows(torch, args):
+    """The `small` section's PyTorch rows, as lines "ROW<TAB>check<TAB>value<TAB>unit<TAB>detail"
+    that scripts/gpu-check.sh turns into rows of its table ("-" for an empty field)."""
+    began = time.time()
+    for dtype in ("float32", "bfloat16"):
+        for mode in ("eager", "compile", "graph"):
+            name = {"eager": "PyTorch eager", "compile": "torch.compile", "graph": "PyTorch CUDA graphs"}[mode]
+            if mode == "compile" and (args.no_compile or time.time() - began > args.budget):
+                print(f"ROW\t{name} {dtype}\t-\t-\tskipped (time or --no-compile)", flush=True)
+                continue
+            try:
+                (f_med, f_lo, f_hi), (t_med, t_lo, t_hi), wall = norms_small(torch, dtype, mode)
+            except Exception as exc:  # one failing mode does not hide the others
+                print(f"ROW\t{name} {dtype}\t-\t-\tfailed: {type(exc).__name__}: {str(exc)[:100]}", flush=True)
+                continue
+            tokens = 16 * 256
+            print(f"ROW\t{name} {dtype} forward\t{f_med:.4f}\tms\t{f_lo:.4f}..{f_hi:.4f}; "
+                  f"{tokens / (f_med * 1e-3):.0f} tokens/s", flush=True)
+            print(f"ROW\t{name} {dtype} train_step\t{t_med:.4f}\tms\t{t_lo:.4f}..{t_hi:.4f}; "
+                  f"{tokens / (t_med * 1e-3):.0f} tokens/s", flush=True)
+            print(f"ROW\t{name} {dtype} 100 train steps\t{wall:.3f}\ts\twall, fresh batches", flush=True)
+    return 0
+
+
 def rows_of(path):
     """{check: row} of gpu-check.json's rows."""
     if not path or not os.path.exists(path):
@@ -230,7 +357,11 @@ def main():
     ap.add_argument("--no-compile", action="store_true", help="PyTorch eager only")
     ap.add_argument("--budget", type=float, default=150, help="seconds after which torch.compile rows are skipped")
     ap.add_argument("--gpt2-flops", type=float, default=math.nan,
-                    help="bench's FLOPs of one GPT-2-small train step (its throughput table), for MFU")
+                    help="bench's FLOPs of one GPT-2-small train step (`bench calc`'s declared train FLOP/token "
+                         "x 8192 tokens, as its throughput table counts them), for MFU")
+    ap.add_argument("--small", action="store_true",
+                    help="only norms.toml's model (tests/cuda/norms_small.toml) in eager, torch.compile and CUDA "
+                         "graphs, as ROW lines for scripts/gpu-check.sh's small section")
     args = ap.parse_args()
     try:
         import torch
@@ -240,6 +371,8 @@ def main():
     if not torch.cuda.is_available():
         print("torch_baseline: no CUDA device: nothing measured (SKIPPED)")
         return 77
+    if args.small:
+        return small_rows(torch, args)
     began = time.time()
     bench = rows_of(args.bench)
     copy = value(bench, "ceiling/copy")
@@ -280,7 +413,8 @@ def main():
     for name, fwd, bwd in attention(torch):
         lines.append(f"| PyTorch SDPA {name} | {fwd:.0f} | {bwd:.0f} |")
     if bench:
-        lines.append(f"\nbf16 GEMM ceiling (cuBLASLt 8192^3, 10 back-to-back, cuda_check): {gemm_peak:.0f} TFLOP/s")
+        lines.append(f"\nbf16 GEMM ceiling (cuBLASLt 4096^3, 5 x 10 back-to-back, median: cuda_check and the run's "
+                     f"device record, one routine): {gemm_peak:.0f} TFLOP/s")
     lines += ["", "## GPT-2-small train step (124M, batch 8 x 1024, bf16 autocast, AdamW; SDPA flash attention)", "",
               f"MFU = bench's FLOPs per step ({args.gpt2_flops:.4g}) / time / the bf16 GEMM ceiling above.", "",
               "| PyTorch | ms per step (min..max) | tokens/s | MFU |", "|---|---|---|---|"]

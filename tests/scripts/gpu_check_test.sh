@@ -41,9 +41,20 @@ check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf
 for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
   check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
 done
-for s in facts kernels timing model cudnn mfu norms torch; do
+for s in facts kernels timing model cudnn mfu small norms torch; do
   check "a row of section $s" grep -q "^| $s | " "$md"
+  check "the wall time row of section $s" grep -Eq "^\| $s \| \(section wall time\) \| INFO \| [0-9]+ \| s \|" "$md"
 done
+# The small section: bench's forward and train step of norms.toml's model in both dtypes, and its
+# stability case's wall time; PyTorch's half is skipped in a dry run, with the reason.
+for dt in float32 bfloat16; do
+  check "small: bench's $dt train step timed" grep -Eq "^\| small \| bench .*$dt.* train_step \| INFO \| [0-9.]+ \| ms \|" "$md"
+  check "small: bench's $dt forward timed" grep -Eq "^\| small \| bench .*$dt.* forward \| INFO \| [0-9.]+ \| ms \|" "$md"
+  check "small: bench's $dt stability case's wall time" \
+    grep -Eq "^\| small \| bench .*$dt.* stability \| INFO \| [0-9.]+ \| s \| .*completed" "$md"
+done
+check "small: PyTorch SKIPPED in the dry run, with the reason" grep -q "^| small | PyTorch norms_small | SKIPPED | .*dry run" "$md"
+check "norms: the row has the run's wall time" grep -Eq "^\| norms \| .*\| wall [0-9]+ s" "$md"
 check "the failed check's FAIL row, with its message" grep -q "^| timing | $fail_check | FAIL | .*failed on purpose" "$md"
 # shellcheck disable=SC2016  # awk's own $0
 check "a timing row after the failed check (the next check ran)" \

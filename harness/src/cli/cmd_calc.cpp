@@ -229,7 +229,9 @@ int calc_models(const CalcArgs& o, double bytes, report::Format f) {
 }
 
 int calc_file(const CalcArgs& o, double bytes, report::Format f) {
-  const std::string device = o.device == "auto" ? "cpu" : o.device;  // as `bench run` resolves it in this build
+  // As `bench run` resolves it in this build: auto is the CPU here, and the guarded and emulated
+  // devices run on the CPU, with its [cpu] overrides.
+  const std::string device = o.device == "cuda" ? "cuda" : "cpu";
   const auto models = accounting::config_accounts(o.file, device, o.context, o.batch, bytes);
   Rows r;
   r.columns({{"cases", "cases"},

@@ -22,8 +22,9 @@ int main(int argc, char** argv) {
   RunOptions run;
   auto* run_cmd = app.add_subcommand("run", "run an experiment and store its results");
   run_cmd->add_option("file", run.file, "experiment file (TOML)")->required();
-  run_cmd->add_option("--device", run.device, "auto, cpu, cuda or guarded (default: the experiment's `device`)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded"}));
+  run_cmd
+      ->add_option("--device", run.device, "auto, cpu, cuda, guarded or emulated (default: the experiment's `device`)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}));
   run_cmd->add_option("--threads", run.threads, "CPU worker threads (default: the experiment's, else all cores)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--format", run.format, "format of the results printed at the end")
@@ -62,8 +63,8 @@ int main(int argc, char** argv) {
   std::string validate_file, validate_device;
   auto* validate_cmd = app.add_subcommand("validate", "check an experiment file without running it");
   validate_cmd->add_option("file", validate_file, "experiment file (TOML)")->required();
-  validate_cmd->add_option("--device", validate_device, "auto, cpu, cuda or guarded")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded"}));
+  validate_cmd->add_option("--device", validate_device, "auto, cpu, cuda, guarded or emulated")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}));
 
   std::string list_what = "components", list_experiment;
   auto* list_cmd = app.add_subcommand("list", "list plugins, components (with their parameters) or kernels");
@@ -155,8 +156,10 @@ int main(int argc, char** argv) {
   calc_cmd->add_option("--kv-dtype", calc.dtype, "KV-cache element type: bf16, fp16, fp32, fp8 or int8")
       ->check(CLI::IsMember({"bf16", "fp16", "fp32", "fp8", "int8"}))
       ->capture_default_str();
-  calc_cmd->add_option("--device", calc.device, "which overrides of an experiment apply: auto, cpu, cuda or guarded")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded"}))
+  calc_cmd
+      ->add_option("--device", calc.device,
+                   "which overrides of an experiment apply: auto, cpu, cuda, guarded or emulated")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}))
       ->capture_default_str();
   calc_cmd->add_option("--format", calc.format, "table, csv, json or markdown")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
@@ -243,8 +246,10 @@ int main(int argc, char** argv) {
                          "directory for the scripts, the shards' databases and the logs, on a file system the "
                          "nodes share (default: sweeps/<sweep id> next to --db)");
   submit_cmd->add_option("--sweep", submit.sweep, "sweep id (default: <experiment>-<sha of the text>-of<N>)");
-  submit_cmd->add_option("--device", submit.device, "auto, cpu, cuda or guarded (default: the experiment's `device`)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded"}));
+  submit_cmd
+      ->add_option("--device", submit.device,
+                   "auto, cpu, cuda, guarded or emulated (default: the experiment's `device`)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}));
   submit_cmd->add_flag("--dry-run", submit.dry_run,
                        "write the scripts and print what would be submitted; submit nothing");
 

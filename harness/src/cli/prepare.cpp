@@ -45,12 +45,17 @@ Prepared prepare(const std::string& path, const std::string& device_flag) {
     p.device = "guarded";
     backend = tile::Backend::kGuarded;
     p.device_note = "guarded (requested): the CPU executor on guarded memory, which faults on host access";
+  } else if (wanted == "emulated") {
+    p.device = "emulated";
+    backend = tile::Backend::kEmulated;
+    p.device_note =
+        "emulated (requested): the emulated-block executor running the device's composition, launch for launch";
   } else {
     p.device = "cpu";
     p.device_note = wanted == "auto" ? "auto: cpu (" + why_no_gpu + ")" : "cpu (requested)";
   }
 
-  // A guarded run is a CPU run: the [cpu] overrides apply.
+  // A guarded or an emulated run is a CPU run: the [cpu] overrides apply.
   const std::string overrides = p.device == "cuda" ? "cuda" : "cpu";
   const bool runs = std::any_of(p.file.runners.begin(), p.file.runners.end(),
                                 [&](const RunnerSection& r) { return p.file.root.find(r.name) != nullptr; });

@@ -17,7 +17,7 @@ namespace bench::cli {
 struct Prepared {
   ExperimentFile file;
   std::unique_ptr<Registry> registry;
-  std::string device;       ///< resolved: "cpu", "cuda" or "guarded"
+  std::string device;       ///< resolved: "cpu", "cuda", "guarded" or "emulated"
   std::string device_note;  ///< why
   std::vector<Case> cases;
   std::vector<ResolvedCase> resolved;

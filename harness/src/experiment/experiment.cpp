@@ -267,9 +267,9 @@ ExperimentFile read_experiment(const std::string& path, const RunnerSections& ru
   diags.check([&] {
     if (const Value* v = f.root.find("device")) {
       const std::string device = expect_string(*v, "device");
-      if (device != "auto" && device != "cpu" && device != "cuda" && device != "guarded")
-        throw ConfigError(v->loc,
-                          "device must be \"auto\", \"cpu\", \"cuda\" or \"guarded\", found \"" + device + "\"");
+      if (device != "auto" && device != "cpu" && device != "cuda" && device != "guarded" && device != "emulated")
+        throw ConfigError(v->loc, "device must be \"auto\", \"cpu\", \"cuda\", \"guarded\" or \"emulated\", found \"" +
+                                      device + "\"");
       f.device = device;
     }
   });

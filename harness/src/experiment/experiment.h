@@ -25,7 +25,7 @@ struct ExperimentFile {
   Value root;
   std::string name;  ///< `name`, or the file's stem
   std::string description;
-  std::string device;                     ///< "auto", "cpu", "cuda" or "guarded"
+  std::string device;                     ///< "auto", "cpu", "cuda", "guarded" or "emulated"
   int64_t threads = 0;                    ///< CPU worker threads; 0 = all cores
   std::vector<std::string> plugin_paths;  ///< resolved against the file's directory
   RunnerSections runners;                 ///< the runners it was read with, in expansion order

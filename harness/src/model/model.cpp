@@ -270,8 +270,19 @@ void Model::build(bool plan_only, uint64_t seed) {
   if (master_.defined()) kernels::copy_bytes(master_.raw(), master.data(), master_.bytes());
 }
 
+namespace {
+/// Where a model's kernels run: its memory's executor, except that the emulated device (host
+/// memory like the CPU's) keeps the emulated-block executor, which composes every launcher as the
+/// device does (tile::runs_as_device).
+tile::Exec model_exec(tile::Backend backend, kernels::Memory memory) {
+  if (backend == tile::Backend::kEmulated) return tile::Exec{tile::Backend::kEmulated, nullptr};
+  return memory == kernels::Memory::kHost ? tile::Exec{} : kernels::exec_for(memory);
+}
+}  // namespace
+
 void Model::bind(RunContext& ctx) const {
-  if (arena_.memory() != kernels::Memory::kHost) ctx.exec = kernels::exec_for(arena_.memory());
+  if (arena_.memory() != kernels::Memory::kHost || spec_.backend == tile::Backend::kEmulated)
+    ctx.exec = model_exec(spec_.backend, arena_.memory());
 }
 
 Model::~Model() {
@@ -471,7 +482,7 @@ std::vector<LayerSquares> Model::squares_by_layer(LayerQuantity what) {
   const bool update = what == LayerQuantity::kUpdate;
   if (update && !snapshot_valid_)
     throw Error("squares_by_layer(kUpdate) needs a snapshot_parameters() since the last one");
-  const tile::Exec exec = arena_.memory() == kernels::Memory::kHost ? tile::Exec{} : kernels::exec_for(arena_.memory());
+  const tile::Exec exec = model_exec(spec_.backend, arena_.memory());
   dispatch_float(source.dtype(), [&]<class T>() {
     T* diff = update ? snapshot_.data<T>() : nullptr;
     if (update) {  // snapshot = snapshot - value, in place, over all parameters at once

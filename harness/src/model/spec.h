@@ -32,7 +32,8 @@ struct ModelSpec {
   /// Parameter groups AdamW decays (ParamGroup names).
   std::vector<std::string> decay_groups = {"matrix", "embedding"};
   /// Where the model's tensors live and its kernels run: kCpu (host memory), kCuda (GPU
-  /// memory, CUDA launchers) or kGuarded (the CPU executor on guarded memory: tests). Set from
+  /// memory, CUDA launchers), kGuarded (the CPU executor on guarded memory: tests) or kEmulated
+  /// (host memory, the emulated-block executor composing as the device: launch counts). Set from
   /// the run's device, not from the experiment's model table.
   tile::Backend backend = tile::Backend::kCpu;
   const SlotChoice& slot(Slot s) const { return slots[static_cast<size_t>(s)]; }

@@ -154,50 +154,10 @@ DeviceInfo describe_cuda(const std::string& note) {
              ", cuBLASLt " + std::to_string(f.cublaslt_version) + ", cuDNN " +
              (f.cudnn_version > 0 ? std::to_string(f.cudnn_version) : std::string("not found"));
 
-    // GEMM ceiling: fp32 4096^3 on random data in device memory; ten GEMMs back to back between
-    // two CUDA events (no host synchronization between them), median of five such runs after one.
-    const int64_t n = 4096;
-    const int back_to_back = 10;
-    const size_t bytes = static_cast<size_t>(n * n) * sizeof(float);
-    std::vector<float> host(static_cast<size_t>(n * n));
-    Rng rng(7);
-    for (auto& x : host) x = static_cast<float>(rng.uniform() - 0.5);
-    const tile::Exec exec = kernels::exec_for(kernels::Memory::kCuda);
-    struct Buf {
-      void* p;
-      ~Buf() { kernels::device_free(p); }
-    };
-    const Buf a{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
-    const Buf b{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
-    const Buf c{kernels::device_allocate(kernels::Memory::kCuda, bytes)};
-    kernels::copy_bytes(a.p, host.data(), bytes);
-    kernels::copy_bytes(b.p, host.data(), bytes);
-    kernels::cuda::EventTimer timer(exec.stream);
-    const auto event_rate = [&](auto gemm_once) {
-      gemm_once();
-      kernels::synchronize(exec);
-      std::vector<double> ms;
-      for (int r = 0; r < 5; ++r) {
-        timer.start();
-        for (int i = 0; i < back_to_back; ++i) gemm_once();
-        ms.push_back(timer.stop_ms() / back_to_back);
-      }
-      std::sort(ms.begin(), ms.end());
-      return 2.0 * static_cast<double>(n * n * n) / (ms[ms.size() / 2] * 1e-3) * 1e-9;
-    };
-    d.peak_gflops = event_rate([&] {
-      kernels::gemm<float>(exec, false, false, n, n, n, 1.f, static_cast<const float*>(a.p), n,
-                           static_cast<const float*>(b.p), n, 0.f, static_cast<float*>(c.p), n);
-    });
-    // bf16 4096^3: the same values rounded, in the first halves of the same buffers.
-    std::vector<tile::bf16> host16(host.size());
-    for (size_t i = 0; i < host.size(); ++i) host16[i] = tile::float_to_bf16(host[i]);
-    kernels::copy_bytes(a.p, host16.data(), bytes / 2);
-    kernels::copy_bytes(b.p, host16.data(), bytes / 2);
-    d.peak_gflops_bf16 = event_rate([&] {
-      kernels::gemm<tile::bf16>(exec, false, false, n, n, n, 1.f, static_cast<const tile::bf16*>(a.p), n,
-                                static_cast<const tile::bf16*>(b.p), n, 0.f, static_cast<tile::bf16*>(c.p), n);
-    });
+    // The GEMM ceilings, fp32 and bf16, measured as cuda_check measures them (one routine:
+    // kernels/device_runtime.h, measure_gemm_ceiling).
+    d.peak_gflops = kernels::cuda::measure_gemm_ceiling(false);
+    d.peak_gflops_bf16 = kernels::cuda::measure_gemm_ceiling(true);
   } catch (const std::exception& e) {
     throw Error(std::string("measuring the CUDA device: ") + e.what());
   }

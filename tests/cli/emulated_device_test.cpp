@@ -1,0 +1,64 @@
+// `bench run --device emulated` end to end: the run is recorded on the emulated device, and its
+// stored profile counts the device's launches (the materializing attention's products one per
+// (batch, head) pair, as CUDA launches them today), where the CPU run's profile counts the CPU's
+// composed attention as one kernel per call.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "store/store.h"
+#include "support/shell.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+constexpr int64_t kLayers = 2, kBatch = 3, kHeads = 2;
+
+const std::string kExperiment =
+    "name = \"emulated\"\nseed = 5\n"
+    "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 3\n"
+    "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
+    "[throughput]\nmodes = [\"train_step\"]\nrepetitions = 1\nmin_time = 0.001\nwarmup_time = 0.0\nmax_time = 0\n"
+    "profile_steps = 1\n"
+    // The [cpu] overrides apply to the emulated device as to the CPU.
+    "[cpu]\nmodel.batch_size = 3\n";
+
+/// Calls of the profiled train step's kernels whose name contains `part`, on `device`.
+int64_t profiled_calls(const std::string& device, const std::string& part) {
+  const std::string exp = test::write_temp("emulated.toml", kExperiment);
+  const std::string db = test::write_temp("emulated_" + device + ".db", "");
+  std::filesystem::remove(db);
+  const test::Output r = test::bench_cli("--db " + db + " -q run --device " + device + " " + exp);
+  EXPECT_EQ(r.code, 0) << device << ": " << r.err;
+  if (r.code != 0) return -1;
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find(device), std::string::npos);
+  return s
+      .query("SELECT coalesce(sum(calls), 0) FROM profile WHERE mode = 'train_step' AND kernel LIKE '%" + part + "%'")
+      .rows.at(0)
+      .at(0)
+      .as_int();
+}
+
+TEST(Cli, EmulatedDeviceProfilesTheDevicesLaunches) {
+  // Forward S = Q K^T, backward dP = dO V^T: an NT product per (batch, head) pair and layer, each
+  // its own launch on the device. On the CPU the materializing attention is one composed kernel
+  // per call, and the NT products left are the model's own linear layers.
+  const int64_t emulated = profiled_calls("emulated", "gemm NT");
+  const int64_t cpu = profiled_calls("cpu", "gemm NT");
+  EXPECT_GE(emulated, 2 * kLayers * kBatch * kHeads);
+  EXPECT_LT(cpu, emulated - 2 * kLayers * kBatch * kHeads + 1);
+}
+
+TEST(Cli, EmulatedIsADeviceOfTheFileAndOfValidate) {
+  const std::string exp = test::write_temp("emulated_key.toml", "device = \"emulated\"\n" + kExperiment);
+  const test::Output v = test::bench_cli("validate " + exp);
+  EXPECT_EQ(v.code, 0) << v.err;
+  const test::Output flag = test::bench_cli("validate --device emulated " + exp);
+  EXPECT_EQ(flag.code, 0) << flag.err;
+}
+
+}  // namespace
+}  // namespace bench

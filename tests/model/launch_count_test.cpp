@@ -1,0 +1,147 @@
+// The device's kernel launches of a norms.toml-shaped train step (forward, backward, AdamW),
+// counted without a GPU: the model runs on the emulated device (tile::Backend::kEmulated, the
+// emulated-block executor composing every launcher as CUDA does), and a LaunchObserver counts the
+// outermost launches, as the profile's calls column does (tile/profile.h). The count is pinned to
+// a closed formula in layers, batch and heads at several shapes, so that every change to it is
+// seen; issue 35 turns the formula into a budget (at most ~30 launches per layer and a fixed few,
+// independent of batch and heads).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "kernels/tile/profile.h"
+#include "model/model.h"
+#include "support/toml_case.h"
+
+namespace bench {
+namespace {
+
+/// The outermost launches of the calling thread while it exists, by kernel name.
+class LaunchCounter final : public tile::LaunchObserver {
+ public:
+  LaunchCounter() : previous_(tile::observe_launches(this)) {}
+  ~LaunchCounter() override { tile::observe_launches(previous_); }
+  LaunchCounter(const LaunchCounter&) = delete;
+  LaunchCounter& operator=(const LaunchCounter&) = delete;
+
+  void begin(const tile::Exec&, const char*) override {}
+  void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
+    ++by_name[name];
+    ++total;
+  }
+
+  std::map<std::string, int64_t> by_name;
+  int64_t total = 0;
+
+ private:
+  tile::LaunchObserver* previous_;
+};
+
+/// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
+/// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
+/// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H, for
+/// steps of more than 64 tokens (fewer take one launch less per norm gradient: norm.cpp's
+/// group_sum) whose attention workspace holds whole sequences (64 B H >= T: else the products run
+/// per block of queries, attention.cpp's dims_of), as norms.toml's do. At norms.toml's size (L 4, B 16, H 4) it is 4
+/// (34 + 64 x 10) + 11 = 2,707: the count of case 0's stored profile on the H200 (issue 34). Issue 35 turns it into a
+/// budget.
+int64_t norms_step_launches(int64_t layers, int64_t batch, int64_t heads) {
+  // Per layer and (batch, head) pair, the materializing attention's launches (one per pair, as
+  // CUDA launches them today): forward S = Q K^T (gemm NT), the masked, scaled softmax, O = P V
+  // (gemm NN); backward: dK and dV zeroed (2 Block), dP = dO V^T (gemm NT), dV = P^T dO (gemm TN),
+  // the softmax backward, dQ = dS K (gemm NN), dK = dS^T Q (gemm TN).
+  const int64_t per_pair = 10;
+  // Per layer, once: 4 linear layers (QKV, output projection, SwiGLU's gate-up and down) x 3
+  // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k, forward and backward, 4;
+  // SwiGLU forward and backward, 2; 2 LayerNorms forward 2 and backward 2, each backward's
+  // weight and bias gradient summed over row groups in two stages (slices, then the slices) 8;
+  // the 2 residual adds, forward and backward, 4.
+  const int64_t per_layer = 12 + 4 + 2 + 2 + 2 + 8 + 4;
+  // Once per step: the embedding forward and backward, 2; the head's 3 GEMMs and the
+  // cross-entropy (forward and backward in one), 4; AdamW: the squared norms (SumTerms,
+  // SumPartials), the clip and bias-correction scalars (AdamWScalars) and the update over the
+  // two parameter groups (decayed, not decayed), 5.
+  const int64_t fixed = 2 + 4 + 5;
+  return layers * (per_layer + batch * heads * per_pair) + fixed;
+}
+
+/// experiments/norms.toml with its [model] table's shape replaced (small widths, so that the
+/// emulated executor, which runs every program lane by lane, is quick; 72 tokens a sequence, so
+/// that every step has more than 64 tokens, as norms.toml's have).
+std::string norms_shaped(int64_t layers, int64_t batch, int64_t heads) {
+  std::ifstream in(std::string(BENCH_SOURCE_DIR) + "/experiments/norms.toml");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::map<std::string, std::string> shape = {{"d_model", std::to_string(8 * heads)},
+                                                    {"n_layers", std::to_string(layers)},
+                                                    {"n_heads", std::to_string(heads)},
+                                                    {"seq_len", "72"},
+                                                    {"batch_size", std::to_string(batch)}};
+  std::string out, line;
+  int replaced = 0;
+  while (std::getline(text, line)) {
+    for (const auto& [key, value] : shape)
+      if (line.rfind(key + " = ", 0) == 0) {
+        line = key + " = " + value;
+        ++replaced;
+      }
+    out += line + "\n";
+  }
+  EXPECT_EQ(replaced, 5) << "experiments/norms.toml's [model] table lost a shape key";
+  return out;
+}
+
+/// The launches of one train step of norms.toml's first case at this shape on the emulated
+/// device, after a first step (which may set up what later steps reuse, as the profile's warm-up
+/// does).
+std::pair<int64_t, std::map<std::string, int64_t>> count_step(int64_t layers, int64_t batch, int64_t heads) {
+  // "cuda": no [cuda] table, so the file's [cpu] overrides (which would replace the shape) stay out.
+  ResolvedCase rc = test::resolve(test::cases_of(norms_shaped(layers, batch, heads), "cuda", "norms.toml").at(0));
+  EXPECT_EQ(rc.model.dims.n_layers, layers);
+  EXPECT_EQ(rc.model.dims.batch_size, batch);
+  EXPECT_EQ(rc.model.dims.n_heads, heads);
+  rc.model.backend = tile::Backend::kEmulated;
+  const test::Batch b = test::batch_of(rc, 0);
+  Model m(rc.model, test::builtin_registry(), 1);
+  RunContext ctx;
+  ctx.probes = false;  // as the throughput runner times and profiles a step
+  ctx.training = true;
+  OptimizerStep opt;
+  opt.lr = 1e-3;
+  opt.decay_lr = opt.lr;
+  opt.weight_decay = 0.1;
+  opt.grad_clip = 1.0;
+  const auto step = [&] {
+    m.zero_grad();
+    (void)m.forward(b.in.data(), b.tg.data(), ctx);
+    m.backward(ctx);
+    (void)m.optimizer_step(opt, ctx);
+  };
+  step();
+  EXPECT_EQ(ctx.exec.backend, tile::Backend::kEmulated) << "the model must bind the emulated executor";
+  LaunchCounter counter;
+  step();
+  return {counter.total, counter.by_name};
+}
+
+TEST(LaunchCount, NormsTrainStepOnTheEmulatedDeviceFollowsItsFormula) {
+  // (layers, batch, heads): each of the three varies against the first, so that no other
+  // formula linear in L and L * B * H fits them all; batch x heads at least 2, so that the
+  // attention's device workspace holds whole 72-token sequences (below).
+  const int64_t shapes[][3] = {{1, 1, 2}, {2, 1, 2}, {1, 3, 2}, {1, 1, 3}, {3, 2, 4}};
+  for (const auto& s : shapes) {
+    const auto [total, by_name] = count_step(s[0], s[1], s[2]);
+    std::string breakdown;
+    for (const auto& [name, n] : by_name) breakdown += "  " + std::to_string(n) + "  " + name + "\n";
+    EXPECT_EQ(total, norms_step_launches(s[0], s[1], s[2]))
+        << "layers " << s[0] << ", batch " << s[1] << ", heads " << s[2] << "; the launches by kernel:\n"
+        << breakdown;
+  }
+}
+
+}  // namespace
+}  // namespace bench
