@@ -111,7 +111,8 @@ const std::vector<ParamSpec>& throughput_params() {
       ParamSpec::strings("modes", {"forward", "forward_backward", "train_step"},
                          {"forward", "forward_backward", "train_step"}, "what to time"),
       ParamSpec::integer("repetitions", 5, "timed repetitions (median and spread over these)").at_least(1),
-      ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least").at_least(0),
+      // Google Benchmark requires a positive minimum time (it aborts on 0): a millisecond is the least.
+      ParamSpec::number("min_time", 0.2, "seconds each repetition runs at least (>= 0.001)").at_least(0.001),
       ParamSpec::number("max_noise", 0.02,
                         "target relative spread of the repetitions (1.4826 MAD / median): further rounds of "
                         "`repetitions` until it is reached or max_time is spent; a mode that ends above it is noisy")
