@@ -53,7 +53,8 @@ inline void softmax_visible(const SoftmaxMask& mask, int64_t rows, int64_t cols,
     SoftmaxMask one = mask;
     one.period = 0;
     softmax_visible(one, mask.period, cols, elements, nonempty);
-    const auto periods = static_cast<double>(rows / mask.period);
+    const int64_t whole = rows / mask.period;
+    const auto periods = static_cast<double>(whole);
     double rest_elements = 0, rest_nonempty = 0;
     softmax_visible(one, rows % mask.period, cols, rest_elements, rest_nonempty);
     elements = elements * periods + rest_elements;

@@ -76,7 +76,7 @@ std::vector<std::string> core_names();
 
 /// What `core = "auto"` tries, in order: the first that runs the variant and prefers it. The
 /// materializing core runs everything, so the choice always ends.
-inline const char* const kAutoOrder[] = {"cudnn", "flash", "tiled", "materializing"};
+inline constexpr const char* kAutoOrder[] = {"cudnn", "flash", "tiled", "materializing"};
 
 }  // namespace bench::attention
 
