@@ -230,7 +230,7 @@ void backward_device(const Exec& exec, const AttentionArgs& a, const Dims& d, co
   const int64_t seq = d.seq, dh = d.d_head, rows = d.group * seq, pairs = d.batch * d.kv_heads;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
   const auto scale = static_cast<acc_t<T>>(a.scale);
-  heads_copy(exec, d, qkv, w.q, d.kv_heads, true);
+  (void)qkv;  // its head-major copy is the forward's, still in the workspace (as P is in probs)
   heads_copy(exec, d, dout, w.o, 0, true);
   // dV = P~^T dO (the group's query heads summed along K), P~ = P * M / (1 - p) recomputed
   const T* pd = probs;

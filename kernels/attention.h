@@ -467,9 +467,10 @@ void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv
 /// the forward's. On the CPU executor parallel over (batch, kv head), so the dK/dV sums over the
 /// query heads of a group have one writer and a fixed order; on a device each product (dV, dP,
 /// dQ, dK) is one batched GEMM over all (batch, kv head) pairs, the group's sum running along its
-/// K dimension, and the dropout and softmax backward one launch each. workspace holds
-/// attention_workspace_size elements. (The materializing paths do not read `out`; the flash
-/// backward does.)
+/// K dimension, and the dropout and softmax backward one launch each; it reads the forward's
+/// head-major copy of qkv from the workspace, which must therefore be the forward's, untouched
+/// since (as probs must be). workspace holds attention_workspace_size elements. (The materializing paths do not read
+/// `out`; the flash backward does.)
 template <class T>
 void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out, const T* probs,
                         const T* dout, T* dqkv, T* workspace);
