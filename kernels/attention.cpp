@@ -1,6 +1,5 @@
 #include "attention.h"
 
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -28,26 +27,24 @@ BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
 namespace {
 
 // The materializing path, composed once from the gemm, softmax, dropout and block launchers and
-// run by every target. How its independent tasks run is a property of the target
-// (tile::runs_as_device): the CPU executor runs them concurrently (parallel_for, each launch
-// inside on the calling thread), in blocks of kAttentionQueryBlock queries, so that tasks balance
-// over the cores and fully masked key blocks are skipped; a device (and the emulated-block
-// executor, which stands in for one in tests) queues them one after another, in blocks of as
-// many queries as the workspace holds rows (usually a whole head: fewer launches, at the cost of
-// the masked upper triangle of S).
+// run by every target, in one of two compositions chosen by the target (tile::runs_as_device).
+// The CPU executor runs independent tasks concurrently (parallel_for, each launch inside on the
+// calling thread), in blocks of kAttentionQueryBlock queries, so that tasks balance over the cores
+// and fully masked key blocks are skipped. A device (and the emulated-block executor, which
+// stands in for one, launch for launch) takes all (batch, head) pairs in each launch: a fixed
+// number of launches per call, whatever B and H, at the cost of the masked upper triangle of S
+// and of copying qkv to a head-major layout and back (forward_device, backward_device).
 
 struct Dims {
   int64_t batch, seq, heads, kv_heads, d_head;
   int64_t group;    // query heads per kv head
   int64_t width;    // elements of a qkv row
-  int64_t qblock;   // queries per block
+  int64_t qblock;   // queries per block (the CPU composition)
   int64_t qblocks;  // blocks per sequence
-  bool concurrent;  // tasks run in parallel, each with its own block of the workspace
+  bool concurrent;  // the CPU composition: tasks run in parallel, each with its own block of the workspace
 };
 
-/// `workspace_rows`: a device's block is as many rows as the workspace holds (with a workspace),
-/// else the whole sequence.
-Dims dims_of(const Exec& exec, const AttentionArgs& a, bool workspace_rows) {
+Dims dims_of(const Exec& exec, const AttentionArgs& a) {
   if (a.batch <= 0 || a.seq <= 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.d_head <= 0 || a.window < 0 ||
       a.n_heads % a.n_kv_heads != 0)
     throw std::invalid_argument("attention: need positive batch, seq, heads, d_head, window >= 0 and n_heads (" +
@@ -64,31 +61,23 @@ Dims dims_of(const Exec& exec, const AttentionArgs& a, bool workspace_rows) {
   d.group = a.n_heads / a.n_kv_heads;
   d.width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
   d.concurrent = !tile::runs_as_device(exec);
-  if (d.concurrent) {
-    d.qblock = std::min(kAttentionQueryBlock, a.seq);
-  } else {
-    d.qblock = workspace_rows ? std::max<int64_t>(1, std::min(a.seq, attention_workspace_size(a) / a.seq)) : a.seq;
-  }
+  d.qblock = d.concurrent ? std::min(kAttentionQueryBlock, a.seq) : a.seq;
   d.qblocks = (d.seq + d.qblock - 1) / d.qblock;
   return d;
 }
 
-/// Run f(task) for every task in [0, n): concurrently on the host, in order on a device.
+/// Run f(task) for every task in [0, n) concurrently (the CPU composition).
 template <class F>
-void for_each_task(const Dims& d, int64_t n, F&& f) {
-  if (!d.concurrent) {
-    for (int64_t t = 0; t < n; ++t) f(t);
-    return;
-  }
+void for_each_task(int64_t n, F&& f) {
   tile::parallel_for(n, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) f(t);
   });
 }
 
-/// A task's block of the workspace: its own where tasks run concurrently.
+/// A task's own block of the workspace.
 template <class T>
 T* task_scratch(const Dims& d, T* workspace, int64_t task) {
-  return d.concurrent ? workspace + task * d.qblock * d.seq : workspace;
+  return workspace + task * d.qblock * d.seq;
 }
 
 /// Mask of the block of queries starting at q0 whose columns start at key `lo`.
@@ -153,6 +142,118 @@ void forward_block(const Exec& exec, const AttentionArgs& a, const Dims& d, cons
           ld_out);
 }
 
+// --- the device composition: every (batch, head) pair in each launch ----------------------------
+
+/// The device's workspace (attention_workspace_size): the head-major qkv (Q [B, H, T, dh], K and V
+/// [B, Hkv, T, dh]), the head-major dqkv in the same layout, the head-major out or dout
+/// [B, H, T, dh], and one [B, H, T, T] block (the dropped P, then dP and dS).
+template <class T>
+struct DeviceSpace {
+  T *q, *k, *v;     // head-major qkv
+  T *dq, *dk, *dv;  // head-major dqkv
+  T* o;             // head-major out (forward) or dout (backward)
+  T* block;         // [B, H, T, T]
+};
+
+template <class T>
+DeviceSpace<T> device_space(const Dims& d, T* workspace) {
+  if (workspace == nullptr) throw std::invalid_argument("attention: a device's composition needs the workspace");
+  const int64_t q = d.batch * d.heads * d.seq * d.d_head, kv = d.batch * d.kv_heads * d.seq * d.d_head;
+  const int64_t all = d.batch * d.seq * d.width;
+  DeviceSpace<T> w{};
+  w.q = workspace;
+  w.k = w.q + q;
+  w.v = w.k + kv;
+  w.dq = workspace + all;
+  w.dk = w.dq + q;
+  w.dv = w.dk + kv;
+  w.o = workspace + 2 * all;
+  w.block = w.o + q;
+  return w;
+}
+
+/// Fused rows <-> head-major (programs::AttentionHeads), one launch: qkv's H + 2 Hkv heads, or with
+/// kv_heads 0 out's (dout's) H heads.
+template <class T>
+void heads_copy(const Exec& exec, const Dims& d, const T* src, T* dst, int64_t kv_heads, bool to_heads) {
+  tile::dispatch_block(d.d_head, [&]<int B>() {
+    tile::launch(exec, tile::Grid{d.batch * d.seq, d.heads + 2 * kv_heads},
+                 programs::AttentionHeads<T, B>{src, dst, d.batch, d.seq, d.heads, kv_heads, d.d_head, to_heads});
+  });
+}
+
+/// y = x * M / (1 - p) on all B H T rows of probabilities (y may alias x), one launch: the mask
+/// of each element from its index in [B, H, T, T].
+template <class T>
+void dropout_all(const Exec& exec, const AttentionArgs& a, const Dims& d, const T* x, T* y) {
+  using A = acc_t<T>;
+  tile::dispatch_block(d.seq, [&]<int B>() {
+    tile::launch(exec, tile::Grid{d.batch * d.heads * d.seq},
+                 programs::DropoutRows<T, B>{x, y, d.seq, d.seq, 0, d.seq, a.dropout_seed,
+                                             static_cast<float>(a.dropout), static_cast<A>(1.0 / (1.0 - a.dropout))});
+  });
+}
+
+/// The mask of all B H T rows of [B, H, T, T]: each head's T rows masked alike.
+SoftmaxMask device_mask(const AttentionArgs& a) { return {a.causal, 0, a.window, a.seq}; }
+
+// The products batch over the B Hkv (batch, kv head) pairs: a pair's G = H / Hkv query heads are
+// consecutive in the head-major Q (and in P, S, O), so each product takes them as G T rows
+// against the pair's one K or V, and GQA needs no repeated K or V.
+
+template <class T>
+void forward_device(const Exec& exec, const AttentionArgs& a, const Dims& d, const T* qkv, T* out, T* probs,
+                    acc_t<T>* row_max, T* workspace) {
+  const DeviceSpace<T> w = device_space(d, workspace);
+  const int64_t seq = d.seq, dh = d.d_head, rows = d.group * seq, pairs = d.batch * d.kv_heads;
+  T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : probs;
+  heads_copy(exec, d, qkv, w.q, d.kv_heads, true);
+  // S = scale Q K^T, every key (the softmax masks)
+  gemm_batched<T>(exec, false, true, rows, seq, dh, static_cast<acc_t<T>>(a.scale), w.q, dh, rows * dh, w.k, dh,
+                  seq * dh, 0, scores, seq, rows * seq, pairs);
+  softmax_forward<T>(exec, scores, probs, d.batch * d.heads * seq, seq, seq, 1.0, a.softcap, device_mask(a), row_max);
+  const T* pv = probs;
+  if (a.dropout > 0) {
+    dropout_all(exec, a, d, probs, w.block);
+    pv = w.block;
+  }
+  // O = P~ V, then back into out's rows
+  gemm_batched<T>(exec, false, false, rows, dh, seq, 1, pv, seq, rows * seq, w.v, dh, seq * dh, 0, w.o, dh, rows * dh,
+                  pairs);
+  heads_copy(exec, d, static_cast<const T*>(w.o), out, 0, false);
+}
+
+template <class T>
+void backward_device(const Exec& exec, const AttentionArgs& a, const Dims& d, const T* qkv, const T* probs,
+                     const T* dout, T* dqkv, T* workspace) {
+  const DeviceSpace<T> w = device_space(d, workspace);
+  const int64_t seq = d.seq, dh = d.d_head, rows = d.group * seq, pairs = d.batch * d.kv_heads;
+  const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
+  const auto scale = static_cast<acc_t<T>>(a.scale);
+  (void)qkv;  // its head-major copy is the forward's, still in the workspace (as P is in probs)
+  heads_copy(exec, d, dout, w.o, 0, true);
+  // dV = P~^T dO (the group's query heads summed along K), P~ = P * M / (1 - p) recomputed
+  const T* pd = probs;
+  if (a.dropout > 0) {
+    dropout_all(exec, a, d, probs, w.block);
+    pd = w.block;
+  }
+  gemm_batched<T>(exec, true, false, seq, dh, rows, 1, pd, seq, rows * seq, w.o, dh, rows * dh, 0, w.dv, dh, seq * dh,
+                  pairs);
+  // dP = dO V^T (times the same M / (1 - p)), then dS = softmax_backward(P, dP) in place
+  gemm_batched<T>(exec, false, true, rows, seq, dh, 1, w.o, dh, rows * dh, w.v, dh, seq * dh, 0, w.block, seq,
+                  rows * seq, pairs);
+  if (a.dropout > 0) dropout_all(exec, a, d, w.block, w.block);
+  softmax_backward<T>(exec, probs, w.block, scores, w.block, d.batch * d.heads * seq, seq, seq, 1.0, a.softcap,
+                      device_mask(a));
+  // dQ = scale dS K,  dK = scale dS^T Q, then dq, dk, dv back into dqkv's rows
+  gemm_batched<T>(exec, false, false, rows, dh, seq, scale, w.block, seq, rows * seq, w.k, dh, seq * dh, 0, w.dq, dh,
+                  rows * dh, pairs);
+  gemm_batched<T>(exec, true, false, seq, dh, rows, scale, w.block, seq, rows * seq, w.q, dh, rows * dh, 0, w.dk, dh,
+                  seq * dh, pairs);
+  heads_copy(exec, d, static_cast<const T*>(w.dq), dqkv, d.kv_heads, false);
+}
+
 /// Where the flash path keeps its state: the probs buffer (attention_flash_state_size).
 template <class T>
 bool takes_flash(const Exec& exec, const AttentionArgs& a) {
@@ -184,7 +285,7 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
                        T* workspace) {
   if constexpr (std::is_same_v<T, tile::bf16>) {
     if (takes_flash<T>(exec, a)) {
-      (void)dims_of(exec, a, false);  // the argument checks of the other path
+      (void)dims_of(exec, a);  // the argument checks of the other path
       tile::KernelScope scope(exec, "attention forward (flash)");
       if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), false, false));
       require_cuda_backend("attention_forward").flash_forward(exec.stream, a, qkv, out, row_max, probs);
@@ -192,18 +293,18 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
     }
   }
   const tile::HostAccess access(exec);  // one opening of guarded memory for all the launches below
-  const bool drop = a.dropout > 0;
-  const Dims d = dims_of(exec, a, drop);
-  // Concurrent tasks are one kernel to the profile; a device's launches are reported one by one.
-  std::optional<tile::KernelScope> scope;
-  if (d.concurrent) {
-    scope.emplace(exec, "attention forward (materializing)");
-    if (scope->observed()) scope->set_traffic(attention_traffic(a, sizeof(T), false, true));
+  const Dims d = dims_of(exec, a);
+  if (!d.concurrent) {
+    forward_device(exec, a, d, qkv, out, probs, row_max, workspace);
+    return;
   }
+  // The CPU's concurrent tasks are one kernel to the profile.
+  tile::KernelScope scope(exec, "attention forward (materializing)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), false, true));
   T* scores = a.softcap > 0 ? probs + d.batch * d.heads * d.seq * d.seq : probs;
   // Each task owns its rows of probs, scores, out and row_max: no two tasks write one element.
-  if (!drop) {
-    for_each_task(d, d.batch * d.heads * d.qblocks, [&](int64_t task) {
+  if (a.dropout <= 0) {
+    for_each_task(d.batch * d.heads * d.qblocks, [&](int64_t task) {
       const int64_t qb = task % d.qblocks, bh = task / d.qblocks;
       forward_block(exec, a, d, qkv, out, probs, scores, row_max, bh / d.heads, bh % d.heads, qb,
                     static_cast<T*>(nullptr));
@@ -213,7 +314,7 @@ void attention_forward(const Exec& exec, const AttentionArgs& a, const T* qkv, T
   if (workspace == nullptr) throw std::invalid_argument("attention: dropout needs the workspace");
   // With dropout a task also owns a block of the workspace for the dropped probabilities: tasks
   // are (batch, kv head), as in backward, so the workspace has the same size.
-  for_each_task(d, d.batch * d.kv_heads, [&](int64_t task) {
+  for_each_task(d.batch * d.kv_heads, [&](int64_t task) {
     const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
     T* scratch = task_scratch(d, workspace, task);
     for (int64_t h = g * d.group; h < (g + 1) * d.group; ++h)
@@ -227,7 +328,7 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
                         const T* dout, T* dqkv, T* workspace) {
   if constexpr (std::is_same_v<T, tile::bf16>) {
     if (takes_flash<T>(exec, a)) {
-      (void)dims_of(exec, a, false);
+      (void)dims_of(exec, a);
       void* state = const_cast<T*>(probs);  // the lse is read, the workspace after it written
       tile::KernelScope scope(exec, "attention backward (flash)");
       if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), true, false));
@@ -238,18 +339,19 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
   (void)out;  // the materialized path recomputes from the probabilities
   if (workspace == nullptr) throw std::invalid_argument("attention: backward needs the workspace");
   const tile::HostAccess access(exec);
-  const Dims d = dims_of(exec, a, true);
-  std::optional<tile::KernelScope> scope;
-  if (d.concurrent) {
-    scope.emplace(exec, "attention backward (materializing)");
-    if (scope->observed()) scope->set_traffic(attention_traffic(a, sizeof(T), true, true));
+  const Dims d = dims_of(exec, a);
+  if (!d.concurrent) {
+    backward_device(exec, a, d, qkv, probs, dout, dqkv, workspace);
+    return;
   }
+  tile::KernelScope scope(exec, "attention backward (materializing)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(T), true, true));
   const int64_t seq = d.seq, dh = d.d_head, ld_out = d.heads * dh;
   const T* scores = a.softcap > 0 ? probs + d.batch * d.heads * seq * seq : nullptr;
   const auto scale = static_cast<acc_t<T>>(a.scale);
   // One task per (batch, kv head): it alone writes dK and dV of its kv head (summed over the
   // group's query heads in order) and dQ of those query heads.
-  for_each_task(d, d.batch * d.kv_heads, [&](int64_t task) {
+  for_each_task(d.batch * d.kv_heads, [&](int64_t task) {
     const int64_t b = task / d.kv_heads, g = task % d.kv_heads;
     T* ws = task_scratch(d, workspace, task);  // dP, then dS in place; rows seq apart
     const int64_t k_col = (d.heads + g) * dh, v_col = (d.heads + d.kv_heads + g) * dh;
@@ -292,7 +394,7 @@ void attention_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, 
 
 template <class T>
 void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* entropy) {
-  (void)dims_of(exec, a, false);  // the argument checks
+  (void)dims_of(exec, a);  // the argument checks
   tile::dispatch_block(a.seq, [&]<int B>() {
     tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_entropy<T, B>(a, qkv, entropy));
   });
@@ -300,7 +402,7 @@ void attention_entropy(const Exec& exec, const AttentionArgs& a, const T* qkv, a
 
 template <class T>
 void attention_row_max(const Exec& exec, const AttentionArgs& a, const T* qkv, acc_t<T>* row_max) {
-  (void)dims_of(exec, a, false);
+  (void)dims_of(exec, a);
   tile::dispatch_block(a.seq, [&]<int B>() {
     tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_row_max<T, B>(a, qkv, row_max));
   });

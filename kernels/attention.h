@@ -6,9 +6,10 @@
 //          attention_cudnn_unsupported, attention_cudnn_available, attention_cudnn_forward,
 //          attention_cudnn_backward
 //
-// Sections, in order: 1. float64 reference  2. tile programs (the entropy and row-max probes and
-// the dropout of probability blocks: the rest is built from gemm and the softmax kernels; the
-// CUDA path is a flash-attention kernel of its own)  3. launchers  4. the cuDNN SDPA baseline
+// Sections, in order: 1. float64 reference  2. tile programs (the entropy and row-max probes, the
+// dropout of probability blocks and the head-major copies of the device's batched products: the
+// rest is built from gemm, gemm_batched and the softmax kernels; bf16 on CUDA has flash-attention
+// kernels of its own)  3. launchers  4. the cuDNN SDPA baseline
 // (kernels/cuda/cudnn_attention.cu), CUDA and bf16 only.
 //
 // Per batch b and query head h (kv head g = h / (H / Hkv)), with Q, K, V the [T, dh] slices of
@@ -374,6 +375,53 @@ struct DropoutRows {
   }
 };
 
+/// The fused qkv rows ([B*T, (H + 2 Hkv) dh]: q heads, k heads, v heads) and the head-major
+/// layout the device's batched products read and write: Q [B, H, T, dh], then K and V
+/// [B, Hkv, T, dh] each, one after another; with kv_heads 0 only the q heads (out, dout). One
+/// program per (token row, head column) copies that head's d_head elements, to the head-major
+/// layout (`to_heads`) or back.
+template <class T, int B>
+struct AttentionHeads {
+  static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  const T* src;
+  T* dst;
+  int64_t batch;
+  int64_t seq;
+  int64_t heads;     // q heads H
+  int64_t kv_heads;  // k and v heads each (0: q heads only)
+  int64_t d_head;
+  bool to_heads;  // fused rows -> head-major; false: back
+
+  /// grid (B T, H + 2 Hkv): every element read once and written once.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    return {tile::traffic_bytes<T>(2.0 * static_cast<double>(grid.x * grid.y * d_head)), 0.0};
+  }
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t r = tl::program_id(c, 0), col = tl::program_id(c, 1);
+    const int64_t b = r / seq, t = r % seq;
+    // The head's region (q, k or v), its index there, and the heads per sequence in it.
+    int64_t region = 0, head = col, per_seq = heads;
+    if (col >= heads + kv_heads) {
+      region = batch * (heads + kv_heads) * seq * d_head;
+      head = col - heads - kv_heads;
+      per_seq = kv_heads;
+    } else if (col >= heads) {
+      region = batch * heads * seq * d_head;
+      head = col - heads;
+      per_seq = kv_heads;
+    }
+    const int64_t major = region + ((b * per_seq + head) * seq + t) * d_head;
+    const int64_t fused = (r * (heads + 2 * kv_heads) + col) * d_head;
+    const T* from = src + (to_heads ? fused : major);
+    T* to = dst + (to_heads ? major : fused);
+    for (int64_t c0 = 0; c0 < d_head; c0 += B)
+      tl::store(c, to + c0, tl::load<B>(c, from + c0, d_head - c0), d_head - c0);
+  }
+};
+
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
@@ -391,13 +439,6 @@ inline int64_t attention_probs_size(const AttentionArgs& a) {
   return a.softcap > 0 ? 2 * n : n;
 }
 
-/// Elements of scratch that attention_backward (and attention_forward with dropout) needs: one
-/// dP/dS block of min(T, 64) x T per (batch, kv head) task. (Inline, like the size above, so that
-/// the CUDA side, built without the CPU launchers, has them too.)
-inline int64_t attention_workspace_size(const AttentionArgs& a) {
-  return a.batch * a.n_kv_heads * std::min(kAttentionQueryBlock, a.seq) * a.seq;
-}
-
 /// What one attention forward or backward declares to the profile (tile/profile.h): FLOPs of
 /// its matrix products over the keys each query sees (2 d_head per query-key pair for Q K^T, as
 /// many for P V; twice that in the backward), and bytes of qkv read and out written once (the
@@ -408,21 +449,28 @@ tile::Traffic attention_traffic(const AttentionArgs& a, int element_bytes, bool 
 /// Forward attention of the fused projection qkv ([B*T, (H + 2 Hkv) dh]: q heads, k heads,
 /// v heads). Writes out [B*T, H*dh] (head h at columns h*dh), the probabilities P, undropped
 /// (and raw scores), into probs, zero where masked, and per query row the largest valid logit
-/// into row_max ([B, H, T], may be null). Parallel over (batch, head, query block), each task
-/// calling the single-threaded GEMM; fully masked key blocks are skipped. With dropout > 0 the
-/// dropped block of P goes through `workspace` (attention_workspace_size elements; may be null
-/// without dropout), and tasks are (batch, kv head), each with its own block of it.
-/// Throws std::invalid_argument on an inconsistent shape or rate.
+/// into row_max ([B, H, T], may be null). `workspace`: attention_workspace_size elements.
+/// On the CPU executor parallel over (batch, head, query block), each task calling the
+/// single-threaded GEMM; fully masked key blocks are skipped; with dropout > 0 the dropped block
+/// of P goes through the workspace (which may be null without dropout), and tasks are (batch, kv
+/// head), each with its own block of it. On a device (tile::runs_as_device: CUDA, the emulated
+/// device) a fixed number of launches whatever B and H: qkv copied head-major, S = Q K^T for all
+/// (batch, kv head) pairs in one batched GEMM (a kv head's query heads as consecutive row blocks:
+/// GQA without repeating K), one softmax over all B H T rows, the dropout, O = P V batched, and
+/// O copied back into out's rows. Throws std::invalid_argument on an inconsistent shape or rate.
 template <class T>
 void attention_forward(const Exec& exec, const AttentionArgs& args, const T* qkv, T* out, T* probs, acc_t<T>* row_max,
                        T* workspace);
 
 /// Gradient of attention_forward: from dout [B*T, H*dh] and the forward's out and probs, writes
 /// all of dqkv (dq, dk, dv in the qkv layout); `args` (dropout rate and seed included) must be
-/// the forward's. Parallel over (batch, kv head), so the dK/dV sums over
-/// the query heads of a group have one writer and a fixed order. workspace holds
-/// attention_workspace_size(args) elements. (The CPU path does not read `out`; the flash
-/// backward does.)
+/// the forward's. On the CPU executor parallel over (batch, kv head), so the dK/dV sums over the
+/// query heads of a group have one writer and a fixed order; on a device each product (dV, dP,
+/// dQ, dK) is one batched GEMM over all (batch, kv head) pairs, the group's sum running along its
+/// K dimension, and the dropout and softmax backward one launch each; it reads the forward's
+/// head-major copy of qkv from the workspace, which must therefore be the forward's, untouched
+/// since (as probs must be). workspace holds attention_workspace_size elements. (The materializing paths do not read
+/// `out`; the flash backward does.)
 template <class T>
 void attention_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out, const T* probs,
                         const T* dout, T* dqkv, T* workspace);
@@ -470,6 +518,22 @@ inline bool attention_uses_flash(const AttentionArgs& a) {
 template <class T>
 bool attention_keeps_probs(const Exec& exec, const AttentionArgs& a) {
   return !(exec.backend == tile::Backend::kCuda && std::is_same_v<T, tile::bf16> && attention_uses_flash(a));
+}
+
+/// Elements of scratch that attention_backward and attention_forward need on `exec`'s target in T
+/// (inline, like the sizes above, so that the CUDA side, built without the CPU launchers, has it
+/// too). The CPU executor: one dP/dS block of min(T, 64) x T per (batch, kv head) task (read by
+/// the forward only with dropout; may then be null without). A device (tile::runs_as_device),
+/// whose products are batched over all (batch, head) pairs: the head-major copies of qkv and of
+/// dqkv (2 B T (H + 2 Hkv) dh), of out or dout (B T H dh), and one [B, H, T, T] block for the
+/// dropped probabilities and dP/dS; the flash kernels (bf16 on CUDA) keep their state in `probs`
+/// and need one element.
+template <class T>
+int64_t attention_workspace_size(const Exec& exec, const AttentionArgs& a) {
+  if (!tile::runs_as_device(exec)) return a.batch * a.n_kv_heads * std::min(kAttentionQueryBlock, a.seq) * a.seq;
+  if (!attention_keeps_probs<T>(exec, a)) return 1;
+  const int64_t rows = a.batch * a.seq, width = (a.n_heads + 2 * a.n_kv_heads) * a.d_head;
+  return 2 * rows * width + rows * a.n_heads * a.d_head + a.batch * a.n_heads * a.seq * a.seq;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -51,6 +51,12 @@ class CudaBackend {
   /// tensor cores). `bf16` says which of the two the pointers are.
   virtual void gemm(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) const = 0;
+  /// kernels::gemm_batched's contract: `count` products at fixed strides (elements) in one
+  /// cuBLASLt call (strided batched layouts).
+  virtual void gemm_batched(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                            float alpha, const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
+                            int64_t stride_b, float beta, void* c, int64_t ldc, int64_t stride_c,
+                            int64_t count) const = 0;
   /// kernels::gemm_epilogue fused by cuBLASLt: kind is a kernels::EpilogueKind, gelu_tanh whether
   /// the activation is GeLU (tanh). false, having done nothing, where cuBLASLt has no such
   /// epilogue (another activation) or no algorithm for it: the launcher then runs it unfused.

@@ -1,4 +1,4 @@
-// defines: bench::kernels::cuda::Stream, Status, check_status, gemm, gemm_epilogue,
+// defines: bench::kernels::cuda::Stream, Status, check_status, gemm, gemm_batched, gemm_epilogue,
 //          cudnn_attention_available,
 //          cudnn_attention_forward, cudnn_attention_backward — the entry points of the
 //          hand-written CUDA code that is not a tile program (an internal header)
@@ -32,6 +32,13 @@ void check_status(Status s, const char* what);
 template <class T>
 void gemm(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, float beta, T* c, int64_t ldc);
+
+/// kernels::gemm_batched through cuBLASLt: `count` products at fixed strides (elements), one call
+/// with strided batched layouts, on the same per-thread Gemm. Throws on failure.
+template <class T>
+void gemm_batched(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, float beta, T* c,
+                  int64_t ldc, int64_t stride_c, int64_t count);
 
 /// kernels::gemm_epilogue's fused form through cuBLASLt (kernels/cuda/gemm.cuh): kind is a
 /// kernels::EpilogueKind, gelu_tanh whether the activation is GeLU (tanh), cuBLASLt's. false,

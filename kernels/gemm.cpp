@@ -198,12 +198,62 @@ void gemm(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t
   gemm<T>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+template <class T>
+void gemm_batched(const tile::Exec& exec, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                  tile::acc_t<T> alpha, const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
+                  int64_t stride_b, tile::acc_t<T> beta, T* c, int64_t ldc, int64_t stride_c, int64_t count) {
+  if (count <= 0) return;
+  if (t_recorder != nullptr)
+    t_recorder->add({trans_a, trans_b, m, n, k, lda, ldb, ldc, static_cast<int>(sizeof(T)), beta != 0, count, stride_a,
+                     stride_b, stride_c});
+  // One kernel to the profile, whatever runs it: count times gemm's traffic.
+  static constexpr const char* kNames[2][2] = {{"gemm NN batched", "gemm NT batched"},
+                                               {"gemm TN batched", "gemm TT batched"}};
+  tile::KernelScope scope(exec, kNames[trans_a ? 1 : 0][trans_b ? 1 : 0]);
+  if (scope.observed()) {
+    const auto md = static_cast<double>(m), nd = static_cast<double>(n), kd = static_cast<double>(k);
+    const auto cd = static_cast<double>(count);
+    scope.set_traffic({cd * (md * kd + kd * nd + md * nd * (beta != 0 ? 2 : 1)) * static_cast<double>(sizeof(T)),
+                       cd * 2 * md * nd * kd});
+  }
+  if (exec.backend == tile::Backend::kCuda) {
+    require(exec, "gemm", type_bit<T>());
+    if constexpr (!std::is_same_v<T, double>)
+      cuda_backend()->gemm_batched(exec.stream, std::is_same_v<T, tile::bf16>, trans_a, trans_b, m, n, k, alpha, a, lda,
+                                   stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, count);
+    return;
+  }
+  const tile::HostAccess access(exec);
+  const auto product = [&](int64_t i) {
+    gemm<T>(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b, ldb, beta, c + i * stride_c,
+            ldc);
+  };
+  if (tile::runs_as_device(exec)) {
+    // The emulated device: in order, as one queue runs them.
+    for (int64_t i = 0; i < count; ++i) product(i);
+    return;
+  }
+  tile::parallel_for(count, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) product(i);
+  });
+}
+
 template void gemm<float>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t);
 template void gemm<double>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
 template void gemm<tile::bf16>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*,
                                int64_t, const tile::bf16*, int64_t, float, tile::bf16*, int64_t);
+
+template void gemm_batched<float>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float, const float*,
+                                  int64_t, int64_t, const float*, int64_t, int64_t, float, float*, int64_t, int64_t,
+                                  int64_t);
+template void gemm_batched<double>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, double, const double*,
+                                   int64_t, int64_t, const double*, int64_t, int64_t, double, double*, int64_t, int64_t,
+                                   int64_t);
+template void gemm_batched<tile::bf16>(const tile::Exec&, bool, bool, int64_t, int64_t, int64_t, float,
+                                       const tile::bf16*, int64_t, int64_t, const tile::bf16*, int64_t, int64_t, float,
+                                       tile::bf16*, int64_t, int64_t, int64_t);
 
 const char* gemm_backend() {
   static const std::string name = [] {

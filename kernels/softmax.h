@@ -30,10 +30,14 @@ struct SoftmaxMask {
   bool causal = true;       ///< row r sees columns <= r + diag_offset
   int64_t diag_offset = 0;  ///< column of row 0's diagonal (keys before the block's first query)
   int64_t window = 0;       ///< > 0: only the last `window` visible columns (sliding window)
+  /// > 0: the mask repeats every `period` rows (row r is masked as row r % period): many
+  /// (batch, head) blocks of T query rows stacked, one launch for all of them.
+  int64_t period = 0;
 };
 
 /// Valid columns [lo, hi) of row r of a block with `cols` columns (hi <= lo: an empty row).
 BENCH_HD inline void softmax_row_range(const SoftmaxMask& mask, int64_t r, int64_t cols, int64_t& lo, int64_t& hi) {
+  if (mask.period > 0) r %= mask.period;
   hi = cols;
   if (mask.causal && r + mask.diag_offset + 1 < cols) hi = r + mask.diag_offset + 1;
   lo = 0;
@@ -45,6 +49,18 @@ BENCH_HD inline void softmax_row_range(const SoftmaxMask& mask, int64_t r, int64
 inline void softmax_visible(const SoftmaxMask& mask, int64_t rows, int64_t cols, double& elements, double& nonempty) {
   elements = 0;
   nonempty = 0;
+  if (mask.period > 0 && rows > mask.period) {  // whole periods counted once
+    SoftmaxMask one = mask;
+    one.period = 0;
+    softmax_visible(one, mask.period, cols, elements, nonempty);
+    const int64_t whole = rows / mask.period;
+    const auto periods = static_cast<double>(whole);
+    double rest_elements = 0, rest_nonempty = 0;
+    softmax_visible(one, rows % mask.period, cols, rest_elements, rest_nonempty);
+    elements = elements * periods + rest_elements;
+    nonempty = nonempty * periods + rest_nonempty;
+    return;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     int64_t lo = 0, hi = 0;
     softmax_row_range(mask, r, cols, lo, hi);
@@ -67,7 +83,8 @@ inline void softmax_forward_reference(const std::vector<double>& s, std::vector<
   if (row_max != nullptr) row_max->assign(static_cast<size_t>(rows), 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     // The mask straight from its definition (not softmax_row_range, which the kernels use).
-    const int64_t hi = mask.causal ? std::min(cols, r + mask.diag_offset + 1) : cols;
+    const int64_t rm = mask.period > 0 ? r % mask.period : r;
+    const int64_t hi = mask.causal ? std::min(cols, rm + mask.diag_offset + 1) : cols;
     const int64_t lo = mask.window > 0 ? std::max<int64_t>(0, hi - mask.window) : 0;
     std::vector<double> l(static_cast<size_t>(cols), 0.0);
     double m = -HUGE_VAL;

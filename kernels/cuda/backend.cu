@@ -59,6 +59,20 @@ class Backend final : public CudaBackend {
                         static_cast<const float*>(b), ldb, beta, static_cast<float*>(c), ldc);
     }
   }
+  void gemm_batched(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb, int64_t stride_b,
+                    float beta, void* c, int64_t ldc, int64_t stride_c, int64_t count) const override {
+    auto* s = static_cast<Stream>(stream);
+    if (bf16) {
+      using B = tile::bf16;
+      cuda::gemm_batched<B>(s, trans_a, trans_b, m, n, k, alpha, static_cast<const B*>(a), lda, stride_a,
+                            static_cast<const B*>(b), ldb, stride_b, beta, static_cast<B*>(c), ldc, stride_c, count);
+    } else {
+      cuda::gemm_batched<float>(s, trans_a, trans_b, m, n, k, alpha, static_cast<const float*>(a), lda, stride_a,
+                                static_cast<const float*>(b), ldb, stride_b, beta, static_cast<float*>(c), ldc,
+                                stride_c, count);
+    }
+  }
   bool gemm_epilogue(void* stream, bool bf16, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                      const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc, int kind,
                      bool gelu_tanh, const void* bias, void* aux, int64_t ld_aux, void* bias_grad) const override {

@@ -34,6 +34,7 @@ struct Api {
   decltype(&cublasLtMatmulPreferenceSetAttribute) preference_set_attribute = nullptr;
   decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
   decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layout_set_attribute = nullptr;
 };
 
 /// The library, opened at the first call (thread-safe) and never closed: handles and descriptors
@@ -66,6 +67,7 @@ inline const Api& api() {
     resolve(a.preference_set_attribute, "cublasLtMatmulPreferenceSetAttribute");
     resolve(a.layout_create, "cublasLtMatrixLayoutCreate");
     resolve(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
+    resolve(a.layout_set_attribute, "cublasLtMatrixLayoutSetAttribute");
     return a;
   }();
   return loaded;

@@ -3,6 +3,7 @@
 // opened with dlopen when the first Gemm is made (cublaslt_api.cuh), never linked.
 #include <cublasLt.h>
 
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -77,9 +78,16 @@ struct Plan {
   }
 };
 
-// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, alignment of a, b, c, ld_aux)
+/// A strided batch of products (gemm_batched): their number and the strides, in elements, between
+/// consecutive A, B and C. count 1: one product.
+struct Batch {
+  int64_t count = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+// (dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, epilogue, alignment of a, b, c, ld_aux, batch
+// count, strides of a, b, c)
 using PlanKey = std::tuple<int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, uint32_t,
-                           uint32_t, uint32_t, int64_t>;
+                           uint32_t, uint32_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 
 /// The largest power of two up to 256 that divides the address: cuBLASLt's heuristic assumes 256
 /// unless told, and a kernel chosen for more alignment than the pointer has fails. Views into a
@@ -90,6 +98,22 @@ uint32_t alignment(const void* p) {
   uint32_t al = 256;
   while (al > 1 && a % al != 0) al /= 2;
   return al;
+}
+
+/// The alignment every matrix of a strided batch has: the first one's, and the stride's (bytes).
+uint32_t alignment(const void* p, int64_t stride_bytes) {
+  uint32_t al = alignment(p);
+  while (al > 1 && stride_bytes % al != 0) al /= 2;
+  return al;
+}
+
+/// Sets a strided batch on a layout (nothing for one product).
+void set_batch(cublasLtMatrixLayout_t layout, int64_t count, int64_t stride) {
+  if (count <= 1) return;
+  const auto n = static_cast<int32_t>(count);
+  check(lt().layout_set_attribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n), "batch count");
+  check(lt().layout_set_attribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+        "batch stride");
 }
 
 }  // namespace
@@ -124,11 +148,30 @@ namespace {
 /// which marks the plan refused instead of throwing.
 template <class T>
 Plan& plan_for(Gemm::Impl& impl, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-               const T* b, int64_t ldb, T* c, int64_t ldc, Epilogue epilogue, int64_t ld_aux, bool optional) {
+               const T* b, int64_t ldb, T* c, int64_t ldc, Epilogue epilogue, int64_t ld_aux, bool optional,
+               const Batch& batch = {}) {
   const cudaDataType_t type = data_type<T>();
-  const uint32_t align_a = alignment(a), align_b = alignment(b), align_c = alignment(c);
-  const PlanKey key{static_cast<int>(type),     trans_a, trans_b, m,       n,     k, lda, ldb, ldc,
-                    static_cast<int>(epilogue), align_a, align_b, align_c, ld_aux};
+  const auto bytes = static_cast<int64_t>(sizeof(T));
+  const uint32_t align_a = alignment(a, batch.stride_a * bytes), align_b = alignment(b, batch.stride_b * bytes),
+                 align_c = alignment(c, batch.stride_c * bytes);
+  const PlanKey key{static_cast<int>(type),
+                    trans_a,
+                    trans_b,
+                    m,
+                    n,
+                    k,
+                    lda,
+                    ldb,
+                    ldc,
+                    static_cast<int>(epilogue),
+                    align_a,
+                    align_b,
+                    align_c,
+                    ld_aux,
+                    batch.count,
+                    batch.stride_a,
+                    batch.stride_b,
+                    batch.stride_c};
   auto& slot = impl.plans[key];
   if (slot) return *slot;
   auto plan = std::make_unique<Plan>();
@@ -152,6 +195,10 @@ Plan& plan_for(Gemm::Impl& impl, bool trans_a, bool trans_b, int64_t m, int64_t 
   check(lt().layout_create(&plan->a, type, trans_b ? k : n, trans_b ? n : k, ldb), "layout of B");
   check(lt().layout_create(&plan->b, type, trans_a ? m : k, trans_a ? k : m, lda), "layout of A");
   check(lt().layout_create(&plan->c, type, n, m, ldc), "layout of C");
+  // A strided batch: the same count on every layout, each with its own operand's stride.
+  set_batch(plan->a, batch.count, batch.stride_b);
+  set_batch(plan->b, batch.count, batch.stride_a);
+  set_batch(plan->c, batch.count, batch.stride_c);
   cublasLtMatmulPreference_t pref = nullptr;
   check(lt().preference_create(&pref), "preference");
   check(lt().preference_set_attribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &impl.workspace_bytes,
@@ -211,6 +258,17 @@ void Gemm::run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, floa
 }
 
 template <class T>
+void Gemm::run_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                       int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, float beta, T* c,
+                       int64_t ldc, int64_t stride_c, int64_t count, cudaStream_t stream) {
+  if (m == 0 || n == 0 || count <= 0) return;
+  if (count > INT32_MAX) throw std::runtime_error("cuBLASLt: a batch of more than 2^31 - 1 products");
+  const Batch batch{count, stride_a, stride_b, stride_c};
+  Plan& plan = plan_for(*impl_, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, Epilogue::kNone, 0, false, batch);
+  launch(*impl_, plan, alpha, a, b, beta, c, stream, Epilogue::kNone, nullptr, nullptr);
+}
+
+template <class T>
 bool Gemm::try_run(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
                    const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream, Epilogue epilogue,
                    const T* bias, T* aux, int64_t ld_aux) {
@@ -231,6 +289,12 @@ template void Gemm::run<float>(bool, bool, int64_t, int64_t, int64_t, float, con
 template void Gemm::run<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
                                     const tile::bf16*, int64_t, float, tile::bf16*, int64_t, cudaStream_t, Epilogue,
                                     const tile::bf16*);
+template void Gemm::run_batched<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, int64_t,
+                                       const float*, int64_t, int64_t, float, float*, int64_t, int64_t, int64_t,
+                                       cudaStream_t);
+template void Gemm::run_batched<tile::bf16>(bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
+                                            int64_t, const tile::bf16*, int64_t, int64_t, float, tile::bf16*, int64_t,
+                                            int64_t, int64_t, cudaStream_t);
 template bool Gemm::try_run<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
                                    int64_t, float, float*, int64_t, cudaStream_t, Epilogue, const float*, float*,
                                    int64_t);
@@ -257,6 +321,20 @@ template void gemm<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, 
                           int64_t, float, float*, int64_t);
 template void gemm<tile::bf16>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
                                const tile::bf16*, int64_t, float, tile::bf16*, int64_t);
+
+template <class T>
+void gemm_batched(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
+                  int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, float beta, T* c,
+                  int64_t ldc, int64_t stride_c, int64_t count) {
+  thread_gemm().run_batched<T>(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b, beta, c, ldc,
+                               stride_c, count, stream);
+}
+
+template void gemm_batched<float>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, int64_t,
+                                  const float*, int64_t, int64_t, float, float*, int64_t, int64_t, int64_t);
+template void gemm_batched<tile::bf16>(Stream, bool, bool, int64_t, int64_t, int64_t, float, const tile::bf16*, int64_t,
+                                       int64_t, const tile::bf16*, int64_t, int64_t, float, tile::bf16*, int64_t,
+                                       int64_t, int64_t);
 
 template <class T>
 bool gemm_epilogue(Stream stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a,

@@ -38,6 +38,14 @@ class Gemm {
            const T* b, int64_t ldb, float beta, T* c, int64_t ldc, cudaStream_t stream,
            Epilogue epilogue = Epilogue::kNone, const T* bias = nullptr);
 
+  /// `count` products of run()'s shape at fixed strides (elements) in one cuBLASLt call: the
+  /// layouts' CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT and STRIDED_BATCH_OFFSET (kernels/gemm.h,
+  /// gemm_batched). No epilogue.
+  template <class T>
+  void run_batched(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const T* a, int64_t lda,
+                   int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b, float beta, T* c, int64_t ldc,
+                   int64_t stride_c, int64_t count, cudaStream_t stream);
+
   /// run() with an epilogue that may have no algorithm: false (nothing done, and remembered for
   /// the shape) where cuBLASLt finds none or does not support it; throws on any other failure.
   /// `aux` [M rows, ld_aux] (kGeluAux*, kDGelu); `bias` is written for kBiasGradA.

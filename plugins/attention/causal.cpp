@@ -11,26 +11,24 @@
 //   y = o Wo^T (+ bo: bias = "all", GPT-2, GPT-NeoX),
 // where the mask is causal, and banded to the last `window` keys on the layers whose `pattern`
 // letter is L (the pattern cycles over the layers: "LLLLLG" is Gemma 3's five local, one global).
-// `kernel = "cudnn"` runs the attention itself through cuDNN's fused flash attention instead of
-// ours (kernels/attention.h, section 4: CUDA and bf16, no soft-cap or dropout); `kernel = "ours"`
-// always runs ours; the default, "auto", takes cuDNN wherever it runs this layer's variant forward
-// and backward (kernels::attention_cudnn_runs: a CUDA target in bf16 with a cuDNN that loads and
-// takes the shape) and ours everywhere else (the CPU, float32, soft-capping, dropout).
-// `kernel = "tiled"` runs the CPU's tiled (flash-style) attention (kernels/attention_tiled.h: float
-// or double, O(T) memory per row instead of the T x T probabilities); on the CPU "auto" takes it
-// where the probabilities would pass 64 MiB per layer (kernels::attention_tiled_preferred: B=1,
-// H=4, T=4096 in float), and keeps the materializing path, bit for bit today's, below that.
+//
+// This file is the frame: projections, QK-norm, rotation, the probes and the cost. The line o_h =
+// ... itself is an attention core (core.h), one file each, chosen by `core`: "materializing"
+// (P kept; batched launches on a device), "flash" (ours, CUDA bf16), "cudnn" (cuDNN's SDPA, CUDA
+// bf16, no soft-cap or dropout), "tiled" (the CPU's flash-style path), or any core registered
+// with BENCH_ATTENTION_CORE. "auto" takes the first of cudnn, flash, tiled (past 64 MiB of
+// probabilities per layer) and materializing that runs the layer's variant on the target. The
+// older key `kernel` still selects: "auto" (the same), "ours" (flash where it runs, else
+// materializing), "cudnn", "tiled".
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "bench/bench.h"
 #include "bench/random.h"
+#include "core.h"
 #include "kernels/attention.h"
-#include "kernels/attention_tiled.h"
-#include "kernels/catalog.h"
 #include "kernels/dropout.h"
-#include "kernels/elementwise.h"
 #include "qk_norm.h"
 
 namespace bench::attention {
@@ -45,6 +43,10 @@ int64_t layer_window(const std::string& pattern, int64_t window, int layer) {
   return pattern[i] == 'L' ? window : 0;
 }
 
+/// What the `kernel` key's values select, as a core: "ours" is flash where it runs, else the
+/// materializing core (resolved at setup).
+std::string core_of_kernel(const std::string& kernel) { return kernel == "ours" ? "ours" : kernel; }
+
 }  // namespace
 
 class CausalAttention final : public Sublayer {
@@ -55,8 +57,10 @@ class CausalAttention final : public Sublayer {
         pattern_(p.string("pattern")),
         softcap_(p.number("softcap")),
         out_scale_(p.boolean("scaled_output_init")),
-        kernel_(p.string("kernel")),
-        kernel_where_(p.where("kernel")),
+        core_key_(p.string("core") != "auto" ? "core" : "kernel"),
+        core_(p.string("core") != "auto" ? p.string("core") : core_of_kernel(p.string("kernel"))),
+        core_value_(p.string(core_key_)),
+        core_where_(p.where(core_key_)),
         qkv_bias_(p.string("bias") != "none"),
         out_bias_(p.string("bias") == "all"),
         qk_norm_(QkNorm::parse(p.string("qk_norm")), p.number("qk_norm_eps"), p.boolean("qk_norm_bias"),
@@ -74,19 +78,30 @@ class CausalAttention final : public Sublayer {
     if (!qk_norm_.enabled() && p.string("qk_norm_scope") == "full")
       throw ConfigError(p.where("qk_norm_scope"),
                         "qk_norm_scope = \"full\" needs a QK-norm: set qk_norm = \"rmsnorm\" or \"layernorm\"");
+    if (p.string("core") != "auto" && p.given("kernel") && p.string("kernel") != "auto")
+      throw ConfigError(p.where("kernel"), "set the attention core with one key: core = \"" + p.string("core") +
+                                               "\" and kernel = \"" + p.string("kernel") + "\" are both given");
+    if (core_ != "auto" && core_ != "ours" && find_core(core_) == nullptr) {
+      std::string known;
+      for (const std::string& n : core_names()) known += (known.empty() ? "" : ", ") + n;
+      throw ConfigError(core_where_, "no attention core \"" + core_ + "\": the cores are auto, " + known);
+    }
     if (pattern_.find('L') != std::string::npos && window_ <= 0)
       throw ConfigError(p.given("window") ? p.where("window") : p.where("pattern"),
                         "pattern \"" + pattern_ + "\" has local (L) layers: set window > 0 tokens");
   }
 
-  // What cuDNN's fused attention cannot run is known from the model's shape: `bench validate`
-  // reports it at the key (the device and dtype are known at setup only).
+  // What the chosen core cannot run that is known from the model's shape (cuDNN: soft-capping,
+  // dropout, d_head): `bench validate` reports it at the key (the device and dtype are known at
+  // setup only).
   void validate(const ModelDims& d) const override {
-    if (kernel_ != "cudnn" || d.n_kv_heads <= 0 || d.n_heads % d.n_kv_heads != 0) return;  // heads: not ours
+    const CoreInfo* info = find_core(core_);
+    if (info == nullptr || info->variant_unsupported == nullptr) return;
+    if (d.n_kv_heads <= 0 || d.n_heads % d.n_kv_heads != 0) return;  // heads: not ours
     kernels::AttentionArgs a{d.batch_size, d.seq_len, d.n_heads, d.n_kv_heads, d.d_head, 1.0, softcap_, window_, true};
     a.dropout = d.dropout_attention;
-    if (const std::string why = kernels::attention_cudnn_unsupported(a); !why.empty())
-      throw ConfigError(kernel_where_, "kernel = \"cudnn\": " + why);
+    if (const std::string why = info->variant_unsupported(a); !why.empty())
+      throw ConfigError(core_where_, core_key_ + " = \"" + core_value_ + "\": " + why);
   }
 
   void setup(SetupContext& ctx) override {
@@ -119,29 +134,18 @@ class CausalAttention final : public Sublayer {
     args_ = kernels::AttentionArgs{batch_, seq_, heads_, kv_heads_, d_head_, 0.0, softcap_, window, true};
     const double scalar = query_pre_attn_scalar_ > 0 ? query_pre_attn_scalar_ : static_cast<double>(d_head_);
     args_.scale = position_->attention_scale() / std::sqrt(scalar);
-    cudnn_ = kernel_ == "cudnn" || (kernel_ == "auto" && cudnn_runs(ctx));
-    if (kernel_ == "cudnn") check_cudnn(ctx);
-    tiled_ = tiled_choice(ctx);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
     dqkv_ = ctx.buffer({rows_, qkv_width_});
     att_ = ctx.buffer({rows_, heads_ * d_head_});
     datt_ = ctx.buffer({rows_, heads_ * d_head_});
-    if (cudnn_) {
-      // cuDNN keeps the log-sum-exp per query (its own workspace is its launcher's).
-      probs_ = ctx.buffer({kernels::attention_cudnn_stats_size(args_)}, DType::kFloat32);
-      work_ = ctx.buffer({1});
-    } else if (tiled_) {
-      // The tiled path keeps the log-sum-exp per query, in the compute type; its tiles are its own.
-      probs_ = ctx.buffer({kernels::attention_tiled_state_size(args_)}, acc);
-      work_ = ctx.buffer({1});
-    } else {
-      // Where the flash kernels will run, probs_ holds their state, not the T x T probabilities.
-      flash_ = !dispatch_float(
-          ctx.dtype(), [&]<class T>() { return kernels::attention_keeps_probs<T>(tile::Exec{ctx.backend()}, args_); });
-      probs_ = ctx.buffer({flash_ ? kernels::attention_flash_state_size(args_) : kernels::attention_probs_size(args_)});
-      work_ = ctx.buffer({kernels::attention_workspace_size(args_)});
-    }
+    // The core sees the layer's variant with the training dropout rate (the step's rate and seed
+    // come with each call).
+    kernels::AttentionArgs with_dropout = args_;
+    with_dropout.dropout = dropout_;
+    core_name_ = choose_core(ctx, with_dropout);
+    core_impl_ = find_core(core_name_)->make();
+    core_impl_->setup(ctx, with_dropout);
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
     esize_ = dtype_size(ctx.dtype());
   }
@@ -158,53 +162,31 @@ class CausalAttention final : public Sublayer {
     args_.dropout = ctx.training ? dropout_ : 0.0;
     args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
     const bool entropy = ctx.probes && ctx.layer_probes && layer_ >= 0;
-    dispatch_float(x.dtype(), [&]<class T>() {
-      using A = tile::acc_t<T>;
-      A* rm = ctx.probes ? static_cast<A*>(row_max_.raw()) : nullptr;
-      if (cudnn_) {
-        kernels::attention_cudnn_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>());
-        // cuDNN reports the log-sum-exp, not the max: the probe's max takes a pass of its own.
-        if (rm != nullptr) kernels::attention_row_max<T>(ctx.exec, args_, qkv_.data<T>(), rm);
-      } else if (tiled_) {
-        kernels::attention_tiled_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(),
-                                            static_cast<A*>(probs_.raw()), rm);
-      } else {
-        if (kernels::attention_keeps_probs<T>(ctx.exec, args_) == flash_)
-          throw Error("attention: set up for " + std::string(flash_ ? "the flash kernels" : "stored probabilities") +
-                      " but run where the other path runs");
-        kernels::attention_forward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(), rm,
-                                      work_.data<T>());
-      }
-      if (rm != nullptr) {
-        // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
-        std::vector<char> storage;
-        const A* r = ops::on_host(row_max_, storage).data<A>();
-        double m = -INFINITY;
+    void* rm = ctx.probes ? row_max_.raw() : nullptr;
+    core_impl_->forward(ctx, args_, qkv_, att_, rm);
+    if (rm != nullptr) {
+      // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
+      std::vector<char> storage;
+      const Tensor host = ops::on_host(row_max_, storage);
+      double m = -INFINITY;
+      dispatch_float(x.dtype(), [&]<class T>() {
+        const auto* r = host.data<tile::acc_t<T>>();
         for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(r[i]) || r[i] > m ? r[i] : m;
-        ctx.probe_max("max_attn_logit", m);
-        if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
-      }
-      if (entropy) {
-        // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
-        // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
-        // attends to one key. Summed on the device over the stored probabilities (not the raw
-        // scores that follow them when there is a cap), or, where the flash kernels keep none,
-        // recomputed per row from qkv (the flash kernels, cuDNN and the CPU's tiled path).
-        const int64_t rows = batch_ * heads_ * seq_;
-        double sum = 0;
-        // No probabilities kept: recomputed per row from qkv (row_max_ is read above).
-        if (flash_ || cudnn_ || tiled_) {
-          A* per_row = static_cast<A*>(row_max_.raw());
-          kernels::attention_entropy<T>(ctx.exec, args_, qkv_.data<T>(), per_row);
-          sum = kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
-        } else {
-          sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(), rows * seq_);
-        }
-        const double h = sum / static_cast<double>(rows);
-        ctx.probe_mean("attn_entropy", h);
-        ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
-      }
-    });
+      });
+      ctx.probe_max("max_attn_logit", m);
+      if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
+    }
+    if (entropy) {
+      // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
+      // and add nothing): ln(t + 1) for uniform causal attention at query t, 0 when every query
+      // attends to one key. The core sums its stored probabilities (not the raw scores that
+      // follow them when there is a cap), or recomputes them per row from qkv (row_max_, read
+      // above, is its scratch).
+      const double h =
+          core_impl_->entropy_sum(ctx, args_, qkv_, row_max_) / static_cast<double>(batch_ * heads_ * seq_);
+      ctx.probe_mean("attn_entropy", h);
+      ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
+    }
     if (bo_ != nullptr)
       ops::linear_forward(ctx, att_, wo_->value, bo_->value, y);
     else
@@ -216,18 +198,7 @@ class CausalAttention final : public Sublayer {
       ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, wo_->grad, bo_->grad, bias_scratch_);
     else
       ops::linear_backward(ctx, dy, att_, wo_->value, &datt_, &wo_->grad);
-    dispatch_float(dy.dtype(), [&]<class T>() {
-      if (cudnn_)
-        kernels::attention_cudnn_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<float>(),
-                                             datt_.data<T>(), dqkv_.data<T>());
-      else if (tiled_)
-        kernels::attention_tiled_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(),
-                                             static_cast<const tile::acc_t<T>*>(probs_.raw()), datt_.data<T>(),
-                                             dqkv_.data<T>());
-      else
-        kernels::attention_backward<T>(ctx.exec, args_, qkv_.data<T>(), att_.data<T>(), probs_.data<T>(),
-                                       datt_.data<T>(), dqkv_.data<T>(), work_.data<T>());
-    });
+    core_impl_->backward(ctx, args_, qkv_, att_, datt_, dqkv_);
     position_->rotate_backward(view(dqkv_), ctx);
     qk_norm_.backward(dqkv_, ctx);
     if (bqkv_ != nullptr)
@@ -254,10 +225,11 @@ class CausalAttention final : public Sublayer {
     const double e = static_cast<double>(esize_);
     const double act = rows * static_cast<double>(d_model_) * e;
     const double weights = static_cast<double>(wqkv_->shape.numel() + wo_->shape.numel()) * e;
-    // The probabilities written and read back, unless the flash kernels (ours or cuDNN's) keep them on chip
-    // or the CPU's tiled path keeps them in its tiles.
-    const double probs =
-        flash_ || cudnn_ || tiled_ ? 0.0 : static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e;
+    // The probabilities written and read back, where the core keeps them (not the flash kernels,
+    // ours or cuDNN's, nor the CPU's tiled path).
+    const double probs = core_impl_ != nullptr && core_impl_->keeps_probabilities()
+                             ? static_cast<double>(seq_) * static_cast<double>(seq_) * bh * e
+                             : 0.0;
     c.bytes_forward = 2 * act + weights + 2 * rows * static_cast<double>(qkv_width_) * e + probs;
     c.bytes_backward = 2 * c.bytes_forward;
     // Biases: one add per output forward, one column-sum term per output backward, each read and
@@ -279,49 +251,26 @@ class CausalAttention final : public Sublayer {
     return QkView{buffer, batch_, seq_, heads_, kv_heads_, d_head_, qkv_width_, 0, heads_ * d_head_};
   }
 
-  /// kernel = "auto" at setup: cuDNN runs this layer's variant (its training dropout rate
-  /// included), forward and backward, on the target in the model's dtype.
-  bool cudnn_runs(const SetupContext& ctx) const {
-    const tile::Exec target{ctx.backend()};
-    kernels::AttentionArgs a = args_;
-    a.dropout = dropout_;
-    return dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_cudnn_runs<T>(target, a, nullptr); });
-  }
-
-  /// Whether the CPU's tiled attention runs this layer: kernel = "tiled" (a ConfigError at the key
-  /// where it cannot: CUDA, bf16), or kernel = "auto" where cuDNN does not run it, the tiled path
-  /// can, and the probabilities would pass kernels::kAttentionTiledAutoBytes.
-  bool tiled_choice(const SetupContext& ctx) const {
-    if (cudnn_ || (kernel_ != "tiled" && kernel_ != "auto")) return false;
-    const tile::Exec target{ctx.backend()};
-    const std::string why =
-        dispatch_float(ctx.dtype(), [&]<class T>() { return kernels::attention_tiled_unsupported<T>(target); });
-    if (kernel_ == "tiled" && !why.empty())
-      throw ConfigError(kernel_where_, "kernel = \"tiled\": the attention at " + ctx.scope() + " on " +
-                                           tile::target_name(target) + " in " + std::string(dtype_name(ctx.dtype())) +
-                                           ": " + why);
-    if (kernel_ == "tiled") return true;
-    return why.empty() && kernels::attention_tiled_preferred(args_, static_cast<double>(dtype_size(ctx.dtype())));
-  }
-
-  /// kernel = "cudnn" at setup: the target must run cuDNN's attention (CUDA, bf16, a cuDNN that
-  /// loads: the target answers), and cuDNN must cover the variant (this layer's window and the
-  /// training dropout rate included); else a ConfigError at the key naming this attention, the
-  /// kernel and the device.
-  void check_cudnn(const SetupContext& ctx) const {
-    const tile::Exec target{ctx.backend()};
-    std::string why;
-    const bool runs = dispatch_float(
-        ctx.dtype(), [&]<class T>() { return kernels::supports<T>(target, "attention_cudnn_forward", &why); });
-    if (!runs)
-      throw ConfigError(kernel_where_, "kernel = \"cudnn\": the attention at " + ctx.scope() +
-                                           ": kernel attention_cudnn_forward cannot run on " +
-                                           tile::target_name(target) + " in " + std::string(dtype_name(ctx.dtype())) +
-                                           ": " + why);
-    kernels::AttentionArgs a = args_;
-    a.dropout = dropout_;
-    if (why = kernels::attention_cudnn_unsupported(a); !why.empty())
-      throw ConfigError(kernel_where_, "kernel = \"cudnn\": " + why);
+  /// The core's name at setup: the key's, checked against the target (a ConfigError at the key
+  /// naming this attention and why where it cannot run), or for "auto" the first of kAutoOrder
+  /// that runs the variant here and prefers it, or for kernel = "ours" flash where it runs, else
+  /// the materializing core.
+  std::string choose_core(const SetupContext& ctx, const kernels::AttentionArgs& args) const {
+    const CoreQuery q{ctx.backend(), ctx.dtype(), args};
+    const auto runs = [&](const char* name) {
+      const CoreInfo* info = find_core(name);
+      return info != nullptr && info->unsupported(q).empty();
+    };
+    if (core_ == "auto") {
+      for (const char* name : kAutoOrder)
+        if (runs(name) && find_core(name)->preferred(q)) return name;
+      return "materializing";
+    }
+    if (core_ == "ours") return runs("flash") ? "flash" : "materializing";
+    if (const std::string why = find_core(core_)->unsupported(q); !why.empty())
+      throw ConfigError(core_where_,
+                        core_key_ + " = \"" + core_value_ + "\": the attention at " + ctx.scope() + ": " + why);
+    return core_;
   }
 
   int64_t window_;
@@ -329,9 +278,12 @@ class CausalAttention final : public Sublayer {
   std::string pattern_;
   double softcap_;
   bool out_scale_;
-  std::string kernel_;  // "auto", "ours", "cudnn" or "tiled"
-  bool cudnn_ = false;  // cuDNN runs this layer: probs_ holds its log-sum-exp per query (float)
-  SourceLoc kernel_where_;
+  std::string core_key_;    // the key that chose the core: "core", or "kernel" when core is "auto"
+  std::string core_;        // a registered core's name, "auto", or "ours" (from kernel = "ours")
+  std::string core_value_;  // the key's value as written, for messages
+  SourceLoc core_where_;
+  std::string core_name_;  // the core that runs (after setup)
+  std::unique_ptr<AttentionCore> core_impl_;
   bool qkv_bias_, out_bias_;  // bias = "qkv": q, k, v; "all": and the output projection
   QkNorm qk_norm_;
   int64_t batch_ = 0, seq_ = 0, heads_ = 0, kv_heads_ = 0, d_head_ = 0, d_model_ = 0, rows_ = 0, qkv_width_ = 0;
@@ -339,8 +291,6 @@ class CausalAttention final : public Sublayer {
   double dropout_ = 0;
   int64_t site_ = 0;
   size_t esize_ = 4;
-  bool flash_ = false;  // the flash kernels will run: probs_ holds their state, not probabilities
-  bool tiled_ = false;  // the CPU's tiled path runs: probs_ holds the log-sum-exp per query (compute type)
   Position* position_ = nullptr;
   Param* wqkv_ = nullptr;
   Param* wo_ = nullptr;
@@ -348,7 +298,7 @@ class CausalAttention final : public Sublayer {
   Param* bo_ = nullptr;
   kernels::AttentionArgs args_{};
   Tensor bias_scratch_;
-  Tensor x_, qkv_, dqkv_, att_, datt_, probs_, work_, row_max_;
+  Tensor x_, qkv_, dqkv_, att_, datt_, row_max_;
 };
 
 ComponentInfo causal_info() {
@@ -378,12 +328,15 @@ ComponentInfo causal_info() {
                          "linear biases, initialized to 0: none (Llama), qkv on the q, k, v projections (Qwen2), "
                          "all: and on the output projection (GPT-2, GPT-NeoX)"),
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
+       ParamSpec::string("core", "auto",
+                         "the attention core (plugins/attention/core_*.cpp): auto (the first of cudnn, flash, tiled "
+                         "past 64 MiB of probabilities per layer, and materializing that runs the variant here), "
+                         "materializing (P kept; one batched launch per product on a device), flash (ours: CUDA "
+                         "bf16, d_head 64/128), cudnn (cuDNN SDPA: CUDA bf16), tiled (the CPU's flash-style path), "
+                         "or a core registered with BENCH_ATTENTION_CORE; an error where the core cannot run"),
        ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn", "tiled"},
-                         "attention kernel: auto (CUDA bf16: cuDNN SDPA where it runs the variant, else ours; CPU: "
-                         "tiled where the T x T probabilities would pass 64 MiB per layer, else ours), ours (CUDA "
-                         "bf16: flash; elsewhere the materializing path), cudnn (cuDNN SDPA, an error where it "
-                         "cannot run) or tiled (the CPU's flash-style path, float/double, O(T) memory per row; an "
-                         "error elsewhere)")});
+                         "the older key of the core (when core = \"auto\"): auto, ours (flash where it runs, else "
+                         "materializing), cudnn or tiled")});
 }
 
 }  // namespace bench::attention

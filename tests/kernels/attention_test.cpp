@@ -23,6 +23,7 @@
 #include "gemm.h"
 #include "kernel_test_util.h"
 #include "tile/parallel.h"
+#include "tile/profile.h"
 
 namespace bench::kernels {
 namespace {
@@ -65,7 +66,7 @@ AttentionRun<T> run(const Target& t, const AttentionArgs& a, const std::vector<T
   const T poison = tile::from_acc<T>(77);
   Dev<T> gqkv(t, qkv), out(t, std::vector<T>(static_cast<size_t>(out_size(a)), poison));
   Dev<T> probs(t, std::vector<T>(static_cast<size_t>(attention_probs_size(a)), poison));
-  Dev<T> ws(t, std::vector<T>(static_cast<size_t>(attention_workspace_size(a)), poison));
+  Dev<T> ws(t, std::vector<T>(static_cast<size_t>(attention_workspace_size<T>(t.exec(), a)), poison));
   Dev<acc_t<T>> row_max(t, std::vector<acc_t<T>>(static_cast<size_t>(a.batch * a.n_heads * a.seq), acc_t<T>(0)));
   const Exec exec = t.exec();
   attention_forward<T>(exec, a, gqkv.get(), out.get(), probs.get(), row_max.get(), ws.get());
@@ -87,7 +88,7 @@ AttentionRun<double> run_host(const Exec& exec, const AttentionArgs& a, const st
   r.out.assign(static_cast<size_t>(out_size(a)), 77.0);
   r.probs.assign(static_cast<size_t>(attention_probs_size(a)), 77.0);
   r.row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), 0.0);
-  std::vector<double> ws(static_cast<size_t>(attention_workspace_size(a)), 77.0);
+  std::vector<double> ws(static_cast<size_t>(attention_workspace_size<double>(exec, a)), 77.0);
   attention_forward<double>(exec, a, qkv.data(), r.out.data(), r.probs.data(), r.row_max.data(), ws.data());
   return r;
 }
@@ -580,6 +581,65 @@ TEST(AttentionThreads, ResultsIndependentOfThreadCount) {
   }
 }
 
+/// Counts the outermost launches of the calling thread while it exists.
+class LaunchCounter final : public tile::LaunchObserver {
+ public:
+  LaunchCounter() : previous_(tile::observe_launches(this)) {}
+  ~LaunchCounter() override { tile::observe_launches(previous_); }
+  LaunchCounter(const LaunchCounter&) = delete;
+  LaunchCounter& operator=(const LaunchCounter&) = delete;
+  void begin(const tile::Exec&, const char*) override {}
+  void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
+    ++count;
+    names.emplace_back(name);
+  }
+  int count = 0;
+  std::vector<std::string> names;
+
+ private:
+  tile::LaunchObserver* previous_;
+};
+
+// A device's composition (the emulated device issues CUDA's launches one for one): a fixed
+// number of launches per call whatever the batch and the heads, GQA, soft-cap and dropout
+// included: the head-major copy, S, the softmax, the dropout, O and the copy back forward; dout's
+// copy (qkv's is the forward's), the dropout, dV, dP, the dropout, the softmax backward, dQ, dK
+// and the copy back backward. The products are batched GEMMs, one each.
+TEST(AttentionLaunches, DeviceLaunchesIndependentOfBatchAndHeads) {
+  const Target emulated{Backend::kEmulated, "emulated"};
+  for (double dropout : {0.0, 0.1})
+    for (const auto& [b, h, hkv] : {std::tuple<int64_t, int64_t, int64_t>{1, 2, 2}, {3, 4, 2}, {2, 6, 1}, {4, 8, 8}}) {
+      SCOPED_TRACE("dropout " + std::to_string(dropout) + " B " + std::to_string(b) + " H " + std::to_string(h) +
+                   " Hkv " + std::to_string(hkv));
+      const AttentionArgs a = make_args(b, 24, h, hkv, 8, 2.0, 0, true, dropout);
+      const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 30));
+      const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 31));
+      Dev<float> gqkv(emulated, qkv), out(emulated, static_cast<size_t>(out_size(a)));
+      Dev<float> probs(emulated, static_cast<size_t>(attention_probs_size(a)));
+      Dev<float> ws(emulated, static_cast<size_t>(attention_workspace_size<float>(emulated.exec(), a)));
+      Dev<float> gdout(emulated, dout), dqkv(emulated, qkv.size());
+      const int drops = dropout > 0 ? 1 : 0;
+      {
+        LaunchCounter forward;
+        attention_forward<float>(emulated.exec(), a, gqkv.get(), out.get(), probs.get(), nullptr, ws.get());
+        EXPECT_EQ(forward.count, 5 + drops);
+        EXPECT_EQ(std::count(forward.names.begin(), forward.names.end(), std::string("gemm NT batched")), 1);
+        EXPECT_EQ(std::count(forward.names.begin(), forward.names.end(), std::string("gemm NN batched")), 1);
+      }
+      LaunchCounter backward;
+      attention_backward<float>(emulated.exec(), a, gqkv.get(), out.get(), probs.get(), gdout.get(), dqkv.get(),
+                                ws.get());
+      EXPECT_EQ(backward.count, 7 + 2 * drops);
+      EXPECT_EQ(std::count(backward.names.begin(), backward.names.end(), std::string("gemm TN batched")), 2);
+      // The results of these very launches: the float64 reference.
+      std::vector<double> ref, dref;
+      attention_forward_reference(a, to_double(qkv), ref, nullptr);
+      attention_backward_reference(a, to_double(qkv), to_double(dout), dref);
+      EXPECT_TRUE(all_near(to_double(out.host()), ref, 2e-6, 1e-5));
+      EXPECT_TRUE(all_near(to_double(dqkv.host()), dref, 2e-6, 1e-4));
+    }
+}
+
 TEST(AttentionArgsCheck, RejectsHeadsNotDivisibleByKvHeads) {
   const AttentionArgs a = make_args(1, 4, 4, 3, 8);
   std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a))), p(64 * 4);
@@ -610,7 +670,7 @@ TEST(AttentionTiming, DISABLED_Timing) {
     const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 13));
     std::vector<float> out(static_cast<size_t>(out_size(a))), probs(static_cast<size_t>(attention_probs_size(a)));
     std::vector<float> row_max(static_cast<size_t>(b * h * t)), dqkv(qkv.size());
-    std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
+    std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
     const auto fwd = time_ms(101, [&] {
       attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
     });

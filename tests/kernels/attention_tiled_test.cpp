@@ -134,7 +134,7 @@ TEST_P(AttentionTiledTest, AgreesWithMaterializingPath) {
   const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 26));
   std::vector<float> out(static_cast<size_t>(n_out(a))), probs(static_cast<size_t>(attention_probs_size(a)));
   std::vector<float> row_max(static_cast<size_t>(attention_tiled_state_size(a))), dqkv(qkv.size());
-  std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
+  std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
   attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
   attention_backward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
   const auto r = run_tiled<float>(Exec{}, a, qkv, &dout);
@@ -252,7 +252,7 @@ TEST(AttentionTiledTiming, DISABLED_Timing) {
     std::vector<float> row_max(static_cast<size_t>(attention_tiled_state_size(a)));
     {
       std::vector<float> probs(static_cast<size_t>(attention_probs_size(a)));
-      std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
+      std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
       const auto f = [&] {
         attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
       };
@@ -305,7 +305,7 @@ void peak_memory(int64_t t, bool tiled) {
     attention_tiled_backward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
   } else {
     std::vector<float> probs(static_cast<size_t>(attention_probs_size(a))), rm(static_cast<size_t>(a.seq * 4));
-    std::vector<float> ws(static_cast<size_t>(attention_workspace_size(a)));
+    std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
     attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), rm.data(), ws.data());
     attention_backward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
   }

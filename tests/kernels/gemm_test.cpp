@@ -94,6 +94,50 @@ TEST_P(GemmTest, ExecGemmMatchesFloat64ForEveryTranspose) {
     }
 }
 
+// gemm_batched on the target: `count` products at strides wider than a matrix (padding between
+// them never read or written), one operand repeated (stride 0), beta != 0, every transpose,
+// against the float64 product of each; one kernel to the profile for the whole batch.
+TEST_P(GemmTest, BatchedMatchesFloat64PerProduct) {
+  const Target& t = GetParam();
+  const int64_t m = 19, n = 23, k = 11, pad = 2, count = 5;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(ta) + std::to_string(tb));
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+      const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+      // A advances by a matrix and a gap, B is shared (stride 0), C by a matrix and a gap.
+      const int64_t sa = a_rows * lda + 7, sb = 0, sc = m * ldc + 5;
+      const auto a = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(count * sa), 14)));
+      const auto b = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(b_rows * ldb), 15)));
+      const auto c0 = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(count * sc), 16)));
+      const double alpha = 0.75, beta = -0.5;
+      std::vector<double> ref = c0;
+      for (int64_t q = 0; q < count; ++q)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0;
+            for (int64_t p = 0; p < k; ++p)
+              s += (ta ? a[q * sa + p * lda + i] : a[q * sa + i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+            ref[q * sc + i * ldc + j] = alpha * s + beta * c0[q * sc + i * ldc + j];
+          }
+      Dev<float> af(t, to_storage<float>(a)), bf(t, to_storage<float>(b)), cf(t, to_storage<float>(c0));
+      gemm_batched<float>(t.exec(), ta, tb, m, n, k, 0.75f, af.get(), lda, sa, bf.get(), ldb, sb, -0.5f, cf.get(), ldc,
+                          sc, count);
+      // The gaps between the C matrices keep their values: all of C is compared.
+      EXPECT_TRUE(all_near(to_double(cf.host()), ref, 1e-5, 1e-5));
+      Dev<tile::bf16> ab(t, to_storage<tile::bf16>(a)), bb(t, to_storage<tile::bf16>(b)),
+          cb(t, to_storage<tile::bf16>(c0));
+      gemm_batched<tile::bf16>(t.exec(), ta, tb, m, n, k, 0.75f, ab.get(), lda, sa, bb.get(), ldb, sb, -0.5f, cb.get(),
+                               ldc, sc, count);
+      EXPECT_TRUE(all_near(to_double(cb.host()), ref, 1e-5, 1.0 / 256));
+      if (!t.float64()) continue;
+      Dev<double> ad(t, a), bd(t, b), cd(t, c0);
+      gemm_batched<double>(t.exec(), ta, tb, m, n, k, alpha, ad.get(), lda, sa, bd.get(), ldb, sb, beta, cd.get(), ldc,
+                           sc, count);
+      EXPECT_TRUE(all_near(cd.host(), ref, 1e-13, 1e-13));
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, GemmTest, ::testing::ValuesIn(targets()), target_name);
 
 TEST(Gemm, Bf16MatchesFloat64WithinOneRoundingOfC) {

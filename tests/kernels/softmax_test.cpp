@@ -1,7 +1,8 @@
 // Tests of kernels/softmax.h on every target (kernel_test_util.h): masked softmax forward against
 // the float64 reference, backward against central differences in double and in float and bf16
 // against that float64 backward, for causal,
-// diagonal-offset, sliding-window and soft-capped rows, narrow and wider than one tile.
+// diagonal-offset, sliding-window, soft-capped and periodic (stacked blocks) rows, narrow and wider
+// than one tile.
 #include "softmax.h"
 
 #include <gtest/gtest.h>
@@ -114,7 +115,8 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
                            p.ld, scale, p.softcap, p.mask);
   for (int64_t r = 0; r < p.rows; r += std::max<int64_t>(1, p.rows / 5)) {
     // Only row r depends on its scores: its loss alone, as a one-row block with the same mask.
-    const SoftmaxMask row_mask{p.mask.causal, p.mask.diag_offset + r, p.mask.window};
+    const int64_t r_mask = p.mask.period > 0 ? r % p.mask.period : r;  // the row's place in its period
+    const SoftmaxMask row_mask{p.mask.causal, p.mask.diag_offset + r_mask, p.mask.window};
     auto loss = [&](const std::vector<double>& s) {
       std::vector<double> prow(static_cast<size_t>(p.cols));
       softmax_forward<double>(exec, s.data() + r * p.ld, prow.data(), 1, p.cols, p.cols, scale, p.softcap, row_mask,
@@ -169,6 +171,9 @@ std::vector<SoftmaxCase> cases() {
       {"causal_diag_neg2", {true, -2, 0}, 0},  // rows 0 and 1 see nothing
       {"window1100_cap", {true, 1500, 1100}, 2.0},
       {"full_window7", {false, 0, 7}, 0},
+      // Stacked blocks whose mask restarts every few rows (attention's (batch, head) blocks).
+      {"causal_period4", {true, 0, 0, 4}, 0},
+      {"causal_period3_diag1_window2_cap", {true, 1, 2, 3}, 3.0},
   };
   // 768: the 768-wide tile (bf16 in 16-byte runs); 771 with ld 771: rows not a multiple of 8, so
   // most rows start unaligned for 16-byte bf16 runs.

@@ -199,9 +199,9 @@ namespace bench {
 namespace {
 
 // Where the flash kernels will run (CUDA, bf16, d_head 64), each attention keeps their state
-// instead of the T x T probabilities: the plan of the same model on CUDA is smaller by exactly
-// that, per layer (nothing is allocated on a device to find out). kernel = "ours": the default,
-// "auto", takes cuDNN where it loads (tests/plugins/attention_test.cpp).
+// instead of the T x T probabilities and the materializing core's workspace: the plan of the same
+// model on CUDA is smaller by exactly that, per layer (nothing is allocated on a device to find out). kernel = "ours":
+// the default, "auto", takes cuDNN where it loads (tests/plugins/attention_test.cpp).
 TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
   const std::string lines =
       "d_model = 128\nn_heads = 2\nseq_len = 256\nattention = { type = \"causal\", kernel = \"ours\" }\n";
@@ -214,13 +214,22 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
   kernels::AttentionArgs a{2, 256, 2, 2, 64, 0.125};
   const auto padded = [](int64_t elements) { return (static_cast<size_t>(elements) * 2 + 63) / 64 * 64; };
   const size_t tokens = size_t{2} * 512 * 4;  // on a device the step's inputs and targets get buffers too
-  EXPECT_EQ(cpu + tokens - cuda,
-            3 * (padded(kernels::attention_probs_size(a)) - padded(kernels::attention_flash_state_size(a))));
+  // The CPU's materializing core keeps the probabilities and its workspace (a block per task);
+  // the flash core only its state.
+  const int64_t cpu_workspace = kernels::attention_workspace_size<tile::bf16>(tile::Exec{}, a);
+  EXPECT_EQ(cpu + tokens - cuda, 3 * (padded(kernels::attention_probs_size(a)) + padded(cpu_workspace) -
+                                      padded(kernels::attention_flash_state_size(a))));
   EXPECT_LT(cuda, cpu);
-  spec.dtype = DType::kFloat32;  // float32 on CUDA materializes the probabilities like the CPU
+  // float32 on CUDA materializes the probabilities like the CPU, with the device's workspace (its
+  // head-major copies and one [B, H, T, T] block for all its batched launches) instead.
+  spec.dtype = DType::kFloat32;
   const size_t cuda32 = Model::estimate_bytes(spec, test::builtin_registry());
   spec.backend = tile::Backend::kCpu;
-  EXPECT_EQ(cuda32, Model::estimate_bytes(spec, test::builtin_registry()) + tokens);
+  const auto padded32 = [](int64_t elements) { return (static_cast<size_t>(elements) * 4 + 63) / 64 * 64; };
+  const int64_t device_workspace = kernels::attention_workspace_size<float>(tile::Exec{tile::Backend::kCuda}, a);
+  EXPECT_EQ(cuda32,
+            Model::estimate_bytes(spec, test::builtin_registry()) + tokens +
+                3 * (padded32(device_workspace) - padded32(kernels::attention_workspace_size<float>(tile::Exec{}, a))));
 }
 
 }  // namespace

@@ -42,7 +42,8 @@ constexpr const char* kTail = "[data]\ntype = \"synthetic\"\nreference_tokens = 
 /// One training step of the model `model_keys` describes, on `backend` (its launches go to the
 /// thread's observer).
 void train_step(const std::string& model_keys, tile::Backend backend) {
-  const ResolvedCase rc = test::resolve_first(std::string(kHead) + model_keys + kTail);
+  ResolvedCase rc = test::resolve_first(std::string(kHead) + model_keys + kTail);
+  rc.model.backend = backend;  // set up for the target: the emulated device composes as a device
   const test::Batch b = test::batch_of(rc, 0);
   Model m(rc.model, test::builtin_registry(), 2);
   RunContext ctx;

@@ -97,7 +97,9 @@ TEST(Model, EmulatedBlockExecutorGivesTheSameStep) {
   const ResolvedCase rc = test::resolve_first(kBase);
   const Batch b = batch_of(rc, 1);
   auto step = [&](tile::Backend backend) {
-    Model m(rc.model, test::builtin_registry(), 9);
+    ModelSpec spec = rc.model;
+    spec.backend = backend;  // set up for the target: the emulated device composes as a device
+    Model m(spec, test::builtin_registry(), 9);
     RunContext ctx;
     ctx.exec.backend = backend;
     m.zero_grad();

@@ -609,6 +609,46 @@ TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
       << "dropout acted";
 }
 
+// The frame and its cores: `core` names one (materializing, tiled on the CPU), equal to what the
+// older `kernel` key selects, bit for bit, and auto (either key) is the materializing core at
+// this size; a core that cannot run here, an unknown core and both keys set are errors at the key.
+TEST(AttentionCore, TheCoreKeySelectsWhatTheKernelKeyDid) {
+  const std::string v = "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ";
+  Attention materializing(v + "core = \"materializing\" }\n"), ours(v + "kernel = \"ours\" }\n"),
+      autok(v + "core = \"auto\" }\n"), tiled(v + "core = \"tiled\" }\n"), tiled_kernel(v + "kernel = \"tiled\" }\n");
+  RunContext cm, co, ca, ct, ck;
+  for (RunContext* c : {&cm, &co, &ca, &ct, &ck}) c->layer_probes = true;
+  const std::vector<double> y = materializing.forward(cm);
+  EXPECT_EQ(y, ours.forward(co));
+  EXPECT_EQ(y, autok.forward(ca));
+  EXPECT_EQ(tiled.forward(ct), tiled_kernel.forward(ck));
+  expect_near(tiled.forward(ct), y, 1e-13, "tiled");
+  EXPECT_EQ(cm.probe_values(), co.probe_values());
+  const auto dy = random_like(y.size(), 5);
+  EXPECT_EQ(materializing.backward(dy), ours.backward(dy));
+  struct Bad {
+    std::string lines;
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {"attention = { type = \"causal\", core = \"flash\" }\n",
+       "core = \"flash\": the attention at blocks.0.attn: our flash kernels run on CUDA in bfloat16 only"},
+      {"attention = { type = \"causal\", core = \"nope\" }\n", "no attention core \"nope\": the cores are auto, "},
+      {"attention = { type = \"causal\", core = \"tiled\", kernel = \"ours\" }\n",
+       "set the attention core with one key"},
+  };
+  for (const auto& b : bad) {
+    SCOPED_TRACE(b.lines);
+    try {
+      Attention a(b.lines);
+      ADD_FAILURE() << "accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.loc().line, 9) << e.what();
+      EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(AttentionQueryPreAttnScalar, ScalesTheLogitsByOneOverItsRoot) {
   // d_head 4: the default scale is 1/2; Gemma 2 sets 256 (or d_model / n_heads) for heads of 256.
   for (const char* kv : {"4", "2"})

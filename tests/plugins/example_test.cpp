@@ -81,7 +81,11 @@ TEST(ExamplePlugin, Relu2RunsOnEveryHostExecutorAsTheBuiltinMlpWithRelu2) {
     const double tol = dtype == "float32" ? 1e-6 : 1e-13;
     EXPECT_NEAR(cpu.first, ref.first, tol * ref.first);
     EXPECT_NEAR(cpu.second, ref.second, 10 * tol * ref.second);
-    const auto emulated = step(a, rc, tile::Backend::kEmulated);
+    // The emulated device: a model set up for it (its attention composes as a device's).
+    ResolvedCase on_emulated = rc;
+    on_emulated.model.backend = tile::Backend::kEmulated;
+    Model e(on_emulated.model, registry(), 7);
+    const auto emulated = step(e, on_emulated, tile::Backend::kEmulated);
     EXPECT_NEAR(emulated.first, cpu.first, 1e-5 * cpu.first);
     EXPECT_NEAR(emulated.second, cpu.second, 1e-4 * cpu.second);
   }

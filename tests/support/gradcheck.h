@@ -32,8 +32,10 @@ inline std::string tiny_float64_experiment(const std::string& model_lines) {
 /// to ones or zeros (gains, biases) first moves by N(0, 0.3^2), so that the gradients are checked
 /// away from the identity and from zero biases. Returns the number of entries checked; the
 /// largest |gradient - difference| is recorded as the test's property "max_abs_error".
-inline int expect_gradients_match(const std::string& model_lines, bool training_mode = false, bool jitter = false) {
-  const ResolvedCase rc = resolve_first(tiny_float64_experiment(model_lines));
+inline int expect_gradients_match(const std::string& model_lines, bool training_mode = false, bool jitter = false,
+                                  tile::Backend backend = tile::Backend::kCpu) {
+  ResolvedCase rc = resolve_first(tiny_float64_experiment(model_lines));
+  rc.model.backend = backend;  // set up for where it runs (the emulated device composes as a device)
   Model model(rc.model, builtin_registry(), 7);
   if (jitter) {
     Rng rng(13);
@@ -49,6 +51,7 @@ inline int expect_gradients_match(const std::string& model_lines, bool training_
   dynamic_cast<Dataset*>(ds.get())->batch(Split::kTrain, 3, d.batch_size, d.seq_len, in.data(), tg.data());
 
   RunContext ctx;
+  ctx.exec.backend = backend;
   ctx.probes = false;
   ctx.seed = 5;
   ctx.step = 3;

@@ -80,7 +80,7 @@ std::vector<float> attention_probs(const std::vector<float>& q, const std::vecto
       qkv[static_cast<size_t>(i * 3 * d + d + j)] = k[static_cast<size_t>(i * d + j)];
     }
   std::vector<float> out(static_cast<size_t>(n * d)), probs(static_cast<size_t>(kernels::attention_probs_size(a)));
-  std::vector<float> work(static_cast<size_t>(kernels::attention_workspace_size(a)));
+  std::vector<float> work(static_cast<size_t>(kernels::attention_workspace_size<float>(tile::Exec{}, a)));
   kernels::attention_forward<float>(tile::Exec{}, a, qkv.data(), out.data(), probs.data(), nullptr, work.data());
   probs.resize(static_cast<size_t>(n * n));
   return probs;

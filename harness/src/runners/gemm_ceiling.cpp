@@ -20,9 +20,10 @@ namespace {
 // ----------------------------------------------------------------------------
 // operands: one A, B and C per element size, in the model's memory
 
-int64_t elements_a(const kernels::GemmCall& c) { return (c.trans_a ? c.k : c.m) * c.lda; }
-int64_t elements_b(const kernels::GemmCall& c) { return (c.trans_b ? c.n : c.k) * c.ldb; }
-int64_t elements_c(const kernels::GemmCall& c) { return c.m * c.ldc; }
+// A batched call's operands span count - 1 strides and one matrix.
+int64_t elements_a(const kernels::GemmCall& c) { return (c.count - 1) * c.stride_a + (c.trans_a ? c.k : c.m) * c.lda; }
+int64_t elements_b(const kernels::GemmCall& c) { return (c.count - 1) * c.stride_b + (c.trans_b ? c.n : c.k) * c.ldb; }
+int64_t elements_c(const kernels::GemmCall& c) { return (c.count - 1) * c.stride_c + c.m * c.ldc; }
 
 struct DeviceBuffer {
   void* p = nullptr;
@@ -66,6 +67,12 @@ void fill(DeviceBuffer& buf, kernels::Memory memory, int64_t n, int bytes, Rng& 
 void run_call(const tile::Exec& exec, const kernels::GemmCall& c, const Operands& o) {
   const auto go = [&](auto tag) {
     using T = decltype(tag);
+    if (c.count > 1) {
+      kernels::gemm_batched<T>(exec, c.trans_a, c.trans_b, c.m, c.n, c.k, 1, static_cast<const T*>(o.a.p), c.lda,
+                               c.stride_a, static_cast<const T*>(o.b.p), c.ldb, c.stride_b, c.accumulate ? 1 : 0,
+                               static_cast<T*>(o.c.p), c.ldc, c.stride_c, c.count);
+      return;
+    }
     kernels::gemm<T>(exec, c.trans_a, c.trans_b, c.m, c.n, c.k, 1, static_cast<const T*>(o.a.p), c.lda,
                      static_cast<const T*>(o.b.p), c.ldb, c.accumulate ? 1 : 0, static_cast<T*>(o.c.p), c.ldc);
   };
