@@ -3,8 +3,7 @@
 // emulated-block executor composing every launcher as CUDA does), and a LaunchObserver counts the
 // outermost launches, as the profile's calls column does (tile/profile.h). The count is pinned to
 // a closed formula in layers, batch and heads at several shapes, so that every change to it is
-// seen; issue 35 turns the formula into a budget (at most ~30 launches per layer and a fixed few,
-// independent of batch and heads).
+// seen; tests/model/launch_budget_test.cpp holds the budget (independent of batch and heads).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -45,28 +44,29 @@ class LaunchCounter final : public tile::LaunchObserver {
 /// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
 /// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H, for
 /// steps of more than 64 tokens (fewer take one launch less per norm gradient: norm.cpp's
-/// group_sum) whose attention workspace holds whole sequences (64 B H >= T: else the products run
-/// per block of queries, attention.cpp's dims_of), as norms.toml's do. At norms.toml's size (L 4, B 16, H 4) it is 4
-/// (34 + 64 x 10) + 11 = 2,707: the count of case 0's stored profile on the H200 (issue 34). Issue 35 turns it into a
-/// budget.
-int64_t norms_step_launches(int64_t layers, int64_t batch, int64_t heads) {
-  // Per layer and (batch, head) pair, the materializing attention's launches (one per pair, as
-  // CUDA launches them today): forward S = Q K^T (gemm NT), the masked, scaled softmax, O = P V
-  // (gemm NN); backward: dK and dV zeroed (2 Block), dP = dO V^T (gemm NT), dV = P^T dO (gemm TN),
-  // the softmax backward, dQ = dS K (gemm NN), dK = dS^T Q (gemm TN).
-  const int64_t per_pair = 10;
-  // Per layer, once: 4 linear layers (QKV, output projection, SwiGLU's gate-up and down) x 3
+/// group_sum). It no longer depends on B and H: the materializing core batches every (batch, head)
+/// pair into each of its launches (plugins/attention/core_materializing.cpp). At norms.toml's size
+/// (L 4, B 16, H 4) it is 4 x 46 + 11 = 195, where the H200's profile of f904473 counted 2,707
+/// (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair). tests/model/launch_budget_test.cpp
+/// holds the budget.
+int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/) {
+  // Per layer, the attention core's: forward, the rows copied to a head-major layout (1),
+  // S = Q K^T batched (1), the masked, scaled softmax over all rows (1), O = P V batched (1), O
+  // copied back to rows (1); backward, dO to heads (1), dP = dO V^T, dV = P^T dO (2), the softmax
+  // backward (1), dQ = dS K, dK = dS^T Q (2), dQ/dK/dV back to rows (1).
+  const int64_t attention = 12;
+  // Per layer, the rest: 4 linear layers (QKV, output projection, SwiGLU's gate-up and down) x 3
   // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k, forward and backward, 4;
   // SwiGLU forward and backward, 2; 2 LayerNorms forward 2 and backward 2, each backward's
   // weight and bias gradient summed over row groups in two stages (slices, then the slices) 8;
   // the 2 residual adds, forward and backward, 4.
-  const int64_t per_layer = 12 + 4 + 2 + 2 + 2 + 8 + 4;
+  const int64_t per_layer = attention + 12 + 4 + 2 + 2 + 2 + 8 + 4;
   // Once per step: the embedding forward and backward, 2; the head's 3 GEMMs and the
   // cross-entropy (forward and backward in one), 4; AdamW: the squared norms (SumTerms,
   // SumPartials), the clip and bias-correction scalars (AdamWScalars) and the update over the
   // two parameter groups (decayed, not decayed), 5.
   const int64_t fixed = 2 + 4 + 5;
-  return layers * (per_layer + batch * heads * per_pair) + fixed;
+  return layers * per_layer + fixed;
 }
 
 /// experiments/norms.toml with its [model] table's shape replaced (small widths, so that the
