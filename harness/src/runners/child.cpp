@@ -15,11 +15,11 @@
 
 #include "bench/error.h"
 #include "experiment/case_json.h"
-#include "kernels/tile/parallel.h"
 #include "kernels/tile/threads.h"
 #include "plugins/registry.h"
 #include "runners/registry.h"
 #include "runners/result_json.h"
+#include "runners/threads.h"
 
 namespace bench {
 
@@ -236,7 +236,9 @@ int run_case_task(const std::string& task_path, const std::string& result_path, 
     registry.load_defaults();
     for (const auto& dir : task.plugin_paths) registry.load_directory(dir, true);
     const auto [c, rc] = case_from_json(task.case_json, registry, runner_sections());
-    if (task.threads >= 0) tile::set_num_threads(static_cast<int>(task.threads));
+    // The parent decided the count (cli/run_setup.cpp: child_threads); -1: the default.
+    use_threads({static_cast<int>(std::max<int64_t>(task.threads, 0)), task.threads > 0 ? "the parent's" : "", {}},
+                true);
     const DeviceInfo device = device_from_json(task.device_json);
     Progress progress(true);
     RunnerEnv env{registry, device, progress, "", stop, task.weights_dir, task.db_dir};
