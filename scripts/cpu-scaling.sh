@@ -28,15 +28,16 @@ run() {
     echo "cpu-scaling: bench run $exp ${args[*]} failed" >&2
     status=1
   fi
-  "$bench" --db "$db" query "SELECT max(id) FROM runs" --format csv | tail -n 1
+  q "SELECT max(id) FROM runs"
 }
 
-q() { "$bench" --db "$db" query "$1" --format csv | tail -n +2; }
+# One query's rows as CSV, without the header (and without CSV's CR).
+q() { "$bench" --db "$db" query "$1" --format csv | tr -d '\r' | tail -n +2; }
 
 # The default team first: its size is what the process may use.
 default_run=$(run "")
-usable=$(q "SELECT json_extract(device_json, '\$.threads') FROM runs WHERE id = $default_run")
-why=$(q "SELECT json_extract(device_json, '\$.threads_why') FROM runs WHERE id = $default_run")
+usable=$(q "SELECT json_extract(device_json, '\$.threads') AS threads FROM runs WHERE id = $default_run")
+why=$(q "SELECT json_extract(device_json, '\$.threads_why') AS why FROM runs WHERE id = $default_run")
 max=${CPU_SCALING_MAX:-$usable}
 counts=()
 for ((t = 1; t < usable && t <= max; t *= 2)); do counts+=("$t"); done
@@ -54,10 +55,11 @@ for entry in "${runs[@]}"; do
   t=${entry%%:*} id=${entry#*:}
   row=$(q "SELECT
       (SELECT t.median_ms FROM throughput t JOIN cases c ON c.id = t.case_id
-       WHERE c.run_id = $id AND c.variant LIKE 'small%' AND t.mode = 'train_step'),
+       WHERE c.run_id = $id AND c.variant LIKE 'small%' AND t.mode = 'train_step') AS small,
       (SELECT t.median_ms FROM throughput t JOIN cases c ON c.id = t.case_id
-       WHERE c.run_id = $id AND c.variant LIKE 'large%' AND t.mode = 'train_step'),
-      json_extract(device_json, '\$.copy_gbps'), json_extract(device_json, '\$.peak_gflops_fp32_gemm')
+       WHERE c.run_id = $id AND c.variant LIKE 'large%' AND t.mode = 'train_step') AS large,
+      json_extract(device_json, '\$.copy_gbps') AS copy,
+      json_extract(device_json, '\$.peak_gflops_fp32_gemm') AS gemm
       FROM runs WHERE id = $id")
   IFS=, read -r small large copy gemm <<<"$row"
   [ -z "$base_small" ] && base_small=$small && base_large=$large

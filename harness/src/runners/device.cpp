@@ -77,13 +77,13 @@ size_t last_level_cache_bytes() {
 }  // namespace
 
 double stream_copy_gbps() {
-  // As STREAM measures it: c[i] = a[i] over doubles, each array at least 4x the last-level caches
-  // (64 MiB at least, 1 GiB at most), split over the team by parallel_for as every kernel is, so
-  // the threads are placed as the kernels' are; the arrays are first written by the same split,
-  // so on a NUMA machine their pages lie near the threads that copy them. Bytes read + written
-  // (no write-allocate traffic), the best of 7 timed copies after one (STREAM's choice: the
-  // ceiling).
-  const size_t bytes = std::clamp<size_t>(4 * last_level_cache_bytes(), size_t{64} << 20, size_t{1} << 30);
+  // As STREAM measures it: c[i] = a[i] over doubles, each array twice the last-level caches (at
+  // least 64 MiB, at most 512 MiB: a VM may report its host's whole LLC, and every run measures
+  // this), split over the team by parallel_for as every kernel is, so the threads are placed as
+  // the kernels' are; the arrays are first written by the same split, so on a NUMA machine their
+  // pages lie near the threads that copy them. Bytes read + written (no write-allocate traffic,
+  // as STREAM counts), the best of 5 timed copies after one (STREAM's choice: the ceiling).
+  const size_t bytes = std::clamp<size_t>(2 * last_level_cache_bytes(), size_t{64} << 20, size_t{512} << 20);
   const auto n = static_cast<int64_t>(bytes / sizeof(double));
   std::unique_ptr<double[]> a(new double[static_cast<size_t>(n)]), c(new double[static_cast<size_t>(n)]);
   tile::parallel_for(n, [&](int64_t b, int64_t e) {
@@ -93,7 +93,7 @@ double stream_copy_gbps() {
     }
   });
   double best = 0;
-  for (int rep = 0; rep < 8; ++rep) {
+  for (int rep = 0; rep < 6; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     tile::parallel_for(n, [&](int64_t b, int64_t e) {
       const double* __restrict src = a.get();

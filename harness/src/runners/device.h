@@ -27,8 +27,8 @@ struct DeviceInfo {
     return dtype == "bfloat16" && peak_gflops_bf16 > 0 ? peak_gflops_bf16 : peak_gflops;
   }
   /// Measured memory bandwidth, bytes read + written per second / 1e9: on the CPU STREAM's copy
-  /// over arrays of at least 4x the last-level cache by the kernels' own team (best of 7); on a GPU
-  /// a device-to-device copy.
+  /// over arrays of twice the last-level caches (64-512 MiB) by the kernels' own team (best of 5;
+  /// before 2026-12-04: one thread's 64 MiB memcpy); on a GPU a device-to-device copy.
   double copy_gbps = 0;
   double memory_gib = 0;  ///< physical memory
   std::string gemm;       ///< GEMM library and version

@@ -27,8 +27,8 @@ int usable_cpus() { return tile::usable_cpus(tile::read_topology("/", tile::avai
 tile::TeamPlan use_threads(const tile::TeamRequest& r, bool quiet) {
   const tile::TeamPlan plan = tile::set_team(r);
   if (plan.oversubscribed && !quiet)
-    std::fprintf(stderr, "warning: %s; the threads are not pinned and wait passively, expect a slowdown\n",
-                 plan.why.c_str());
+    std::fprintf(stderr, "warning: %s; each parallel loop is split in %d parts, run by %d %s\n", plan.why.c_str(),
+                 plan.threads, plan.workers, plan.workers == 1 ? "thread" : "threads, one per CPU");
   return plan;
 }
 

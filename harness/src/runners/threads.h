@@ -23,7 +23,8 @@ tile::TeamRequest thread_request(int64_t cli_threads, int64_t file_threads, cons
 int usable_cpus();
 
 /// Make the team `r` asks for in this process. With more threads than usable CPUs, one line on
-/// stderr says so (unless `quiet`): "warning: 16 threads: --threads 16 (oversubscribed: ...)".
+/// stderr says so (unless `quiet`): "warning: 16 threads: --threads 16 (oversubscribed: 2 CPUs in
+/// the affinity mask); each parallel loop is split in 16 parts, run by 2 threads, one per CPU".
 tile::TeamPlan use_threads(const tile::TeamRequest& r, bool quiet);
 
 }  // namespace bench
