@@ -44,7 +44,7 @@ for ((t = 1; t < usable && t <= max; t *= 2)); do counts+=("$t"); done
 runs=()
 for t in "${counts[@]}"; do runs+=("$t:$(run "$t")"); done
 runs+=("$usable:$default_run")
-[ -z "${CPU_SCALING_MAX:-}" ] && runs+=("$((8 * usable)):$(run $((8 * usable))))")
+[ -z "${CPU_SCALING_MAX:-}" ] && runs+=("$((8 * usable)):$(run $((8 * usable)))")
 
 echo "### CPU scaling ($why)"
 echo
