@@ -25,7 +25,7 @@ tile::TeamRequest thread_request(int64_t cli_threads, int64_t file_threads, cons
 int usable_cpus() { return tile::usable_cpus(tile::read_topology("/", tile::available_cpus())); }
 
 tile::TeamPlan use_threads(const tile::TeamRequest& r, bool quiet) {
-  const tile::TeamPlan plan = tile::set_team(r);
+  tile::TeamPlan plan = tile::set_team(r);
   if (plan.oversubscribed && !quiet)
     std::fprintf(stderr, "warning: %s; each parallel loop is split in %d parts, run by %d %s\n", plan.why.c_str(),
                  plan.threads, plan.workers, plan.workers == 1 ? "thread" : "threads, one per CPU");
