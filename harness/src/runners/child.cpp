@@ -155,12 +155,20 @@ void ChildExecutor::start(size_t slot, const Job& job) {
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  // The child inherits the CPU affinity of the thread that spawns it: pin this thread to the
-  // slot's cores for the spawn, then give it back its own.
-  cpu_set_t mine;
+  // The child inherits the CPU affinity of the thread that spawns it: set this thread to the
+  // slot's cores for the spawn, then give it back its own. Without a slot (--isolate, --jobs 1)
+  // the child gets every CPU this process may use: the spawning thread may be thread 0 of a
+  // pinned team, held to one CPU, and the child would inherit that one CPU.
+  cpu_set_t mine, target;
   CPU_ZERO(&mine);
-  const bool pin = where != nullptr && where->pinned && sched_getaffinity(0, sizeof mine, &mine) == 0;
-  if (pin) sched_setaffinity(0, sizeof where->cpus, &where->cpus);
+  CPU_ZERO(&target);
+  if (where != nullptr && where->pinned) {
+    target = where->cpus;
+  } else {
+    for (const int c : allowed_cpus()) CPU_SET(c, &target);
+  }
+  const bool pin = sched_getaffinity(0, sizeof mine, &mine) == 0;
+  if (pin) sched_setaffinity(0, sizeof target, &target);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, args.front().c_str(), nullptr, options_.spawn, argv.data(), envp.data());
   if (pin) sched_setaffinity(0, sizeof mine, &mine);
