@@ -7,19 +7,54 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "threads.h"
+#include "topology.h"
 
 namespace bench::tile {
 
 namespace {
-void place(int n);
-std::atomic<bool> placed{false};  // the team has been placed once (set_num_threads or first use)
-thread_local int t_ranges = 0;    // ranges of parallel_for the thread is running (nested: serial)
+
+// The team (docs/design.md, "Threads"). tile::plan_team decides its size and placement from the
+// CPUs the process may use; this file makes it so. With several threads, each OpenMP thread of
+// the team (the calling thread is thread 0) is pinned to its own CPU, one per physical core
+// first: a thread that stays on its core keeps its cache, and when another process takes one
+// core, only the thread pinned there shares it, instead of the team migrating and spinning at
+// every barrier for a thread that is not running (measured on two cores with one core busy:
+// 3.3-3.5x slower unpinned, about 1.8x pinned). A team asked to be larger than the usable CPUs
+// splits each loop into as many parts as it has threads (its results are those of that many
+// threads) but runs them on one OpenMP thread per usable CPU: libgomp's wait policy is read when
+// it loads, before any of our code runs, so the one way to make an oversubscribed team stop
+// waiting actively on threads that have no CPU is to not start those threads. The user's own
+// placement (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY, or BENCH_PIN_THREADS=0) is left alone.
+
+struct Team {
+  std::mutex mu;
+  bool decided = false;
+  bool user_placed = false;  ///< the environment places the threads; we do not
+  TeamRequest request;
+  TeamPlan plan;
+  cpu_set_t base{};  ///< the calling thread's CPUs before we pinned it
+  std::vector<int> base_cpus;
+  Topology topo;         ///< of base_cpus
+  bool pinned = false;   ///< the pool's threads are pinned now
+  int pool_threads = 0;  ///< the largest team placed so far (every thread of it is reset on unpinning)
+  std::string policy = "not pinned";
+};
+
+Team& state() {
+  static Team t;
+  return t;
+}
+
+std::atomic<bool> g_decided{false};  // the team has been decided (set_team or first use)
+std::atomic<int> g_parts{1};         // parallel_for splits a range into this many parts (the team's size)
+std::atomic<int> g_workers{1};       // ... run by this many OpenMP threads
+thread_local int t_ranges = 0;       // ranges of parallel_for the thread is running (nested: serial)
+
 /// Marks the thread as running a range of parallel_for while it exists.
 struct InRange {
   InRange() { ++t_ranges; }
@@ -27,146 +62,181 @@ struct InRange {
   InRange(const InRange&) = delete;
   InRange& operator=(const InRange&) = delete;
 };
-}  // namespace
-
-void parallel_for(int64_t n, RangeFn fn, void* arg) {
-  if (n <= 0) return;
-  const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>(omp_get_max_threads(), n));
-  if (threads <= 1) {
-    const InRange in;
-    fn(arg, 0, n);
-    return;
-  }
-  if (!placed.load(std::memory_order_acquire)) place(omp_get_max_threads());
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num();
-    const int64_t nt = omp_get_num_threads();
-    const int64_t begin = n * t / nt;
-    const int64_t end = n * (t + 1) / nt;
-    if (begin < end) {
-      const InRange in;
-      fn(arg, begin, end);
-    }
-  }
-}
-
-bool in_parallel_for() { return t_ranges > 0; }
-
-int num_threads() { return omp_get_max_threads(); }
-
-namespace {
-
-// Thread placement (docs/design.md, "Threads"). With several workers, each OpenMP thread of the
-// team (the calling thread is thread 0) is pinned to its own CPU of the set the process may run
-// on, one per physical core first: a thread that stays on its core keeps its cache, and when
-// another process takes one core, only the thread pinned there shares it, instead of the team
-// migrating and spinning at every barrier for a thread that is not running (measured on two cores
-// with one core busy: 3.3-3.5x slower unpinned, about 1.8x pinned; docs/design.md). One thread is
-// left unpinned, free to move to an idle core. The user's own placement (OMP_PROC_BIND,
-// OMP_PLACES, GOMP_CPU_AFFINITY, or BENCH_PIN_THREADS=0) is left alone.
-
-struct Placement {
-  std::mutex mu;
-  bool decided = false;
-  bool user_placed = false;  ///< the environment places the threads; we do not
-  cpu_set_t base{};          ///< the CPUs the calling thread could use before we pinned it
-  bool pinned = false;       ///< the team is pinned now
-  int pinned_threads = 0;
-  std::string policy = "not pinned";
-};
-
-Placement& placement() {
-  static Placement p;
-  return p;
-}
 
 bool env_set(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0';
 }
 
-int read_first_int(const std::string& path) {
-  std::ifstream in(path);
-  int v = -1;
-  in >> v;
-  return v;
-}
-
-/// The CPUs of `set` ordered one per physical core first (the first CPU of each core's sibling
-/// list), then the other hyper-threads.
-std::vector<int> ordered_cpus(const cpu_set_t& set) {
-  std::vector<int> first, rest;
-  for (int c = 0; c < CPU_SETSIZE; ++c) {
-    if (!CPU_ISSET(c, &set)) continue;
-    const int lead =
-        read_first_int("/sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/thread_siblings_list");
-    (lead < 0 || lead == c ? first : rest).push_back(c);
-  }
-  first.insert(first.end(), rest.begin(), rest.end());
-  return first;
-}
-
-std::string cpu_text(const std::vector<int>& cpus, size_t n) {
+std::string cpu_text(const std::vector<int>& cpus) {
   std::string s;
-  for (size_t i = 0; i < n && i < cpus.size(); ++i) s += (i ? "," : "") + std::to_string(cpus[i]);
+  for (size_t i = 0; i < cpus.size(); ++i) s += (i ? "," : "") + std::to_string(cpus[i]);
   return s;
 }
 
-void place(int n) {
-  Placement& p = placement();
-  const std::lock_guard lock(p.mu);
-  placed.store(true, std::memory_order_release);
-  if (!p.decided) {
-    p.decided = true;
-    p.user_placed = env_set("OMP_PROC_BIND") || env_set("OMP_PLACES") || env_set("GOMP_CPU_AFFINITY") ||
+cpu_set_t set_of(const std::vector<int>& cpus) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  for (const int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &s);
+  return s;
+}
+
+/// Every thread of the pool, the calling one included, gets `set`.
+void reset_pool(Team& t, const cpu_set_t& set) {
+#pragma omp parallel num_threads(std::max(t.pool_threads, 1))
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
+/// The default request: OMP_NUM_THREADS when the user set it, else one thread per usable CPU.
+TeamRequest default_request() {
+  TeamRequest r;
+  if (const char* v = std::getenv("OMP_NUM_THREADS"); v != nullptr && *v != '\0') {
+    r.threads = std::atoi(v);
+    if (r.threads > 0) r.by = "OMP_NUM_THREADS=" + std::string(v);
+  }
+  return r;
+}
+
+TeamPlan apply(Team& t, const TeamRequest& r) {
+  if (!t.decided) {
+    t.decided = true;
+    t.user_placed = env_set("OMP_PROC_BIND") || env_set("OMP_PLACES") || env_set("GOMP_CPU_AFFINITY") ||
                     (env_set("BENCH_PIN_THREADS") && std::string(std::getenv("BENCH_PIN_THREADS")) == "0");
   }
-  if (p.user_placed) {
-    p.policy = "placed by the environment (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or BENCH_PIN_THREADS=0)";
-    return;
+  // The CPUs to place on: the calling thread's own, unless we pinned it (then the ones before).
+  if (!t.pinned) {
+    CPU_ZERO(&t.base);
+    if (sched_getaffinity(0, sizeof t.base, &t.base) != 0) CPU_SET(0, &t.base);
   }
-  // The set to place on: the calling thread's own, unless we pinned it (then the one before).
-  if (!p.pinned && sched_getaffinity(0, sizeof p.base, &p.base) != 0) return;
-  const std::vector<int> cpus = ordered_cpus(p.base);
-  if (n <= 1 || cpus.size() < 2) {
-    if (p.pinned) {
-      // Every pool thread gets the whole set back, the calling one included.
-#pragma omp parallel num_threads(std::max(p.pinned_threads, 1))
-      pthread_setaffinity_np(pthread_self(), sizeof p.base, &p.base);
-      sched_setaffinity(0, sizeof p.base, &p.base);
-      p.pinned = false;
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &t.base) && (r.within.empty() || std::find(r.within.begin(), r.within.end(), c) != r.within.end()))
+      cpus.push_back(c);
+  if (cpus.empty()) cpus = r.within;
+  if (cpus != t.base_cpus || t.topo.cpus.empty()) {
+    t.base_cpus = cpus;
+    t.topo = read_topology("/", cpus);
+  }
+  t.request = r;
+  t.plan = plan_team(t.topo, r.threads, r.by);
+  omp_set_num_threads(t.plan.workers);
+  g_parts.store(t.plan.threads, std::memory_order_relaxed);
+  g_workers.store(t.plan.workers, std::memory_order_relaxed);
+  g_decided.store(true, std::memory_order_release);
+  if (t.user_placed) {
+    t.plan.cpu_of.clear();
+    t.policy = "placed by the environment (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or BENCH_PIN_THREADS=0)";
+    t.pool_threads = std::max(t.pool_threads, t.plan.workers);
+    return t.plan;
+  }
+  if (t.pinned) {
+    reset_pool(t, t.base);
+    t.pinned = false;
+  }
+  const std::vector<int>& on = t.plan.cpu_of;
+  if (!on.empty()) {
+#pragma omp parallel num_threads(static_cast <int>(on.size()))
+    {
+      const cpu_set_t one = set_of({on[static_cast<size_t>(omp_get_thread_num())]});
+      pthread_setaffinity_np(pthread_self(), sizeof one, &one);
     }
-    p.policy = "not pinned (one thread)";
-    return;
+    t.pinned = true;
+    t.policy = "pinned: thread i on CPU " + cpu_text(on) + " (i = 0, 1, ...)";
+  } else {
+    t.policy = "not pinned (one thread)";
   }
-  const int team = n;
-#pragma omp parallel num_threads(team)
-  {
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpus[static_cast<size_t>(omp_get_thread_num()) % cpus.size()], &one);
-    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
-  }
-  p.pinned = true;
-  p.pinned_threads = team;
-  p.policy = "pinned: thread i on CPU " + cpu_text(cpus, static_cast<size_t>(team)) + " (i = 0, 1, ...)";
+  if (t.plan.oversubscribed)
+    t.policy += "; each loop split in " + std::to_string(t.plan.threads) + " parts run by " +
+                std::to_string(t.plan.workers) + (t.plan.workers == 1 ? " thread" : " threads") + " (oversubscribed)";
+  t.pool_threads = std::max(t.pool_threads, t.plan.workers);
+  return t.plan;
+}
+
+void ensure_decided() {
+  if (g_decided.load(std::memory_order_acquire)) return;
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
+  if (!t.decided || !g_decided.load(std::memory_order_relaxed)) apply(t, default_request());
 }
 
 }  // namespace
 
+void parallel_for(int64_t n, RangeFn fn, void* arg) {
+  if (n <= 0) return;
+  const bool nested = omp_in_parallel() != 0;
+  if (!nested) ensure_decided();
+  const int parts = nested ? 1 : static_cast<int>(std::min<int64_t>(g_parts.load(std::memory_order_relaxed), n));
+  if (parts <= 1) {
+    const InRange in;
+    fn(arg, 0, n);
+    return;
+  }
+  const int workers = std::min(parts, g_workers.load(std::memory_order_relaxed));
+#pragma omp parallel num_threads(workers)
+  {
+    const int nt = omp_get_num_threads();
+    for (int64_t p = omp_get_thread_num(); p < parts; p += nt) {
+      const int64_t begin = n * p / parts;
+      const int64_t end = n * (p + 1) / parts;
+      if (begin < end) {
+        const InRange in;
+        fn(arg, begin, end);
+      }
+    }
+  }
+}
+
+bool in_parallel_for() { return t_ranges > 0; }
+
+int num_threads() {
+  ensure_decided();
+  return g_parts.load(std::memory_order_relaxed);
+}
+
 void set_num_threads(int n) {
-  const int threads = n > 0 ? n : omp_get_num_procs();
-  omp_set_num_threads(threads);
-  place(threads);
+  TeamRequest r;
+  if (n > 0) {
+    r.threads = n;
+    r.by = std::to_string(n) + " asked for";
+  } else {
+    r = default_request();
+  }
+  set_team(r);
+}
+
+TeamPlan set_team(const TeamRequest& r) {
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
+  return apply(
+      t, r.threads > 0 ? r : [&] {
+        TeamRequest d = default_request();
+        d.within = r.within;
+        return d;
+      }());
+}
+
+TeamRequest team_request() {
+  ensure_decided();
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
+  return t.request;
+}
+
+TeamPlan team() {
+  ensure_decided();
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
+  return t.plan;
 }
 
 std::vector<int> available_cpus() {
-  Placement& p = placement();
-  const std::lock_guard lock(p.mu);
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
   cpu_set_t set;
-  if (p.pinned) {
-    set = p.base;
+  if (t.pinned) {
+    set = t.base;
   } else if (sched_getaffinity(0, sizeof set, &set) != 0) {
     return {};
   }
@@ -176,12 +246,13 @@ std::vector<int> available_cpus() {
   return out;
 }
 
-void place_threads() { place(omp_get_max_threads()); }
+void place_threads() { ensure_decided(); }
 
 std::string thread_policy() {
-  Placement& p = placement();
-  const std::lock_guard lock(p.mu);
-  return p.policy;
+  ensure_decided();
+  Team& t = state();
+  const std::lock_guard lock(t.mu);
+  return t.policy;
 }
 
 }  // namespace bench::tile

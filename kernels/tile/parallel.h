@@ -27,9 +27,11 @@ void parallel_for(int64_t n, F&& f) {
 /// team, the calling one included, or the serial path).
 bool in_parallel_for();
 
-/// Number of CPU worker threads used by parallel_for (and by the CPU GEMM).
+/// Number of CPU worker threads used by parallel_for (and by the CPU GEMM); on first use the
+/// default team is decided (tile/threads.h).
 int num_threads();
-/// Set the worker thread count (<= 0 restores the default: all available cores).
+/// Set the worker thread count (<= 0 restores the default: one per usable CPU); tile::set_team
+/// with the reason for the record is what the harness calls.
 void set_num_threads(int n);
 
 }  // namespace bench::tile

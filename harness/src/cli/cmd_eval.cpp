@@ -6,11 +6,11 @@
 #include "cli/commands.h"
 #include "cli/prepare.h"
 #include "experiment/experiment.h"
-#include "kernels/tile/parallel.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "runners/evaluate.h"
 #include "runners/registry.h"
+#include "runners/threads.h"
 
 namespace bench::cli {
 
@@ -38,7 +38,7 @@ int cmd_eval(const GlobalOptions& g, const EvalArgs& o) {
     if (cases.size() > 1 && !g.quiet)
       std::fprintf(stderr, "eval: case %lld of %zu: %s\n", static_cast<long long>(o.case_ordinal), cases.size(),
                    c.label.c_str());
-    if (o.threads >= 0) tile::set_num_threads(static_cast<int>(o.threads));
+    use_threads(thread_request(o.threads, 0, o.config, 1, usable_cpus()), g.quiet);
 
     Model model(rc.model, registry, static_cast<uint64_t>(rc.seed));
     if (!o.weights.empty()) load_weights(model, o.weights);

@@ -25,7 +25,10 @@ int main(int argc, char** argv) {
   run_cmd
       ->add_option("--device", run.device, "auto, cpu, cuda, guarded or emulated (default: the experiment's `device`)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}));
-  run_cmd->add_option("--threads", run.threads, "CPU worker threads (default: the experiment's, else all cores)")
+  run_cmd
+      ->add_option("--threads", run.threads,
+                   "CPU worker threads (default: the experiment's, else one per CPU the process may use: affinity mask "
+                   "and cgroup quota; 0: that default)")
       ->check(CLI::NonNegativeNumber);
   run_cmd->add_option("--format", run.format, "format of the results printed at the end")
       ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
@@ -206,7 +209,8 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--batch-size", ev.batch_size, "windows per forward")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  eval_cmd->add_option("--threads", ev.threads, "CPU threads (default: all cores)");
+  eval_cmd->add_option("--threads", ev.threads,
+                       "CPU threads (default: one per CPU the process may use: affinity mask and cgroup quota)");
   eval_cmd->add_option("--dump-logits", ev.dump_logits, "write the logits [positions, vocab] to this .npy file");
   eval_cmd->add_option("--dump-hidden", ev.dump_hidden,
                        "write each block's output [n_layers, positions, d_model] to this .npy file");

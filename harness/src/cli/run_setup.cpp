@@ -14,7 +14,9 @@
 #include "bench/error.h"
 #include "bench/sha256.h"
 #include "kernels/tile/parallel.h"
+#include "kernels/tile/threads.h"
 #include "runners/registry.h"
+#include "runners/threads.h"
 #include "store/runs.h"
 
 namespace bench::cli {
@@ -61,11 +63,11 @@ RunPlan prepare_run(const RunOptions& o) {
   plan.n_slots = !o.devices.empty() ? static_cast<int64_t>(o.devices.size())
                  : o.jobs > 0       ? o.jobs
                                     : (o.isolate ? 1 : 0);
-  if (o.threads >= 0) tile::set_num_threads(static_cast<int>(o.threads));
   if (!o.shard.empty()) plan.shard = parse_shard(o.shard);
   plan.p = prepare(o.file, o.device);
   Prepared& p = plan.p;
-  if (o.threads < 0 && p.file.threads > 0) tile::set_num_threads(static_cast<int>(p.file.threads));
+  // This process's team (with --jobs the children's is child_threads'; this one only measures).
+  use_threads(thread_request(o.threads, p.file.threads, p.file.path, 1, usable_cpus()), plan.n_slots > 1);
   if (plan.shard) {
     plan.sweep_cases = static_cast<int64_t>(p.cases.size());
     std::vector<std::string> keys;
@@ -89,8 +91,8 @@ std::string RunPlan::note() const {
     what = "shard " + std::to_string(shard->index) + "/" + std::to_string(shard->count) + " of sweep " + sweep + ": " +
            what + " of " + std::to_string(sweep_cases);
   const size_t avail = available_memory(p.device);
-  return p.file.name + ": " + what + " on " + p.device + " with " + std::to_string(tile::num_threads()) +
-         " threads; largest model needs " + mib(static_cast<double>(p.max_model_bytes)) +
+  return p.file.name + ": " + what + " on " + p.device + " with " + tile::team().why + "; largest model needs " +
+         mib(static_cast<double>(p.max_model_bytes)) +
          (at_once > 1 ? " (x" + std::to_string(at_once) + " processes at once)" : "") + " (" +
          mib(static_cast<double>(avail)) + " available" + (p.device == "cuda" ? " on the GPU)" : ")");
 }
@@ -146,11 +148,9 @@ std::optional<Resume> find_resume(const store::Store& db, const RunOptions& o, c
 }
 
 int64_t child_threads(const RunOptions& o, const RunPlan& plan) {
-  if (plan.n_slots <= 1) return o.threads >= 0 ? o.threads : plan.p.file.threads > 0 ? plan.p.file.threads : -1;
-  const auto cpus = static_cast<int64_t>(allowed_cpus().size());
-  return o.threads > 0             ? o.threads
-         : plan.p.file.threads > 0 ? plan.p.file.threads
-                                   : std::max<int64_t>(1, cpus / plan.n_slots);
+  const tile::TeamRequest r =
+      thread_request(o.threads, plan.p.file.threads, plan.p.file.path, plan.n_slots, usable_cpus());
+  return r.threads > 0 ? r.threads : -1;
 }
 
 DeviceInfo measure_device(const RunOptions& o, const RunPlan& plan, const std::vector<ChildSlot>& slots,
@@ -161,20 +161,19 @@ DeviceInfo measure_device(const RunOptions& o, const RunPlan& plan, const std::v
   if (p.device == "cuda")
     return describe_cuda(p.device_note + "; " + std::to_string(plan.n_slots) + " processes at once");
   // The ceilings (MFU's denominator) as one process sees them: on one slot's cores with its threads.
+  tile::TeamRequest r = thread_request(o.threads, p.file.threads, p.file.path, plan.n_slots, usable_cpus());
+  r.threads = static_cast<int>(threads);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &slots[0].cpus)) r.within.push_back(c);
   const auto cpus = static_cast<int64_t>(allowed_cpus().size());
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  const bool pinned = sched_getaffinity(0, sizeof mine, &mine) == 0;
-  if (pinned) sched_setaffinity(0, sizeof slots[0].cpus, &slots[0].cpus);
-  const int before = tile::num_threads();
-  tile::set_num_threads(static_cast<int>(threads));
+  const tile::TeamRequest before = tile::team_request();
+  tile::set_team(r);
   DeviceInfo device = describe_cpu(
       p.device_note + "; " + std::to_string(plan.n_slots) + " processes at once (" +
       (o.devices.empty() ? "--jobs" : "--devices") + "), each with " + std::to_string(threads) +
       " threads on its own cores" +
       (plan.n_slots * threads > cpus ? " (more than the " + std::to_string(cpus) + " cores: they share cores)" : ""));
-  tile::set_num_threads(before);
-  if (pinned) sched_setaffinity(0, sizeof mine, &mine);
+  tile::set_team(before);
   return device;
 }
 

@@ -311,7 +311,7 @@ ResultsSection other_section(const RunData& run) {
   return b.take();
 }
 
-// "device: <name>, N threads (isa); fp32 GEMM peak X, bf16 Z GFLOP/s (library), copy Y GB/s; bench V
+// "device: <name>, N threads[: why] (isa); fp32 GEMM peak X, bf16 Z GFLOP/s (library), copy Y GB/s; bench V
 // (compiler)": every number in the tables is relative to this line (MFU uses the measured GEMM
 // peak of the model's dtype).
 std::string device_line(const std::string& device_json, const std::string& version, const std::string& compiler) {
@@ -322,10 +322,13 @@ std::string device_line(const std::string& device_json, const std::string& versi
   auto num = [&](const char* k) { return d.contains(k) && d[k].is_number() ? d[k].get<double>() : 0.0; };
   const std::string bf16 =
       num("peak_gflops_bf16_gemm") > 0 ? fmt::format(", bf16 {:.0f}", num("peak_gflops_bf16_gemm")) : std::string();
-  return fmt::format(
-      "device: {}, {} threads ({}); fp32 GEMM peak {:.0f}{} GFLOP/s ({}), copy {:.1f} GB/s; bench {} ({})\n",
-      str("name"), static_cast<int>(num("threads")), str("isa"), num("peak_gflops_fp32_gemm"), bf16, str("gemm"),
-      num("copy_gbps"), version, compiler);
+  // Runs recorded since the team's size carries its reason show it ("2 threads: 2 CPUs in the
+  // affinity mask"); older runs print as they always did.
+  const std::string threads =
+      str("threads_why").empty() ? fmt::format("{} threads", static_cast<int>(num("threads"))) : str("threads_why");
+  return fmt::format("device: {}, {} ({}); fp32 GEMM peak {:.0f}{} GFLOP/s ({}), copy {:.1f} GB/s; bench {} ({})\n",
+                     str("name"), threads, str("isa"), num("peak_gflops_fp32_gemm"), bf16, str("gemm"),
+                     num("copy_gbps"), version, compiler);
 }
 
 }  // namespace

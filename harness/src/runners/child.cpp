@@ -15,11 +15,11 @@
 
 #include "bench/error.h"
 #include "experiment/case_json.h"
-#include "kernels/tile/parallel.h"
 #include "kernels/tile/threads.h"
 #include "plugins/registry.h"
 #include "runners/registry.h"
 #include "runners/result_json.h"
+#include "runners/threads.h"
 
 namespace bench {
 
@@ -155,12 +155,20 @@ void ChildExecutor::start(size_t slot, const Job& job) {
   std::vector<char*> envp;
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
-  // The child inherits the CPU affinity of the thread that spawns it: pin this thread to the
-  // slot's cores for the spawn, then give it back its own.
-  cpu_set_t mine;
+  // The child inherits the CPU affinity of the thread that spawns it: set this thread to the
+  // slot's cores for the spawn, then give it back its own. Without a slot (--isolate, --jobs 1)
+  // the child gets every CPU this process may use: the spawning thread may be thread 0 of a
+  // pinned team, held to one CPU, and the child would inherit that one CPU.
+  cpu_set_t mine, target;
   CPU_ZERO(&mine);
-  const bool pin = where != nullptr && where->pinned && sched_getaffinity(0, sizeof mine, &mine) == 0;
-  if (pin) sched_setaffinity(0, sizeof where->cpus, &where->cpus);
+  CPU_ZERO(&target);
+  if (where != nullptr && where->pinned) {
+    target = where->cpus;
+  } else {
+    for (const int c : allowed_cpus()) CPU_SET(c, &target);
+  }
+  const bool pin = sched_getaffinity(0, sizeof mine, &mine) == 0;
+  if (pin) sched_setaffinity(0, sizeof target, &target);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, args.front().c_str(), nullptr, options_.spawn, argv.data(), envp.data());
   if (pin) sched_setaffinity(0, sizeof mine, &mine);
@@ -236,7 +244,9 @@ int run_case_task(const std::string& task_path, const std::string& result_path, 
     registry.load_defaults();
     for (const auto& dir : task.plugin_paths) registry.load_directory(dir, true);
     const auto [c, rc] = case_from_json(task.case_json, registry, runner_sections());
-    if (task.threads >= 0) tile::set_num_threads(static_cast<int>(task.threads));
+    // The parent decided the count (cli/run_setup.cpp: child_threads); -1: the default.
+    use_threads({static_cast<int>(std::max<int64_t>(task.threads, 0)), task.threads > 0 ? "the parent's" : "", {}},
+                true);
     const DeviceInfo device = device_from_json(task.device_json);
     Progress progress(true);
     RunnerEnv env{registry, device, progress, "", stop, task.weights_dir, task.db_dir};

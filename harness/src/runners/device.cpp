@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -42,13 +46,73 @@ double median_seconds(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
+/// The last-level caches' total size in bytes (each shared cache once), from sysfs; 0 if unknown.
+size_t last_level_cache_bytes() {
+  std::map<std::string, size_t> caches;  // shared_cpu_list -> size, of the highest level seen
+  int top = 0;
+  for (int cpu = 0; cpu < 4096; ++cpu) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/cache";
+    if (!std::filesystem::is_directory(dir)) break;
+    for (int i = 0; i < 16; ++i) {
+      const std::string index = dir + "/index" + std::to_string(i);
+      std::ifstream level_in(index + "/level"), size_in(index + "/size"), shared_in(index + "/shared_cpu_list");
+      int level = 0;
+      std::string size, shared;
+      if (!(level_in >> level) || !(size_in >> size) || !(shared_in >> shared)) break;
+      size_t bytes = std::strtoull(size.c_str(), nullptr, 10);
+      if (size.back() == 'K') bytes <<= 10;
+      if (size.back() == 'M') bytes <<= 20;
+      if (level > top) {
+        top = level;
+        caches.clear();
+      }
+      if (level == top) caches[shared] = bytes;
+    }
+  }
+  size_t total = 0;
+  for (const auto& [shared, bytes] : caches) total += bytes;
+  return total;
+}
+
 }  // namespace
+
+double stream_copy_gbps() {
+  // As STREAM measures it: c[i] = a[i] over doubles, each array twice the last-level caches (at
+  // least 64 MiB, at most 512 MiB: a VM may report its host's whole LLC, and every run measures
+  // this), split over the team by parallel_for as every kernel is, so the threads are placed as
+  // the kernels' are; the arrays are first written by the same split, so on a NUMA machine their
+  // pages lie near the threads that copy them. Bytes read + written (no write-allocate traffic,
+  // as STREAM counts), the best of 5 timed copies after one (STREAM's choice: the ceiling).
+  const size_t bytes = std::clamp<size_t>(2 * last_level_cache_bytes(), size_t{64} << 20, size_t{512} << 20);
+  const auto n = static_cast<int64_t>(bytes / sizeof(double));
+  std::unique_ptr<double[]> a(new double[static_cast<size_t>(n)]), c(new double[static_cast<size_t>(n)]);
+  tile::parallel_for(n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      a[static_cast<size_t>(i)] = 1.0 + static_cast<double>(i & 1023);
+      c[static_cast<size_t>(i)] = 0.0;
+    }
+  });
+  double best = 0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    tile::parallel_for(n, [&](int64_t b, int64_t e) {
+      const double* __restrict src = a.get();
+      double* __restrict dst = c.get();
+      for (int64_t i = b; i < e; ++i) dst[i] = src[i];
+    });
+    const double t = seconds_since(t0);
+    if (rep > 0) best = best == 0 ? t : std::min(best, t);
+  }
+  if (c[static_cast<size_t>(n - 1)] != a[static_cast<size_t>(n - 1)]) throw Error("stream copy: wrong result");
+  return 2.0 * static_cast<double>(bytes) / best * 1e-9;
+}
 
 std::string DeviceInfo::json() const {
   nlohmann::json j = {{"kind", kind},
                       {"name", name},
                       {"cores", cores},
                       {"threads", threads},
+                      {"threads_why", threads_why},
                       {"thread_policy", thread_policy},
                       {"isa", isa},
                       {"peak_gflops_fp32_gemm", peak_gflops},
@@ -68,6 +132,7 @@ DeviceInfo device_from_json(const std::string& json) {
     d.name = j.at("name").get<std::string>();
     d.cores = j.at("cores").get<int>();
     d.threads = j.at("threads").get<int>();
+    d.threads_why = j.value("threads_why", "");
     d.thread_policy = j.value("thread_policy", "");
     d.isa = j.at("isa").get<std::string>();
     d.peak_gflops = j.at("peak_gflops_fp32_gemm").get<double>();
@@ -88,7 +153,7 @@ DeviceInfo describe_cpu(const std::string& note) {
   d.note = note;
   d.cores = static_cast<int>(std::thread::hardware_concurrency());
   d.threads = tile::num_threads();
-  tile::place_threads();
+  d.threads_why = tile::team().why;
   d.thread_policy = tile::thread_policy();
   d.gemm = kernels::gemm_backend();
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -128,12 +193,7 @@ DeviceInfo describe_cpu(const std::string& note) {
   });
   d.peak_gflops_bf16 = 2.0 * static_cast<double>(n * n * n) / t16 * 1e-9;
 
-  // Copy bandwidth: 64 MiB memcpy, bytes read + written.
-  const size_t bytes = 64u << 20;
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  for (size_t i = 0; i < bytes; i += 4096) src[i] = static_cast<char>(rng.next());
-  const double tc = median_seconds(5, [&] { std::memcpy(dst.data(), src.data(), bytes); });
-  d.copy_gbps = 2.0 * static_cast<double>(bytes) / tc * 1e-9;
+  d.copy_gbps = stream_copy_gbps();
   return d;
 }
 

@@ -12,6 +12,7 @@ struct DeviceInfo {
   std::string name;           ///< CPU model name
   int cores = 0;              ///< logical CPUs visible
   int threads = 0;            ///< worker threads used
+  std::string threads_why;    ///< why that many: "2 threads: 2 CPUs in the affinity mask" (tile::TeamPlan)
   std::string thread_policy;  ///< how the worker threads are placed (tile::thread_policy); CPU only
   std::string isa;            ///< relevant ISA extensions (avx2, avx512f, amx ...)
   /// Measured fp32 GEMM rate of one square size (MFU denominator of float32 models): 1024^3 on the
@@ -25,13 +26,20 @@ struct DeviceInfo {
   double peak_for(std::string_view dtype) const {
     return dtype == "bfloat16" && peak_gflops_bf16 > 0 ? peak_gflops_bf16 : peak_gflops;
   }
-  double copy_gbps = 0;   ///< measured memcpy bandwidth, 64 MiB
+  /// Measured memory bandwidth, bytes read + written per second / 1e9: on the CPU STREAM's copy
+  /// over arrays of twice the last-level caches (64-512 MiB) by the kernels' own team (best of 5;
+  /// before 2026-12-04: one thread's 64 MiB memcpy); on a GPU a device-to-device copy.
+  double copy_gbps = 0;
   double memory_gib = 0;  ///< physical memory
   std::string gemm;       ///< GEMM library and version
   std::string note;       ///< how the device was chosen
   /// JSON object of all fields.
   std::string json() const;
 };
+
+/// The CPU's memory bandwidth as STREAM's copy measures it with the current team, in GB/s
+/// (bytes read + written): the roofline's memory ceiling.
+double stream_copy_gbps();
 
 /// Probe the CPU and measure its ceilings (about half a second).
 DeviceInfo describe_cpu(const std::string& note);
