@@ -7,7 +7,9 @@
 # the CPU, cuDNN's attention inside the model against ours, GPT-2-small's MFU with and without
 # CUDA graphs, norms.toml's model at its own size against PyTorch eager, torch.compile and CUDA
 # graphs (`small`), experiments/norms.toml with its wall time), then PyTorch's figures beside ours
-# where python3 has torch. Each section ends with a row of its wall time.
+# where python3 has torch, and last the host's CPU path (`cpu`: scripts/cpu-scaling.sh's train
+# steps at 1, 2, 4, ... threads, copy bandwidth, GEMM rate). Each section ends with a row of its
+# wall time.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh [--only S,S] [--skip S,S] [--budget SECONDS]
 #                                     [--dry-run [--bin BUILD/bin]]
@@ -37,7 +39,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-all_sections=(facts kernels timing model cudnn mfu small norms torch)
+all_sections=(facts kernels timing model cudnn mfu small norms torch cpu)
 only="" skip="" dry=0 budget=460 bin=build/bin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -435,6 +437,32 @@ section_torch() {
     77) row torch torch_baseline SKIPPED "" "" "$(tail -n 1 "$work/torch.txt")" ;;
     *) row torch torch_baseline FAIL "" "" "exit $s: $(tail -n 1 "$work/torch.txt")" ;;
   esac
+}
+
+# The host's CPU path (issue 36): scripts/cpu-scaling.sh's train steps at 1, 2, 4, ... threads up
+# to the CPUs this process may use, then 8x them, with the STREAM copy bandwidth and the fp32 GEMM
+# rate of each run; a row per thread count, the table in cpu-scaling.md of the archive. The dry
+# run stops at 1 thread and skips the 8x row (CPU_SCALING_MAX=1): it checks the path.
+section_cpu() {
+  local wrapper="$work/bench-program"
+  printf '#!/bin/sh\nexec %s "$@"\n' "$(printf '%q ' "${launcher[@]}" "$(program bench)")" > "$wrapper"
+  chmod +x "$wrapper"
+  rm -f "$work/cpu-scaling.db"
+  local env_max=()
+  [ "$dry" -eq 1 ] && env_max=(CPU_SCALING_MAX=1)
+  run_capped 200 30 cpu env "${env_max[@]}" scripts/cpu-scaling.sh "$wrapper" "$work/cpu-scaling.db" \
+    > "$work/cpu-scaling.md" 2> "$work/cpu-scaling.log"
+  local s=$?
+  timed_out cpu "$s" && return
+  [ "$s" -eq 75 ] && return
+  local why line t small sx large lx copy gemm
+  why=$(sed -n 's/^### CPU scaling (\(.*\))$/\1/p' "$work/cpu-scaling.md")
+  while IFS= read -r line; do
+    IFS='|' read -r _ t small sx large lx copy gemm _ <<< "${line// /}"
+    row cpu "train step at ${t/(/ (} threads" INFO "$large" ms \
+      "d256: $lx, d128: $small ms, $sx; copy $copy GB/s, fp32 GEMM $gemm GFLOP/s; $why"
+  done < <(grep -E '^\| [0-9]' "$work/cpu-scaling.md")
+  [ "$s" -eq 0 ] || row cpu cpu-scaling.sh FAIL "" "" "exit $s: $(tail -n 1 "$work/cpu-scaling.log")"
 }
 
 for s in "${all_sections[@]}"; do

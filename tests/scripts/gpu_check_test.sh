@@ -41,7 +41,7 @@ check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf
 for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
   check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
 done
-for s in facts kernels timing model cudnn mfu small norms torch; do
+for s in facts kernels timing model cudnn mfu small norms torch cpu; do
   check "a row of section $s" grep -q "^| $s | " "$md"
   check "the wall time row of section $s" grep -Eq "^\| $s \| \(section wall time\) \| INFO \| [0-9]+ \| s \|" "$md"
 done
@@ -54,6 +54,10 @@ for dt in float32 bfloat16; do
     grep -Eq "^\| small \| bench .*$dt.* stability \| INFO \| [0-9.]+ \| s \| .*completed" "$md"
 done
 check "small: PyTorch SKIPPED in the dry run, with the reason" grep -q "^| small | PyTorch norms_small | SKIPPED | .*dry run" "$md"
+# The cpu section: scripts/cpu-scaling.sh's rows, at 1 thread and at the default team in a dry run.
+check "cpu: the train step at 1 thread, with copy bandwidth and GEMM rate" \
+  grep -Eq "^\| cpu \| train step at 1 threads \| INFO \| [0-9.]+ \| ms \| d256: 1\.00x, d128: [0-9.]+ ms, 1\.00x; copy [0-9.]+ GB/s, fp32 GEMM [0-9]+ GFLOP/s; [0-9]+ threads" "$md"
+check "cpu: no failed scaling run" bash -c "! grep -q '^| cpu | cpu-scaling.sh | FAIL' '$md'"
 check "norms: the row has the run's wall time" grep -Eq "^\| norms \| .*\| wall [0-9]+ s" "$md"
 check "the failed check's FAIL row, with its message" grep -q "^| timing | $fail_check | FAIL | .*failed on purpose" "$md"
 # shellcheck disable=SC2016  # awk's own $0
