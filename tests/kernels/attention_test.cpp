@@ -22,11 +22,14 @@
 
 #include "gemm.h"
 #include "kernel_test_util.h"
+#include "support/launch_counter.h"
 #include "tile/parallel.h"
 #include "tile/profile.h"
 
 namespace bench::kernels {
 namespace {
+
+using test::LaunchCounter;
 
 using namespace testing;  // NOLINT: the kernel test helpers
 using tile::Backend;
@@ -581,25 +584,6 @@ TEST(AttentionThreads, ResultsIndependentOfThreadCount) {
   }
 }
 
-/// Counts the outermost launches of the calling thread while it exists.
-class LaunchCounter final : public tile::LaunchObserver {
- public:
-  LaunchCounter() : previous_(tile::observe_launches(this)) {}
-  ~LaunchCounter() override { tile::observe_launches(previous_); }
-  LaunchCounter(const LaunchCounter&) = delete;
-  LaunchCounter& operator=(const LaunchCounter&) = delete;
-  void begin(const tile::Exec&, const char*) override {}
-  void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
-    ++count;
-    names.emplace_back(name);
-  }
-  int count = 0;
-  std::vector<std::string> names;
-
- private:
-  tile::LaunchObserver* previous_;
-};
-
 // A device's composition (the emulated device issues CUDA's launches one for one): a fixed
 // number of launches per call whatever the batch and the heads, GQA, soft-cap and dropout
 // included: the head-major copy, S, the softmax, the dropout, O and the copy back forward; dout's
@@ -622,14 +606,14 @@ TEST(AttentionLaunches, DeviceLaunchesIndependentOfBatchAndHeads) {
       {
         LaunchCounter forward;
         attention_forward<float>(emulated.exec(), a, gqkv.get(), out.get(), probs.get(), nullptr, ws.get());
-        EXPECT_EQ(forward.count, 5 + drops);
+        EXPECT_EQ(forward.total, 5 + drops);
         EXPECT_EQ(std::count(forward.names.begin(), forward.names.end(), std::string("gemm NT batched")), 1);
         EXPECT_EQ(std::count(forward.names.begin(), forward.names.end(), std::string("gemm NN batched")), 1);
       }
       LaunchCounter backward;
       attention_backward<float>(emulated.exec(), a, gqkv.get(), out.get(), probs.get(), gdout.get(), dqkv.get(),
                                 ws.get());
-      EXPECT_EQ(backward.count, 7 + 2 * drops);
+      EXPECT_EQ(backward.total, 7 + 2 * drops);
       EXPECT_EQ(std::count(backward.names.begin(), backward.names.end(), std::string("gemm TN batched")), 2);
       // The results of these very launches: the float64 reference.
       std::vector<double> ref, dref;

@@ -12,38 +12,19 @@
 #include <string>
 #include <utility>
 
-#include "kernels/tile/profile.h"
 #include "model/model.h"
+#include "support/launch_counter.h"
 #include "support/toml_case.h"
 
 namespace bench {
 namespace {
 
-/// Counts the outermost launches of the calling thread while it exists, by name.
-class LaunchCounter final : public tile::LaunchObserver {
- public:
-  LaunchCounter() : previous_(tile::observe_launches(this)) {}
-  ~LaunchCounter() override { tile::observe_launches(previous_); }
-  LaunchCounter(const LaunchCounter&) = delete;
-  LaunchCounter& operator=(const LaunchCounter&) = delete;
-
-  void begin(const tile::Exec&, const char*) override {}
-  void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
-    ++total;
-    ++by_name[name];
-  }
-
-  int total = 0;
-  std::map<std::string, int> by_name;
-
- private:
-  tile::LaunchObserver* previous_;
-};
+using test::LaunchCounter;
 
 /// What a step launched: the outermost launches, in all and by name.
 struct Counts {
-  int total = 0;
-  std::map<std::string, int> by_name;
+  int64_t total = 0;
+  std::map<std::string, int64_t> by_name;
 };
 
 struct Shape {
@@ -106,7 +87,7 @@ constexpr int kPerLayerCeiling = 50;
 
 /// The kernels whose counts differ between a and b: "name: a vs b" lines.
 std::string difference(const Counts& a, const Counts& b) {
-  std::map<std::string, std::pair<int, int>> both;
+  std::map<std::string, std::pair<int64_t, int64_t>> both;
   for (const auto& [name, n] : a.by_name) both[name].first = n;
   for (const auto& [name, n] : b.by_name) both[name].second = n;
   std::string out;
@@ -121,7 +102,7 @@ TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
        {std::pair<std::string, std::string>{"post", "layernorm"}, {"double", "rmsnorm"}}) {
     SCOPED_TRACE(position + " " + norm);
     const Counts norms_shape = count_step({4, 16, 4, position, norm});
-    RecordProperty("launches_" + position + "_" + norm, norms_shape.total);
+    RecordProperty("launches_" + position + "_" + norm, static_cast<int>(norms_shape.total));
     EXPECT_LE(norms_shape.total, 250) << listing(norms_shape);
     // Independent of batch and heads (two of each; d_head changes with the heads).
     for (const auto& [batch, heads] : {std::pair<int, int>{4, 4}, {16, 2}, {4, 2}}) {
@@ -129,15 +110,17 @@ TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
       EXPECT_EQ(other.total, norms_shape.total) << "batch " << batch << ", heads " << heads << ":\n"
                                                 << difference(other, norms_shape);
     }
-    // Per layer, from 2 and 4 layers: at most 30, and what does not grow with the layers is a few.
+    // Per layer, from 2 and 4 layers: at most kPerLayerCeiling, and what does not grow with the
+    // layers is a few.
     const Counts two = count_step({2, 16, 4, position, norm});
-    const int per_layer = (norms_shape.total - two.total) / 2;
-    const int fixed = two.total - 2 * per_layer;
+    const int64_t per_layer = (norms_shape.total - two.total) / 2;
+    const int64_t fixed = two.total - 2 * per_layer;
     EXPECT_EQ(norms_shape.total, fixed + 4 * per_layer);
     EXPECT_LE(per_layer, kPerLayerCeiling) << listing(norms_shape);
     EXPECT_LE(fixed, 30) << listing(two);
-    std::printf("%s %s: %d launches a step (4 layers, batch 16, 4 heads): %d per layer + %d\n", position.c_str(),
-                norm.c_str(), norms_shape.total, per_layer, fixed);
+    std::printf("%s %s: %lld launches a step (4 layers, batch 16, 4 heads): %lld per layer + %lld\n", position.c_str(),
+                norm.c_str(), static_cast<long long>(norms_shape.total), static_cast<long long>(per_layer),
+                static_cast<long long>(fixed));
   }
 }
 

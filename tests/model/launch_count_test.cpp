@@ -12,33 +12,14 @@
 #include <sstream>
 #include <string>
 
-#include "kernels/tile/profile.h"
 #include "model/model.h"
+#include "support/launch_counter.h"
 #include "support/toml_case.h"
 
 namespace bench {
 namespace {
 
-/// The outermost launches of the calling thread while it exists, by kernel name.
-class LaunchCounter final : public tile::LaunchObserver {
- public:
-  LaunchCounter() : previous_(tile::observe_launches(this)) {}
-  ~LaunchCounter() override { tile::observe_launches(previous_); }
-  LaunchCounter(const LaunchCounter&) = delete;
-  LaunchCounter& operator=(const LaunchCounter&) = delete;
-
-  void begin(const tile::Exec&, const char*) override {}
-  void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
-    ++by_name[name];
-    ++total;
-  }
-
-  std::map<std::string, int64_t> by_name;
-  int64_t total = 0;
-
- private:
-  tile::LaunchObserver* previous_;
-};
+using test::LaunchCounter;
 
 /// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
 /// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
