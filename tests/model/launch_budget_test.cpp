@@ -13,19 +13,13 @@
 #include <utility>
 
 #include "model/model.h"
-#include "support/launch_counter.h"
 #include "support/toml_case.h"
+#include "support/train_step_launches.h"
 
 namespace bench {
 namespace {
 
-using test::LaunchCounter;
-
-/// What a step launched: the outermost launches, in all and by name.
-struct Counts {
-  int64_t total = 0;
-  std::map<std::string, int64_t> by_name;
-};
+using Counts = test::LaunchCounter::Counts;
 
 struct Shape {
   int layers, batch, heads;
@@ -43,32 +37,8 @@ std::string experiment(const Shape& s) {
          "[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n";
 }
 
-/// The launches of one train step as the throughput runner times it (no probes: zero_grad,
-/// forward, backward, AdamW) on the emulated device, after one uncounted step.
-Counts count_step(const Shape& s) {
-  ResolvedCase rc = test::resolve_first(experiment(s));
-  rc.model.backend = tile::Backend::kEmulated;
-  const test::Batch b = test::batch_of(rc, 0);
-  Model m(rc.model, test::builtin_registry(), 3);
-  RunContext ctx;
-  ctx.exec.backend = tile::Backend::kEmulated;
-  ctx.probes = false;
-  OptimizerStep opt;
-  opt.lr = 1e-3;
-  opt.decay_lr = opt.lr;
-  opt.weight_decay = 0.1;
-  opt.grad_clip = 1.0;
-  const auto step = [&] {
-    m.zero_grad();
-    (void)m.forward(b.in.data(), b.tg.data(), ctx);
-    m.backward(ctx);
-    (void)m.optimizer_step(opt, ctx);
-  };
-  step();
-  LaunchCounter counter;
-  step();
-  return {counter.total, counter.by_name};
-}
+/// The launches of one train step on the emulated device (test::emulated_train_step_launches).
+Counts count_step(const Shape& s) { return test::emulated_train_step_launches(test::resolve_first(experiment(s))); }
 
 std::string listing(const Counts& c) {
   std::string out;

@@ -13,13 +13,11 @@
 #include <string>
 
 #include "model/model.h"
-#include "support/launch_counter.h"
 #include "support/toml_case.h"
+#include "support/train_step_launches.h"
 
 namespace bench {
 namespace {
-
-using test::LaunchCounter;
 
 /// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
 /// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
@@ -79,34 +77,13 @@ std::string norms_shaped(int64_t layers, int64_t batch, int64_t heads) {
 /// The launches of one train step of norms.toml's first case at this shape on the emulated
 /// device, after a first step (which may set up what later steps reuse, as the profile's warm-up
 /// does).
-std::pair<int64_t, std::map<std::string, int64_t>> count_step(int64_t layers, int64_t batch, int64_t heads) {
+test::LaunchCounter::Counts count_step(int64_t layers, int64_t batch, int64_t heads) {
   // "cuda": no [cuda] table, so the file's [cpu] overrides (which would replace the shape) stay out.
-  ResolvedCase rc = test::resolve(test::cases_of(norms_shaped(layers, batch, heads), "cuda", "norms.toml").at(0));
+  const ResolvedCase rc = test::resolve(test::cases_of(norms_shaped(layers, batch, heads), "cuda", "norms.toml").at(0));
   EXPECT_EQ(rc.model.dims.n_layers, layers);
   EXPECT_EQ(rc.model.dims.batch_size, batch);
   EXPECT_EQ(rc.model.dims.n_heads, heads);
-  rc.model.backend = tile::Backend::kEmulated;
-  const test::Batch b = test::batch_of(rc, 0);
-  Model m(rc.model, test::builtin_registry(), 1);
-  RunContext ctx;
-  ctx.probes = false;  // as the throughput runner times and profiles a step
-  ctx.training = true;
-  OptimizerStep opt;
-  opt.lr = 1e-3;
-  opt.decay_lr = opt.lr;
-  opt.weight_decay = 0.1;
-  opt.grad_clip = 1.0;
-  const auto step = [&] {
-    m.zero_grad();
-    (void)m.forward(b.in.data(), b.tg.data(), ctx);
-    m.backward(ctx);
-    (void)m.optimizer_step(opt, ctx);
-  };
-  step();
-  EXPECT_EQ(ctx.exec.backend, tile::Backend::kEmulated) << "the model must bind the emulated executor";
-  LaunchCounter counter;
-  step();
-  return {counter.total, counter.by_name};
+  return test::emulated_train_step_launches(rc);
 }
 
 TEST(LaunchCount, NormsTrainStepOnTheEmulatedDeviceFollowsItsFormula) {

@@ -27,6 +27,12 @@ class LaunchCounter final : public tile::LaunchObserver {
     names.emplace_back(name);
   }
 
+  /// What a stretch launched: in all and by kernel name.
+  struct Counts {
+    int64_t total = 0;
+    std::map<std::string, int64_t> by_name;
+  };
+
   int64_t total = 0;                       ///< launches so far
   std::map<std::string, int64_t> by_name;  ///< launches so far by kernel name
   std::vector<std::string> names;          ///< their names in launch order
