@@ -88,7 +88,11 @@ class FiberTeam {
     for (int i = 0; i < n_; ++i) {
       Fiber& f = fibers_[static_cast<size_t>(i)];
       f = Fiber{};
-      getcontext(&f.context);
+      // Through a pointer: getcontext is declared returns_twice (GCC then fears for the loop's
+      // variables, -Wclobbered), but this context is only ever entered at `entry`, which
+      // makecontext sets: getcontext returns here once.
+      static int (*volatile const get_context)(ucontext_t*) = &getcontext;
+      get_context(&f.context);
       f.context.uc_stack.ss_sp = stack(i);
       f.context.uc_stack.ss_size = stack_bytes_;
       f.context.uc_link = nullptr;
