@@ -34,7 +34,8 @@ using test::FiberTeam;
 /// slots the lanes exchange registers through.
 class Block {
  public:
-  Block(int threads, size_t shared_bytes) : team_(threads), shared_(shared_bytes, 0), barrier_(team_, threads, true) {
+  Block(int threads, size_t shared_bytes)
+      : team_(threads, 32), shared_(shared_bytes, 0), barrier_(team_, threads, true) {
     for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
   }
 
@@ -107,22 +108,21 @@ class EmulatedThread {
   /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
   void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, false); }
   void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, true); }
-  /// cp.async as late as the hardware may land it: a copy is queued with its group and done only
-  /// when cp_async_wait lets no more than `pending` newer groups stay in flight, so a read of the
-  /// tile before its wait sees stale data and fails the test.
+  /// cp.async as early and as late as the hardware may land it, by turns (a thread's groups
+  /// alternate, and neighbouring threads start apart): a group lands when it is committed, or only
+  /// when cp_async_wait lets no more than `pending` newer groups stay in flight. So a read of a
+  /// tile before its wait sees stale data, and a copy into a stage that another warp still reads
+  /// (its __syncthreads missing) overwrites it under that warp: either fails the test.
   void cp_async_16(void* dst, const void* src, bool valid) { open_.push_back({dst, src, valid}); }
   void cp_async_commit() {
     groups_.push_back(std::move(open_));
     open_.clear();
+    // Landed now, it stays in the queue empty: it still counts as in flight until its wait.
+    if ((commits_++ + tid_) % 2 == 0) land(groups_.back());
   }
   void cp_async_wait(int pending) {
     while (static_cast<int>(groups_.size()) > pending) {
-      for (const Copy& c : groups_.front()) {
-        if (c.valid)
-          std::memcpy(c.dst, c.src, 16);
-        else
-          std::memset(c.dst, 0, 16);
-      }
+      land(groups_.front());
       groups_.erase(groups_.begin());
     }
   }
@@ -137,6 +137,16 @@ class EmulatedThread {
     const void* src;
     bool valid;
   };
+
+  static void land(std::vector<Copy>& group) {
+    for (const Copy& c : group) {
+      if (c.valid)
+        std::memcpy(c.dst, c.src, 16);
+      else
+        std::memset(c.dst, 0, 16);
+    }
+    group.clear();
+  }
 
   void ldmatrix(uint32_t (&r)[4], const uint16_t* row, bool trans) const {
     Block::Warp& w = block_.warp(tid_);
@@ -161,6 +171,7 @@ class EmulatedThread {
   int tid_, bx_, by_, dim_;
   std::vector<Copy> open_;
   std::vector<std::vector<Copy>> groups_;
+  int commits_ = 0;
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,

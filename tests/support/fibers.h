@@ -33,11 +33,13 @@ namespace bench::test {
 
 /// Runs body(0) .. body(n - 1) as fibers of the calling thread, each on a stack of its own, until
 /// all have returned. A fiber runs until it waits at a Barrier; a barrier that fills lets its
-/// fibers go on. Between two releases of a phase barrier (the block's __syncthreads) the fibers
-/// run in a fresh pseudo-random order (fixed seed: every run the same), so that a read of shared
-/// memory which lacks its barrier sees a write of another thread too early or too late, and fails
-/// its test, whichever thread wrote. Waits that can never be met (a barrier some fiber skips) are
-/// an exception, not a hang.
+/// fibers go on. The fibers come in gangs of `gang` consecutive ones (a warp's lanes), and between
+/// two releases of a phase barrier (the block's __syncthreads) one gang at a time runs as far as
+/// it can, the gangs and the fibers within each in a fresh pseudo-random order (fixed seed: every
+/// run the same). So one warp does all of its work of a phase before the next starts: a read of
+/// shared memory that lacks its barrier sees another warp's write too early or too late, and a
+/// write another warp still needs overwrites it, whichever warp goes first, and the test fails.
+/// Waits that can never be met (a barrier some fiber skips) are an exception, not a hang.
 class FiberTeam {
  public:
   /// A barrier of `count` fibers of the team (CUDA's __syncthreads for a block, a warp's
@@ -65,10 +67,17 @@ class FiberTeam {
     uint64_t generation_ = 0;
   };
 
-  /// A team of n fibers with `stack_bytes` of stack each (a guard page below each: an overflow
-  /// faults instead of writing over another stack).
-  explicit FiberTeam(int n, size_t stack_bytes = size_t{256} << 10)
-      : n_(n), stack_bytes_(stack_bytes), fibers_(static_cast<size_t>(n)), order_(static_cast<size_t>(n)) {
+  /// A team of n fibers in gangs of `gang` (n a multiple of it), with `stack_bytes` of stack each
+  /// (a guard page below each: an overflow faults instead of writing over another stack).
+  explicit FiberTeam(int n, int gang = 1, size_t stack_bytes = size_t{256} << 10)
+      : n_(n),
+        gang_(gang),
+        stack_bytes_(stack_bytes),
+        fibers_(static_cast<size_t>(n)),
+        order_(static_cast<size_t>(n)),
+        gangs_(static_cast<size_t>(n / gang)) {
+    if (gang < 1 || n % gang != 0)
+      throw std::invalid_argument("FiberTeam: " + std::to_string(n) + " fibers in gangs of " + std::to_string(gang));
     const size_t total = static_cast<size_t>(n) * (stack_bytes_ + kGuard);
     void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED)
@@ -76,6 +85,7 @@ class FiberTeam {
     stacks_ = static_cast<uint8_t*>(p);
     for (int i = 0; i < n; ++i) mprotect(stacks_ + static_cast<size_t>(i) * (stack_bytes_ + kGuard), kGuard, PROT_NONE);
     std::iota(order_.begin(), order_.end(), 0);
+    std::iota(gangs_.begin(), gangs_.end(), 0);
   }
   ~FiberTeam() { munmap(stacks_, static_cast<size_t>(n_) * (stack_bytes_ + kGuard)); }
   FiberTeam(const FiberTeam&) = delete;
@@ -103,14 +113,20 @@ class FiberTeam {
     while (live > 0) {
       restart_ = false;
       bool ran = false;
-      for (int k = 0; k < n_ && !restart_; ++k) {
-        const int i = order_[static_cast<size_t>(k)];
-        Fiber& f = fibers_[static_cast<size_t>(i)];
-        if (f.done || (f.waiting != nullptr && f.waiting->generation_ == f.generation)) continue;
-        f.waiting = nullptr;
-        resume(i);
-        ran = true;
-        if (f.done) --live;
+      // order_ holds the gangs one after the other: each runs until none of its fibers can go on.
+      for (int g = 0; g < n_ && !restart_; g += gang_) {
+        for (bool gang_ran = true; gang_ran && !restart_;) {
+          gang_ran = false;
+          for (int k = g; k < g + gang_ && !restart_; ++k) {
+            const int i = order_[static_cast<size_t>(k)];
+            Fiber& f = fibers_[static_cast<size_t>(i)];
+            if (f.done || (f.waiting != nullptr && f.waiting->generation_ == f.generation)) continue;
+            f.waiting = nullptr;
+            resume(i);
+            gang_ran = ran = true;
+            if (f.done) --live;
+          }
+        }
       }
       if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
       if (!ran && live > 0)
@@ -170,7 +186,12 @@ class FiberTeam {
   // A phase barrier was released: the fibers start again from the first of a new order (the
   // releasing one included, which yields).
   void new_phase() {
-    std::shuffle(order_.begin(), order_.end(), random_);
+    std::shuffle(gangs_.begin(), gangs_.end(), random_);
+    for (size_t g = 0; g < gangs_.size(); ++g) {
+      const auto first = order_.begin() + static_cast<std::ptrdiff_t>(g) * gang_;
+      std::iota(first, first + gang_, gangs_[g] * gang_);
+      std::shuffle(first, first + gang_, random_);
+    }
     restart_ = true;
     suspend(false);
   }
@@ -189,10 +210,12 @@ class FiberTeam {
   }
 
   int n_;
+  int gang_;
   size_t stack_bytes_;
   uint8_t* stacks_ = nullptr;
   std::vector<Fiber> fibers_;
-  std::vector<int> order_;
+  std::vector<int> order_;  // the fibers, gang after gang
+  std::vector<int> gangs_;  // the gangs in order_
   std::minstd_rand random_{2024};
   ucontext_t scheduler_{};
   const std::function<void(int)>* body_ = nullptr;
