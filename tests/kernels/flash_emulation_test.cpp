@@ -2,11 +2,11 @@
 // CUDA build compiles — run on the CPU by a warp emulator: every CUDA thread of a block is a fiber
 // of one OS thread (support/fibers.h), __syncthreads is a barrier of the block, and the warp-wide
 // operations (shuffles and mma.sync.m16n8k16) exchange the lanes' registers through memory and
-// decode them with the fragment layouts of the PTX ISA. Between two __syncthreads the threads run
-// in a new order each time (a fixed pseudo-random one), so a missing barrier lets a thread read
-// shared memory before or after another's write and fails. Forward and backward are checked
-// against the float64 references of kernels/attention.h, so a wrong fragment index, mask or tile
-// bound fails here, in CI, without a GPU. (Speed and the hardware's own mma are for
+// decode them with the fragment layouts of the PTX ISA. Between two __syncthreads one warp at a
+// time does all its work, the warps in a new order each time (a fixed pseudo-random one), so a
+// missing barrier lets a warp read shared memory before or after another's write and fails.
+// Forward and backward are checked against the float64 references of kernels/attention.h, so a wrong fragment index,
+// mask or tile bound fails here, in CI, without a GPU. (Speed and the hardware's own mma are for
 // tests/cuda/cuda_check.cu.)
 #include <gtest/gtest.h>
 
