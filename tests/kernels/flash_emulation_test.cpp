@@ -5,9 +5,9 @@
 // decode them with the fragment layouts of the PTX ISA. Between two __syncthreads one warp at a
 // time does all its work, the warps in a new order each time (a fixed pseudo-random one), so a
 // missing barrier lets a warp read shared memory before or after another's write and fails.
-// Forward and backward are checked against the float64 references of kernels/attention.h, so a wrong fragment index,
-// mask or tile bound fails here, in CI, without a GPU. (Speed and the hardware's own mma are for
-// tests/cuda/cuda_check.cu.)
+// Forward and backward are checked against the float64 references of kernels/attention.h, so a
+// wrong fragment index, mask or tile bound fails here, in CI, without a GPU. (Speed and the
+// hardware's own mma are for tests/cuda/cuda_check.cu.)
 #include <gtest/gtest.h>
 
 #include <atomic>
