@@ -7,6 +7,8 @@
 #   scripts/cpu-scaling.sh [BENCH] [DB]      (default: build/bin/bench, else build/cpu/bin/bench;
 #                                             a fresh database in a temporary directory)
 #   CPU_SCALING_MAX=N                          stop the doubling at N threads (and skip 8x)
+#   CPU_SCALING_EXPERIMENT=FILE                run FILE instead (gpu-check.sh's dry run: the same
+#                                             cases with shorter timings)
 #
 # The GPU check calls it for its CPU section. Exit status: 0, or 1 when a run failed.
 set -uo pipefail
@@ -17,7 +19,7 @@ if [ -z "$bench" ]; then
   if [ -x build/bin/bench ]; then bench=build/bin/bench; else bench=build/cpu/bin/bench; fi
 fi
 db=${2:-$(mktemp -d)/cpu-scaling.db}
-exp=experiments/cpu_scaling.toml
+exp=${CPU_SCALING_EXPERIMENT:-experiments/cpu_scaling.toml}
 status=0
 
 # One run at THREADS (empty: the default team); prints its run id.

@@ -220,6 +220,20 @@ section_timing() {
   esac
 }
 
+# The dry run checks the path, not the figures: an experiment it runs times each throughput mode
+# in one round of 2 repetitions without warm-up (max_time = 0, as the tests' experiments do),
+# instead of repeating rounds for up to 10 s while a busy machine's noise stays above the target
+# (a norms.toml case took 13 s so, a cpu_scaling.toml case 40 s). Prints the file to run: a copy
+# so cut in $work for the dry run, else the file itself.
+dry_experiment() {  # FILE
+  [ "$dry" -eq 1 ] || { echo "$1" && return; }
+  local cut
+  cut="$work/dry-$(basename "$1")"
+  sed -E -e 's/^\[throughput\]$/[throughput]\nmax_time = 0/' -e 's/^((throughput\.)?repetitions) = .*/\1 = 2/' \
+    -e 's/^((throughput\.)?warmup_time) = .*/\1 = 0.0/' "$1" > "$cut"
+  echo "$cut"
+}
+
 steps_sql="SELECT c.label, s.step, s.loss, s.grad_norm, s.max_attn_logit FROM steps s
            JOIN cases c ON c.id = s.case_id ORDER BY c.ordinal, s.step"
 
@@ -243,10 +257,17 @@ PY
 # The model on the device against the same model on the CPU: every plugin family, 6 steps;
 # float32 (sums in other orders: within 1e-3) and bfloat16 (bf16 roundings: within 3e-2).
 section_model() {
-  sed -e 's/^\[model\]$/[model]\ndtype = "bfloat16"/' tests/cuda/every_component.toml > "$work/every_component_bf16.toml"
+  local f32=tests/cuda/every_component.toml
+  # The dry run keeps only the stability cases, whose steps are compared: the guarded device's
+  # run of all 14 cases, against the CPU bit for bit, is tests/cli/cli_test.cpp's.
+  if [ "$dry" -eq 1 ]; then
+    awk '/^\[/ { skip = ($0 == "[throughput]") } !skip' "$f32" > "$work/every_component.toml"
+    f32="$work/every_component.toml"
+  fi
+  sed -e 's/^\[model\]$/[model]\ndtype = "bfloat16"/' "$f32" > "$work/every_component_bf16.toml"
   local kind exp tol floor dev s
   for kind in f32 bf16; do
-    exp=tests/cuda/every_component.toml tol=1e-3 floor=1e-6
+    exp=$f32 tol=1e-3 floor=1e-6
     [ "$kind" = bf16 ] && exp="$work/every_component_bf16.toml" tol=3e-2 floor=1e-3
     for dev in "$device" cpu; do
       rm -f "$work/every-$kind-$dev.db"
@@ -305,7 +326,8 @@ PY
 # The MFU target: a GPT-2-small train step, bf16 and float32, with and without CUDA graphs.
 section_mfu() {
   rm -f "$work/gpt2-small.db"
-  run_capped 150 30 mfu bench --db "$work/gpt2-small.db" -q run --device "$device" tests/cuda/gpt2_small.toml \
+  run_capped 150 30 mfu bench --db "$work/gpt2-small.db" -q run --device "$device" \
+    "$(dry_experiment tests/cuda/gpt2_small.toml)" \
     > "$work/gpt2-small.txt" 2> "$work/gpt2-small.log"
   local s=$?
   timed_out mfu "$s" && return
@@ -336,7 +358,7 @@ section_small() {
   [ "$dry" -eq 1 ] && dev=cpu
   rm -f "$work/small.db"
   run_capped 90 20 small bench --db "$work/small.db" -q run --device "$dev" --threads "$cpu_threads" \
-    tests/cuda/norms_small.toml > "$work/small.txt" 2>&1
+    "$(dry_experiment tests/cuda/norms_small.toml)" > "$work/small.txt" 2>&1
   s=$?
   timed_out small "$s" && return
   [ "$s" -eq 75 ] && return
@@ -375,7 +397,7 @@ section_small() {
 # experiments/norms.toml on the device, every case, with 100 stability steps instead of 1000 (the
 # whole file took about 10 minutes on the H200: more than a check's budget); the row has its wall time.
 section_norms() {
-  sed -e 's/^steps = 1000\b/steps = 100/' experiments/norms.toml > "$work/norms-gpu.toml"
+  sed -e 's/^steps = 1000\b/steps = 100/' "$(dry_experiment experiments/norms.toml)" > "$work/norms-gpu.toml"
   # The dry run takes the file's [cpu] sizes (the guarded device's), cut to a few steps and
   # short timings: it checks the path, not the figures.
   [ "$dry" -eq 1 ] && sed -i -e 's/^steps = 100\b/steps = 5/' -e 's/^stability\.steps = [0-9]*/stability.steps = 5/' \
@@ -449,7 +471,7 @@ section_cpu() {
   chmod +x "$wrapper"
   rm -f "$work/cpu-scaling.db"
   local env_max=()
-  [ "$dry" -eq 1 ] && env_max=(CPU_SCALING_MAX=1)
+  [ "$dry" -eq 1 ] && env_max=(CPU_SCALING_MAX=1 "CPU_SCALING_EXPERIMENT=$(dry_experiment experiments/cpu_scaling.toml)")
   run_capped 200 30 cpu env "${env_max[@]}" scripts/cpu-scaling.sh "$wrapper" "$work/cpu-scaling.db" \
     > "$work/cpu-scaling.md" 2> "$work/cpu-scaling.log"
   local s=$?

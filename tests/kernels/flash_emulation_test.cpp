@@ -1,23 +1,25 @@
 // The flash attention kernels of kernels/cuda/flash_attention_kernels.cuh — the very source the
-// CUDA build compiles — run on the CPU by a warp emulator: every CUDA thread of a block is a
-// std::thread, __syncthreads is a barrier of the block, and the warp-wide operations (shuffles
-// and mma.sync.m16n8k16) exchange the lanes' registers through memory and decode them with the
-// fragment layouts of the PTX ISA. Forward and backward are checked against the float64
-// references of kernels/attention.h, so a wrong fragment index, mask or tile bound fails here,
-// in CI, without a GPU. (Speed and the hardware's own mma are for tests/cuda/cuda_check.cu.)
+// CUDA build compiles — run on the CPU by a warp emulator: every CUDA thread of a block is a fiber
+// of one OS thread (support/fibers.h), __syncthreads is a barrier of the block, and the warp-wide
+// operations (shuffles and mma.sync.m16n8k16) exchange the lanes' registers through memory and
+// decode them with the fragment layouts of the PTX ISA. Between two __syncthreads one warp at a
+// time does all its work, the warps in a new order each time (a fixed pseudo-random one), so a
+// missing barrier lets a warp read shared memory before or after another's write and fails.
+// Forward and backward are checked against the float64 references of kernels/attention.h, so a
+// wrong fragment index, mask or tile bound fails here, in CI, without a GPU. (Speed and the
+// hardware's own mma are for tests/cuda/cuda_check.cu.)
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <barrier>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "attention.h"
 #include "cuda/flash_attention_kernels.cuh"
+#include "support/fibers.h"
 
 namespace bench::kernels {
 namespace {
@@ -26,28 +28,35 @@ using flash::kBlockM;
 using flash::kBlockN;
 using flash::kThreads;
 
-/// One thread block being emulated: its shared memory, its barrier, and per warp the slots the
-/// lanes exchange registers through.
+using test::FiberTeam;
+
+/// One thread block being emulated: its fibers, its shared memory, its barrier, and per warp the
+/// slots the lanes exchange registers through.
 class Block {
  public:
   Block(int threads, size_t shared_bytes)
-      : shared_(shared_bytes, 0), barrier_(threads), warps_(static_cast<size_t>((threads + 31) / 32)) {}
+      : team_(threads, 32), shared_(shared_bytes, 0), barrier_(team_, threads, true) {
+    for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
+  }
 
   struct Warp {
-    std::barrier<> barrier{32};
+    explicit Warp(FiberTeam& team) : barrier(team, 32) {}
+    FiberTeam::Barrier barrier;
     float value[32] = {};
     uint32_t a[32][4] = {};
     uint32_t b[32][2] = {};
     const uint16_t* row[32] = {};
   };
 
+  FiberTeam& team() { return team_; }
   uint8_t* shared() { return shared_.data(); }
-  std::barrier<>& barrier() { return barrier_; }
+  FiberTeam::Barrier& barrier() { return barrier_; }
   Warp& warp(int tid) { return warps_[static_cast<size_t>(tid / 32)]; }
 
  private:
+  FiberTeam team_;
   std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
-  std::barrier<> barrier_;
+  FiberTeam::Barrier barrier_;
   std::vector<Warp> warps_;
 };
 
@@ -99,22 +108,21 @@ class EmulatedThread {
   /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
   void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, false); }
   void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, true); }
-  /// cp.async as late as the hardware may land it: a copy is queued with its group and done only
-  /// when cp_async_wait lets no more than `pending` newer groups stay in flight, so a read of the
-  /// tile before its wait sees stale data and fails the test.
+  /// cp.async as early and as late as the hardware may land it, by turns (a thread's groups
+  /// alternate, and neighbouring threads start apart): a group lands when it is committed, or only
+  /// when cp_async_wait lets no more than `pending` newer groups stay in flight. So a read of a
+  /// tile before its wait sees stale data, and a copy into a stage that another warp still reads
+  /// (its __syncthreads missing) overwrites it under that warp: either fails the test.
   void cp_async_16(void* dst, const void* src, bool valid) { open_.push_back({dst, src, valid}); }
   void cp_async_commit() {
     groups_.push_back(std::move(open_));
     open_.clear();
+    // Landed now, it stays in the queue empty: it still counts as in flight until its wait.
+    if ((commits_++ + tid_) % 2 == 0) land(groups_.back());
   }
   void cp_async_wait(int pending) {
     while (static_cast<int>(groups_.size()) > pending) {
-      for (const Copy& c : groups_.front()) {
-        if (c.valid)
-          std::memcpy(c.dst, c.src, 16);
-        else
-          std::memset(c.dst, 0, 16);
-      }
+      land(groups_.front());
       groups_.erase(groups_.begin());
     }
   }
@@ -129,6 +137,16 @@ class EmulatedThread {
     const void* src;
     bool valid;
   };
+
+  static void land(std::vector<Copy>& group) {
+    for (const Copy& c : group) {
+      if (c.valid)
+        std::memcpy(c.dst, c.src, 16);
+      else
+        std::memset(c.dst, 0, 16);
+    }
+    group.clear();
+  }
 
   void ldmatrix(uint32_t (&r)[4], const uint16_t* row, bool trans) const {
     Block::Warp& w = block_.warp(tid_);
@@ -153,26 +171,23 @@ class EmulatedThread {
   int tid_, bx_, by_, dim_;
   std::vector<Copy> open_;
   std::vector<std::vector<Copy>> groups_;
+  int commits_ = 0;
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
-/// one block at a time, on `threads` std::threads that take the blocks in turn (a block ends with
-/// a barrier, so that no thread starts the next while another still works in this one).
+/// one block at a time, on `threads` fibers that take the blocks in turn (a block ends with a
+/// barrier, so that no thread starts the next while another still works in this one).
 template <class Kernel>
 void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, const Kernel& kernel) {
   Block block(threads, shared_bytes);
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads));
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int64_t by = 0; by < grid_y; ++by)
-        for (int64_t bx = 0; bx < grid_x; ++bx) {
-          EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
-          kernel(th);
-          block.barrier().arrive_and_wait();
-        }
-    });
-  for (auto& p : pool) p.join();
+  block.team().run([&](int t) {
+    for (int64_t by = 0; by < grid_y; ++by)
+      for (int64_t bx = 0; bx < grid_x; ++bx) {
+        EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
+        kernel(th);
+        block.barrier().arrive_and_wait();
+      }
+  });
 }
 
 std::vector<uint16_t> random_bf16(size_t n, unsigned seed) {

@@ -1,0 +1,230 @@
+// defines: bench::test::FiberTeam — n cooperative fibers on the calling thread, with barriers
+// between them (the warp emulator of tests/kernels/flash_emulation_test.cpp runs a block's CUDA
+// threads so: a barrier is a switch of stacks, not an OS thread's sleep and wake-up).
+#pragma once
+
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BENCH_FIBERS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BENCH_FIBERS_ASAN 1
+#endif
+#endif
+#if defined(BENCH_FIBERS_ASAN)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+namespace bench::test {
+
+/// Runs body(0) .. body(n - 1) as fibers of the calling thread, each on a stack of its own, until
+/// all have returned. A fiber runs until it waits at a Barrier; a barrier that fills lets its
+/// fibers go on. The fibers come in gangs of `gang` consecutive ones (a warp's lanes), and between
+/// two releases of a phase barrier (the block's __syncthreads) one gang at a time runs as far as
+/// it can, the gangs and the fibers within each in a fresh pseudo-random order (fixed seed: every
+/// run the same). So one warp does all of its work of a phase before the next starts: a read of
+/// shared memory that lacks its barrier sees another warp's write too early or too late, and a
+/// write another warp still needs overwrites it, whichever warp goes first, and the test fails.
+/// Waits that can never be met (a barrier some fiber skips) are an exception, not a hang.
+class FiberTeam {
+ public:
+  /// A barrier of `count` fibers of the team (CUDA's __syncthreads for a block, a warp's
+  /// rendezvous for its lanes). A phase barrier's release starts a new order of the fibers.
+  class Barrier {
+   public:
+    Barrier(FiberTeam& team, int count, bool phase = false) : team_(&team), count_(count), phase_(phase) {}
+    /// Suspends the calling fiber until `count` fibers have arrived since the last release.
+    void arrive_and_wait() {
+      if (++arrived_ < count_) {
+        team_->wait(this, generation_);
+        return;
+      }
+      arrived_ = 0;
+      ++generation_;
+      if (phase_) team_->new_phase();
+    }
+
+   private:
+    friend class FiberTeam;
+    FiberTeam* team_;
+    int count_;
+    bool phase_;
+    int arrived_ = 0;
+    uint64_t generation_ = 0;
+  };
+
+  /// A team of n fibers in gangs of `gang` (n a multiple of it), with `stack_bytes` of stack each
+  /// (a guard page below each: an overflow faults instead of writing over another stack).
+  explicit FiberTeam(int n, int gang = 1, size_t stack_bytes = size_t{256} << 10)
+      : n_(n),
+        gang_(gang),
+        stack_bytes_(stack_bytes),
+        fibers_(static_cast<size_t>(n)),
+        order_(static_cast<size_t>(n)),
+        gangs_(static_cast<size_t>(n / gang)) {
+    if (gang < 1 || n % gang != 0)
+      throw std::invalid_argument("FiberTeam: " + std::to_string(n) + " fibers in gangs of " + std::to_string(gang));
+    const size_t total = static_cast<size_t>(n) * (stack_bytes_ + kGuard);
+    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::runtime_error("FiberTeam: cannot map " + std::to_string(total) + " bytes of stacks");
+    stacks_ = static_cast<uint8_t*>(p);
+    for (int i = 0; i < n; ++i) mprotect(stacks_ + static_cast<size_t>(i) * (stack_bytes_ + kGuard), kGuard, PROT_NONE);
+    std::iota(order_.begin(), order_.end(), 0);
+    std::iota(gangs_.begin(), gangs_.end(), 0);
+  }
+  ~FiberTeam() { munmap(stacks_, static_cast<size_t>(n_) * (stack_bytes_ + kGuard)); }
+  FiberTeam(const FiberTeam&) = delete;
+  FiberTeam& operator=(const FiberTeam&) = delete;
+
+  /// Runs body(i) for every fiber i, to the end of all of them; rethrows what a body threw, and
+  /// throws where the fibers left wait on barriers that can never fill.
+  void run(const std::function<void(int)>& body) {
+    body_ = &body;
+    for (int i = 0; i < n_; ++i) {
+      Fiber& f = fibers_[static_cast<size_t>(i)];
+      f = Fiber{};
+      // Through a pointer: getcontext is declared returns_twice (GCC then fears for the loop's
+      // variables, -Wclobbered), but this context is only ever entered at `entry`, which
+      // makecontext sets: getcontext returns here once.
+      static int (*volatile const get_context)(ucontext_t*) = &getcontext;
+      get_context(&f.context);
+      f.context.uc_stack.ss_sp = stack(i);
+      f.context.uc_stack.ss_size = stack_bytes_;
+      f.context.uc_link = nullptr;
+      // makecontext passes ints: the fiber finds its team through current_, its index in index_.
+      makecontext(&f.context, &FiberTeam::entry, 0);
+    }
+    int live = n_;
+    while (live > 0) {
+      restart_ = false;
+      bool ran = false;
+      // order_ holds the gangs one after the other: each runs until none of its fibers can go on.
+      for (int g = 0; g < n_ && !restart_; g += gang_) {
+        for (bool gang_ran = true; gang_ran && !restart_;) {
+          gang_ran = false;
+          for (int k = g; k < g + gang_ && !restart_; ++k) {
+            const int i = order_[static_cast<size_t>(k)];
+            Fiber& f = fibers_[static_cast<size_t>(i)];
+            if (f.done || (f.waiting != nullptr && f.waiting->generation_ == f.generation)) continue;
+            f.waiting = nullptr;
+            resume(i);
+            gang_ran = ran = true;
+            if (f.done) --live;
+          }
+        }
+      }
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      if (!ran && live > 0)
+        throw std::logic_error("FiberTeam: " + std::to_string(live) +
+                               " fibers wait on barriers that can never fill (one skipped by some fiber?)");
+    }
+    body_ = nullptr;
+  }
+
+ private:
+  static constexpr size_t kGuard = 4096;
+
+  struct Fiber {
+    ucontext_t context{};
+    const Barrier* waiting = nullptr;  // the barrier it waits on, at `generation`
+    uint64_t generation = 0;
+    bool done = false;
+    void* fake_stack = nullptr;  // ASan's fake stack of the suspended fiber
+  };
+
+  uint8_t* stack(int i) const { return stacks_ + static_cast<size_t>(i) * (stack_bytes_ + kGuard) + kGuard; }
+
+  // The scheduler's side: into fiber i, back when it waits or ends.
+  void resume(int i) {
+    index_ = i;
+    current_ = this;
+#if defined(BENCH_FIBERS_ASAN)
+    void* fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, stack(i), stack_bytes_);
+#endif
+    swapcontext(&scheduler_, &fibers_[static_cast<size_t>(i)].context);
+#if defined(BENCH_FIBERS_ASAN)
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  }
+
+  // The fiber's side: back to the scheduler (for good when `done`).
+  void suspend(bool done) {
+    Fiber& f = fibers_[static_cast<size_t>(index_)];
+    f.done = done;
+#if defined(BENCH_FIBERS_ASAN)
+    __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, scheduler_bottom_, scheduler_size_);
+#endif
+    swapcontext(&f.context, &scheduler_);
+#if defined(BENCH_FIBERS_ASAN)
+    __sanitizer_finish_switch_fiber(f.fake_stack, &scheduler_bottom_, &scheduler_size_);
+#endif
+  }
+
+  void wait(const Barrier* b, uint64_t generation) {
+    Fiber& f = fibers_[static_cast<size_t>(index_)];
+    f.waiting = b;
+    f.generation = generation;
+    suspend(false);
+  }
+
+  // A phase barrier was released: the fibers start again from the first of a new order (the
+  // releasing one included, which yields).
+  void new_phase() {
+    std::shuffle(gangs_.begin(), gangs_.end(), random_);
+    for (size_t g = 0; g < gangs_.size(); ++g) {
+      const auto first = order_.begin() + static_cast<std::ptrdiff_t>(g) * gang_;
+      std::iota(first, first + gang_, gangs_[g] * gang_);
+      std::shuffle(first, first + gang_, random_);
+    }
+    restart_ = true;
+    suspend(false);
+  }
+
+  static void entry() {
+    FiberTeam* team = current_;
+#if defined(BENCH_FIBERS_ASAN)
+    __sanitizer_finish_switch_fiber(nullptr, &team->scheduler_bottom_, &team->scheduler_size_);
+#endif
+    try {
+      (*team->body_)(team->index_);
+    } catch (...) {
+      team->error_ = std::current_exception();
+    }
+    team->suspend(true);
+  }
+
+  int n_;
+  int gang_;
+  size_t stack_bytes_;
+  uint8_t* stacks_ = nullptr;
+  std::vector<Fiber> fibers_;
+  std::vector<int> order_;  // the fibers, gang after gang
+  std::vector<int> gangs_;  // the gangs in order_
+  std::minstd_rand random_{2024};
+  ucontext_t scheduler_{};
+  const std::function<void(int)>* body_ = nullptr;
+  std::exception_ptr error_;
+  bool restart_ = false;
+  int index_ = 0;
+  const void* scheduler_bottom_ = nullptr;
+  size_t scheduler_size_ = 0;
+  static inline thread_local FiberTeam* current_ = nullptr;
+};
+
+}  // namespace bench::test
