@@ -157,14 +157,16 @@ struct NormForward {
   }
 };
 
-/// A group of kRowsPerGroup rows per program: writes dx for its rows and its own row of the
-/// partial sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay
-/// in registers over the group's rows and are stored once. A row that fits one tile is read once
-/// and kept in registers; wider rows take two passes: the row means of g and g xhat for every row
-/// of the group, then, chunk by chunk, dx and the partial sums of the chunk over the rows. Either
-/// way each partial sum adds its rows in increasing order, starting from zero, and each product
-/// dy xhat rounded on its own (no_fma), as when the partials were loaded, added and stored
-/// per row: the CPU's results are bit for bit those of that form.
+/// A group of `per_group` rows per program (kRowsPerGroup on the host; a multiple of it on a
+/// device, norm_backward_rows_per_group): writes dx for its rows and its own row of the partial
+/// sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay in
+/// registers over the group's rows and are stored once. A row that fits one tile is read once and
+/// kept in registers; wider rows take two passes per kRowsPerGroup rows of the group: the row
+/// means of g and g xhat for those rows, then, chunk by chunk, dx and the partial sums of the
+/// chunk over them (added to what the earlier rows of the group stored). Either way each partial
+/// sum adds its rows in increasing order, starting from zero, and each product dy xhat rounded on
+/// its own (no_fma), as when the partials were loaded, added and stored per row: the CPU's results
+/// are bit for bit those of that form.
 template <class T, int B, bool kCenter, bool kUnitOffset>
 struct NormBackward {
   static constexpr int kBlock = B;
@@ -181,6 +183,7 @@ struct NormBackward {
   A* db_part;  // [groups, cols], may be null
   int64_t rows;
   int64_t cols;
+  int64_t per_group = kRowsPerGroup;  // rows per program, a multiple of kRowsPerGroup
 
   /// grid.x groups. Per element: xhat (its subtraction with LayerNorm, its multiply), g = dy w
   /// (and w's 1 +), the sums of g (LayerNorm) and of g xhat, dx = (g - mean g - xhat mean gx)
@@ -189,7 +192,9 @@ struct NormBackward {
     const double elements = static_cast<double>(rows * cols), parts = static_cast<double>(grid.x * cols);
     const int gain_ops = w != nullptr ? (kUnitOffset ? 2 : 1) : 0;
     const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
-    const double partials = parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
+    // Wide rows store a group's partials once per kRowsPerGroup rows and read them back after.
+    const double passes = cols > B ? 2.0 * static_cast<double>(per_group / kRowsPerGroup) - 1 : 1.0;
+    const double partials = passes * parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
     return {
         tile::traffic_bytes<T>(3 * elements + (w != nullptr ? static_cast<double>(cols) : 0)) +
             tile::traffic_bytes<A>(stats + partials),
@@ -200,12 +205,13 @@ struct NormBackward {
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t group = tl::program_id(c, 0);
-    const int64_t r0 = group * kRowsPerGroup;
-    const int64_t r1 = r0 + kRowsPerGroup < rows ? r0 + kRowsPerGroup : rows;
+    const int64_t r0 = group * per_group;
+    const int64_t r1 = r0 + per_group < rows ? r0 + per_group : rows;
     if (cols <= B) {
       one_tile(c, group, r0, r1);
     } else {
-      chunked(c, group, r0, r1);
+      for (int64_t s0 = r0; s0 < r1; s0 += kRowsPerGroup)
+        chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);
     }
   }
 
@@ -231,8 +237,10 @@ struct NormBackward {
     if (db_part != nullptr) tl::store(c, db_part + group * cols, db_acc, cols);
   }
 
+  /// Rows [r0, r1) (at most kRowsPerGroup) of the group; `more`: the group's partials already
+  /// hold its earlier rows' sums, which these rows add to.
   template <class Ctx>
-  BENCH_HD void chunked(Ctx& c, int64_t group, int64_t r0, int64_t r1) const {
+  BENCH_HD void chunked(Ctx& c, int64_t group, int64_t r0, int64_t r1, bool more) const {
     A mean_g[kRowsPerGroup];
     A mean_gx[kRowsPerGroup];
     for (int64_t r = r0; r < r1; ++r) {
@@ -257,6 +265,8 @@ struct NormBackward {
       const int64_t n = cols - c0;
       auto dw_acc = tl::full<B>(c, A(0));
       auto db_acc = tl::full<B>(c, A(0));
+      if (more && dw_part != nullptr) dw_acc = tl::load<B>(c, dw_part + group * cols + c0, n);
+      if (more && db_part != nullptr) db_acc = tl::load<B>(c, db_part + group * cols + c0, n);
       for (int64_t r = r0; r < r1; ++r) {
         const A mu = kCenter ? mean[r] : A(0);
         const A rs = rstd[r];
@@ -334,6 +344,40 @@ struct ColumnSum {
   }
 };
 
+/// The device's gradient sums of norm_backward, both in one launch: program (chunk, i) adds the
+/// `parts` rows of part_i, in row order, into out_i for its B columns (i = 0, 1; grid.y is the
+/// number of sums, out_1 unused with one).
+template <class T, int B>
+struct ColumnSums {
+  static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  using A = acc_t<T>;
+  const A* part0;
+  T* out0;
+  const A* part1;
+  T* out1;
+  int64_t parts;
+  int64_t cols;
+
+  /// Per sum: `parts` rows of its part read, its out read and written; an add per part element.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double sums = static_cast<double>(grid.y), summed = static_cast<double>(parts * cols);
+    return {sums * (tile::traffic_bytes<A>(summed) + tile::traffic_bytes<T>(2 * static_cast<double>(cols))),
+            sums * summed};
+  }
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t c0 = tl::program_id(c, 0) * B;
+    const bool second = tl::program_id(c, 1) == 1;
+    const A* part = second ? part1 : part0;
+    T* out = second ? out1 : out0;
+    auto acc = tl::load<B>(c, out + c0, cols - c0);
+    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
+    tl::store(c, out + c0, acc, cols - c0);
+  }
+};
+
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
@@ -348,11 +392,19 @@ template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset = false);
 
-/// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols`.
+/// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols` (on any target).
 int64_t norm_backward_workspace(int64_t rows, int64_t cols);
 
+/// Rows per program of norm_backward on exec's target: 32 on the host (whose gain and bias
+/// gradients are bit for bit those of groups of 32 rows); on a device (tile::runs_as_device) the
+/// smallest multiple of 32 that makes at most 64 groups, so that one launch sums the groups'
+/// partials for both gradients (2 launches a backward in all, whatever the rows).
+int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows);
+
 /// Gradient of norm_forward (with the same `unit_offset`). Writes dx; adds into dweight and dbias
-/// (either may be null).
+/// (either may be null), summed over groups of norm_backward_rows_per_group rows: on the host one
+/// launch per gradient sums the groups in order; on a device one launch sums both (in a fixed
+/// order too, so reproducible, though it differs from the host's by rounding).
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace,

@@ -227,8 +227,8 @@ std::vector<NormCase> cases() {
     for (bool center : {false, true})
       for (bool affine : {false, true})
         // 768: the 768-wide tile; 771: a row not a multiple of 8 (no 16-byte bf16 run at its end);
-        // 200 and 1061 rows: 7 and 34 groups of 32 rows, whose partial sums the device column
-        // sum adds in slices (of 3 and 6 groups, the last one shorter).
+        // 200 and 1061 rows: 7 and 34 groups of 32 rows (on a device too, below 64 groups), whose
+        // partial sums one launch adds there for both gradients (NormManyRowsTest: more rows).
         for (auto [rows, cols] :
              {std::pair<int64_t, int64_t>{3, 5}, {40, 128}, {33, 300}, {5, 2500}, {200, 64}, {70, 771}, {1061, 768}})
           out.push_back({center, affine, rows, cols, t});
@@ -239,6 +239,49 @@ std::vector<NormCase> cases() {
         out.push_back({center, true, rows, cols, t, true});
   return out;
 }
+
+// Many rows: a device takes several groups of 32 rows per program (norm_backward_rows_per_group),
+// so that one launch sums the groups' partials of both gradients; with rows wider than one tile
+// (1030 columns) a program's partials are stored after each 32 rows and added to after. The float
+// backward against the float64 backward, as above, on every target; 2100 rows are 66 groups of
+// 32 on the host, 33 groups of 64 on a device (the last one of 52 rows).
+class NormManyRowsTest : public ::testing::TestWithParam<Target> {};
+
+TEST_P(NormManyRowsTest, GroupsOfManyRowsMatchTheFloat64Backward) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  const int64_t n_rows = 2100;
+  EXPECT_EQ(norm_backward_rows_per_group(exec, n_rows), tile::runs_as_device(exec) ? 64 : 32);
+  EXPECT_EQ(norm_backward_rows_per_group(exec, 64 * 32), 32);
+  for (const int64_t cols : {40, 1030})
+    for (const bool center : {false, true}) {
+      SCOPED_TRACE(std::to_string(cols) + (center ? " layernorm" : " rmsnorm"));
+      const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(n_rows * cols), 4, 1.5, 0.3)));
+      const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(cols), 5)));
+      const auto dy = to_double(to_storage<float>(random_vector(x.size(), 7)));
+      const auto rows = static_cast<size_t>(n_rows);
+      const auto ws_size = static_cast<size_t>(norm_backward_workspace(n_rows, cols));
+      std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
+          ws(ws_size);
+      norm_forward<double>(Exec{}, center, x.data(), w.data(), nullptr, y.data(), mean.data(), rstd.data(), n_rows,
+                           cols, 1e-5);
+      norm_backward<double>(Exec{}, center, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
+                            dw.data(), db.data(), n_rows, cols, ws.data());
+      Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)),
+          gy(t, x.size());
+      Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
+      Dev<float> gdw(t, std::vector<float>(w.size(), 0.25f)), gdb(t, std::vector<float>(w.size(), -0.5f));
+      norm_forward<float>(exec, center, gx.get(), gw.get(), nullptr, gy.get(), gmean.get(), grstd.get(), n_rows, cols,
+                          1e-5);
+      norm_backward<float>(exec, center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(), gdx.get(), gdw.get(),
+                           gdb.get(), n_rows, cols, gws.get());
+      EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
+      EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(n_rows), 1e-4));
+      EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(n_rows), 1e-4));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, NormManyRowsTest, ::testing::ValuesIn(targets()), target_name);
 
 INSTANTIATE_TEST_SUITE_P(Targets, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
   const NormCase& p = tp.param;

@@ -68,8 +68,15 @@ std::string difference(const Counts& a, const Counts& b) {
 }
 
 TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
-  for (const auto& [position, norm] :
-       {std::pair<std::string, std::string>{"post", "layernorm"}, {"double", "rmsnorm"}}) {
+  // Every variant of experiments/norms.toml (norm position x norm type).
+  for (const auto& [position, norm] : {std::pair<std::string, std::string>{"post", "layernorm"},
+                                       {"post", "rmsnorm"},
+                                       {"pre", "layernorm"},
+                                       {"pre", "rmsnorm"},
+                                       {"double", "layernorm"},
+                                       {"double", "rmsnorm"},
+                                       {"output", "layernorm"},
+                                       {"output", "rmsnorm"}}) {
     SCOPED_TRACE(position + " " + norm);
     const Counts norms_shape = count_step({4, 16, 4, position, norm});
     RecordProperty("launches_" + position + "_" + norm, static_cast<int>(norms_shape.total));
@@ -88,9 +95,9 @@ TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
     EXPECT_EQ(norms_shape.total, fixed + 4 * per_layer);
     EXPECT_LE(per_layer, kPerLayerCeiling) << listing(norms_shape);
     EXPECT_LE(fixed, 30) << listing(two);
-    std::printf("%s %s: %lld launches a step (4 layers, batch 16, 4 heads): %lld per layer + %lld\n", position.c_str(),
-                norm.c_str(), static_cast<long long>(norms_shape.total), static_cast<long long>(per_layer),
-                static_cast<long long>(fixed));
+    std::printf("%s %s: %lld launches a step (4 layers, batch 16, 4 heads): %lld per layer + %lld\n%s",
+                position.c_str(), norm.c_str(), static_cast<long long>(norms_shape.total),
+                static_cast<long long>(per_layer), static_cast<long long>(fixed), listing(norms_shape).c_str());
   }
 }
 
