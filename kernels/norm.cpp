@@ -1,6 +1,7 @@
 #include "norm.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "catalog.h"
 
@@ -9,6 +10,9 @@ namespace bench::kernels {
 BENCH_KERNEL(norm_forward, "LayerNorm / RMSNorm rows: y = (x - [mean]) * rstd * w + b, or * (1 + w) (Gemma)");
 BENCH_KERNEL(norm_backward, "dx = rstd (g - [mean g] - xhat mean(g xhat)); dw, db by row groups");
 BENCH_KERNEL(column_sum, "out[c] += sum_r part[r, c]");
+BENCH_KERNEL(norm_forward_residual,
+             "norm_forward with the residual add folded in: y = norm(x + x2) (x + x2 kept), or y = res + norm(x)");
+BENCH_KERNEL(norm_backward_residual, "norm_backward with the residual gradient folded in: dx = dres + dnorm");
 
 namespace {
 
@@ -36,11 +40,23 @@ void dispatch_norm(bool center, bool unit_offset, F&& f) {
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset) {
+  norm_forward_residual<T>(exec, center, x, nullptr, nullptr, nullptr, weight, bias, y, mean, rstd, rows, cols, eps,
+                           unit_offset);
+}
+
+template <class T>
+void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x2, T* sum, const T* res,
+                           const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows,
+                           int64_t cols, double eps, bool unit_offset) {
+  if (x2 != nullptr && sum == nullptr)
+    throw std::invalid_argument("norm_forward_residual: a second input needs `sum` for x + x2");
   tile::dispatch_block(cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
     dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
-      tile::launch(exec, grid, programs::NormForward<T, B, kCenter, kOffset>{x, weight, bias, y, mean, rstd, cols, e});
+      tile::launch(
+          exec, grid,
+          programs::NormForward<T, B, kCenter, kOffset>{x, weight, bias, y, mean, rstd, cols, e, x2, sum, res});
     });
   });
 }
@@ -92,6 +108,14 @@ template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace,
                    bool unit_offset) {
+  norm_backward_residual<T>(exec, center, dy, nullptr, x, weight, mean, rstd, dx, dweight, dbias, rows, cols, workspace,
+                            unit_offset);
+}
+
+template <class T>
+void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T* dres, const T* x, const T* weight,
+                            const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
+                            int64_t cols, acc_t<T>* workspace, bool unit_offset) {
   const int64_t per_group = norm_backward_rows_per_group(exec, rows);
   const int64_t groups = (rows + per_group - 1) / per_group;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
@@ -101,7 +125,7 @@ void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const
     dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
       tile::launch(exec, grid,
                    programs::NormBackward<T, B, kCenter, kOffset>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows,
-                                                                  cols, per_group});
+                                                                  cols, per_group, dres});
     });
   });
   gradient_sums<T>(exec, dw_part, dweight, db_part, dbias, groups, cols);
@@ -113,11 +137,15 @@ void column_sum(const Exec& exec, const acc_t<T>* part, T* out, int64_t parts, i
   tile::launch(exec, tile::Grid{(cols + kB - 1) / kB}, programs::ColumnSum<T, kB>{part, out, parts, cols, 1});
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                        \
-  template void norm_forward<T>(const Exec&, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, int64_t, \
-                                int64_t, double, bool);                                                             \
-  template void norm_backward<T>(const Exec&, bool, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, \
-                                 T*, T*, T*, int64_t, int64_t, acc_t<T>*, bool);                                    \
+#define BENCH_INSTANTIATE(T)                                                                                          \
+  template void norm_forward<T>(const Exec&, bool, const T*, const T*, const T*, T*, acc_t<T>*, acc_t<T>*, int64_t,   \
+                                int64_t, double, bool);                                                               \
+  template void norm_backward<T>(const Exec&, bool, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*,   \
+                                 T*, T*, T*, int64_t, int64_t, acc_t<T>*, bool);                                      \
+  template void norm_forward_residual<T>(const Exec&, bool, const T*, const T*, T*, const T*, const T*, const T*, T*, \
+                                         acc_t<T>*, acc_t<T>*, int64_t, int64_t, double, bool);                       \
+  template void norm_backward_residual<T>(const Exec&, bool, const T*, const T*, const T*, const T*, const acc_t<T>*, \
+                                          const acc_t<T>*, T*, T*, T*, int64_t, int64_t, acc_t<T>*, bool);            \
   template void column_sum<T>(const Exec&, const acc_t<T>*, T*, int64_t, int64_t);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
