@@ -24,9 +24,10 @@ namespace {
 /// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H. It
 /// does not depend on B and H: the materializing core batches every (batch, head) pair into each
 /// of its launches (plugins/attention/core_materializing.cpp). At norms.toml's size (L 4, B 16,
-/// H 4) it is 4 x 38 + 11 = 163, where the H200's profile of f904473 counted 2,707
+/// H 4) it is 4 x 36 + 11 = 155, where the H200's profile of f904473 counted 2,707
 /// (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair) and 6f9598b's composition
-/// 195 (4 x 46 + 11: RoPE on q and k apart, and each norm gradient summed in two stages).
+/// 195 (4 x 46 + 11: RoPE on q and k apart, each norm gradient summed in two stages, and the
+/// residual adds of the forward launched apart).
 /// tests/model/launch_budget_test.cpp holds the budget.
 int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/) {
   // Per layer, the attention core's: forward, the rows copied to a head-major layout (1),
@@ -38,9 +39,10 @@ int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/
   // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k together (their heads are
   // adjacent in the qkv rows), forward and backward, 2; SwiGLU forward and backward, 2; 2
   // LayerNorms forward 2 and backward 2, each backward's weight and bias gradients summed over
-  // its row groups by one more launch (kernels/norm.cpp, gradient_sums) 2; the 2 residual adds,
-  // forward and backward, 4.
-  const int64_t per_layer = attention + 12 + 2 + 2 + 2 + 2 + 2 + 4;
+  // its row groups by one more launch (kernels/norm.cpp, gradient_sums) 2; the 2 residual adds
+  // of the backward (dx += ds after the sublayer's backward) 2, those of the forward being done by
+  // the norm's launch on a device (s = x + f(x) written by it: bench/residual_norm.h).
+  const int64_t per_layer = attention + 12 + 2 + 2 + 2 + 2 + 2 + 2;
   // Once per step: the embedding forward and backward, 2; the head's 3 GEMMs and the
   // cross-entropy (forward and backward in one), 4; AdamW: the squared norms (SumTerms,
   // SumPartials), the clip and bias-correction scalars (AdamWScalars) and the update over the
