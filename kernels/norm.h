@@ -223,7 +223,8 @@ struct NormBackward {
     const int gain_ops = w != nullptr ? (kUnitOffset ? 2 : 1) : 0;
     const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
     // Wide rows store a group's partials once per kRowsPerGroup rows and read them back after.
-    const double passes = cols > B ? 2.0 * static_cast<double>(per_group / kRowsPerGroup) - 1 : 1.0;
+    const int64_t subgroups = per_group / kRowsPerGroup;
+    const double passes = cols > B ? 2.0 * static_cast<double>(subgroups) - 1 : 1.0;
     const double partials = passes * parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
     // The folded residual gradient: dx read back with dres and written again, an add.
     const double folded = dres != nullptr ? 3 : 0;
