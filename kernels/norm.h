@@ -97,16 +97,24 @@ struct NormForward {
   A* rstd;  // per row
   int64_t cols;
   A eps;
+  // The residual stream's adds folded in (norm_forward_residual), each null when not:
+  const T* x2 = nullptr;   // the input is x + x2, written to `sum` (post-norm: norm(x + f(x)))
+  T* sum = nullptr;        // [rows, cols], with x2
+  const T* res = nullptr;  // y = res + norm(x) (a norm on a sublayer's output, added to the stream)
 
   /// One row per program. Per element: the mean's add and the subtraction (LayerNorm), the
   /// square and its add, xhat's multiply, the gain's multiply (and its 1 +), the bias; per row:
-  /// the mean's division, the variance's division and + eps, the rsqrt.
+  /// the mean's division, the variance's division and + eps, the rsqrt. The folded adds: x + x2
+  /// read, written and read back; y written, read back with res and written again; an add each.
   tile::Traffic traffic(const tile::Grid& grid) const {
     const double rows = static_cast<double>(grid.x), elements = rows * static_cast<double>(cols);
     const int affine_ops = (w != nullptr ? (kUnitOffset ? 2 : 1) : 0) + (b != nullptr ? 1 : 0);
     const double params = static_cast<double>(cols) * ((w != nullptr ? 1 : 0) + (b != nullptr ? 1 : 0));
-    return {tile::traffic_bytes<T>(2 * elements + params) + tile::traffic_bytes<A>(rows * (mean != nullptr ? 2 : 1)),
-            elements * (3 + (kCenter ? 2 : 0) + affine_ops) + rows * (kCenter ? 4 : 3)};
+    const double folded = (x2 != nullptr ? 3 : 0) + (res != nullptr ? 3 : 0);
+    return {tile::traffic_bytes<T>((2 + folded) * elements + params) +
+                tile::traffic_bytes<A>(rows * (mean != nullptr ? 2 : 1)),
+            elements * (3 + (kCenter ? 2 : 0) + affine_ops + (x2 != nullptr ? 1 : 0) + (res != nullptr ? 1 : 0)) +
+                rows * (kCenter ? 4 : 3)};
   }
 
   template <class Ctx>
@@ -114,6 +122,15 @@ struct NormForward {
     const int64_t row = tl::program_id(c, 0);
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
+    if (x2 != nullptr) {
+      // x + x2 rounded to T as a separate add would, then normalized from memory (each agent
+      // reads back the elements it wrote).
+      T* sr = sum + row * cols;
+      for (int64_t c0 = 0; c0 < cols; c0 += B)
+        tl::store(c, sr + c0, tl::load<B>(c, xr + c0, cols - c0) + tl::load<B>(c, x2 + row * cols + c0, cols - c0),
+                  cols - c0);
+      xr = sr;
+    }
     if (cols <= B) {  // one chunk: keep the row in registers
       auto xv = tl::load<B>(c, xr, cols);
       A mu = A(0);
@@ -121,6 +138,7 @@ struct NormForward {
       auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));
       const A rs = tile::math::rsqrt(tl::sum(c, d * d) / A(cols) + eps);
       tl::store(c, yr, affine(c, d * rs, 0), cols);
+      add_residual(c, row);
       finish(c, row, mu, rs);
       return;
     }
@@ -140,7 +158,18 @@ struct NormForward {
       auto xhat = (tl::load<B>(c, xr + c0, cols - c0) - mu) * rs;
       tl::store(c, yr + c0, affine(c, xhat, c0), cols - c0);
     }
+    add_residual(c, row);
     finish(c, row, mu, rs);
+  }
+
+  /// y += res on the row, from y as stored (rounded to T, as a separate add would read it).
+  template <class Ctx>
+  BENCH_HD void add_residual(Ctx& c, int64_t row) const {
+    if (res == nullptr) return;
+    T* yr = y + row * cols;
+    for (int64_t c0 = 0; c0 < cols; c0 += B)
+      tl::store(c, yr + c0, tl::load<B>(c, yr + c0, cols - c0) + tl::load<B>(c, res + row * cols + c0, cols - c0),
+                cols - c0);
   }
 
   template <class Ctx, class Tl>
@@ -157,14 +186,16 @@ struct NormForward {
   }
 };
 
-/// A group of kRowsPerGroup rows per program: writes dx for its rows and its own row of the
-/// partial sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay
-/// in registers over the group's rows and are stored once. A row that fits one tile is read once
-/// and kept in registers; wider rows take two passes: the row means of g and g xhat for every row
-/// of the group, then, chunk by chunk, dx and the partial sums of the chunk over the rows. Either
-/// way each partial sum adds its rows in increasing order, starting from zero, and each product
-/// dy xhat rounded on its own (no_fma), as when the partials were loaded, added and stored
-/// per row: the CPU's results are bit for bit those of that form.
+/// A group of `per_group` rows per program (kRowsPerGroup on the host; a multiple of it on a
+/// device, norm_backward_rows_per_group): writes dx for its rows and its own row of the partial
+/// sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay in
+/// registers over the group's rows and are stored once. A row that fits one tile is read once and
+/// kept in registers; wider rows take two passes per kRowsPerGroup rows of the group: the row
+/// means of g and g xhat for those rows, then, chunk by chunk, dx and the partial sums of the
+/// chunk over them (added to what the earlier rows of the group stored). Either way each partial
+/// sum adds its rows in increasing order, starting from zero, and each product dy xhat rounded on
+/// its own (no_fma), as when the partials were loaded, added and stored per row: the CPU's results
+/// are bit for bit those of that form.
 template <class T, int B, bool kCenter, bool kUnitOffset>
 struct NormBackward {
   static constexpr int kBlock = B;
@@ -181,6 +212,8 @@ struct NormBackward {
   A* db_part;  // [groups, cols], may be null
   int64_t rows;
   int64_t cols;
+  int64_t per_group = kRowsPerGroup;  // rows per program, a multiple of kRowsPerGroup
+  const T* dres = nullptr;            // dx = dres + the norm's gradient (norm_backward_residual); may be null
 
   /// grid.x groups. Per element: xhat (its subtraction with LayerNorm, its multiply), g = dy w
   /// (and w's 1 +), the sums of g (LayerNorm) and of g xhat, dx = (g - mean g - xhat mean gx)
@@ -189,24 +222,36 @@ struct NormBackward {
     const double elements = static_cast<double>(rows * cols), parts = static_cast<double>(grid.x * cols);
     const int gain_ops = w != nullptr ? (kUnitOffset ? 2 : 1) : 0;
     const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
-    const double partials = parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
-    return {
-        tile::traffic_bytes<T>(3 * elements + (w != nullptr ? static_cast<double>(cols) : 0)) +
-            tile::traffic_bytes<A>(stats + partials),
-        elements * (6 + (kCenter ? 3 : 0) + gain_ops + (dw_part != nullptr ? 2 : 0) + (db_part != nullptr ? 1 : 0)) +
-            static_cast<double>(rows) * (kCenter ? 2 : 1)};
+    // Wide rows store a group's partials once per kRowsPerGroup rows and read them back after.
+    const int64_t subgroups = per_group / kRowsPerGroup;
+    const double passes = cols > B ? 2.0 * static_cast<double>(subgroups) - 1 : 1.0;
+    const double partials = passes * parts * ((dw_part != nullptr ? 1 : 0) + (db_part != nullptr ? 1 : 0));
+    // The folded residual gradient: dx read back with dres and written again, an add.
+    const double folded = dres != nullptr ? 3 : 0;
+    return {tile::traffic_bytes<T>((3 + folded) * elements + (w != nullptr ? static_cast<double>(cols) : 0)) +
+                tile::traffic_bytes<A>(stats + partials),
+            elements * (6 + (kCenter ? 3 : 0) + gain_ops + (dw_part != nullptr ? 2 : 0) + (db_part != nullptr ? 1 : 0) +
+                        (dres != nullptr ? 1 : 0)) +
+                static_cast<double>(rows) * (kCenter ? 2 : 1)};
   }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t group = tl::program_id(c, 0);
-    const int64_t r0 = group * kRowsPerGroup;
-    const int64_t r1 = r0 + kRowsPerGroup < rows ? r0 + kRowsPerGroup : rows;
+    const int64_t r0 = group * per_group;
+    const int64_t r1 = r0 + per_group < rows ? r0 + per_group : rows;
     if (cols <= B) {
       one_tile(c, group, r0, r1);
     } else {
-      chunked(c, group, r0, r1);
+      for (int64_t s0 = r0; s0 < r1; s0 += kRowsPerGroup)
+        chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);
     }
+    if (dres != nullptr)  // dx as stored (rounded to T, as a separate add would read it) + dres
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c0 = 0; c0 < cols; c0 += B)
+          tl::store(c, dx + r * cols + c0,
+                    tl::load<B>(c, dx + r * cols + c0, cols - c0) + tl::load<B>(c, dres + r * cols + c0, cols - c0),
+                    cols - c0);
   }
 
   template <class Ctx>
@@ -231,8 +276,10 @@ struct NormBackward {
     if (db_part != nullptr) tl::store(c, db_part + group * cols, db_acc, cols);
   }
 
+  /// Rows [r0, r1) (at most kRowsPerGroup) of the group; `more`: the group's partials already
+  /// hold its earlier rows' sums, which these rows add to.
   template <class Ctx>
-  BENCH_HD void chunked(Ctx& c, int64_t group, int64_t r0, int64_t r1) const {
+  BENCH_HD void chunked(Ctx& c, int64_t group, int64_t r0, int64_t r1, bool more) const {
     A mean_g[kRowsPerGroup];
     A mean_gx[kRowsPerGroup];
     for (int64_t r = r0; r < r1; ++r) {
@@ -257,6 +304,8 @@ struct NormBackward {
       const int64_t n = cols - c0;
       auto dw_acc = tl::full<B>(c, A(0));
       auto db_acc = tl::full<B>(c, A(0));
+      if (more && dw_part != nullptr) dw_acc = tl::load<B>(c, dw_part + group * cols + c0, n);
+      if (more && db_part != nullptr) db_acc = tl::load<B>(c, db_part + group * cols + c0, n);
       for (int64_t r = r0; r < r1; ++r) {
         const A mu = kCenter ? mean[r] : A(0);
         const A rs = rstd[r];
@@ -334,6 +383,40 @@ struct ColumnSum {
   }
 };
 
+/// The device's gradient sums of norm_backward, both in one launch: program (chunk, i) adds the
+/// `parts` rows of part_i, in row order, into out_i for its B columns (i = 0, 1; grid.y is the
+/// number of sums, out_1 unused with one).
+template <class T, int B>
+struct ColumnSums {
+  static constexpr int kBlock = B;
+  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  using A = acc_t<T>;
+  const A* part0;
+  T* out0;
+  const A* part1;
+  T* out1;
+  int64_t parts;
+  int64_t cols;
+
+  /// Per sum: `parts` rows of its part read, its out read and written; an add per part element.
+  tile::Traffic traffic(const tile::Grid& grid) const {
+    const double sums = static_cast<double>(grid.y), summed = static_cast<double>(parts * cols);
+    return {sums * (tile::traffic_bytes<A>(summed) + tile::traffic_bytes<T>(2 * static_cast<double>(cols))),
+            sums * summed};
+  }
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    const int64_t c0 = tl::program_id(c, 0) * B;
+    const bool second = tl::program_id(c, 1) == 1;
+    const A* part = second ? part1 : part0;
+    T* out = second ? out1 : out0;
+    auto acc = tl::load<B>(c, out + c0, cols - c0);
+    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
+    tl::store(c, out + c0, acc, cols - c0);
+  }
+};
+
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
@@ -348,15 +431,40 @@ template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset = false);
 
-/// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols`.
+/// norm_forward with the residual stream's add folded into the same launch, as the unfused
+/// composition (kernels::add, then norm_forward, or the other way round) would compute it, bit
+/// for bit: with x2 (may be null) the input is x + x2, rounded to T and written to `sum` (the
+/// input that norm_backward then needs); with res (may be null) y = res + norm(input), the norm's
+/// output rounded to T before the add. Each is one launch fewer on a device.
+template <class T>
+void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x2, T* sum, const T* res,
+                           const T* weight, const T* bias, T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows,
+                           int64_t cols, double eps, bool unit_offset = false);
+
+/// Elements of acc_t<T> that norm_backward needs as scratch for `rows` x `cols` (on any target).
 int64_t norm_backward_workspace(int64_t rows, int64_t cols);
 
+/// Rows per program of norm_backward on exec's target: 32 on the host (whose gain and bias
+/// gradients are bit for bit those of groups of 32 rows); on a device (tile::runs_as_device) the
+/// smallest multiple of 32 that makes at most 64 groups, so that one launch sums the groups'
+/// partials for both gradients (2 launches a backward in all, whatever the rows).
+int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows);
+
 /// Gradient of norm_forward (with the same `unit_offset`). Writes dx; adds into dweight and dbias
-/// (either may be null).
+/// (either may be null), summed over groups of norm_backward_rows_per_group rows: on the host one
+/// launch per gradient sums the groups in order; on a device one launch sums both (in a fixed
+/// order too, so reproducible, though it differs from the host's by rounding).
 template <class T>
 void norm_backward(const Exec& exec, bool center, const T* dy, const T* x, const T* weight, const acc_t<T>* mean,
                    const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows, int64_t cols, acc_t<T>* workspace,
                    bool unit_offset = false);
+
+/// norm_backward with dx = dres + the norm's gradient (rounded to T first, as kernels::add after
+/// norm_backward would read it): the residual stream's gradient added in the same launch.
+template <class T>
+void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T* dres, const T* x, const T* weight,
+                            const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, T* dweight, T* dbias, int64_t rows,
+                            int64_t cols, acc_t<T>* workspace, bool unit_offset = false);
 
 /// out[c] += sum_r part[r, c] for a row-major [parts, cols] matrix.
 template <class T>

@@ -63,24 +63,47 @@ void AffineNorm::setup(SetupContext& ctx) {
 }
 
 void AffineNorm::forward(const Tensor& x, Tensor& y, RunContext& ctx) {
-  x_ = x;
+  run_forward(x, nullptr, nullptr, nullptr, y, ctx);
+}
+
+void AffineNorm::backward(const Tensor& dy, Tensor& dx, RunContext& ctx) { run_backward(dy, nullptr, dx, ctx); }
+
+bool AffineNorm::folds_residual(const RunContext& ctx) const { return tile::runs_as_device(ctx.exec); }
+
+void AffineNorm::forward_of_sum(const Tensor& a, const Tensor& b, Tensor& s, Tensor& y, RunContext& ctx) {
+  run_forward(a, &b, &s, nullptr, y, ctx);
+}
+
+void AffineNorm::forward_plus(const Tensor& x, const Tensor& res, Tensor& y, RunContext& ctx) {
+  run_forward(x, nullptr, nullptr, &res, y, ctx);
+}
+
+void AffineNorm::backward_plus(const Tensor& dy, const Tensor& dres, Tensor& dx, RunContext& ctx) {
+  run_backward(dy, &dres, dx, ctx);
+}
+
+void AffineNorm::run_forward(const Tensor& x, const Tensor* x2, Tensor* sum, const Tensor* res, Tensor& y,
+                             RunContext& ctx) {
+  x_ = sum != nullptr ? *sum : x;  // the normalized input, which backward reads
   dispatch_float(x.dtype(), [&]<class T>() {
     using A = tile::acc_t<T>;
-    kernels::norm_forward<T>(ctx.exec, center_, x.data<T>(), weight_ ? weight_->value.data<T>() : nullptr,
-                             bias_ ? bias_->value.data<T>() : nullptr, y.data<T>(),
-                             center_ ? static_cast<A*>(mean_.raw()) : nullptr, static_cast<A*>(rstd_.raw()), rows_,
-                             width_, eps_, unit_offset_);
+    kernels::norm_forward_residual<T>(
+        ctx.exec, center_, x.data<T>(), x2 != nullptr ? x2->data<T>() : nullptr,
+        sum != nullptr ? sum->data<T>() : nullptr, res != nullptr ? res->data<T>() : nullptr,
+        weight_ ? weight_->value.data<T>() : nullptr, bias_ ? bias_->value.data<T>() : nullptr, y.data<T>(),
+        center_ ? static_cast<A*>(mean_.raw()) : nullptr, static_cast<A*>(rstd_.raw()), rows_, width_, eps_,
+        unit_offset_);
   });
 }
 
-void AffineNorm::backward(const Tensor& dy, Tensor& dx, RunContext& ctx) {
+void AffineNorm::run_backward(const Tensor& dy, const Tensor* dres, Tensor& dx, RunContext& ctx) {
   dispatch_float(dy.dtype(), [&]<class T>() {
     using A = tile::acc_t<T>;
-    kernels::norm_backward<T>(ctx.exec, center_, dy.data<T>(), x_.data<T>(),
-                              weight_ ? weight_->value.data<T>() : nullptr, static_cast<const A*>(mean_.raw()),
-                              static_cast<const A*>(rstd_.raw()), dx.data<T>(),
-                              weight_ ? weight_->grad.data<T>() : nullptr, bias_ ? bias_->grad.data<T>() : nullptr,
-                              rows_, width_, static_cast<A*>(workspace_.raw()), unit_offset_);
+    kernels::norm_backward_residual<T>(
+        ctx.exec, center_, dy.data<T>(), dres != nullptr ? dres->data<T>() : nullptr, x_.data<T>(),
+        weight_ ? weight_->value.data<T>() : nullptr, static_cast<const A*>(mean_.raw()),
+        static_cast<const A*>(rstd_.raw()), dx.data<T>(), weight_ ? weight_->grad.data<T>() : nullptr,
+        bias_ ? bias_->grad.data<T>() : nullptr, rows_, width_, static_cast<A*>(workspace_.raw()), unit_offset_);
   });
 }
 

@@ -16,6 +16,10 @@ class OutputNorm final : public Residual {
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     f.forward(x, fo_, ctx);
+    if (ResidualNorm* n = folding_norm(norm_.get(), ctx); n != nullptr && !dropout_.active(ctx) && x.raw() != y.raw()) {
+      n->forward_plus(fo_, x, y, ctx);  // y = x + norm(f(x)) in the norm's launch
+      return;
+    }
     norm_->forward(fo_, fn_, ctx);
     dropout_.forward(fn_, ctx);
     ops::add(ctx, x, fn_, y);

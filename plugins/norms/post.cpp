@@ -17,6 +17,10 @@ class PostNorm final : public Residual {
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     f.forward(x, fo_, ctx);
     dropout_.forward(fo_, ctx);
+    if (ResidualNorm* n = folding_norm(norm_.get(), ctx)) {  // s = x + f(x) in the norm's launch
+      n->forward_of_sum(x, fo_, s_, y, ctx);
+      return;
+    }
     ops::add(ctx, x, fo_, s_);
     norm_->forward(s_, y, ctx);
   }

@@ -179,6 +179,13 @@ class Rope final : public Position {
       const A* c = static_cast<const A*>(cos_.raw());
       const A* s = static_cast<const A*>(sin_.raw());
       const int64_t tokens = qk.batch * qk.seq;
+      // The k heads right after the q heads (the fused qkv rows): one launch turns both, each
+      // head as it would on its own (the rotation is per head and position alone).
+      if (qk.k_offset == qk.q_offset + qk.n_heads * qk.d_head) {
+        kernels::rope_apply<T>(ctx.exec, base + qk.q_offset, tokens, qk.seq, qk.n_heads + qk.n_kv_heads, qk.d_head,
+                               qk.row_stride, c, s, layout_, inverse, rot_);
+        return;
+      }
       kernels::rope_apply<T>(ctx.exec, base + qk.q_offset, tokens, qk.seq, qk.n_heads, qk.d_head, qk.row_stride, c, s,
                              layout_, inverse, rot_);
       kernels::rope_apply<T>(ctx.exec, base + qk.k_offset, tokens, qk.seq, qk.n_kv_heads, qk.d_head, qk.row_stride, c,

@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <vector>
 
+#include "elementwise.h"
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
@@ -240,8 +243,8 @@ std::vector<NormCase> cases() {
     for (bool center : {false, true})
       for (bool affine : {false, true})
         // 768: the 768-wide tile; 771: a row not a multiple of 8 (no 16-byte bf16 run at its end);
-        // 200 and 1061 rows: 7 and 34 groups of 32 rows, whose partial sums the device column
-        // sum adds in slices (of 3 and 6 groups, the last one shorter).
+        // 200 and 1061 rows: 7 and 34 groups of 32 rows (on a device too, below 64 groups), whose
+        // partial sums one launch adds there for both gradients (NormManyRowsTest: more rows).
         for (auto [rows, cols] :
              {std::pair<int64_t, int64_t>{3, 5}, {40, 128}, {33, 300}, {5, 2500}, {200, 64}, {70, 771}, {1061, 768}})
           out.push_back({center, affine, rows, cols, t});
@@ -252,6 +255,160 @@ std::vector<NormCase> cases() {
         out.push_back({center, true, rows, cols, t, true});
   return out;
 }
+
+// Many rows: a device takes several groups of 32 rows per program (norm_backward_rows_per_group),
+// so that one launch sums the groups' partials of both gradients; with rows wider than one tile
+// (1030 columns) a program's partials are stored after each 32 rows and added to after. The float
+// backward against the float64 backward, as above, on every target; 2100 rows are 66 groups of
+// 32 on the host, 33 groups of 64 on a device (the last one of 52 rows).
+class NormManyRowsTest : public ::testing::TestWithParam<Target> {};
+
+TEST_P(NormManyRowsTest, GroupsOfManyRowsMatchTheFloat64Backward) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  const int64_t n_rows = 2100;
+  EXPECT_EQ(norm_backward_rows_per_group(exec, n_rows), tile::runs_as_device(exec) ? 64 : 32);
+  EXPECT_EQ(norm_backward_rows_per_group(exec, 64 * 32), 32);
+  for (const int64_t cols : {40, 1030})
+    for (const bool center : {false, true}) {
+      SCOPED_TRACE(std::to_string(cols) + (center ? " layernorm" : " rmsnorm"));
+      const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(n_rows * cols), 4, 1.5, 0.3)));
+      const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(cols), 5)));
+      const auto dy = to_double(to_storage<float>(random_vector(x.size(), 7)));
+      const auto rows = static_cast<size_t>(n_rows);
+      const auto ws_size = static_cast<size_t>(norm_backward_workspace(n_rows, cols));
+      std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
+          ws(ws_size);
+      norm_forward<double>(Exec{}, center, x.data(), w.data(), nullptr, y.data(), mean.data(), rstd.data(), n_rows,
+                           cols, 1e-5);
+      norm_backward<double>(Exec{}, center, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
+                            dw.data(), db.data(), n_rows, cols, ws.data());
+      Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)),
+          gy(t, x.size());
+      Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
+      Dev<float> gdw(t, std::vector<float>(w.size(), 0.25f)), gdb(t, std::vector<float>(w.size(), -0.5f));
+      norm_forward<float>(exec, center, gx.get(), gw.get(), nullptr, gy.get(), gmean.get(), grstd.get(), n_rows, cols,
+                          1e-5);
+      norm_backward<float>(exec, center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(), gdx.get(), gdw.get(),
+                           gdb.get(), n_rows, cols, gws.get());
+      EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
+      EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(n_rows), 1e-4));
+      EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(n_rows), 1e-4));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, NormManyRowsTest, ::testing::ValuesIn(targets()), target_name);
+
+// The residual stream's adds folded into the norm's launches (norm_forward_residual,
+// norm_backward_residual): against the float64 composition, and, on the host executors, bit for
+// bit the unfused launches (kernels::add and the plain norm), which is what lets a device fold
+// them without moving a loss. One tile (48 columns) and chunked rows (1030); LayerNorm and
+// RMSNorm; float and bf16.
+class NormResidualTest : public ::testing::TestWithParam<Target> {};
+
+template <class T>
+void check_norm_residual(const Target& t, bool center, int64_t cols) {
+  SCOPED_TRACE(std::to_string(cols) + (center ? " layernorm " : " rmsnorm ") +
+               (std::is_same_v<T, float> ? "float" : "bf16"));
+  const Exec exec = t.exec();
+  const int64_t n_rows = 37;
+  const auto rows = static_cast<size_t>(n_rows), n = rows * static_cast<size_t>(cols);
+  const auto x = to_double(to_storage<T>(random_vector(n, 4, 1.5, 0.3)));
+  const auto x2 = to_double(to_storage<T>(random_vector(n, 8, 0.7)));
+  const auto res = to_double(to_storage<T>(random_vector(n, 9)));
+  const auto w = to_double(to_storage<T>(random_vector(static_cast<size_t>(cols), 5)));
+  const auto b = to_double(to_storage<T>(random_vector(static_cast<size_t>(cols), 6)));
+  const auto dy = to_double(to_storage<T>(random_vector(n, 7)));
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1.0 / 64;
+  // float64: s = x + x2, y = norm(s); y_res = res + norm(x); dx = dres + dnorm(x) at dy.
+  std::vector<double> s(n), y, y_res;
+  for (size_t i = 0; i < n; ++i) s[i] = x[i] + x2[i];
+  norm_forward_reference(center, s, w, b, y, n_rows, cols, 1e-5);
+  norm_forward_reference(center, x, w, b, y_res, n_rows, cols, 1e-5);
+  for (size_t i = 0; i < n; ++i) y_res[i] += res[i];
+  std::vector<double> mean(rows), rstd(rows), yd(n), dx(n), dw(w.size(), 0.0), db(w.size(), 0.0),
+      ws(static_cast<size_t>(norm_backward_workspace(n_rows, cols)));
+  norm_forward<double>(Exec{}, center, x.data(), w.data(), b.data(), yd.data(), mean.data(), rstd.data(), n_rows, cols,
+                       1e-5);
+  norm_backward<double>(Exec{}, center, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
+                        db.data(), n_rows, cols, ws.data());
+  for (size_t i = 0; i < n; ++i) dx[i] += res[i];  // res as dres
+  // The fused launches on the target.
+  Dev<T> gx(t, to_storage<T>(x)), gx2(t, to_storage<T>(x2)), gres(t, to_storage<T>(res)), gw(t, to_storage<T>(w)),
+      gb(t, to_storage<T>(b)), gdy(t, to_storage<T>(dy));
+  const auto zeros = to_storage<T>(std::vector<double>(w.size(), 0.0));  // the gradients are added into
+  Dev<T> gs(t, n), gy(t, n), gyr(t, n), gdx(t, n), gdw(t, zeros), gdb(t, zeros);
+  Dev<float> gmean(t, rows), grstd(t, rows), gws(t, static_cast<size_t>(norm_backward_workspace(n_rows, cols)));
+  norm_forward_residual<T>(exec, center, gx.get(), gx2.get(), gs.get(), nullptr, gw.get(), gb.get(), gy.get(),
+                           gmean.get(), grstd.get(), n_rows, cols, 1e-5);
+  EXPECT_TRUE(all_near(to_double(gs.host()), s, 0, tol));
+  EXPECT_TRUE(all_near(to_double(gy.host()), y, tol, tol));
+  norm_forward_residual<T>(exec, center, gx.get(), nullptr, nullptr, gres.get(), gw.get(), gb.get(), gyr.get(),
+                           gmean.get(), grstd.get(), n_rows, cols, 1e-5);
+  EXPECT_TRUE(all_near(to_double(gyr.host()), y_res, tol, tol));
+  norm_backward_residual<T>(exec, center, gdy.get(), gres.get(), gx.get(), gw.get(), gmean.get(), grstd.get(),
+                            gdx.get(), gdw.get(), gdb.get(), n_rows, cols, gws.get());
+  EXPECT_TRUE(all_near(to_double(gdx.host()), dx, tol, tol));
+  if (t.backend == tile::Backend::kCuda) return;
+  // On the host: bit for bit the unfused launches.
+  Dev<T> us(t, n), uy(t, n), uyr(t, n), udx(t, n), udw(t, zeros), udb(t, zeros);
+  add<T>(exec, gx.get(), gx2.get(), us.get(), static_cast<int64_t>(n));
+  norm_forward<T>(exec, center, us.get(), gw.get(), gb.get(), uy.get(), gmean.get(), grstd.get(), n_rows, cols, 1e-5);
+  EXPECT_EQ(to_double(us.host()), to_double(gs.host()));
+  EXPECT_EQ(to_double(uy.host()), to_double(gy.host()));
+  norm_forward<T>(exec, center, gx.get(), gw.get(), gb.get(), uyr.get(), gmean.get(), grstd.get(), n_rows, cols, 1e-5);
+  add<T>(exec, uyr.get(), gres.get(), uyr.get(), static_cast<int64_t>(n));
+  EXPECT_EQ(to_double(uyr.host()), to_double(gyr.host()));
+  norm_backward<T>(exec, center, gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(), udx.get(), udw.get(),
+                   udb.get(), n_rows, cols, gws.get());
+  add<T>(exec, udx.get(), gres.get(), udx.get(), static_cast<int64_t>(n));
+  EXPECT_EQ(to_double(udx.host()), to_double(gdx.host()));
+  EXPECT_EQ(to_double(udw.host()), to_double(gdw.host()));
+  EXPECT_EQ(to_double(udb.host()), to_double(gdb.host()));
+}
+
+TEST_P(NormResidualTest, FoldedAddsMatchFloat64AndTheUnfusedLaunches) {
+  for (const int64_t cols : {48, 1030})
+    for (const bool center : {false, true}) {
+      check_norm_residual<float>(GetParam(), center, cols);
+      check_norm_residual<tile::bf16>(GetParam(), center, cols);
+    }
+}
+
+// The folded residual gradient in float64 against central differences of
+// L = sum(norm(x) dy) + sum(x dres), whose gradient is dres + the norm's.
+TEST_P(NormResidualTest, FoldedResidualGradientMatchesFiniteDifferences) {
+  const Target& t = GetParam();
+  SKIP_UNLESS_FINITE_DIFFERENCES(t);
+  const int64_t n_rows = 5, cols = 40;
+  const auto n = static_cast<size_t>(n_rows * cols);
+  const auto x0 = random_vector(n, 4, 1.5, 0.3), dy = random_vector(n, 7), dres = random_vector(n, 9);
+  const auto w = random_vector(static_cast<size_t>(cols), 5);
+  const Exec exec = t.exec();
+  std::vector<double> y(n), mean(static_cast<size_t>(n_rows)), rstd(static_cast<size_t>(n_rows));
+  const auto loss = [&](const std::vector<double>& x) {
+    norm_forward<double>(exec, true, x.data(), w.data(), nullptr, y.data(), mean.data(), rstd.data(), n_rows, cols,
+                         1e-5);
+    double l = 0;
+    for (size_t i = 0; i < n; ++i) l += y[i] * dy[i] + x[i] * dres[i];
+    return l;
+  };
+  (void)loss(x0);
+  std::vector<double> dx(n), dw(w.size(), 0.0), ws(static_cast<size_t>(norm_backward_workspace(n_rows, cols)));
+  norm_backward_residual<double>(exec, true, dy.data(), dres.data(), x0.data(), w.data(), mean.data(), rstd.data(),
+                                 dx.data(), dw.data(), nullptr, n_rows, cols, ws.data());
+  const double h = 1e-6;
+  for (size_t i = 0; i < n; i += 7) {
+    auto xv = x0;
+    xv[i] += h;
+    const double lp = loss(xv);
+    xv[i] -= 2 * h;
+    const double lm = loss(xv);
+    ASSERT_NEAR(dx[i], (lp - lm) / (2 * h), 1e-6 + 1e-5 * std::abs(dx[i])) << "dx at " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, NormResidualTest, ::testing::ValuesIn(targets()), target_name);
 
 INSTANTIATE_TEST_SUITE_P(Targets, NormTest, ::testing::ValuesIn(cases()), [](const auto& tp) {
   const NormCase& p = tp.param;

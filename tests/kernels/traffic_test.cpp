@@ -112,6 +112,29 @@ TEST(Traffic, NormBackwardAndItsColumnSums) {
   }
 }
 
+TEST(Traffic, NormBackwardOnADeviceSumsBothGradientsInOneLaunch) {
+  // 2100 rows: 33 groups of 64 rows on a device (norm_backward_rows_per_group); 48 columns, one tile.
+  const int64_t rows = 2100, cols = 48, groups = 33;
+  const tile::Exec emulated{tile::Backend::kEmulated, nullptr};
+  std::vector<float> dy(rows * cols, 0.1f), x(rows * cols, 0.5f), w(cols, 1.0f), mean(rows, 0.0f), rstd(rows, 1.0f),
+      dx(rows * cols), dw(cols, 0.0f), db(cols, 0.0f);
+  std::vector<float> ws(static_cast<size_t>(norm_backward_workspace(rows, cols)));
+  Recorder r;
+  norm_backward<float>(emulated, true, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(), dw.data(),
+                       db.data(), rows, cols, ws.data());
+  ASSERT_EQ(r.launches.size(), 2u);  // the program, then both column sums
+  EXPECT_NE(r.launches[0].name.find("NormBackward"), std::string::npos) << r.launches[0].name;
+  EXPECT_EQ(r.launches[0].traffic.bytes, 4.0 * (3 * rows * cols + cols) + 4.0 * 2 * rows + 4.0 * 2 * groups * cols);
+  const Launch& s = r.launches[1];
+  EXPECT_NE(s.name.find("ColumnSums"), std::string::npos) << s.name;
+  // Per gradient: the groups' partials read, the gradient read and written; an add per partial.
+  EXPECT_EQ(s.traffic.bytes, 2 * (4.0 * groups * cols + 4.0 * 2 * cols));
+  EXPECT_EQ(s.traffic.flops, 2.0 * groups * cols);
+  // Each gradient sums 2100 rows of dy xhat (0.1 x 0.5) and of dy (0.1).
+  EXPECT_NEAR(dw[0], 2100 * 0.05, 1e-3);
+  EXPECT_NEAR(db[0], 2100 * 0.1, 1e-3);
+}
+
 TEST(Traffic, ElementwiseAddInEveryStorageType) {
   const int64_t n = 3000;  // three programs, the last one partial: masked lanes count nothing
   {

@@ -101,7 +101,7 @@ TEST(KernelTraffic, EveryLaunchOfAStepDeclaresItsTraffic) {
                              "SoftmaxBackward",
                              "Dropout",
                              "DropoutRows",
-                             "ColumnSumSlices",
+                             "ColumnSums",
                              "Block",
                              "AdamWScalars",
                              "SumPartials",

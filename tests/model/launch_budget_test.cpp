@@ -46,14 +46,21 @@ std::string listing(const Counts& c) {
   return out;
 }
 
-/// Launches per layer that a train step may take. The target is 30; today's device
-/// composition takes 46 (post, LayerNorm) and 50 (double, RMSNorm): the attention's core 12
-/// (two head-major copies forward, two backward, six batched GEMMs, two softmax launches), the
-/// attention's frame 10 (six projection GEMMs, four RoPE launches), the rest 24 (norms 4, their
-/// gain and bias gradients' two-stage column sums 8, residual adds 4, SwiGLU 2, FFN GEMMs 6).
-/// Reaching 30 needs a fused float32 core on the device and fewer launches outside attention:
-/// this ceiling holds what was reached until then.
-constexpr int kPerLayerCeiling = 50;
+/// Launches per layer that a train step may take. The target is 30; the device
+/// composition takes 36 (post, pre, output; LayerNorm or RMSNorm) and 40 (double: two norms
+/// more): the attention's core 12 (two head-major copies forward, two backward, six batched
+/// GEMMs, two softmax launches), the attention's frame 8 (six projection GEMMs, RoPE on q and k
+/// together forward and backward), the FFN 8 (six GEMMs, SwiGLU forward and backward), per norm
+/// 3 (forward, backward, and one launch summing its gain and bias gradients), and the residual
+/// adds the norms do not fold (bench/residual_norm.h): post and output 2 (the backward's), pre 2
+/// (the forward's), double none. Reaching 30 for every variant needs a fused float32 attention
+/// core on the device (a flash core reading the qkv rows in place: 1 launch forward and 2 or 3
+/// backward where the materializing core takes 12, its four head-major copies included, which
+/// cuBLASLt's one batch stride per operand cannot spare for (batch, head) pairs): with the
+/// materializing core the double norm's layer would stay at 32 even with its copies gone and
+/// every norm gradient folded. This ceiling holds what was reached until then (50 at 6f9598b,
+/// where double LayerNorm, not counted then, took 58).
+constexpr int kPerLayerCeiling = 40;
 
 /// The kernels whose counts differ between a and b: "name: a vs b" lines.
 std::string difference(const Counts& a, const Counts& b) {
@@ -68,8 +75,15 @@ std::string difference(const Counts& a, const Counts& b) {
 }
 
 TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
-  for (const auto& [position, norm] :
-       {std::pair<std::string, std::string>{"post", "layernorm"}, {"double", "rmsnorm"}}) {
+  // Every variant of experiments/norms.toml (norm position x norm type).
+  for (const auto& [position, norm] : {std::pair<std::string, std::string>{"post", "layernorm"},
+                                       {"post", "rmsnorm"},
+                                       {"pre", "layernorm"},
+                                       {"pre", "rmsnorm"},
+                                       {"double", "layernorm"},
+                                       {"double", "rmsnorm"},
+                                       {"output", "layernorm"},
+                                       {"output", "rmsnorm"}}) {
     SCOPED_TRACE(position + " " + norm);
     const Counts norms_shape = count_step({4, 16, 4, position, norm});
     RecordProperty("launches_" + position + "_" + norm, static_cast<int>(norms_shape.total));
@@ -88,9 +102,9 @@ TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
     EXPECT_EQ(norms_shape.total, fixed + 4 * per_layer);
     EXPECT_LE(per_layer, kPerLayerCeiling) << listing(norms_shape);
     EXPECT_LE(fixed, 30) << listing(two);
-    std::printf("%s %s: %lld launches a step (4 layers, batch 16, 4 heads): %lld per layer + %lld\n", position.c_str(),
-                norm.c_str(), static_cast<long long>(norms_shape.total), static_cast<long long>(per_layer),
-                static_cast<long long>(fixed));
+    std::printf("%s %s: %lld launches a step (4 layers, batch 16, 4 heads): %lld per layer + %lld\n%s",
+                position.c_str(), norm.c_str(), static_cast<long long>(norms_shape.total),
+                static_cast<long long>(per_layer), static_cast<long long>(fixed), listing(norms_shape).c_str());
   }
 }
 

@@ -21,13 +21,14 @@ namespace {
 
 /// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
 /// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
-/// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H, for
-/// steps of more than 64 tokens (fewer take one launch less per norm gradient: norm.cpp's
-/// group_sum). It no longer depends on B and H: the materializing core batches every (batch, head)
-/// pair into each of its launches (plugins/attention/core_materializing.cpp). At norms.toml's size
-/// (L 4, B 16, H 4) it is 4 x 46 + 11 = 195, where the H200's profile of f904473 counted 2,707
-/// (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair). tests/model/launch_budget_test.cpp
-/// holds the budget.
+/// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H. It
+/// does not depend on B and H: the materializing core batches every (batch, head) pair into each
+/// of its launches (plugins/attention/core_materializing.cpp). At norms.toml's size (L 4, B 16,
+/// H 4) it is 4 x 36 + 11 = 155, where the H200's profile of f904473 counted 2,707
+/// (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair) and 6f9598b's composition
+/// 195 (4 x 46 + 11: RoPE on q and k apart, each norm gradient summed in two stages, and the
+/// residual adds of the forward launched apart).
+/// tests/model/launch_budget_test.cpp holds the budget.
 int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/) {
   // Per layer, the attention core's: forward, the rows copied to a head-major layout (1),
   // S = Q K^T batched (1), the masked, scaled softmax over all rows (1), O = P V batched (1), O
@@ -35,11 +36,13 @@ int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/
   // backward (1), dQ = dS K, dK = dS^T Q (2), dQ/dK/dV back to rows (1).
   const int64_t attention = 12;
   // Per layer, the rest: 4 linear layers (QKV, output projection, SwiGLU's gate-up and down) x 3
-  // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k, forward and backward, 4;
-  // SwiGLU forward and backward, 2; 2 LayerNorms forward 2 and backward 2, each backward's
-  // weight and bias gradient summed over row groups in two stages (slices, then the slices) 8;
-  // the 2 residual adds, forward and backward, 4.
-  const int64_t per_layer = attention + 12 + 4 + 2 + 2 + 2 + 8 + 4;
+  // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k together (their heads are
+  // adjacent in the qkv rows), forward and backward, 2; SwiGLU forward and backward, 2; 2
+  // LayerNorms forward 2 and backward 2, each backward's weight and bias gradients summed over
+  // its row groups by one more launch (kernels/norm.cpp, gradient_sums) 2; the 2 residual adds
+  // of the backward (dx += ds after the sublayer's backward) 2, those of the forward being done by
+  // the norm's launch on a device (s = x + f(x) written by it: bench/residual_norm.h).
+  const int64_t per_layer = attention + 12 + 2 + 2 + 2 + 2 + 2 + 2;
   // Once per step: the embedding forward and backward, 2; the head's 3 GEMMs and the
   // cross-entropy (forward and backward in one), 4; AdamW: the squared norms (SumTerms,
   // SumPartials), the clip and bias-correction scalars (AdamWScalars) and the update over the
@@ -49,8 +52,9 @@ int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/
 }
 
 /// experiments/norms.toml with its [model] table's shape replaced (small widths, so that the
-/// emulated executor, which runs every program lane by lane, is quick; 72 tokens a sequence, so
-/// that every step has more than 64 tokens, as norms.toml's have).
+/// emulated executor, which runs every program lane by lane, is quick; 72 tokens a sequence,
+/// more than 64 a step as norms.toml's steps have, though the count no longer depends on that:
+/// a norm's gradients take one launch at any size).
 std::string norms_shaped(int64_t layers, int64_t batch, int64_t heads) {
   std::ifstream in(std::string(BENCH_SOURCE_DIR) + "/experiments/norms.toml");
   std::stringstream text;

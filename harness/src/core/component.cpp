@@ -4,6 +4,7 @@
 
 #include "bench/interfaces.h"
 #include "bench/plugin.h"
+#include "bench/residual_norm.h"
 
 namespace bench {
 
@@ -104,6 +105,7 @@ Cost Component::cost() const { return {}; }
 Sublayer::~Sublayer() = default;
 Residual::~Residual() = default;
 Position::~Position() = default;
+ResidualNorm::~ResidualNorm() = default;
 void Position::embed_forward(Tensor&, RunContext&) {}
 void Position::embed_backward(const Tensor&, RunContext&) {}
 void Position::rotate_forward(const QkView&, RunContext&) {}

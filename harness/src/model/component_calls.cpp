@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "bench/interfaces.h"
+#include "bench/residual_norm.h"
 
 namespace bench {
 
@@ -62,9 +63,12 @@ class Wrapped : public I {
   ComponentTag tag_;
 };
 
-class WrappedSublayer final : public Wrapped<Sublayer> {
+/// Also a ResidualNorm: the wrapped norm's folded adds, each a call of its pass, where it has
+/// them (folds_residual false otherwise, as for every sublayer that is not such a norm).
+class WrappedSublayer final : public Wrapped<Sublayer>, public ResidualNorm {
  public:
-  using Wrapped::Wrapped;
+  WrappedSublayer(std::unique_ptr<Component> inner, ComponentTag tag)
+      : Wrapped(std::move(inner), std::move(tag)), fused_(dynamic_cast<ResidualNorm*>(owner_.get())) {}
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     const ComponentCall c(tag_, Pass::kForward);
     inner_->forward(x, y, ctx);
@@ -73,6 +77,22 @@ class WrappedSublayer final : public Wrapped<Sublayer> {
     const ComponentCall c(tag_, Pass::kBackward);
     inner_->backward(dy, dx, ctx);
   }
+  bool folds_residual(const RunContext& ctx) const override { return fused_ != nullptr && fused_->folds_residual(ctx); }
+  void forward_of_sum(const Tensor& a, const Tensor& b, Tensor& s, Tensor& y, RunContext& ctx) override {
+    const ComponentCall c(tag_, Pass::kForward);
+    fused_->forward_of_sum(a, b, s, y, ctx);
+  }
+  void forward_plus(const Tensor& x, const Tensor& res, Tensor& y, RunContext& ctx) override {
+    const ComponentCall c(tag_, Pass::kForward);
+    fused_->forward_plus(x, res, y, ctx);
+  }
+  void backward_plus(const Tensor& dy, const Tensor& dres, Tensor& dx, RunContext& ctx) override {
+    const ComponentCall c(tag_, Pass::kBackward);
+    fused_->backward_plus(dy, dres, dx, ctx);
+  }
+
+ private:
+  ResidualNorm* fused_;
 };
 
 class WrappedResidual final : public Wrapped<Residual> {
