@@ -121,6 +121,81 @@ const std::vector<ParamSpec>& stability_params() {
   return specs;
 }
 
+/// The caption of the per-layer figures at initialization (init_probe_batches).
+constexpr const char* kInitCaption =
+    "Per block, averaged over init_probe_batches batches and init_probe_seeds initializations, before any "
+    "update (Xiong et al. 2020: Post-LN gradients grow toward the output, Pre-LN's stay flat).";
+
+/// The per-case figures of a stability case: `bench results`' columns first (in their order), then
+/// what `bench compare` knows the direction of. Its other metrics (per-layer finals, the data's
+/// entropies, val_loss_at_L ...) compare as neither better nor worse.
+const std::vector<MetricSpec>& stability_metrics() {
+  static const std::vector<MetricSpec> specs = {
+      MetricSpec("lr").results_column("lr", "{:.3g}").plotted_in("final-loss-vs-lr"),
+      MetricSpec("final_loss", "nats")
+          .lower("final loss")
+          .results_column("final loss (nats)", "{:.4f}")
+          .by_default()
+          .plotted_in("final-loss-vs-lr"),
+      MetricSpec("best_loss", "nats").lower("best loss").results_column("best loss (nats)", "{:.4f}").by_default(),
+      MetricSpec("final_val_bpb", "bits/byte")
+          .results_column("val bits/byte", "{:.4f}")
+          .only_when_present()
+          .plotted_in("final-val-bpb"),
+      MetricSpec("unigram_entropy", "nats").results_column("unigram H (nats)", "{:.4f}").plotted_in("loss"),
+      MetricSpec("spike_count", "steps").lower("spikes").results_column("spikes", "{:.0f}").by_default(),
+      MetricSpec("diverged_step", "step").results_column("diverged at step", "{:.0f}"),
+      MetricSpec("max_attn_logit").neither("max logit").results_column("max logit").by_default(),
+      MetricSpec("final_grad_norm").neither("grad norm").results_column("grad norm"),
+      MetricSpec("final_val_loss", "nats").lower("final val loss"),
+      MetricSpec("final_train_loss", "nats").lower("final train loss"),
+      MetricSpec("loss_spike_count", "steps").lower("loss spikes"),
+      MetricSpec("grad_spike_count", "steps").lower("grad spikes"),
+      MetricSpec("spike_fraction").lower("spike fraction"),
+      MetricSpec("train_tokens_per_s", "tokens/s").higher("train tokens/s").time_or_rate(),
+      MetricSpec("initial_loss", "nats"),
+      MetricSpec("steps_done", "steps"),
+      MetricSpec("vocab_size", "tokens").plotted_in("final-val-bpb"),
+      MetricSpec("val_bytes_per_token", "bytes/token").plotted_in("final-val-bpb"),
+      MetricSpec("bigram_entropy", "nats").plotted_in("loss"),
+      MetricSpec("final_z_mean", "nats"),
+      MetricSpec("final_z_loss", "nats"),
+  };
+  return specs;
+}
+
+/// The report's per-step figures of stability cases, in the order it draws them.
+const std::vector<CurveSpec>& stability_curves() {
+  using S = CurveSpec::Source;
+  static const std::vector<CurveSpec> curves = {
+      {S::kStepColumn, "loss", "loss", "Training loss", "loss (nats)", false,
+       "Training loss per step (before the step's update), one panel per peak learning rate. Gaps: non-finite loss.",
+       true},
+      {S::kStepColumn, "grad_norm", "grad-norm", "Gradient norm", "global grad norm", true,
+       "Global L2 norm of the gradient before clipping.", false},
+      {S::kStepColumn, "max_attn_logit", "max-logit", "Max attention logit", "max attention logit", true,
+       "Largest attention logit of the step over all layers and heads (Wortsman et al. 2023: trouble above ~1e3).",
+       false},
+      {S::kStepColumn, "z_mean", "z", "Output log-normalizer z", "mean z = logsumexp(logits)", false,
+       "Mean log-normalizer of the output softmax; only z-loss anchors it, and drift costs bf16 precision.", false},
+      {S::kSeries, "val_loss", "val_loss", "Held-out loss", "held-out loss (nats)", false,
+       "Mean loss over held-out batches, every val_every steps and at the last step.", false},
+      {S::kSeries, "val_bpb", "val_bpb", "Held-out bits per byte", "held-out loss (bits/byte)", false,
+       "The held-out loss in bits per byte (text datasets), every val_every steps: compares across tokenizers.", false},
+      {S::kSeries, "param_norm", "param_norm", "Parameter norm", "L2 norm of all parameters", false,
+       "Global L2 norm of the parameters.", false},
+      {S::kSeries, "attn_entropy", "attn_entropy", "Attention entropy", "mean attention entropy (nats)", false,
+       "Entropy of the attention distributions, averaged over layers, heads and queries; collapse goes to 0.", false},
+      {S::kSeries, "logit_mean", "logit_mean", "Mean output logit", "mean logit", false,
+       "Mean of the output logits over tokens and vocabulary: with z, a drift of all logits together.", false},
+      {S::kInitLayers, "init_grad_norm", "init_grad_norm", "At initialization",
+       "gradient norm of the block's parameters", true, kInitCaption, false},
+      {S::kInitLayers, "init_block_rms", "init_block_rms", "At initialization", "RMS of the block's output", true,
+       kInitCaption, false},
+  };
+  return curves;
+}
+
 /// Short training runs (docs/stability.md); over a learning-rate grid, lr_sensitivity at the end.
 class StabilityRunner final : public Runner {
  public:
@@ -159,19 +234,9 @@ class StabilityRunner final : public Runner {
     for (auto& [index, metrics] : lr_grid_metrics(grid)) out.push_back({index, std::move(metrics)});
     return out;
   }
-  ResultsTable table() const override {
-    return {false,
-            {{"lr", "lr", "{:.3g}"},
-             {"final_loss", "final loss (nats)", "{:.4f}"},
-             {"best_loss", "best loss (nats)", "{:.4f}"},
-             {"final_val_bpb", "val bits/byte", "{:.4f}", true},
-             {"unigram_entropy", "unigram H (nats)", "{:.4f}"},
-             {"spike_count", "spikes", "{:.0f}"},
-             {"diverged_step", "diverged at step", "{:.0f}"},
-             {"max_attn_logit", "max logit", ""},
-             {"final_grad_norm", "grad norm", ""}},
-            true};
-  }
+  ResultsTable table() const override { return {.timings = false, .steps = true}; }
+  const std::vector<MetricSpec>& metrics() const override { return stability_metrics(); }
+  const std::vector<CurveSpec>& curves() const override { return stability_curves(); }
   std::string summary(const CaseResult& r) const override {
     std::string s;
     for (const Metric& m : r.metrics)

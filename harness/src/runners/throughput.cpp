@@ -139,6 +139,84 @@ const std::vector<ParamSpec>& throughput_params() {
 
 }  // namespace
 
+namespace {
+
+/// The value at each repetition of a mode, `f(ms)` of each repetition's time (the median when the
+/// samples were not kept), skipping times that are not positive.
+template <class F>
+std::vector<double> each_repetition(const Timing& t, F f) {
+  std::vector<double> v;
+  for (double ms : t.samples_ms.empty() ? std::vector<double>{t.median_ms} : t.samples_ms)
+    if (ms > 0) f(v, ms);
+  return v;
+}
+
+std::optional<double> known(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
+
+/// The per-mode figures of a throughput case: `bench results`' columns, in order; those with
+/// per_repetition are `bench compare`'s throughput metrics.
+const std::vector<ModeMetric>& throughput_mode_metrics() {
+  static const std::vector<ModeMetric> metrics = {
+      {"median_ms", "median ms", "", Better::kLower, true, true, [](const Timing& t) { return known(t.median_ms); },
+       [](const Timing& t) { return each_repetition(t, [](auto& v, double ms) { v.push_back(ms); }); }, false},
+      {"mad_ms", "± MAD ms", "", Better::kNeither, false, false, [](const Timing& t) { return known(t.mad_ms); },
+       nullptr, false},
+      {"noise_percent", "noise %", "{:.1f}", Better::kNeither, false, false,
+       [](const Timing& t) { return known(t.noise * 100.0); }, nullptr, false},
+      {"tokens_per_s", "tokens/s", "", Better::kHigher, true, true,
+       [](const Timing& t) { return known(t.tokens_per_s); },
+       [](const Timing& t) {
+         const double tokens_per_iter = t.tokens_per_s * t.median_ms / 1000.0;
+         return each_repetition(t, [&](auto& v, double ms) { v.push_back(tokens_per_iter * 1000.0 / ms); });
+       },
+       false},
+      {"gflops_per_s", "GFLOP/s", "", Better::kHigher, true, false,
+       [](const Timing& t) { return known(t.gflops_per_s); },
+       [](const Timing& t) {
+         return each_repetition(t, [&](auto& v, double ms) { v.push_back(t.flops_per_iter / (ms * 1e6)); });
+       },
+       false},
+      {"mfu_percent", "MFU %", "{:.1f}", Better::kHigher, true, false,
+       [](const Timing& t) { return t.mfu ? std::optional<double>(*t.mfu * 100.0) : std::nullopt; },
+       [](const Timing& t) {
+         return each_repetition(t, [&](auto& v, double ms) {
+           if (t.mfu && *t.mfu > 0) v.push_back(t.flops_per_iter / (ms * 1e6) / (t.gflops_per_s / *t.mfu) * 100.0);
+         });
+       },
+       false},
+      {"peak_mb", "peak MB", "{:.1f}", Better::kLower, false, false,
+       [](const Timing& t) {
+         return t.peak_bytes ? std::optional<double>(static_cast<double>(*t.peak_bytes) / 1048576.0) : std::nullopt;
+       },
+       [](const Timing& t) {
+         return t.peak_bytes ? std::vector<double>{static_cast<double>(*t.peak_bytes) / 1048576.0}
+                             : std::vector<double>{};
+       },
+       true},
+  };
+  return metrics;
+}
+
+/// The per-case figures of a throughput case (a name ending in '/' is followed by the mode).
+const std::vector<MetricSpec>& throughput_metrics() {
+  static const std::vector<MetricSpec> specs = {
+      MetricSpec("gemm_ceiling_gflops", "GFLOP/s"),
+      MetricSpec("gemm_ceiling_calls"),
+      MetricSpec("cuda_graph"),
+      MetricSpec("roof_gbps", "GB/s").plotted_in("roofline"),
+      MetricSpec("roof_gflops", "GFLOP/s").plotted_in("roofline"),
+      MetricSpec("graph_nodes/"),
+      MetricSpec("loss_after_graph/", "nats"),
+      MetricSpec("profile_step_ms/", "ms").plotted_in("profile"),
+      MetricSpec("mfu_model_gemms/"),
+      MetricSpec("initial_loss", "nats"),
+      MetricSpec("model_bytes", "bytes"),
+  };
+  return specs;
+}
+
+}  // namespace
+
 /// Times the configured modes of one model with its real data (docs/design.md, "How throughput is
 /// measured").
 class ThroughputRunner final : public Runner {
@@ -146,7 +224,24 @@ class ThroughputRunner final : public Runner {
   std::string_view name() const override { return "throughput"; }
   const std::vector<ParamSpec>& params() const override { return throughput_params(); }
   CaseResult run(const Case& c, const ResolvedCase& rc, RunnerEnv& env) const override;
-  ResultsTable table() const override { return {true, {}}; }
+  ResultsTable table() const override { return {.timings = true, .steps = false}; }
+  const std::vector<MetricSpec>& metrics() const override { return throughput_metrics(); }
+  const std::vector<ModeMetric>& mode_metrics() const override { return throughput_mode_metrics(); }
+  /// Why a mode is marked noisy, with the machine's state around its timing.
+  std::string mode_note(const Timing& t) const override {
+    if (!t.noisy) return "";
+    const auto percent = [](double fraction) {
+      return std::isnan(fraction) ? std::string("unknown") : fmt::format("{:.1f} %", fraction * 100.0);
+    };
+    const std::string cores = t.cores > 0 ? fmt::format("its {} cores", t.cores) : std::string("its cores");
+    const bool quiet_enough = t.noise <= t.max_noise;  // noisy because the machine was busy (false for NaN)
+    return fmt::format(
+        "noisy: noise {} {} the target {} after {} repetitions; load average {}, other processes kept {} of {} "
+        "busy, steal {}",
+        percent(t.noise), quiet_enough ? "within" : "above", percent(t.max_noise), t.samples_ms.size(),
+        std::isnan(t.load_avg) ? std::string("unknown") : fmt::format("{:.2f}", t.load_avg), percent(t.other_busy),
+        cores, percent(t.steal));
+  }
   std::string summary(const CaseResult& r) const override {
     std::string s;
     for (const Timing& t : r.timings)
