@@ -184,30 +184,10 @@ std::string run_title(const RunData& r) {
   return fmt::format("run {} ({}, {}, git {})", r.id, r.experiment_name, r.started_at, r.git_sha.substr(0, 12));
 }
 
-}  // namespace
-
-CompareReport compare(const store::Store& db, const CompareOptions& o) {
-  // The runs, and the groups of cases on each side.
-  int64_t run_a = o.run, run_b = o.run;
-  if (o.run == 0) {
-    const auto parse_run = [&](const std::string& s, const char* side) {
-      try {
-        size_t used = 0;
-        const int64_t id = std::stoll(s, &used);
-        if (used == s.size() && id > 0) return id;
-      } catch (const std::exception&) {
-      }
-      throw Error(fmt::format("{}: \"{}\" is not a run id; to compare cases of one run, give --run ID", side, s));
-    };
-    run_a = parse_run(o.a, "A");
-    run_b = parse_run(o.b, "B");
-  }
-  const RunData a = load_run(db, run_a);
-  const RunData b = run_b == run_a ? a : load_run(db, run_b);
-  const Groups ga = o.run == 0 ? group_all(a) : group_selected(a, o.a, "A");
-  const Groups gb = o.run == 0 ? group_all(b) : group_selected(b, o.b, "B");
-
-  // The metrics: the defaults, or the ones asked for (each must exist somewhere).
+/// The per-mode metrics and the per-case metrics to compare: the runners' defaults, or the ones
+/// asked for, each of which some runner declares or some case of A or B has.
+std::pair<std::vector<std::string>, std::vector<std::string>> chosen_metrics(const CompareOptions& o, const RunData& a,
+                                                                             const RunData& b) {
   std::vector<std::string> tp_metrics, st_metrics;
   if (o.metrics.empty())
     for (const Runner* runner : runners()) {
@@ -239,6 +219,103 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
     }
     st_metrics.push_back(m);
   }
+  return {tp_metrics, st_metrics};
+}
+
+/// The rows of each per-mode metric (ModeMetric) of the modes both groups timed, after `base`.
+void mode_rows(const Group& group_a, const Group& group_b, const std::vector<std::string>& tp_metrics,
+               const CompareOptions& o, const CompareRow& base, std::vector<CompareRow>& out) {
+  for (const std::string& mode : modes_of(group_a)) {
+    const auto modes_b = modes_of(group_b);
+    if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;
+    for (const std::string& m : tp_metrics) {
+      const ModeMetric& def = *find_mode_metric(m);
+      const Direction direction = direction_of(def.better);
+      const auto va = throughput_samples(group_a, mode, def);
+      const auto vb = throughput_samples(group_b, mode, def);
+      if (va.empty() || vb.empty()) continue;
+      CompareRow row = base;
+      row.mode = mode;
+      row.metric = m;
+      row.header = std::string(def.header);
+      row.timing = def.timing;
+      row.n_a = va.size();
+      row.n_b = vb.size();
+      if (def.single) {
+        // Memory is computed from the allocations, not sampled: the minimum effect alone decides.
+        row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
+        const double ratio = row.result.ratio.value_or(1.0);
+        const bool up = ratio >= 1 + o.min_effect, down = ratio <= 1 / (1 + o.min_effect);
+        row.result.p.reset();
+        row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
+      } else {
+        row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
+        // A side timed above its noise target cannot back a verdict, whatever its test says.
+        if (noisy(group_a, mode) || noisy(group_b, mode)) row.result.verdict = Verdict::kNoisy;
+      }
+      row.a_value = Value::number(row.result.median_a);
+      row.b_value = Value::number(row.result.median_b);
+      row.regression = row.result.verdict == Verdict::kWorse;
+      out.push_back(std::move(row));
+    }
+  }
+}
+
+/// The rows of each per-case metric either group has, judged as the group's runner declares it.
+void metric_rows(const Group& group_a, const Group& group_b, const std::vector<std::string>& st_metrics,
+                 const CompareOptions& o, const CompareRow& base, std::vector<CompareRow>& out) {
+  for (const std::string& m : st_metrics) {
+    const MetricSpec* def = find_metric_spec(group_a.runner, m);
+    std::vector<double> va, vb;
+    std::string unit;
+    for (const CaseRow* c : group_a.cases)
+      if (const auto v = c->metric(m)) va.push_back(*v), unit = c->result.find_metric(m)->unit;
+    for (const CaseRow* c : group_b.cases)
+      if (const auto v = c->metric(m)) vb.push_back(*v), unit = c->result.find_metric(m)->unit;
+    if (va.empty() && vb.empty()) continue;
+    CompareRow row = base;
+    row.metric = m;
+    row.header = def != nullptr && !def->header.empty() ? def->header : m;
+    if (!unit.empty() && unit != "steps") row.header += " (" + unit + ")";
+    row.timing = def != nullptr && def->timing;
+    row.n_a = va.size();
+    row.n_b = vb.size();
+    if (!va.empty() && !vb.empty())
+      row.result =
+          compare_samples(va, vb, direction_of(def != nullptr ? def->better : Better::kNeither), o.alpha, o.min_effect);
+    row.a_value = va.empty() ? Value() : Value::number(row.result.median_a);
+    row.b_value = vb.empty() ? Value() : Value::number(row.result.median_b);
+    if (va.empty() != vb.empty()) row.result.verdict = Verdict::kUnclear;
+    row.regression = row.result.verdict == Verdict::kWorse;
+    out.push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
+CompareReport compare(const store::Store& db, const CompareOptions& o) {
+  // The runs, and the groups of cases on each side.
+  int64_t run_a = o.run, run_b = o.run;
+  if (o.run == 0) {
+    const auto parse_run = [&](const std::string& s, const char* side) {
+      try {
+        size_t used = 0;
+        const int64_t id = std::stoll(s, &used);
+        if (used == s.size() && id > 0) return id;
+      } catch (const std::exception&) {
+      }
+      throw Error(fmt::format("{}: \"{}\" is not a run id; to compare cases of one run, give --run ID", side, s));
+    };
+    run_a = parse_run(o.a, "A");
+    run_b = parse_run(o.b, "B");
+  }
+  const RunData a = load_run(db, run_a);
+  const RunData b = run_b == run_a ? a : load_run(db, run_b);
+  const Groups ga = o.run == 0 ? group_all(a) : group_selected(a, o.a, "A");
+  const Groups gb = o.run == 0 ? group_all(b) : group_selected(b, o.b, "B");
+
+  // The metrics: the defaults, or the ones asked for (each must exist somewhere).
+  const auto [tp_metrics, st_metrics] = chosen_metrics(o, a, b);
 
   CompareReport r;
   if (o.run == 0) {
@@ -297,68 +374,11 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
       r.rows.push_back(std::move(row));
     }
 
-    if (const Runner* runner = find_runner(group_a.runner); runner != nullptr && runner->table().timings) {
-      for (const std::string& mode : modes_of(group_a)) {
-        const auto modes_b = modes_of(group_b);
-        if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;
-        for (const std::string& m : tp_metrics) {
-          const ModeMetric& def = *find_mode_metric(m);
-          const Direction direction = direction_of(def.better);
-          const auto va = throughput_samples(group_a, mode, def);
-          const auto vb = throughput_samples(group_b, mode, def);
-          if (va.empty() || vb.empty()) continue;
-          CompareRow row = base_row();
-          row.mode = mode;
-          row.metric = m;
-          row.header = std::string(def.header);
-          row.timing = def.timing;
-          row.n_a = va.size();
-          row.n_b = vb.size();
-          if (def.single) {
-            // Memory is computed from the allocations, not sampled: the minimum effect alone decides.
-            row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
-            const double ratio = row.result.ratio.value_or(1.0);
-            const bool up = ratio >= 1 + o.min_effect, down = ratio <= 1 / (1 + o.min_effect);
-            row.result.p.reset();
-            row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
-          } else {
-            row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
-            // A side timed above its noise target cannot back a verdict, whatever its test says.
-            if (noisy(group_a, mode) || noisy(group_b, mode)) row.result.verdict = Verdict::kNoisy;
-          }
-          row.a_value = Value::number(row.result.median_a);
-          row.b_value = Value::number(row.result.median_b);
-          row.regression = row.result.verdict == Verdict::kWorse;
-          r.rows.push_back(std::move(row));
-        }
-      }
-    } else {
-      for (const std::string& m : st_metrics) {
-        const MetricSpec* def = find_metric_spec(group_a.runner, m);
-        std::vector<double> va, vb;
-        std::string unit;
-        for (const CaseRow* c : group_a.cases)
-          if (const auto v = c->metric(m)) va.push_back(*v), unit = c->result.find_metric(m)->unit;
-        for (const CaseRow* c : group_b.cases)
-          if (const auto v = c->metric(m)) vb.push_back(*v), unit = c->result.find_metric(m)->unit;
-        if (va.empty() && vb.empty()) continue;
-        CompareRow row = base_row();
-        row.metric = m;
-        row.header = def != nullptr && !def->header.empty() ? def->header : m;
-        if (!unit.empty() && unit != "steps") row.header += " (" + unit + ")";
-        row.timing = def != nullptr && def->timing;
-        row.n_a = va.size();
-        row.n_b = vb.size();
-        if (!va.empty() && !vb.empty())
-          row.result = compare_samples(va, vb, direction_of(def != nullptr ? def->better : Better::kNeither), o.alpha,
-                                       o.min_effect);
-        row.a_value = va.empty() ? Value() : Value::number(row.result.median_a);
-        row.b_value = vb.empty() ? Value() : Value::number(row.result.median_b);
-        if (va.empty() != vb.empty()) row.result.verdict = Verdict::kUnclear;
-        row.regression = row.result.verdict == Verdict::kWorse;
-        r.rows.push_back(std::move(row));
-      }
-    }
+    const CompareRow base = base_row();
+    if (const Runner* runner = find_runner(group_a.runner); runner != nullptr && runner->table().timings)
+      mode_rows(group_a, group_b, tp_metrics, o, base, r.rows);
+    else
+      metric_rows(group_a, group_b, st_metrics, o, base, r.rows);
   }
   for (const auto& [k, group_b] : gb)
     if (ga.find(k) == ga.end()) r.only_b.push_back(labels_of(group_b));

@@ -308,22 +308,19 @@ std::string init_figure(const CurveSpec& cv, const std::vector<const CaseRow*>& 
   return o + figure(cv.kind, svg::line_chart(chart), cv.caption);
 }
 
-std::string stability_section(const RunData& run, const std::vector<ResultsSection>& tables) {
-  std::vector<const CaseRow*> cases;
-  for (const CaseRow& c : run.cases)
-    if (table_of(c.runner).steps) cases.push_back(&c);
-  std::string o = "<section id=\"stability\">\n<h2>Stability</h2>\n";
-  if (cases.empty()) return o + "<p class=\"note\">This run has no stability cases.</p>\n</section>\n";
-  const StabilityLayout l = layout_of(cases);
-  const auto unigram = shared_metric(cases, "unigram_entropy");
-  const auto bigram = shared_metric(cases, "bigram_entropy");
-  const auto entropy_refs = [&] {
-    std::vector<svg::Reference> r;
-    if (unigram) r.push_back({*unigram, fmt::format("unigram entropy {:.3f}", *unigram)});
-    if (bigram) r.push_back({*bigram, fmt::format("bigram entropy {:.3f}", *bigram)});
-    return r;
-  };
+/// The data's unigram and bigram entropies, as reference lines, where all the cases share them.
+std::vector<svg::Reference> entropy_refs(const std::vector<const CaseRow*>& cases) {
+  std::vector<svg::Reference> r;
+  if (const auto unigram = shared_metric(cases, "unigram_entropy"))
+    r.push_back({*unigram, fmt::format("unigram entropy {:.3f}", *unigram)});
+  if (const auto bigram = shared_metric(cases, "bigram_entropy"))
+    r.push_back({*bigram, fmt::format("bigram entropy {:.3f}", *bigram)});
+  return r;
+}
 
+/// Final loss against the learning rate, when some configuration ran at several.
+std::string final_loss_vs_lr(const std::vector<const CaseRow*>& cases, const StabilityLayout& l) {
+  std::string o;
   // Final loss against the learning rate, when some configuration ran at several.
   std::map<std::string, std::set<double>> lrs_per_key;
   for (const CaseRow* c : cases)
@@ -338,7 +335,7 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
     chart.x = {"peak learning rate", true};
     chart.y = {"final loss (nats)", false};
     chart.legend_title = l.legend_title;
-    chart.references = entropy_refs();
+    chart.references = entropy_refs(cases);
     std::map<std::string, size_t> index;
     for (const CaseRow* c : cases) {
       const std::string& key = l.series_key.at(c->id);
@@ -363,6 +360,12 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
     o += "</div>\n";
   }
 
+  return o;
+}
+
+/// Held-out bits per byte, when the cases' vocabularies differ.
+std::string bits_per_byte_figure(const std::vector<const CaseRow*>& cases) {
+  std::string o;
   // Held-out bits per byte, when the cases' vocabularies differ: their losses in nats per token
   // do not compare, bits per byte do (docs/results.md).
   std::set<double> vocabularies;
@@ -393,6 +396,12 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
     o += "</div>\n";
   }
 
+  return o;
+}
+
+/// The per-step curves the cases' runners declare.
+std::string curve_figures(const std::vector<const CaseRow*>& cases, const StabilityLayout& l) {
+  std::string o;
   // The curves the cases' runners declare (runners/runner.h: CurveSpec), in their order.
   std::vector<const CurveSpec*> curves;
   std::set<std::string> seen;
@@ -416,7 +425,7 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
       chart.x = {"step + 1", true};
       chart.y = {cv->y_label, cv->log_y};
       chart.legend_title = l.legend_title;
-      if (cv->entropy_lines) chart.references = entropy_refs();
+      if (cv->entropy_lines) chart.references = entropy_refs(cases);
       for (const CaseRow* c : cases) {
         const double clr = l.lr_of.at(c->id);
         if (!(clr == lr || (!std::isfinite(clr) && !std::isfinite(lr)))) continue;
@@ -431,6 +440,12 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
   }
   if (init_heading) o += "</div>\n";
 
+  return o;
+}
+
+/// The summary table of the stability runners and their seed replicates.
+std::string stability_tables(const std::vector<ResultsSection>& tables) {
+  std::string o;
   for (const auto& t : tables)
     if (t.across_seeds && table_of(t.runner).steps) {
       // The final loss over seed replicates, or the note that one seed cannot tell.
@@ -445,6 +460,17 @@ std::string stability_section(const RunData& run, const std::vector<ResultsSecti
         o += "</ul>\n";
       }
     }
+  return o;
+}
+
+std::string stability_section(const RunData& run, const std::vector<ResultsSection>& tables) {
+  std::vector<const CaseRow*> cases;
+  for (const CaseRow& c : run.cases)
+    if (table_of(c.runner).steps) cases.push_back(&c);
+  std::string o = "<section id=\"stability\">\n<h2>Stability</h2>\n";
+  if (cases.empty()) return o + "<p class=\"note\">This run has no stability cases.</p>\n</section>\n";
+  const StabilityLayout l = layout_of(cases);
+  o += final_loss_vs_lr(cases, l) + bits_per_byte_figure(cases) + curve_figures(cases, l) + stability_tables(tables);
   return o + "</section>\n";
 }
 
