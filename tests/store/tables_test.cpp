@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "runners/result_json.h"
@@ -185,6 +186,12 @@ TEST(Tables, ARecordWithEveryMemberSetRoundTripsThroughItsJson) {
   }
   for_each_row_table([&](const auto& table) { expect_rows(table, back.*table.rows, c.result.*table.rows); });
   EXPECT_EQ(back.timings[0].samples_ms, c.result.timings[0].samples_ms);
+  // A timed mode's array is where readers of --jsonl have found it: 21 columns, the samples 15th.
+  const auto j = nlohmann::json::parse(result_json(c.result));
+  ASSERT_EQ(j["timings"][0].size(), 22U);
+  EXPECT_EQ(j["timings"][0][13], 114);  // peak_bytes: 100 + its index 13, plus 1
+  EXPECT_EQ(j["timings"][0][14], nlohmann::json::array({1.25, 1.5, 0.1 + 0.2}));
+  EXPECT_EQ(j["timings"][0][15], 114.5);  // noise
 }
 
 TEST_F(TablesTest, ExportReadsTheDeclaredValueColumns) {

@@ -90,11 +90,13 @@ std::string result_json(const CaseResult& r) {
     for (const auto& x : r.*table.rows) rows.push_back(row_json(table, x));
     j[std::string(table.json_key)] = std::move(rows);
   });
-  // Each timed mode's samples, after its columns.
+  // Each timed mode's samples, in their place in its array.
+  const size_t at = store::samples_position();
   for (size_t i = 0; i < r.timings.size(); ++i) {
     Json samples = Json::array();
     for (double s : r.timings[i].samples_ms) samples.push_back(num(s));
-    j["timings"][i].push_back(std::move(samples));
+    Json& timing = j["timings"][i];
+    timing.insert(timing.begin() + static_cast<std::ptrdiff_t>(at), std::move(samples));
   }
   return j.dump();
 }
@@ -105,13 +107,20 @@ CaseResult result_from_json(const std::string& text) {
     const Json j = Json::parse(text);
     for (const auto& c : store::case_table().columns)
       if (c.role != store::Role::kIdentity) c.set(row, value_of(c, j.at(std::string(c.name))));
+    // A timed mode's samples sit inside its array: taken out before its columns are read.
+    Json timings = j.at("timings");
+    std::vector<std::vector<double>> samples;
+    const size_t at = store::samples_position();
+    for (Json& t : timings) {
+      samples.emplace_back();
+      for (const Json& s : t.at(at)) samples.back().push_back(num_of(s));
+      t.erase(at);
+    }
     store::for_each_row_table([&](const auto& table) {
-      for (const Json& x : j.at(std::string(table.json_key))) (row.result.*table.rows).push_back(row_of(table, x));
+      const Json& rows = table.json_key == "timings" ? timings : j.at(std::string(table.json_key));
+      for (const Json& x : rows) (row.result.*table.rows).push_back(row_of(table, x));
     });
-    const Json& timings = j.at("timings");
-    for (size_t i = 0; i < timings.size(); ++i)
-      for (const Json& s : timings[i].at(store::throughput_table().columns.size()))
-        row.result.timings[i].samples_ms.push_back(num_of(s));
+    for (size_t i = 0; i < samples.size(); ++i) row.result.timings[i].samples_ms = std::move(samples[i]);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("not a case result: ") + e.what());
   }

@@ -138,6 +138,13 @@ const Table<Artifact>& artifact_table() {
   return t;
 }
 
+size_t samples_position() {
+  const auto& columns = throughput_table().columns;
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].name == "peak_bytes") return i + 1;
+  return columns.size();
+}
+
 CaseResult as_stored(CaseResult r) {
   CaseRow row;
   row.result = std::move(r);

@@ -82,6 +82,10 @@ const Table<Artifact>& artifact_table();
 /// The unit of `samples.ms`, each repetition's time.
 inline constexpr std::string_view kSampleUnit = "ms";
 
+/// Where a timed mode's samples sit in its JSON array (result_json.h): after `peak_bytes`, as
+/// they have since `--jsonl` began.
+size_t samples_position();
+
 /// Calls f(table) for the tables of a CaseResult's lists, in the order of the result's JSON:
 /// throughput, profile, steps, series, metrics, artifacts.
 template <class F>
