@@ -20,6 +20,7 @@
 #include "runners/profile.h"
 #include "runners/runner.h"
 #include "runners/stats.h"
+#include "runners/step_graph.h"
 
 namespace bench {
 
@@ -55,56 +56,6 @@ struct GpuTiming {
 struct GpuTiming {};
 #endif
 
-/// A mode's step captured once and then replayed (cuda_graph = true): a CUDA graph on a GPU; on
-/// the guarded device an emulation that runs the step again, at each replay, under the rules of
-/// capture (ctx.capturing and a kernels::CaptureScope: no tokens copied, nothing read back), so
-/// that CI runs this path, replays included, without a GPU. Capturing runs nothing.
-class Replay {
- public:
-  Replay(RunContext& ctx, std::function<void()>& enqueue) : ctx_(ctx), enqueue_(enqueue) {
-#if BENCH_HAVE_CUDA
-    if (ctx.exec.backend == tile::Backend::kCuda) {
-      graph_ = std::make_unique<kernels::cuda::StepGraph>(ctx.exec.stream);
-      const Capturing on(ctx_);
-      graph_->capture(enqueue_);
-    }
-#endif
-  }
-  void launch() {
-#if BENCH_HAVE_CUDA
-    if (graph_) {
-      graph_->launch();
-      return;
-    }
-#endif
-    const Capturing on(ctx_);
-    enqueue_();
-  }
-  /// Nodes of the CUDA graph; 0 for the emulation.
-  size_t nodes() const {
-#if BENCH_HAVE_CUDA
-    if (graph_) return graph_->nodes();
-#endif
-    return 0;
-  }
-
- private:
-  /// ctx.capturing and a CaptureScope (a read-back names itself instead of breaking the capture).
-  struct Capturing {
-    explicit Capturing(RunContext& c) : ctx(c) { ctx.capturing = true; }
-    ~Capturing() { ctx.capturing = false; }
-    Capturing(const Capturing&) = delete;
-    Capturing& operator=(const Capturing&) = delete;
-    RunContext& ctx;
-    const kernels::CaptureScope scope;
-  };
-  RunContext& ctx_;
-  std::function<void()>& enqueue_;
-#if BENCH_HAVE_CUDA
-  std::unique_ptr<kernels::cuda::StepGraph> graph_;
-#endif
-};
-
 /// The settings of [throughput].
 const std::vector<ParamSpec>& throughput_params() {
   static const std::vector<ParamSpec> specs = {
@@ -130,9 +81,11 @@ const std::vector<ParamSpec>& throughput_params() {
                          "after each mode's timing, profile its step per kernel in separate, untimed steps "
                          "(docs/results.md, \"The profile\")"),
       ParamSpec::integer("profile_steps", 5, "steps the profile measures (each row: the median over them)").at_least(1),
-      ParamSpec::boolean("cuda_graph", false,
+      ParamSpec::boolean("cuda_graph", true,
                          "on CUDA, capture each mode's step into a CUDA graph once and time its replays "
-                         "(no launch overhead); ignored on the CPU"),
+                         "(no launch overhead); a step that cannot be captured is timed uncaptured, with "
+                         "graph_fallback/MODE = 1, unless cuda_graph = true is given (then the case fails); "
+                         "emulated on the guarded device; ignored on the CPU"),
   };
   return specs;
 }
@@ -243,9 +196,8 @@ CaseResult ThroughputCase::run() {
 #endif
   // With cuda_graph on a GPU, each mode's step is captured once (after an uncaptured run that
   // stages the tokens and makes every cuBLASLt plan) and the timed step replays the graph; on the
-  // guarded device the replays are emulated (Replay).
-  use_graph_ = s_.boolean("cuda_graph") &&
-               (ctx_.exec.backend == tile::Backend::kCuda || ctx_.exec.backend == tile::Backend::kGuarded);
+  // guarded device the replays are emulated (runners/step_graph.h).
+  use_graph_ = s_.boolean("cuda_graph") && graphs_possible(ctx_.exec);
   row_.metrics.push_back({"cuda_graph", use_graph_ ? 1.0 : 0.0, ""});
   // The profile's ceilings: the device's measured copy bandwidth and GEMM rate (the ridge point
   // is their ratio).
@@ -298,20 +250,26 @@ void ThroughputCase::run_mode(const std::string& mode) {
     enqueue();
     kernels::synchronize(ctx_.exec);
   };
-  std::unique_ptr<Replay> graph;
+  std::unique_ptr<StepReplay> graph;
   if (use_graph_) {
     env_.progress.update(env_.prefix + " · capturing " + mode, true);
     step();  // uncaptured: stages the tokens, makes the plans and workspaces the capture reuses
-    try {
-      graph = std::make_unique<Replay>(ctx_, enqueue);
-    } catch (const std::exception& e) {
-      throw Error("cuda_graph, mode " + mode + ": " + e.what());
+    CapturedStep captured = capture_step(ctx_, enqueue);
+    graph = std::move(captured.replay);
+    if (graph) {
+      row_.metrics.push_back({"graph_nodes/" + mode, static_cast<double>(graph->nodes()), ""});
+      step = [&] {
+        graph->launch();
+        kernels::synchronize(ctx_.exec);
+      };
+    } else if (s_.given("cuda_graph")) {
+      throw Error("cuda_graph, mode " + mode + ": " + captured.why_not);
+    } else {
+      // The default asks for graphs where the step allows them: this one is timed uncaptured.
+      row_.metrics.push_back({"graph_fallback/" + mode, 1.0, ""});
+      env_.progress.note(env_.prefix + " · " + mode +
+                         " not captured into a CUDA graph, timed uncaptured: " + captured.why_not);
     }
-    row_.metrics.push_back({"graph_nodes/" + mode, static_cast<double>(graph->nodes()), ""});
-    step = [&] {
-      graph->launch();
-      kernels::synchronize(ctx_.exec);
-    };
   }
   Rounds rounds;
   time_mode(mode, step, rounds);
