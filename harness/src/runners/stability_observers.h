@@ -13,8 +13,8 @@
 #include "bench/interfaces.h"
 #include "experiment/resolve.h"
 #include "model/model.h"
-#include "runners/result.h"
 #include "runners/runner.h"
+#include "store/record.h"
 
 namespace bench {
 

@@ -159,6 +159,7 @@ const std::vector<MetricSpec>& throughput_metrics() {
       MetricSpec("roof_gbps", "GB/s").plotted_in("roofline"),
       MetricSpec("roof_gflops", "GFLOP/s").plotted_in("roofline"),
       MetricSpec("graph_nodes/"),
+      MetricSpec("graph_fallback/"),
       MetricSpec("loss_after_graph/", "nats"),
       MetricSpec("profile_step_ms/", "ms").plotted_in("profile"),
       MetricSpec("mfu_model_gemms/"),
