@@ -70,7 +70,8 @@ struct MetricSpec {
   bool compared = false;           ///< one of `bench compare`'s default metrics
   std::vector<std::string> plots;  ///< the report's figures that show it ("final-loss-vs-lr")
 
-  explicit MetricSpec(std::string name_, std::string unit_ = {}) : name(std::move(name_)), unit(std::move(unit_)) {}
+  explicit MetricSpec(std::string metric_name, std::string metric_unit = {})
+      : name(std::move(metric_name)), unit(std::move(metric_unit)) {}
   /// Lower is better, with this name in `bench compare`.
   MetricSpec& lower(std::string compare_header) { return judged(Better::kLower, std::move(compare_header)); }
   /// Higher is better, with this name in `bench compare`.
@@ -78,9 +79,9 @@ struct MetricSpec {
   /// Neither better nor worse, with this name in `bench compare`.
   MetricSpec& neither(std::string compare_header) { return judged(Better::kNeither, std::move(compare_header)); }
   /// A column of `bench results` with this header and format.
-  MetricSpec& results_column(std::string header_, std::string format_ = {}) {
-    column = std::move(header_);
-    format = std::move(format_);
+  MetricSpec& results_column(std::string column_header, std::string column_format = {}) {
+    column = std::move(column_header);
+    format = std::move(column_format);
     return *this;
   }
   /// Its column only when some case of the table has it.
