@@ -13,7 +13,9 @@
 //
 // Capturable steps: the step number and the clip factor may live in device memory (AdamWState,
 // written by adamw_scalars from the gradients' sum of squares), so that the host need not read
-// the gradient norm back, and a step captured into a CUDA graph counts its own steps on replay.
+// the gradient norm back, and a step captured into a CUDA graph counts its own steps on replay;
+// so may the learning rate and the decay (AdamWStep::lr_at, keep_at: written by the host before
+// the step), so that a replayed step follows a schedule.
 #pragma once
 
 #include <cmath>
@@ -40,12 +42,29 @@ struct AdamWStep {
   /// When set: an AdamWState in exec's memory, from which the kernel reads the gradient scale and
   /// the bias corrections when it runs (`step` and `grad_scale` above are then unused).
   const double* state = nullptr;
+  /// When set: a double in exec's memory holding the learning rate, read when the kernel runs
+  /// (`lr` above is then unused).
+  const double* lr_at = nullptr;
+  /// When set: a double in exec's memory holding 1 - decay, read when the kernel runs (`decay`
+  /// above is then unused).
+  const double* keep_at = nullptr;
 };
 
 /// The doubles of a capturable step's state, by index: the gradients' sum of squares (written by
 /// sum_of_into), the number of steps taken, and what adamw_scalars derives from them for the
 /// next adamw_update.
-enum AdamWState : int { kAdamSumSquares = 0, kAdamStep, kAdamGradScale, kAdamInvBc1, kAdamInvBc2, kAdamStateSize };
+/// kAdamLr and kAdamKeep are not adamw_scalars': they hold what the host wrote for AdamWStep's
+/// lr_at and keep_at (the learning rate and 1 - decay of the next step).
+enum AdamWState : int {
+  kAdamSumSquares = 0,
+  kAdamStep,
+  kAdamGradScale,
+  kAdamInvBc1,
+  kAdamInvBc2,
+  kAdamLr,
+  kAdamKeep,
+  kAdamStateSize
+};
 
 /// The gradient scale of clipping to global norm `clip` (0: off): clip / (norm + 1e-6) when the
 /// norm exceeds it, else 1 (also for a NaN norm, which then reaches the parameters).
@@ -101,20 +120,23 @@ struct AdamW {
   A eps;
   A keep;  // 1 - decay
   A grad_scale;
-  A inv_bc1;                      // 1 / (1 - beta1^step)
-  A inv_bc2;                      // 1 / (1 - beta2^step)
-  A* master = nullptr;            // the parameters in A, read and written instead of p (p = its rounding)
-  const double* state = nullptr;  // an AdamWState: grad_scale, inv_bc1 and inv_bc2 read from it
+  A inv_bc1;                        // 1 / (1 - beta1^step)
+  A inv_bc2;                        // 1 / (1 - beta2^step)
+  A* master = nullptr;              // the parameters in A, read and written instead of p (p = its rounding)
+  const double* state = nullptr;    // an AdamWState: grad_scale, inv_bc1 and inv_bc2 read from it
+  const double* lr_at = nullptr;    // lr read from here when set
+  const double* keep_at = nullptr;  // keep read from here when set
 
   /// g read; m, v and the parameters (master, or p) read and written, p written from master;
-  /// the state's three scalars. Per element: g' (1), m (3), v (4), the decay (1), the update
-  /// m bc1 / (sqrt(v bc2) + eps) lr subtracted (7).
+  /// the state's three scalars, and the rates read from memory. Per element: g' (1), m (3), v (4), the decay (1), the
+  /// update m bc1 / (sqrt(v bc2) + eps) lr subtracted (7).
   tile::Traffic traffic(const tile::Grid&) const {
     const double e = static_cast<double>(n);
     const double params =
         master != nullptr ? tile::traffic_bytes<A>(2 * e) + tile::traffic_bytes<T>(e) : tile::traffic_bytes<T>(2 * e);
     return {tile::traffic_bytes<T>(e) + tile::traffic_bytes<A>(4 * e) + params +
-                (state != nullptr ? tile::traffic_bytes<double>(3) : 0.0),
+                (state != nullptr ? tile::traffic_bytes<double>(3) : 0.0) +
+                tile::traffic_bytes<double>((lr_at != nullptr ? 1 : 0) + (keep_at != nullptr ? 1 : 0)),
             16 * e};
   }
 
@@ -125,11 +147,13 @@ struct AdamW {
     const A scale = state != nullptr ? static_cast<A>(state[kAdamGradScale]) : grad_scale;
     const A bc1 = state != nullptr ? static_cast<A>(state[kAdamInvBc1]) : inv_bc1;
     const A bc2 = state != nullptr ? static_cast<A>(state[kAdamInvBc2]) : inv_bc2;
+    const A rate = lr_at != nullptr ? static_cast<A>(*lr_at) : lr;
+    const A kept = keep_at != nullptr ? static_cast<A>(*keep_at) : keep;
     auto gs = tl::load<B>(c, g + off, rest) * scale;
     auto mm = tl::load<B>(c, m + off, rest) * beta1 + gs * one_minus_beta1;
     auto vv = tl::load<B>(c, v + off, rest) * beta2 + gs * gs * one_minus_beta2;
-    auto pp = (master != nullptr ? tl::load<B>(c, master + off, rest) : tl::load<B>(c, p + off, rest)) * keep;
-    pp = pp - (mm * bc1) / (tl::sqrt(vv * bc2) + eps) * lr;
+    auto pp = (master != nullptr ? tl::load<B>(c, master + off, rest) : tl::load<B>(c, p + off, rest)) * kept;
+    pp = pp - (mm * bc1) / (tl::sqrt(vv * bc2) + eps) * rate;
     tl::store(c, m + off, mm, rest);
     tl::store(c, v + off, vv, rest);
     if (master != nullptr) tl::store(c, master + off, pp, rest);
@@ -159,7 +183,9 @@ AdamW<T, kAdamWBlock> make_adamw(T* p, const T* g, acc_t<T>* m, acc_t<T>* v, int
                                static_cast<A>(1 / (1 - std::pow(s.beta1, step))),
                                static_cast<A>(1 / (1 - std::pow(s.beta2, step))),
                                master,
-                               s.state};
+                               s.state,
+                               s.lr_at,
+                               s.keep_at};
 }
 
 /// One program: step += 1, then the clip scale of the summed squares and the bias corrections

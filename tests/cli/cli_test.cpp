@@ -1,5 +1,6 @@
 // End to end: the `bench` program on small experiments, checked through its exit codes, its
 // output and the rows it stores.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -78,8 +79,8 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       const auto series = s.query("SELECT name, printf('%.17g', value) FROM series ORDER BY case_id, name, step");
       const auto metrics = s.query(
           "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT LIKE '%_s' AND name NOT LIKE '%ms%' "
-          "ORDER BY case_id, name");
-      ASSERT_EQ(rows.rows.size(), 28u);  // 7 stability cases x steps 0, 2, 4 and the last
+          "AND name NOT LIKE '%graph%' ORDER BY case_id, name");  // graphs: the guarded device's own path
+      ASSERT_EQ(rows.rows.size(), 28u);                           // 7 stability cases x steps 0, 2, 4 and the last
       EXPECT_GT(series.rows.size(), 30u);
       for (const auto* q : {&rows, &series, &metrics})
         for (const auto& row : q->rows)
@@ -115,6 +116,60 @@ TEST(Cli, GuardedDeviceReplaysTheCapturedStepUnderCaptureRules) {
   EXPECT_NEAR(metric("loss_after_graph/forward"), initial, 1e-6 * initial);
   EXPECT_LT(metric("loss_after_graph/train_step"), initial - 0.05) << "the replays must train";
   EXPECT_EQ(s.query("SELECT count(*) FROM throughput").rows.at(0).at(0).as_int(), 2);
+}
+
+// cuda_graph is on by default and asks for graphs where the step can be captured. A step that
+// reads back (a norm that copies its output to the host in every forward) cannot be: by default
+// its modes are timed uncaptured and the case says so (graph_fallback/MODE, and a note on
+// stderr naming what broke the capture), while the other variant is captured; with cuda_graph =
+// true given, the same case fails with that reason.
+TEST(Cli, AStepThatCannotBeCapturedIsTimedUncapturedUnlessGraphsWereAskedFor) {
+  const std::string base =
+      "name = \"fallback\"\nseed = 3\n"
+      "[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
+      "norm = [\"reads_back_in_forward\", \"rmsnorm\"]\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
+      "[throughput]\nmodes = [\"forward\", \"train_step\"]\nrepetitions = 2\nmin_time = 0.005\nwarmup_time = "
+      "0.0\nmax_time = 0\nprofile = false\n";
+  const std::string plugins = "BENCH_PLUGIN_PATH=" + std::string(BENCH_BINARY_DIR) + "/test_plugins/faulty_forward";
+  const std::string db = fresh_db("fallback.db");
+  const Result r = run("--db " + db + " run --device guarded " + test::write_temp("fallback.toml", base), plugins);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("forward not captured into a CUDA graph, timed uncaptured: copy_bytes between the host and "
+                       "a device while a step is captured"),
+            std::string::npos)
+      << r.err;
+  store::Store s(db, store::Store::Mode::kReadOnly);
+  // Per case (ordinal 0: the norm that reads back, 1: rmsnorm): the metrics of the graph path.
+  const auto names = [&](int ordinal) {
+    std::string out;
+    for (const auto& row : s.query("SELECT m.name, m.value FROM metrics m JOIN cases c ON c.id = m.case_id WHERE "
+                                   "c.ordinal = " +
+                                   std::to_string(ordinal) + " AND (m.name LIKE '%graph%') ORDER BY m.name")
+                               .rows)
+      out += row.at(0).as_string() + "=" + fmt::format("{:g}", row.at(1).as_double()) + " ";
+    return out;
+  };
+  EXPECT_EQ(names(0), "cuda_graph=1 graph_fallback/forward=1 graph_fallback/train_step=1 ");
+  const std::string captured = names(1);
+  EXPECT_EQ(captured.find("graph_fallback"), std::string::npos) << captured;
+  EXPECT_NE(captured.find("graph_nodes/train_step=0 "), std::string::npos) << captured;  // emulated: no nodes
+  EXPECT_NE(captured.find("loss_after_graph/train_step="), std::string::npos) << captured;
+  EXPECT_EQ(s.query("SELECT count(*) FROM throughput").rows.at(0).at(0).as_int(), 4);
+
+  const std::string asked = fresh_db("fallback_asked.db");
+  const Result f = run("--db " + asked + " -q run --device guarded " +
+                           test::write_temp("fallback_asked.toml", base + "cuda_graph = true\n"),
+                       plugins);
+  EXPECT_EQ(f.code, 1) << f.err;
+  store::Store t(asked, store::Store::Mode::kReadOnly);
+  const auto cases = t.query("SELECT status, error FROM cases ORDER BY ordinal").rows;
+  ASSERT_EQ(cases.size(), 2U);
+  EXPECT_EQ(cases[0][0].as_string(), "failed");
+  const std::string why = cases[0][1].as_string();
+  EXPECT_NE(why.find("cuda_graph, mode forward: "), std::string::npos) << why;
+  EXPECT_NE(why.find("copy_bytes between the host and a device while a step is captured"), std::string::npos) << why;
+  EXPECT_EQ(cases[1][0].as_string(), "completed");
 }
 
 TEST(Cli, DeviceCudaWithoutAGpuIsOneLineAndExitTwo) {

@@ -122,16 +122,16 @@ TEST(CompareCli, FailIfRegressionExitsOne) {
       store::RunInfo info;
       info.experiment_name = "speed";
       const int64_t run = s.begin_run(info);
-      store::CaseRow c;
+      CaseRow c;
       c.runner = "throughput";
       c.label = "base";
-      store::ThroughputRow t;
+      Timing t;
       t.mode = "train_step";
       t.samples_ms = {10 * factor, 10.1 * factor, 9.9 * factor, 10.05 * factor, 9.95 * factor};
       t.repetitions = 5;
       t.median_ms = 10 * factor;
       t.tokens_per_s = 1000 / factor;
-      c.throughput = {t};
+      c.result.timings = {t};
       s.add_case(run, c);
       s.finish_run(run, "completed");
     }
@@ -250,17 +250,18 @@ TEST(ProfileCli, OptionsOutputsAndPlots) {
     info.experiment_name = "profiled";
     info.device_json = R"({"name":"Test CPU"})";
     const int64_t run = s.begin_run(info);
-    store::CaseRow c;
+    CaseRow c;
     c.runner = "throughput";
     c.label = "norm=pre";
-    c.metrics = {{"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 3, "ms"}};
+    c.result.metrics = {
+        {"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 3, "ms"}};
     for (const char* mode : {"forward", "train_step"}) {
-      store::ThroughputRow t;
+      Timing t;
       t.mode = mode;
       t.repetitions = 2;
       t.median_ms = 3, t.mean_ms = 3, t.min_ms = 2.9, t.max_ms = 3.1;
       t.samples_ms = {2.9, 3.1};
-      c.throughput.push_back(t);
+      c.result.timings.push_back(t);
     }
     const int64_t id = s.add_case(run, c);
     const auto row = [&](const char* mode, const char* slot, const char* kernel, double ms, double bytes,

@@ -207,6 +207,38 @@ TEST_P(AdamWTest, StateStepMatchesTheFoldedStep) {
   EXPECT_EQ(state[kAdamStep], 6.0);
 }
 
+// The rates of a capturable step: the learning rate and 1 - decay read from memory
+// (AdamWStep::lr_at, keep_at) when the kernel runs give bitwise the step with them folded in (the
+// same doubles, rounded once to the compute type), on every target; the folded settings are then
+// ignored.
+TEST_P(AdamWTest, RatesReadFromMemoryMatchTheFoldedRates) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  const int64_t n = 3001;
+  const auto p0 = to_storage<float>(random_vector(static_cast<size_t>(n), 7));
+  const std::vector<float> zeros(p0.size(), 0.0f);
+  Dev<float> p_folded(t, p0), p_read(t, p0), m1(t, zeros), v1(t, zeros), m2(t, zeros), v2(t, zeros), gg(t, p0.size());
+  Dev<double> rates(t, std::vector<double>(2, 0.0));
+  for (int64_t step = 1; step <= 3; ++step) {
+    SCOPED_TRACE(step);
+    gg.set(to_storage<float>(random_vector(p0.size(), static_cast<uint32_t>(80 + step), 1.0)));
+    AdamWStep folded = step_of(step);
+    folded.lr = 1e-3 * static_cast<double>(step);  // a schedule: each step its own rates
+    folded.decay = folded.lr * 0.3;
+    rates.set({folded.lr, 1 - folded.decay});
+    AdamWStep read = step_of(step);  // stale rates, which must not be used
+    read.lr = 1e9;
+    read.decay = 0.5;
+    read.lr_at = rates.get();
+    read.keep_at = rates.get() + 1;
+    adamw_update<float>(exec, p_folded.get(), gg.get(), m1.get(), v1.get(), n, folded);
+    adamw_update<float>(exec, p_read.get(), gg.get(), m2.get(), v2.get(), n, read);
+    const auto a = p_folded.host(), b = p_read.host();
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
+  }
+  EXPECT_NE(p_folded.host(), p0) << "the steps must move the parameters";
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, AdamWTest, ::testing::ValuesIn(targets()), target_name);
 
 }  // namespace

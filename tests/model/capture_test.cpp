@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bench/interfaces.h"
 #include "kernels/memory.h"
@@ -88,6 +90,45 @@ TEST_P(CapturedStep, ReplaysMatchUncapturedStepsBitwise) {
   EXPECT_EQ(loss, expected);
   EXPECT_EQ(norm, expected_norm);
   EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+}
+
+// A replayed step follows a schedule: its learning rate and decay are read from the model's
+// memory (Model::stage_optimizer, written outside the capture), not taken from the settings the
+// step was captured with. The "replays" below are handed the first step's settings on purpose;
+// staged with each step's own (a warm-up, and an independent decay that is not lr * wd), they
+// give bitwise the parameters of ordinary steps with those settings. Without the staging they
+// would not (the control).
+TEST_P(CapturedStep, ReplaysFollowTheStagedLearningRateAndDecay) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.backend = tile::Backend::kGuarded;
+  const Batch b = batch_of(rc, 0);
+  std::vector<OptimizerStep> schedule;
+  for (int k = 0; k < 4; ++k) {
+    OptimizerStep opt = clipped();
+    opt.lr = 1e-2 * (k + 1) / 4;
+    opt.decay_lr = opt.lr / 1e-2;  // independent decay: wd * lr / peak
+    schedule.push_back(opt);
+  }
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
+      unstaged(rc.model, test::builtin_registry(), 4);
+  RunContext c1, c2, c3;
+  c1.seed = c2.seed = c3.seed = 4;
+  c1.probes = c2.probes = c3.probes = false;
+  double loss = 0, norm = 0;
+  for (const OptimizerStep& opt : schedule) train_step(plain, b, opt, c1, &loss, &norm);
+  train_step(captured, b, schedule[0], c2, &loss, &norm);  // uncaptured: stages the tokens
+  train_step(unstaged, b, schedule[0], c3, &loss, &norm);
+  for (size_t k = 1; k < schedule.size(); ++k) {
+    captured.stage_optimizer(schedule[k]);  // outside the capture: a copy from the host
+    for (auto [m, c] : {std::pair<Model*, RunContext*>{&captured, &c2}, {&unstaged, &c3}}) {
+      c->capturing = true;
+      const kernels::CaptureScope scope;
+      train_step(*m, b, schedule[0], *c, &loss, &norm);
+      c->capturing = false;
+    }
+  }
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the schedule must matter for the test";
 }
 
 INSTANTIATE_TEST_SUITE_P(Model, CapturedStep, ::testing::Values("float32", "bfloat16"),

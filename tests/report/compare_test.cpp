@@ -16,7 +16,6 @@ namespace bench::report {
 namespace {
 
 namespace fs = std::filesystem;
-using store::CaseRow;
 using store::Store;
 
 std::vector<double> scaled(const std::vector<double>& v, double f) {
@@ -121,7 +120,7 @@ class CompareRuns : public ::testing::Test {
     c.ordinal = ordinal;
     c.runner = "throughput";
     c.label = label;
-    store::ThroughputRow t;
+    Timing t;
     t.mode = "train_step";
     t.repetitions = static_cast<int64_t>(ms.size());
     t.iterations = 10;
@@ -138,7 +137,7 @@ class CompareRuns : public ::testing::Test {
     t.samples_ms = ms;
     t.max_noise = 0.02;
     t.noisy = noisy;
-    c.throughput = {t};
+    c.result.timings = {t};
     return c;
   }
 
@@ -147,12 +146,12 @@ class CompareRuns : public ::testing::Test {
     c.ordinal = ordinal;
     c.runner = "stability";
     c.label = label;
-    c.status = diverged ? "diverged" : "completed";
-    c.metrics = {{"lr", 0.01, ""},
-                 {"final_loss", diverged ? std::nan("") : loss, "nats"},
-                 {"best_loss", loss, "nats"},
-                 {"spike_count", 0, "steps"},
-                 {"max_attn_logit", 10, ""}};
+    c.result.status = diverged ? "diverged" : "completed";
+    c.result.metrics = {{"lr", 0.01, ""},
+                        {"final_loss", diverged ? std::nan("") : loss, "nats"},
+                        {"best_loss", loss, "nats"},
+                        {"spike_count", 0, "steps"},
+                        {"max_attn_logit", 10, ""}};
     return c;
   }
 

@@ -24,21 +24,21 @@ class ExportProfile : public ::testing::Test {
     info.experiment_name = "norms";
     info.device = "cpu";
     run_ = db.begin_run(info);
-    store::CaseRow c;
+    CaseRow c;
     c.runner = "throughput";
     c.label = "norm_position=pre";
     c.axes_json = R"({"model.norm_position.type":"pre"})";
-    store::ThroughputRow t;
+    Timing t;
     t.mode = "train_step";
     t.repetitions = 1;
     t.iterations = 1;
     t.median_ms = t.mean_ms = t.min_ms = t.max_ms = 4;
     t.samples_ms = {4};
-    c.throughput.push_back(t);
-    c.profile = {{"train_step", "", "model", "", "step", "(host)", 0, 0.25, NAN, NAN},
-                 {"train_step", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NT", 2, 1.5, 3e6, 2.5e8},
-                 {"forward", "blocks.0.attn_norm", "norm", "rmsnorm", "forward", "NormForward<float, 128>", 1, 0.125,
-                  65536, NAN}};
+    c.result.timings.push_back(t);
+    c.result.profile = {{"train_step", "", "model", "", "step", "(host)", 0, 0.25, NAN, NAN},
+                        {"train_step", "blocks.0.ffn", "ffn", "swiglu", "forward", "gemm NT", 2, 1.5, 3e6, 2.5e8},
+                        {"forward", "blocks.0.attn_norm", "norm", "rmsnorm", "forward", "NormForward<float, 128>", 1,
+                         0.125, 65536, NAN}};
     case_ = db.add_case(run_, c);
   }
   void TearDown() override { remove_files(); }

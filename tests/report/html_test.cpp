@@ -17,7 +17,6 @@ namespace bench::report {
 namespace {
 
 namespace fs = std::filesystem;
-using store::CaseRow;
 using store::Store;
 
 size_t count(const std::string& s, const std::string& what) {
@@ -123,7 +122,7 @@ class HtmlReport : public ::testing::Test {
       c.label = std::string("norm_position=") + v;
       c.axes_json = std::string(R"({"model.norm_position.type":")") + v + "\"}";
       for (const char* mode : {"forward", "train_step"}) {
-        store::ThroughputRow t;
+        Timing t;
         t.mode = mode;
         t.repetitions = 3;
         t.iterations = 4;
@@ -134,7 +133,7 @@ class HtmlReport : public ::testing::Test {
         t.noise = 0.0371;
         // post-norm's train step stopped above its noise target
         t.noisy = std::string(v) == "post" && std::string(mode) == "train_step";
-        c.throughput.push_back(t);
+        c.result.timings.push_back(t);
       }
       db.add_case(run_, c);
     }
@@ -147,20 +146,20 @@ class HtmlReport : public ::testing::Test {
         c.axes_json =
             std::string(R"({"model.norm_position.type":")") + v + "\",\"stability.lr\":" + std::to_string(lr) + "}";
         const bool diverge = std::string(v) == "post" && lr > 0.01;
-        c.status = diverge ? "diverged" : "completed";
+        c.result.status = diverge ? "diverged" : "completed";
         for (int s = 0; s < 50; ++s) {
-          store::StepRow st;
+          StepRecord st;
           st.step = s;
           st.lr = lr;
           st.loss = diverge && s > 40 ? std::nan("") : 5.5 - 3 * s / 50.0;
           st.grad_norm = 1 + 0.1 * s;
           st.max_attn_logit = 1 + s;
           st.z_mean = 5 + 0.01 * s;
-          c.steps.push_back(st);
+          c.result.steps.push_back(st);
         }
-        c.metrics = {{"lr", lr, ""},
-                     {"final_loss", diverge ? std::nan("") : 2.5 + lr, "nats"},
-                     {"unigram_entropy", 3.4, "nats"}};
+        c.result.metrics = {{"lr", lr, ""},
+                            {"final_loss", diverge ? std::nan("") : 2.5 + lr, "nats"},
+                            {"unigram_entropy", 3.4, "nats"}};
         db.add_case(run_, c);
       }
     db.finish_run(run_, "completed");
@@ -226,10 +225,10 @@ TEST(HtmlReportBitsPerByte, APlotWhereVocabulariesDiffer) {
         c.ordinal = ordinal++;
         c.runner = "stability";
         c.label = "vocab" + std::to_string(static_cast<int>(v));
-        c.metrics = {{"final_loss", 3.0, "nats"},
-                     {"final_val_bpb", 2.5 + 0.1 * ordinal, "bits/byte"},
-                     {"val_bytes_per_token", v / 256, "bytes/token"},
-                     {"vocab_size", v, "tokens"}};
+        c.result.metrics = {{"final_loss", 3.0, "nats"},
+                            {"final_val_bpb", 2.5 + 0.1 * ordinal, "bits/byte"},
+                            {"val_bytes_per_token", v / 256, "bytes/token"},
+                            {"vocab_size", v, "tokens"}};
         db.add_case(run, c);
       }
       db.finish_run(run, "completed");

@@ -19,7 +19,6 @@ namespace bench::report {
 namespace {
 
 namespace fs = std::filesystem;
-using store::CaseRow;
 using store::Store;
 
 size_t count(const std::string& s, const std::string& what) {
@@ -49,15 +48,15 @@ class Profile : public ::testing::Test {
       c.runner = "throughput";
       c.label = ordinal == 0 ? "norm=pre" : "norm=post";
       for (const char* mode : {"forward", "train_step"}) {
-        store::ThroughputRow t;
+        Timing t;
         t.mode = mode;
         t.repetitions = 3;
         t.median_ms = 10, t.mean_ms = 10, t.min_ms = 9, t.max_ms = 11, t.mad_ms = 0.5;
         t.samples_ms = {9, 10, 11};
         t.noisy = ordinal == 1 && std::string(mode) == "train_step";
-        c.throughput.push_back(t);
+        c.result.timings.push_back(t);
       }
-      c.metrics = {
+      c.result.metrics = {
           {"roof_gbps", 20, "GB/s"}, {"roof_gflops", 200, "GFLOP/s"}, {"profile_step_ms/train_step", 10, "ms"}};
       case_ids_.push_back(db.add_case(run_, c));
     }
@@ -101,7 +100,7 @@ TEST(ProfileFigures, RatesIntensityAndTheRidge) {
   p.roof_gflops = 200;
   ASSERT_TRUE(p.ridge());
   EXPECT_DOUBLE_EQ(*p.ridge(), 10.0);
-  store::ProfileRow r;
+  ProfileRow r;
   r.ms = 2.5, r.bytes = 4.5e7, r.flops = 5e6;
   KernelFigures k = kernel_figures(r, p);
   EXPECT_NEAR(*k.gbps, 18.0, 1e-12);  // 4.5e7 B / 2.5 ms
@@ -138,7 +137,7 @@ TEST(ProfileFigures, RatesIntensityAndTheRidge) {
 }
 
 TEST(ProfileFigures, ComponentNames) {
-  store::ProfileRow r;
+  ProfileRow r;
   r.scope = "blocks.0.attn_norm", r.slot = "norm", r.component = "rmsnorm";
   EXPECT_EQ(component_name(r), "blocks.0.attn_norm rmsnorm");
   r.scope = "", r.slot = "optimizer", r.component = "";

@@ -19,12 +19,9 @@ namespace bench::report {
 namespace {
 
 namespace fs = std::filesystem;
-using store::CaseRow;
-using store::MetricRow;
 using store::QueryResult;
 using store::RunInfo;
 using store::Store;
-using store::ThroughputRow;
 
 using test::error_of;
 
@@ -143,8 +140,8 @@ RunInfo run_info(const std::string& name) {
   return info;
 }
 
-ThroughputRow mode_row(const std::string& mode, double median_ms, std::optional<double> mfu) {
-  ThroughputRow t;
+Timing mode_row(const std::string& mode, double median_ms, std::optional<double> mfu) {
+  Timing t;
   t.mode = mode;
   t.repetitions = 5;
   t.iterations = 10;
@@ -170,15 +167,15 @@ CaseRow stability_case(int64_t ordinal, const std::string& label, double lr, dou
   c.runner = "stability";
   c.label = label;
   c.variant = label;
-  c.status = diverged_step ? "diverged" : "completed";
-  c.metrics = {{"lr", lr, ""},
-               {"final_loss", final_loss, "nats"},
-               {"best_loss", 3.0, "nats"},
-               {"unigram_entropy", 4.5, "nats"},
-               {"spike_count", 2, "count"},
-               {"max_attn_logit", 12.5, ""},
-               {"final_grad_norm", 0.75, ""}};
-  if (diverged_step) c.metrics.push_back({"diverged_step", *diverged_step, "step"});
+  c.result.status = diverged_step ? "diverged" : "completed";
+  c.result.metrics = {{"lr", lr, ""},
+                      {"final_loss", final_loss, "nats"},
+                      {"best_loss", 3.0, "nats"},
+                      {"unigram_entropy", 4.5, "nats"},
+                      {"spike_count", 2, "count"},
+                      {"max_attn_logit", 12.5, ""},
+                      {"final_grad_norm", 0.75, ""}};
+  if (diverged_step) c.result.metrics.push_back({"diverged_step", *diverged_step, "step"});
   return c;
 }
 
@@ -200,10 +197,10 @@ class ResultsView : public ::testing::Test {
     tp.label = "pre/rmsnorm";
     tp.variant = "pre_rmsnorm";
     // Inserted out of order: the view orders forward, forward_backward, train_step.
-    tp.throughput = {mode_row("train_step", 8.0, std::nullopt), mode_row("forward", 2.0, 0.25),
-                     mode_row("forward_backward", 6.0, 0.3)};
+    tp.result.timings = {mode_row("train_step", 8.0, std::nullopt), mode_row("forward", 2.0, 0.25),
+                         mode_row("forward_backward", 6.0, 0.3)};
     // The train step stopped above its noise target, with another process on its cores.
-    ThroughputRow& noisy = tp.throughput[0];
+    Timing& noisy = tp.result.timings[0];
     noisy.noise = 0.0351;
     noisy.noisy = true;
     noisy.load_avg = 2.5;
@@ -217,8 +214,8 @@ class ResultsView : public ::testing::Test {
     failed.runner = "throughput";
     failed.label = "double/layernorm";
     failed.variant = "double_layernorm";
-    failed.status = "failed";
-    failed.error = "out of memory";
+    failed.result.status = "failed";
+    failed.result.error = "out of memory";
     db.add_case(run, failed);
     db.add_case(run, stability_case(3, "post/layernorm lr=1e-2", 1e-2, std::nan(""), 417.0));
     db.finish_run(run, "completed");

@@ -4,11 +4,13 @@
 // learning-rate grid for finish() and for shards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numbers>
 #include <set>
 
 #include "bench/sha256.h"
 #include "runners/registry.h"
+#include "store/tables.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -83,6 +85,57 @@ TEST(Runners, DiagnosticsMeasureWhatTheStabilityRunnersInitProbeMeasures) {
   EXPECT_GT(*alone.metric("init_grad_norm_ratio"), 0.0);
   EXPECT_GT(alone.n_params.value_or(0), 0);
   EXPECT_TRUE(alone.steps.empty()) << "no training step";
+}
+
+/// The runner's declaration of a stored metric: its exact name, or a prefix ending in '/'.
+const MetricSpec* declared(const Runner& r, const std::string& name) {
+  for (const MetricSpec& m : r.metrics())
+    if (m.name == name || (m.name.back() == '/' && name.rfind(m.name, 0) == 0)) return &m;
+  return nullptr;
+}
+
+// Each figure is declared once, by the runner that makes it (docs/design.md, "One record, declared
+// once"): no name twice; what a runner stores under a declared name carries the declared unit; each
+// column of `bench results` is a metric the runner's cases have (but for the ones shown only when
+// present, and the step of a divergence); a curve of a steps column names a declared column.
+TEST(Runners, EachFigureIsDeclaredOnceWithTheUnitItsRunnerStores) {
+  const std::string toml = std::string(kModel) +
+                           "[stability]\nsteps = 3\neval_batches = 1\n"
+                           "[throughput]\nmodes = [\"forward\"]\nrepetitions = 2\nmin_time = 0.001\n"
+                           "warmup_time = 0\nmax_time = 0.05\nprofile_steps = 1\n"
+                           "[diagnostics]\nbatches = 1\n";
+  int checked = 0;
+  for (const Runner* r : runners()) {
+    std::set<std::string> names;
+    for (const MetricSpec& m : r->metrics()) EXPECT_TRUE(names.insert(m.name).second) << r->name() << ": " << m.name;
+    for (const ModeMetric& m : r->mode_metrics())
+      EXPECT_TRUE(names.insert(m.name).second) << r->name() << ": " << m.name;
+    const CaseResult result = run_first(toml, std::string(r->name()));
+    ASSERT_EQ(result.status, "completed") << r->name() << ": " << result.error;
+    for (const Metric& m : result.metrics)
+      if (const MetricSpec* spec = declared(*r, m.name)) {
+        EXPECT_EQ(spec->unit, m.unit) << r->name() << ": " << m.name;
+        ++checked;
+      }
+    for (const MetricSpec& m : r->metrics()) {
+      if (!m.column.empty() && !m.when_present && m.name != "diverged_step") {
+        EXPECT_TRUE(result.metric(m.name).has_value()) << r->name() << ": column " << m.name << " is never stored";
+      }
+    }
+    const auto& steps = store::step_table().columns;
+    for (const CurveSpec& c : r->curves()) {
+      if (c.source == CurveSpec::Source::kStepColumn) {
+        EXPECT_TRUE(std::any_of(steps.begin(), steps.end(), [&](const auto& col) { return col.name == c.name; }))
+            << c.name;
+      }
+    }
+    if (r->table().timings) {
+      ASSERT_FALSE(result.timings.empty());
+      for (const ModeMetric& m : r->mode_metrics())  // no MFU: the test's device has no measured peak
+        EXPECT_EQ(m.value(result.timings[0]).has_value(), m.name != "mfu_percent") << m.name;
+    }
+  }
+  EXPECT_GT(checked, 20);
 }
 
 TEST(Runners, AStabilityGridIsOneGroupForFinishAndForShards) {

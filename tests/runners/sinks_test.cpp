@@ -191,8 +191,8 @@ TEST_F(Sinks, TheProfileFromMemoryIsTheProfileReadBack) {
   ASSERT_EQ(results.run().cases.size(), profiled);
   const auto same = [](double x, double y) { return std::isnan(x) ? std::isnan(y) : x == y; };
   for (size_t k = 0; k < profiled; ++k) {
-    const auto& mem = results.run().cases[k].profile;
-    const auto& back = stored.cases[k].profile;
+    const auto& mem = results.run().cases[k].result.profile;
+    const auto& back = stored.cases[k].result.profile;
     ASSERT_EQ(mem.size(), 3u);
     ASSERT_EQ(back.size(), 3u);
     // forward first, then the longest first; NaN where the store has NULL.
@@ -243,7 +243,7 @@ TEST_F(Sinks, AResumedCaseIsReplacedWhenItStartsAgain) {
   results.finished(jobs_[1], now);
   const store::RunData after = store::load_run(db, run_id);
   ASSERT_EQ(after.cases.size(), 1u);
-  EXPECT_EQ(after.cases[0].status, "completed");
+  EXPECT_EQ(after.cases[0].result.status, "completed");
   EXPECT_EQ(report::render_results(after, report::Format::kCsv),
             report::render_results(results.run(), report::Format::kCsv));
 }

@@ -76,10 +76,10 @@ CaseRow throughput_case(int64_t ordinal) {
   c.variant = "pre_rmsnorm";
   c.axes_json = R"({"d_model":256})";
   c.seed = 7;
-  c.wall_s = 1.5;
-  c.n_params = 1000;
-  c.flops_per_token = 6000.0;
-  ThroughputRow fwd;
+  c.result.wall_s = 1.5;
+  c.result.n_params = 1000;
+  c.result.flops_per_token = 6000.0;
+  Timing fwd;
   fwd.mode = "forward";
   fwd.repetitions = 3;
   fwd.iterations = 10;
@@ -95,12 +95,12 @@ CaseRow throughput_case(int64_t ordinal) {
   fwd.mfu = 0.25;
   fwd.peak_bytes = 1 << 20;
   fwd.samples_ms = {2.0, 1.9, 2.4};
-  ThroughputRow step = fwd;
+  Timing step = fwd;
   step.mode = "train_step";
   step.mfu.reset();
   step.peak_bytes.reset();
   step.samples_ms = {6.0, 6.5};
-  c.throughput = {fwd, step};
+  c.result.timings = {fwd, step};
   return c;
 }
 
@@ -110,11 +110,11 @@ CaseRow stability_case(int64_t ordinal) {
   c.runner = "stability";
   c.label = "post/layernorm lr=1e-3";
   c.variant = "post_layernorm";
-  c.status = "diverged";
-  c.wall_s = 3.0;
-  c.steps = {{0, 1e-3, 5.5, 1.0, 3.0, 0.1, 0.01, 4.0},
-             {1, 1e-3, kNaN, std::numeric_limits<double>::infinity(), 3.5, 0.2, 0.02, 4.1}};
-  c.metrics = {{"final_loss", kNaN, "nats"}, {"best_loss", 5.5, "nats"}, {"diverged_step", 1, "step"}};
+  c.result.status = "diverged";
+  c.result.wall_s = 3.0;
+  c.result.steps = {{0, 1e-3, 5.5, 1.0, 3.0, 0.1, 0.01, 4.0},
+                    {1, 1e-3, kNaN, std::numeric_limits<double>::infinity(), 3.5, 0.2, 0.02, 4.1}};
+  c.result.metrics = {{"final_loss", kNaN, "nats"}, {"best_loss", 5.5, "nats"}, {"diverged_step", 1, "step"}};
   return c;
 }
 
@@ -411,7 +411,7 @@ TEST_F(StoreTest, AddCaseIsAllOrNothing) {
   Store db(db_path());
   const int64_t run = db.begin_run(sample_run());
   CaseRow c = stability_case(0);
-  c.metrics.push_back({"best_loss", 1.0, "nats"});  // duplicate (case_id, name): the last insert fails
+  c.result.metrics.push_back({"best_loss", 1.0, "nats"});  // duplicate (case_id, name): the last insert fails
   const std::string message = error_of([&] { db.add_case(run, c); });
   EXPECT_NE(message.find("adding case 0 to run 1"), std::string::npos) << message;
   EXPECT_NE(message.find("UNIQUE constraint failed"), std::string::npos) << message;
@@ -426,10 +426,10 @@ TEST_F(StoreTest, RejectsBadInput) {
   Store db(db_path());
   const int64_t run = db.begin_run(sample_run());
   CaseRow c = throughput_case(0);
-  c.status = "weird";
+  c.result.status = "weird";
   EXPECT_NE(error_of([&] { db.add_case(run, c); }).find("CHECK constraint failed"), std::string::npos);
   c = throughput_case(0);
-  c.throughput[0].median_ms = kNaN;
+  c.result.timings[0].median_ms = kNaN;
   EXPECT_NE(error_of([&] { db.add_case(run, c); }).find("throughput forward median_ms is NaN"), std::string::npos);
   EXPECT_NE(error_of([&] { db.add_case(run + 1, throughput_case(0)); }).find("FOREIGN KEY"), std::string::npos);
   db.add_case(run, throughput_case(0));
@@ -446,11 +446,11 @@ TEST_F(StoreTest, SeriesRowsKeepLayerStepAndNull) {
   Store db(db_path());
   const int64_t run = db.begin_run(sample_run());
   CaseRow c = stability_case(0);
-  c.series = {{"grad_rms", 0, 0, 0.25},
-              {"grad_rms", 1, 0, 0.5},
-              {"param_norm", -1, 0, 12.0},
-              {"init_grad_norm", 1, -1, 3.0},
-              {"val_loss", -1, 1, kNaN}};
+  c.result.series = {{"grad_rms", 0, 0, 0.25},
+                     {"grad_rms", 1, 0, 0.5},
+                     {"param_norm", -1, 0, 12.0},
+                     {"init_grad_norm", 1, -1, 3.0},
+                     {"val_loss", -1, 1, kNaN}};
   const int64_t id = db.add_case(run, c);
   auto r = db.query("SELECT name, layer, step, value FROM series WHERE case_id = ?1 ORDER BY name, layer, step",
                     {Value::integer(id)});
@@ -464,7 +464,7 @@ TEST_F(StoreTest, SeriesRowsKeepLayerStepAndNull) {
   EXPECT_TRUE(r.rows[4][3].is_null()) << "NaN is stored as NULL";
   // (case, name, layer, step) is unique, a NULL layer included.
   CaseRow dup = stability_case(1);
-  dup.series = {{"param_norm", -1, 0, 1.0}, {"param_norm", -1, 0, 2.0}};
+  dup.result.series = {{"param_norm", -1, 0, 1.0}, {"param_norm", -1, 0, 2.0}};
   EXPECT_NE(error_of([&] { db.add_case(run, dup); }).find("UNIQUE"), std::string::npos);
 }
 
@@ -534,18 +534,18 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   EXPECT_DOUBLE_EQ(r.rows[0][1].as_double(), 2.0);
   for (size_t i = 2; i < r.rows[0].size(); ++i) EXPECT_TRUE(r.rows[0][i].is_null()) << r.columns[i];
   const RunData d = load_run(db, run);
-  ASSERT_EQ(d.cases.at(0).modes.size(), 2U);
-  EXPECT_FALSE(d.cases[0].modes[0].noise.has_value());
-  EXPECT_FALSE(d.cases[0].modes[0].noisy);
+  ASSERT_EQ(d.cases.at(0).result.timings.size(), 2U);
+  EXPECT_TRUE(std::isnan(d.cases[0].result.timings[0].noise));
+  EXPECT_FALSE(d.cases[0].result.timings[0].noisy);
   // New cases write the new columns.
   CaseRow c = throughput_case(1);
-  c.throughput[0].noise = 0.031;
-  c.throughput[0].max_noise = 0.02;
-  c.throughput[0].noisy = true;
-  c.throughput[0].load_avg = 2.5;
-  c.throughput[0].steal = 0.01;
-  c.throughput[0].other_busy = 0.45;
-  c.throughput[0].cores = 2;
+  c.result.timings[0].noise = 0.031;
+  c.result.timings[0].max_noise = 0.02;
+  c.result.timings[0].noisy = true;
+  c.result.timings[0].load_avg = 2.5;
+  c.result.timings[0].steal = 0.01;
+  c.result.timings[0].other_busy = 0.45;
+  c.result.timings[0].cores = 2;
   db.add_case(run, c);
   const QueryResult n = db.query(
       "SELECT t.noise, t.max_noise, t.noisy, t.load_avg, t.steal, t.other_busy, t.cores FROM throughput t JOIN cases "
@@ -563,7 +563,7 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   EXPECT_EQ(n.rows[1][2].as_int(), 0);
   EXPECT_TRUE(n.rows[1][6].is_null());
   const RunData after = load_run(db, run);
-  const ModeData& m = after.cases.at(1).modes.at(0);
+  const Timing& m = after.cases.at(1).result.timings.at(0);
   EXPECT_EQ(m.mode, "forward");
   EXPECT_EQ(m.noise, 0.031);
   EXPECT_TRUE(m.noisy);
@@ -613,21 +613,21 @@ TEST_F(StoreTest, MigratesAVersionSixDatabaseWhichGainsTheProfile) {
   // The old case is kept as it was, without a profile.
   const RunData before = load_run(db, run);
   ASSERT_EQ(before.cases.size(), 1U);
-  EXPECT_EQ(before.cases[0].modes.size(), 2U);
-  EXPECT_TRUE(before.cases[0].profile.empty());
+  EXPECT_EQ(before.cases[0].result.timings.size(), 2U);
+  EXPECT_TRUE(before.cases[0].result.profile.empty());
   // New cases write theirs.
   CaseRow c = throughput_case(1);
-  c.profile = profile_rows();
+  c.result.profile = profile_rows();
   const int64_t id = db.add_case(run, c);
   EXPECT_EQ(db.query("SELECT count(*) FROM profile WHERE case_id = ?1", {Value::integer(id)}).rows[0][0].as_int(), 5);
-  expect_same_profile(load_run(db, run).cases.at(1).profile, sorted_profile_rows());
+  expect_same_profile(load_run(db, run).cases.at(1).result.profile, sorted_profile_rows());
 }
 
 TEST_F(StoreTest, ProfileRowsRoundTripWithNullWhereNothingWasDeclared) {
   Store db(db_path());
   const int64_t run = db.begin_run(sample_run());
   CaseRow c = throughput_case(0);
-  c.profile = profile_rows();
+  c.result.profile = profile_rows();
   const int64_t id = db.add_case(run, c);
   const int64_t other = db.add_case(run, stability_case(1));
 
@@ -666,8 +666,8 @@ TEST_F(StoreTest, ProfileRowsRoundTripWithNullWhereNothingWasDeclared) {
   // The typed readers give them back in sort_profile's order, NULL as NaN; a case without any: none.
   const RunData d = load_run(db, run);
   ASSERT_EQ(d.cases.size(), 2U);
-  expect_same_profile(d.cases[0].profile, sorted_profile_rows());
-  EXPECT_TRUE(d.cases[1].profile.empty());
+  expect_same_profile(d.cases[0].result.profile, sorted_profile_rows());
+  EXPECT_TRUE(d.cases[1].result.profile.empty());
   expect_same_profile(load_profile(db, id), sorted_profile_rows());
   EXPECT_TRUE(load_profile(db, other).empty());
 
@@ -680,23 +680,23 @@ TEST_F(StoreTest, RefusesAProfileRowWithoutATimeOrGivenTwice) {
   Store db(db_path());
   const int64_t run = db.begin_run(sample_run());
   CaseRow c = throughput_case(0);
-  c.profile = profile_rows();
-  c.profile[1].ms = kNaN;
+  c.result.profile = profile_rows();
+  c.result.profile[1].ms = kNaN;
   std::string message = error_of([&] { db.add_case(run, c); });
   EXPECT_NE(message.find("case 0: profile row (mode 'train_step', scope 'blocks.0.ffn', slot 'ffn', pass 'forward', "
                          "kernel 'gemm NT') ms is NaN"),
             std::string::npos)
       << message;
-  c.profile = profile_rows();
-  c.profile.push_back(c.profile[2]);
-  c.profile.back().ms = 1;
+  c.result.profile = profile_rows();
+  c.result.profile.push_back(c.result.profile[2]);
+  c.result.profile.back().ms = 1;
   message = error_of([&] { db.add_case(run, c); });
   EXPECT_NE(message.find("case 0: profile row (mode 'train_step', scope '', slot 'model', pass 'step', kernel "
                          "'(host)') is given twice"),
             std::string::npos)
       << message;
-  c.profile = profile_rows();
-  c.profile[0].calls = -1;
+  c.result.profile = profile_rows();
+  c.result.profile[0].calls = -1;
   EXPECT_NE(error_of([&] { db.add_case(run, c); }).find("has -1 calls"), std::string::npos);
   for (const char* table : {"cases", "throughput", "profile"})
     EXPECT_EQ(db.query(std::string("SELECT count(*) FROM ") + table).rows[0][0].as_int(), 0) << table;
@@ -721,7 +721,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
   EXPECT_EQ(db.schema_version(), 7);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
-  c.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
+  c.result.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});
   const int64_t id = db.add_case(1, c);
   const QueryResult r = db.query("SELECT case_id, kind, path, bytes, sha256 FROM artifacts");
   ASSERT_EQ(r.rows.size(), 1U);
@@ -930,13 +930,13 @@ TEST_F(StoreTest, MergeReplacesAnUnfinishedCaseAndRepathsArtifacts) {
   Store& src = *src_db;
   const int64_t run = src.begin_run(sample_run());
   CaseRow first = throughput_case(0);
-  first.status = "failed";
-  first.error = "plugin threw";
-  first.throughput.clear();
+  first.result.status = "failed";
+  first.result.error = "plugin threw";
+  first.result.timings.clear();
   src.add_case(run, first);
   CaseRow second = stability_case(1);
-  second.artifacts.push_back({"weights", "weights/run-1/case-1.safetensors", 10, std::string(64, 'b')});
-  second.placement = "job 2/2, core 1";
+  second.result.artifacts.push_back({"weights", "weights/run-1/case-1.safetensors", 10, std::string(64, 'b')});
+  second.result.placement = "job 2/2, core 1";
   src.add_case(run, second);
   src.finish_run(run, "failed", "1 case(s) failed");
 
@@ -983,11 +983,11 @@ TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
   Store src(src_path);
   const int64_t run = src.begin_run(sample_run());
   CaseRow partial = throughput_case(0);  // failed after profiling one kernel
-  partial.status = "failed";
-  partial.profile = {profile_rows()[0]};
+  partial.result.status = "failed";
+  partial.result.profile = {profile_rows()[0]};
   src.add_case(run, partial);
   CaseRow whole = throughput_case(1);
-  whole.profile = profile_rows();
+  whole.result.profile = profile_rows();
   src.add_case(run, whole);
   src.finish_run(run, "failed", "1 case(s) failed");
 
@@ -997,8 +997,8 @@ TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
   EXPECT_EQ(done[0].added, 2);
   RunData d = load_run(out, done[0].target_run);
   ASSERT_EQ(d.cases.size(), 2U);
-  expect_same_profile(d.cases[0].profile, {profile_rows()[0]});
-  expect_same_profile(d.cases[1].profile, sorted_profile_rows());
+  expect_same_profile(d.cases[0].result.profile, {profile_rows()[0]});
+  expect_same_profile(d.cases[1].result.profile, sorted_profile_rows());
   // NULL stays NULL: one row without bytes, two without FLOPs.
   EXPECT_EQ(out.query("SELECT count(*) FROM profile WHERE bytes IS NULL").rows[0][0].as_int(), 1);
   EXPECT_EQ(out.query("SELECT count(*) FROM profile WHERE flops IS NULL").rows[0][0].as_int(), 2);
@@ -1006,8 +1006,8 @@ TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
   // The source runs case 0 again, to the end: merging again replaces the case and its profile.
   src.remove_case(run, 0);
   CaseRow again = throughput_case(0);
-  again.profile = profile_rows();
-  again.profile[3].ms = 0.5;
+  again.result.profile = profile_rows();
+  again.result.profile[3].ms = 0.5;
   src.add_case(run, again);
   src.finish_run(run, "completed");
   done = out.merge({src_path});
@@ -1018,8 +1018,8 @@ TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
   d = load_run(out, done[0].target_run);
   std::vector<ProfileRow> want = sorted_profile_rows();
   want[0].ms = 0.5;
-  expect_same_profile(d.cases.at(0).profile, want);
-  expect_same_profile(d.cases.at(1).profile, sorted_profile_rows());
+  expect_same_profile(d.cases.at(0).result.profile, want);
+  expect_same_profile(d.cases.at(1).result.profile, sorted_profile_rows());
 }
 
 }  // namespace

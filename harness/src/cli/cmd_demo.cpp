@@ -57,8 +57,8 @@ std::string tag(double v) {
   return v < 0 ? "m" + s : s;
 }
 
-store::CaseRow demo_case(int64_t ordinal, const std::string& label) {
-  store::CaseRow c;
+CaseRow demo_case(int64_t ordinal, const std::string& label) {
+  CaseRow c;
   c.ordinal = ordinal;
   c.runner = "demo";
   c.label = label;
@@ -66,41 +66,41 @@ store::CaseRow demo_case(int64_t ordinal, const std::string& label) {
   return c;
 }
 
-std::vector<store::CaseRow> demo_cases(const std::string& name) {
-  std::vector<store::CaseRow> cases;
+std::vector<CaseRow> demo_cases(const std::string& name) {
+  std::vector<CaseRow> cases;
   if (name == "zloss" || name == "all") {
-    store::CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "zloss");
+    CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "zloss");
     for (const ZLossRow& r : zloss_demo()) {
       const std::string t = "_c" + tag(r.shift);
-      c.metrics.push_back({"ce_fp32" + t, r.ce_fp32, "nats"});
-      c.metrics.push_back({"ce_bf16" + t, r.ce_bf16, "nats"});
-      c.metrics.push_back({"ce_bf16_error" + t, std::abs(r.ce_bf16 - r.ce_exact), "nats"});
-      c.metrics.push_back({"z_mean" + t, r.z_mean, "nats"});
-      c.metrics.push_back({"z_loss" + t, r.z_loss, "nats"});
+      c.result.metrics.push_back({"ce_fp32" + t, r.ce_fp32, "nats"});
+      c.result.metrics.push_back({"ce_bf16" + t, r.ce_bf16, "nats"});
+      c.result.metrics.push_back({"ce_bf16_error" + t, std::abs(r.ce_bf16 - r.ce_exact), "nats"});
+      c.result.metrics.push_back({"z_mean" + t, r.z_mean, "nats"});
+      c.result.metrics.push_back({"z_loss" + t, r.z_loss, "nats"});
     }
     cases.push_back(std::move(c));
   }
   if (name == "qk_norm" || name == "all") {
-    store::CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "qk_norm");
+    CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "qk_norm");
     for (const QkRow& r : qk_norm_demo()) {
       const std::string t = "_s" + tag(r.scale);
-      c.metrics.push_back({"entropy" + t, r.entropy, "nats"});
-      c.metrics.push_back({"max_weight" + t, r.max_weight, ""});
-      c.metrics.push_back({"entropy_qk_norm" + t, r.entropy_qk_norm, "nats"});
-      c.metrics.push_back({"max_weight_qk_norm" + t, r.max_weight_qk_norm, ""});
+      c.result.metrics.push_back({"entropy" + t, r.entropy, "nats"});
+      c.result.metrics.push_back({"max_weight" + t, r.max_weight, ""});
+      c.result.metrics.push_back({"entropy_qk_norm" + t, r.entropy_qk_norm, "nats"});
+      c.result.metrics.push_back({"max_weight_qk_norm" + t, r.max_weight_qk_norm, ""});
     }
     cases.push_back(std::move(c));
   }
   if (name == "softcap" || name == "all") {
-    store::CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "softcap");
-    for (const SoftcapRow& r : softcap_demo()) c.metrics.push_back({"softcap30_x" + tag(r.x), r.y, ""});
+    CaseRow c = demo_case(static_cast<int64_t>(cases.size()), "softcap");
+    for (const SoftcapRow& r : softcap_demo()) c.result.metrics.push_back({"softcap30_x" + tag(r.x), r.y, ""});
     cases.push_back(std::move(c));
   }
   return cases;
 }
 
 /// One run of experiment "demo" holding `cases`; returns its id.
-int64_t store_demo(const GlobalOptions& g, const std::string& name, const std::vector<store::CaseRow>& cases) {
+int64_t store_demo(const GlobalOptions& g, const std::string& name, const std::vector<CaseRow>& cases) {
   store::Store db(g.db);
   store::RunInfo info;
   info.experiment_name = "demo";

@@ -23,18 +23,6 @@ namespace bench::cli {
 
 namespace {
 
-/// A finished case is kept by --resume: completed, or diverged (a result, and a deterministic one).
-bool is_finished(const std::string& status) { return status == "completed" || status == "diverged"; }
-
-/// What a stored case's metrics give Runner::finish.
-CaseResult stored_result(const store::CaseData& c) {
-  CaseResult r;
-  r.status = c.status;
-  for (const std::string& name : c.metric_order)
-    r.metrics.push_back({name, c.metrics.at(name).value, c.metrics.at(name).unit});
-  return r;
-}
-
 std::string prefix_of(const RunPlan& plan, size_t i) {
   const Case& c = plan.p.cases[i];
   return "[" + std::to_string(i + 1) + "/" + std::to_string(plan.p.cases.size()) + "] " + c.runner + " " + c.label;
@@ -269,7 +257,7 @@ std::vector<Job> pending_jobs(const RunPlan& plan, const std::optional<Resume>& 
   for (size_t i = 0; i < plan.p.cases.size(); ++i) {
     const bool done =
         resume && std::any_of(resume->stored.cases.begin(), resume->stored.cases.end(), [&](const auto& c) {
-          return c.ordinal == plan.p.cases[i].ordinal && is_finished(c.status);
+          return c.ordinal == plan.p.cases[i].ordinal && c.result.finished();
         });
     if (!done) jobs.push_back(job_of(plan, i));
   }
@@ -283,10 +271,9 @@ void finish_runners(const RunPlan& plan, const std::optional<Resume>& resume, co
   std::vector<size_t> order;  // finished before (in case order), then in the order they ended now
   if (resume)
     for (size_t i = 0; i < cases.size(); ++i)
-      for (const store::CaseData& c : resume->stored.cases)
-        if (c.ordinal == cases[i].ordinal && is_finished(c.status) &&
-            std::find(ran.begin(), ran.end(), i) == ran.end()) {
-          stored[i] = stored_result(c);
+      for (const CaseRow& c : resume->stored.cases)
+        if (c.ordinal == cases[i].ordinal && c.result.finished() && std::find(ran.begin(), ran.end(), i) == ran.end()) {
+          stored[i] = c.result;
           order.push_back(i);
         }
   for (const size_t i : ran)

@@ -414,8 +414,19 @@ double Model::grad_norm(RunContext& ctx) const {
   return std::sqrt(ops::sum_squares(ctx, grads_));
 }
 
+void Model::stage_optimizer(const OptimizerStep& s) {
+  const double rates[2] = {s.lr, 1 - s.decay_lr * s.weight_decay};
+  if (staged_rates_valid_ && staged_rates_[0] == rates[0] && staged_rates_[1] == rates[1]) return;
+  static_assert(kernels::kAdamKeep == kernels::kAdamLr + 1, "the rates are one copy");
+  kernels::copy_bytes(static_cast<double*>(adam_state_.raw()) + kernels::kAdamLr, rates, sizeof rates);
+  staged_rates_[0] = rates[0];
+  staged_rates_[1] = rates[1];
+  staged_rates_valid_ = true;
+}
+
 double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
   bind(ctx);
+  if (!ctx.capturing) stage_optimizer(s);
   static const ComponentTag optimizer_tag{"optimizer", "optimizer", "adamw"};
   const ComponentCall call(optimizer_tag, Pass::kOptimizer);
   auto* state = static_cast<double*>(adam_state_.raw());
@@ -430,9 +441,14 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
     kernels::sum_of_into<T>(ctx.exec, kernels::SumOf::kSquares, g, total, state + kernels::kAdamStateSize,
                             state + kernels::kAdamSumSquares);
     kernels::adamw_scalars(ctx.exec, state, s.beta1, s.beta2, s.grad_clip);
+    // The rates are read where the model is (stage_optimizer wrote them), so that a captured
+    // step replays with the schedule's; the decay group reads 1 - decay too, the other none.
     kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, 0, 1.0, state};
+    step.lr_at = state + kernels::kAdamLr;
+    step.keep_at = state + kernels::kAdamKeep;
     kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step, w);
     step.decay = 0;
+    step.keep_at = nullptr;
     kernels::adamw_update<T>(ctx.exec, v + decay_count_, g + decay_count_, m + decay_count_, sq + decay_count_,
                              total - decay_count_, step, w != nullptr ? w + decay_count_ : nullptr);
   });

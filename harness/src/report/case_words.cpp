@@ -2,7 +2,7 @@
 
 namespace bench::report {
 
-std::vector<std::string> label_tokens(const store::CaseData& c) {
+std::vector<std::string> label_tokens(const CaseRow& c) {
   std::vector<std::string> tokens;
   std::string rest = c.label;
   if (!c.variant.empty() && rest.rfind(c.variant, 0) == 0) {

@@ -11,6 +11,6 @@ namespace bench::report {
 
 /// The words of a case's label: the variant name (as one word, even with spaces) and each
 /// "key=value" of its swept axes. "base" has none.
-std::vector<std::string> label_tokens(const store::CaseData& c);
+std::vector<std::string> label_tokens(const CaseRow& c);
 
 }  // namespace bench::report

@@ -17,47 +17,30 @@
 
 namespace bench::report {
 
-using store::CaseData;
-using store::ModeData;
 using store::RunData;
 
 namespace {
 
-/// A metric compare knows: how to read it, which way is better, and whether it is a time or rate.
-struct MetricDef {
-  std::string_view key, header;
-  Direction direction;
-  bool timing;
-};
+Direction direction_of(Better b) {
+  return b == Better::kLower ? Direction::kLowerIsBetter
+                             : (b == Better::kHigher ? Direction::kHigherIsBetter : Direction::kNeutral);
+}
 
-constexpr MetricDef kThroughputMetrics[] = {
-    {"median_ms", "median ms", Direction::kLowerIsBetter, true},
-    {"tokens_per_s", "tokens/s", Direction::kHigherIsBetter, true},
-    {"gflops_per_s", "GFLOP/s", Direction::kHigherIsBetter, true},
-    {"mfu_percent", "MFU %", Direction::kHigherIsBetter, true},
-    {"peak_mb", "peak MB", Direction::kLowerIsBetter, false},
-};
-constexpr std::string_view kDefaultThroughput[] = {"median_ms", "tokens_per_s"};
+/// The per-mode metric `name` some runner declares for compare (runners/runner.h: ModeMetric).
+const ModeMetric* find_mode_metric(std::string_view name) {
+  for (const Runner* r : runners())
+    for (const ModeMetric& m : r->mode_metrics())
+      if (m.name == name && m.per_repetition != nullptr) return &m;
+  return nullptr;
+}
 
-/// Stability metrics with a direction; any other stored metric compares as neutral.
-constexpr MetricDef kStabilityMetrics[] = {
-    {"final_loss", "final loss", Direction::kLowerIsBetter, false},
-    {"best_loss", "best loss", Direction::kLowerIsBetter, false},
-    {"final_val_loss", "final val loss", Direction::kLowerIsBetter, false},
-    {"final_train_loss", "final train loss", Direction::kLowerIsBetter, false},
-    {"spike_count", "spikes", Direction::kLowerIsBetter, false},
-    {"loss_spike_count", "loss spikes", Direction::kLowerIsBetter, false},
-    {"grad_spike_count", "grad spikes", Direction::kLowerIsBetter, false},
-    {"spike_fraction", "spike fraction", Direction::kLowerIsBetter, false},
-    {"max_attn_logit", "max logit", Direction::kNeutral, false},
-    {"final_grad_norm", "grad norm", Direction::kNeutral, false},
-    {"train_tokens_per_s", "train tokens/s", Direction::kHigherIsBetter, true},
-};
-constexpr std::string_view kDefaultStability[] = {"final_loss", "best_loss", "spike_count", "max_attn_logit"};
-
-const MetricDef* find_def(std::string_view key, const auto& table) {
-  for (const MetricDef& d : table)
-    if (d.key == key) return &d;
+/// The per-case metric `name` as `runner` declares it (runners/runner.h: MetricSpec); nullptr when
+/// it does not: it compares as neither better nor worse.
+const MetricSpec* find_metric_spec(const std::string& runner, std::string_view name) {
+  const Runner* r = find_runner(runner);
+  if (r == nullptr) return nullptr;
+  for (const MetricSpec& m : r->metrics())
+    if (m.name == name) return &m;
   return nullptr;
 }
 
@@ -72,14 +55,14 @@ std::string join(const std::vector<std::string>& words) {
 /// Cases sharing a runner and a key: replicates (seeds) of one configuration.
 struct Group {
   std::string runner, key;
-  std::vector<const CaseData*> cases;
+  std::vector<const CaseRow*> cases;
 };
 using Groups = std::map<std::pair<std::string, std::string>, Group>;
 
 /// Run mode: every case, keyed by its label without seed words.
 Groups group_all(const RunData& run) {
   Groups g;
-  for (const CaseData& c : run.cases) {
+  for (const CaseRow& c : run.cases) {
     std::vector<std::string> words;
     for (auto& t : label_tokens(c))
       if (!is_seed_token(t)) words.push_back(t);
@@ -114,7 +97,7 @@ Groups group_selected(const RunData& run, const std::string& selector, const std
       ordinal = -1;
     }
     if (ordinal < 0) throw Error(fmt::format("{}: \"{}\" is not a case ordinal (#0, #1 ...)", side, words[0]));
-    for (const CaseData& c : run.cases)
+    for (const CaseRow& c : run.cases)
       if (c.ordinal == ordinal) {
         auto& grp = g[{c.runner, ""}];
         grp.runner = c.runner;
@@ -123,7 +106,7 @@ Groups group_selected(const RunData& run, const std::string& selector, const std
     if (g.empty()) throw Error(fmt::format("{}: run {} has no case #{}", side, run.id, ordinal));
     return g;
   }
-  for (const CaseData& c : run.cases) {
+  for (const CaseRow& c : run.cases) {
     const auto tokens = label_tokens(c);
     const bool all = std::all_of(words.begin(), words.end(), [&](const std::string& w) {
       return std::find(tokens.begin(), tokens.end(), w) != tokens.end();
@@ -146,45 +129,28 @@ Groups group_selected(const RunData& run, const std::string& selector, const std
   return g;
 }
 
-/// Per-repetition values of a throughput metric over a group's cases, for one mode.
-std::vector<double> throughput_samples(const Group& g, const std::string& mode, std::string_view metric) {
+/// Per-repetition values of a per-mode metric over a group's cases, for one mode.
+std::vector<double> throughput_samples(const Group& g, const std::string& mode, const ModeMetric& metric) {
   std::vector<double> v;
-  for (const CaseData* c : g.cases)
-    for (const ModeData& m : c->modes) {
-      if (m.mode != mode) continue;
-      if (metric == "peak_mb") {
-        if (m.peak_bytes) v.push_back(static_cast<double>(*m.peak_bytes) / 1048576.0);
-        continue;
-      }
-      std::vector<double> ms = m.samples_ms.empty() ? std::vector<double>{m.median_ms} : m.samples_ms;
-      const double tokens_per_iter = m.tokens_per_s * m.median_ms / 1000.0;
-      for (double t : ms) {
-        if (!(t > 0)) continue;
-        if (metric == "median_ms") {
-          v.push_back(t);
-        } else if (metric == "tokens_per_s") {
-          v.push_back(tokens_per_iter * 1000.0 / t);
-        } else if (metric == "gflops_per_s") {
-          v.push_back(m.flops_per_iter / (t * 1e6));
-        } else if (metric == "mfu_percent" && m.mfu && *m.mfu > 0) {
-          v.push_back(m.flops_per_iter / (t * 1e6) / (m.gflops_per_s / *m.mfu) * 100.0);
-        }
-      }
-    }
+  for (const CaseRow* c : g.cases)
+    for (const Timing& m : c->result.timings)
+      if (m.mode == mode)
+        for (double x : metric.per_repetition(m)) v.push_back(x);
   return v;
 }
 
 /// Whether any of the group's cases stopped timing `mode` above its noise target.
 bool noisy(const Group& g, const std::string& mode) {
-  return std::any_of(g.cases.begin(), g.cases.end(), [&](const CaseData* c) {
-    return std::any_of(c->modes.begin(), c->modes.end(), [&](const ModeData& m) { return m.mode == mode && m.noisy; });
+  return std::any_of(g.cases.begin(), g.cases.end(), [&](const CaseRow* c) {
+    return std::any_of(c->result.timings.begin(), c->result.timings.end(),
+                       [&](const Timing& m) { return m.mode == mode && m.noisy; });
   });
 }
 
 std::vector<std::string> modes_of(const Group& g) {
   std::vector<std::string> modes;
-  for (const CaseData* c : g.cases)
-    for (const ModeData& m : c->modes)
+  for (const CaseRow* c : g.cases)
+    for (const Timing& m : c->result.timings)
       if (std::find(modes.begin(), modes.end(), m.mode) == modes.end()) modes.push_back(m.mode);
   return modes;
 }
@@ -199,9 +165,9 @@ int severity(const std::string& status) {
 
 std::string worst_status(const Group& g) {
   std::string worst = "completed";
-  for (const CaseData* c : g.cases) {
-    if (severity(c->status) < 0) return c->status;
-    if (severity(c->status) > severity(worst)) worst = c->status;
+  for (const CaseRow* c : g.cases) {
+    if (severity(c->result.status) < 0) return c->result.status;
+    if (severity(c->result.status) > severity(worst)) worst = c->result.status;
   }
   return worst;
 }
@@ -209,13 +175,120 @@ std::string worst_status(const Group& g) {
 std::string labels_of(const Group& g) {
   std::set<std::string> seen;
   std::string s;
-  for (const CaseData* c : g.cases)
+  for (const CaseRow* c : g.cases)
     if (seen.insert(c->label).second) s += (s.empty() ? "" : "; ") + c->label;
   return s;
 }
 
 std::string run_title(const RunData& r) {
   return fmt::format("run {} ({}, {}, git {})", r.id, r.experiment_name, r.started_at, r.git_sha.substr(0, 12));
+}
+
+/// The per-mode metrics and the per-case metrics to compare: the runners' defaults, or the ones
+/// asked for, each of which some runner declares or some case of A or B has.
+std::pair<std::vector<std::string>, std::vector<std::string>> chosen_metrics(const CompareOptions& o, const RunData& a,
+                                                                             const RunData& b) {
+  std::vector<std::string> tp_metrics, st_metrics;
+  if (o.metrics.empty())
+    for (const Runner* runner : runners()) {
+      for (const ModeMetric& m : runner->mode_metrics())
+        if (m.compared) tp_metrics.push_back(m.name);
+      for (const MetricSpec& m : runner->metrics())
+        if (m.compared) st_metrics.push_back(m.name);
+    }
+  for (const std::string& m : o.metrics) {
+    if (find_mode_metric(m) != nullptr) {
+      tp_metrics.push_back(m);
+      continue;
+    }
+    const auto stored = [&](const RunData& r) {
+      return std::any_of(r.cases.begin(), r.cases.end(),
+                         [&](const CaseRow& c) { return c.result.find_metric(m) != nullptr; });
+    };
+    const bool declared = std::any_of(runners().begin(), runners().end(),
+                                      [&](const Runner* r) { return find_metric_spec(std::string(r->name()), m); });
+    if (!declared && !stored(a) && !stored(b)) {
+      std::string modes;
+      for (const Runner* r : runners())
+        for (const ModeMetric& x : r->mode_metrics())
+          if (x.per_repetition != nullptr) modes += (modes.empty() ? "" : ", ") + x.name;
+      throw Error(fmt::format(
+          "unknown metric \"{}\": throughput metrics are {}; stability metrics are the names in the metrics table "
+          "(final_loss, best_loss, spike_count ...)",
+          m, modes));
+    }
+    st_metrics.push_back(m);
+  }
+  return {tp_metrics, st_metrics};
+}
+
+/// The rows of each per-mode metric (ModeMetric) of the modes both groups timed, after `base`.
+void mode_rows(const Group& group_a, const Group& group_b, const std::vector<std::string>& tp_metrics,
+               const CompareOptions& o, const CompareRow& base, std::vector<CompareRow>& out) {
+  for (const std::string& mode : modes_of(group_a)) {
+    const auto modes_b = modes_of(group_b);
+    if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;
+    for (const std::string& m : tp_metrics) {
+      const ModeMetric& def = *find_mode_metric(m);
+      const Direction direction = direction_of(def.better);
+      const auto va = throughput_samples(group_a, mode, def);
+      const auto vb = throughput_samples(group_b, mode, def);
+      if (va.empty() || vb.empty()) continue;
+      CompareRow row = base;
+      row.mode = mode;
+      row.metric = m;
+      row.header = std::string(def.header);
+      row.timing = def.timing;
+      row.n_a = va.size();
+      row.n_b = vb.size();
+      if (def.single) {
+        // Memory is computed from the allocations, not sampled: the minimum effect alone decides.
+        row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
+        const double ratio = row.result.ratio.value_or(1.0);
+        const bool up = ratio >= 1 + o.min_effect, down = ratio <= 1 / (1 + o.min_effect);
+        row.result.p.reset();
+        row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
+      } else {
+        row.result = compare_samples(va, vb, direction, o.alpha, o.min_effect);
+        // A side timed above its noise target cannot back a verdict, whatever its test says.
+        if (noisy(group_a, mode) || noisy(group_b, mode)) row.result.verdict = Verdict::kNoisy;
+      }
+      row.a_value = Value::number(row.result.median_a);
+      row.b_value = Value::number(row.result.median_b);
+      row.regression = row.result.verdict == Verdict::kWorse;
+      out.push_back(std::move(row));
+    }
+  }
+}
+
+/// The rows of each per-case metric either group has, judged as the group's runner declares it.
+void metric_rows(const Group& group_a, const Group& group_b, const std::vector<std::string>& st_metrics,
+                 const CompareOptions& o, const CompareRow& base, std::vector<CompareRow>& out) {
+  for (const std::string& m : st_metrics) {
+    const MetricSpec* def = find_metric_spec(group_a.runner, m);
+    std::vector<double> va, vb;
+    std::string unit;
+    for (const CaseRow* c : group_a.cases)
+      if (const auto v = c->metric(m)) va.push_back(*v), unit = c->result.find_metric(m)->unit;
+    for (const CaseRow* c : group_b.cases)
+      if (const auto v = c->metric(m)) vb.push_back(*v), unit = c->result.find_metric(m)->unit;
+    if (va.empty() && vb.empty()) continue;
+    CompareRow row = base;
+    row.metric = m;
+    row.header = def != nullptr && !def->header.empty() ? def->header : m;
+    if (!unit.empty() && unit != "steps") row.header += " (" + unit + ")";
+    row.timing = def != nullptr && def->timing;
+    row.n_a = va.size();
+    row.n_b = vb.size();
+    if (!va.empty() && !vb.empty())
+      row.result =
+          compare_samples(va, vb, direction_of(def != nullptr ? def->better : Better::kNeither), o.alpha, o.min_effect);
+    row.a_value = va.empty() ? Value() : Value::number(row.result.median_a);
+    row.b_value = vb.empty() ? Value() : Value::number(row.result.median_b);
+    if (va.empty() != vb.empty()) row.result.verdict = Verdict::kUnclear;
+    row.regression = row.result.verdict == Verdict::kWorse;
+    out.push_back(std::move(row));
+  }
 }
 
 }  // namespace
@@ -242,26 +315,7 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
   const Groups gb = o.run == 0 ? group_all(b) : group_selected(b, o.b, "B");
 
   // The metrics: the defaults, or the ones asked for (each must exist somewhere).
-  std::vector<std::string> tp_metrics, st_metrics;
-  if (o.metrics.empty()) {
-    tp_metrics.assign(std::begin(kDefaultThroughput), std::end(kDefaultThroughput));
-    st_metrics.assign(std::begin(kDefaultStability), std::end(kDefaultStability));
-  }
-  for (const std::string& m : o.metrics) {
-    if (find_def(m, kThroughputMetrics) != nullptr) {
-      tp_metrics.push_back(m);
-      continue;
-    }
-    const auto stored = [&](const RunData& r) {
-      return std::any_of(r.cases.begin(), r.cases.end(), [&](const CaseData& c) { return c.metrics.count(m) > 0; });
-    };
-    if (find_def(m, kStabilityMetrics) == nullptr && !stored(a) && !stored(b))
-      throw Error(fmt::format(
-          "unknown metric \"{}\": throughput metrics are median_ms, tokens_per_s, gflops_per_s, mfu_percent, "
-          "peak_mb; stability metrics are the names in the metrics table (final_loss, best_loss, spike_count ...)",
-          m));
-    st_metrics.push_back(m);
-  }
+  const auto [tp_metrics, st_metrics] = chosen_metrics(o, a, b);
 
   CompareReport r;
   if (o.run == 0) {
@@ -320,67 +374,11 @@ CompareReport compare(const store::Store& db, const CompareOptions& o) {
       r.rows.push_back(std::move(row));
     }
 
-    if (const Runner* runner = find_runner(group_a.runner); runner != nullptr && runner->table().timings) {
-      for (const std::string& mode : modes_of(group_a)) {
-        const auto modes_b = modes_of(group_b);
-        if (std::find(modes_b.begin(), modes_b.end(), mode) == modes_b.end()) continue;
-        for (const std::string& m : tp_metrics) {
-          const MetricDef& def = *find_def(m, kThroughputMetrics);
-          const auto va = throughput_samples(group_a, mode, m);
-          const auto vb = throughput_samples(group_b, mode, m);
-          if (va.empty() || vb.empty()) continue;
-          CompareRow row = base_row();
-          row.mode = mode;
-          row.metric = m;
-          row.header = std::string(def.header);
-          row.timing = def.timing;
-          row.n_a = va.size();
-          row.n_b = vb.size();
-          if (m == "peak_mb") {
-            // Memory is computed from the allocations, not sampled: the minimum effect alone decides.
-            row.result = compare_samples(va, vb, def.direction, o.alpha, o.min_effect);
-            const double ratio = row.result.ratio.value_or(1.0);
-            const bool up = ratio >= 1 + o.min_effect, down = ratio <= 1 / (1 + o.min_effect);
-            row.result.p.reset();
-            row.result.verdict = up ? Verdict::kWorse : (down ? Verdict::kBetter : Verdict::kSame);
-          } else {
-            row.result = compare_samples(va, vb, def.direction, o.alpha, o.min_effect);
-            // A side timed above its noise target cannot back a verdict, whatever its test says.
-            if (noisy(group_a, mode) || noisy(group_b, mode)) row.result.verdict = Verdict::kNoisy;
-          }
-          row.a_value = Value::number(row.result.median_a);
-          row.b_value = Value::number(row.result.median_b);
-          row.regression = row.result.verdict == Verdict::kWorse;
-          r.rows.push_back(std::move(row));
-        }
-      }
-    } else {
-      for (const std::string& m : st_metrics) {
-        const MetricDef* def = find_def(m, kStabilityMetrics);
-        std::vector<double> va, vb;
-        std::string unit;
-        for (const CaseData* c : group_a.cases)
-          if (const auto v = c->metric(m)) va.push_back(*v), unit = c->metrics.at(m).unit;
-        for (const CaseData* c : group_b.cases)
-          if (const auto v = c->metric(m)) vb.push_back(*v), unit = c->metrics.at(m).unit;
-        if (va.empty() && vb.empty()) continue;
-        CompareRow row = base_row();
-        row.metric = m;
-        row.header = std::string(def != nullptr ? def->header : std::string_view(m));
-        if (!unit.empty() && unit != "steps") row.header += " (" + unit + ")";
-        row.timing = def != nullptr && def->timing;
-        row.n_a = va.size();
-        row.n_b = vb.size();
-        if (!va.empty() && !vb.empty())
-          row.result =
-              compare_samples(va, vb, def != nullptr ? def->direction : Direction::kNeutral, o.alpha, o.min_effect);
-        row.a_value = va.empty() ? Value() : Value::number(row.result.median_a);
-        row.b_value = vb.empty() ? Value() : Value::number(row.result.median_b);
-        if (va.empty() != vb.empty()) row.result.verdict = Verdict::kUnclear;
-        row.regression = row.result.verdict == Verdict::kWorse;
-        r.rows.push_back(std::move(row));
-      }
-    }
+    const CompareRow base = base_row();
+    if (const Runner* runner = find_runner(group_a.runner); runner != nullptr && runner->table().timings)
+      mode_rows(group_a, group_b, tp_metrics, o, base, r.rows);
+    else
+      metric_rows(group_a, group_b, st_metrics, o, base, r.rows);
   }
   for (const auto& [k, group_b] : gb)
     if (ga.find(k) == ga.end()) r.only_b.push_back(labels_of(group_b));

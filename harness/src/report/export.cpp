@@ -67,20 +67,21 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
     s.rows.push_back(std::move(cells));
   };
 
-  const auto& case_columns = store::case_value_columns();
+  const auto case_columns = store::value_columns(store::case_table());
   for (const auto& row : tables.case_values.rows)
     for (size_t i = 0; i < case_columns.size(); ++i)
       if (!row[i + 1].is_null())
         add(row[0].as_int(), "case", {}, {}, {}, case_columns[i].name, row[i + 1], case_columns[i].unit);
-  const auto& throughput_columns = store::throughput_value_columns();
+  const auto throughput_columns = store::value_columns(store::throughput_table());
   for (const auto& row : tables.throughput.rows)
     for (size_t i = 0; i < throughput_columns.size(); ++i)
       add(row[0].as_int(), "throughput", row[1], {}, {}, throughput_columns[i].name, row[i + 2],
           throughput_columns[i].unit);
-  for (const auto& row : tables.samples.rows) add(row[0].as_int(), "sample", row[1], {}, row[2], "ms", row[3], "ms");
+  for (const auto& row : tables.samples.rows)
+    add(row[0].as_int(), "sample", row[1], {}, row[2], "ms", row[3], store::kSampleUnit);
   // A profile row as one row per number, named "<column>/<scope>/<slot>/<component>/<pass>/<kernel>":
   // the kernel last, since its readable name is free text.
-  const auto& profile_columns = store::profile_value_columns();
+  const auto profile_columns = store::value_columns(store::profile_table());
   for (const auto& row : tables.profile.rows) {
     std::string key;
     for (size_t i = 2; i <= 6; ++i) key += "/" + row[i].as_string();
@@ -88,7 +89,7 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
       add(row[0].as_int(), "profile", row[1], {}, {}, std::string(profile_columns[i].name) + key, row[i + 7],
           profile_columns[i].unit);
   }
-  const auto& step_columns = store::step_value_columns();
+  const auto step_columns = store::value_columns(store::step_table());
   for (const auto& row : tables.steps.rows)
     for (size_t i = 0; i < step_columns.size(); ++i)
       add(row[0].as_int(), "step", {}, row[1], {}, step_columns[i].name, row[i + 2], step_columns[i].unit);

@@ -16,13 +16,11 @@
 #include "report/svg.h"
 #include "runners/registry.h"
 #include "store/run_data.h"
+#include "store/tables.h"
 
 namespace bench::report {
 
-using store::CaseData;
-using store::ModeData;
 using store::RunData;
-using store::Steps;
 
 namespace {
 
@@ -101,8 +99,8 @@ ResultsTable table_of(const std::string& runner) {
 std::string throughput_section(const RunData& run, const std::vector<ResultsSection>& tables,
                                const std::string& profile) {
   std::vector<std::string> modes;
-  for (const CaseData& c : run.cases)
-    for (const ModeData& m : c.modes)
+  for (const CaseRow& c : run.cases)
+    for (const Timing& m : c.result.timings)
       if (std::find(modes.begin(), modes.end(), m.mode) == modes.end()) modes.push_back(m.mode);
   std::string o = "<section id=\"throughput\">\n<h2>Throughput</h2>\n";
   if (modes.empty()) return o + "<p class=\"note\">This run has no throughput measurements.</p>\n</section>\n";
@@ -117,8 +115,8 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
     chart.title = mode + ": time per iteration";
     chart.x_label = "ms per iteration";
     size_t reps = 0;
-    for (const CaseData& c : run.cases)
-      for (const ModeData& m : c.modes) {
+    for (const CaseRow& c : run.cases)
+      for (const Timing& m : c.result.timings) {
         if (m.mode != mode) continue;
         svg::Bar b;
         b.label = c.label;
@@ -165,10 +163,10 @@ struct StabilityLayout {
   std::string legend_title;
 };
 
-StabilityLayout layout_of(const std::vector<const CaseData*>& cases) {
+StabilityLayout layout_of(const std::vector<const CaseRow*>& cases) {
   StabilityLayout l;
   std::map<int64_t, std::vector<std::string>> words;
-  for (const CaseData* c : cases) {
+  for (const CaseRow* c : cases) {
     const double lr = c->metric("lr").value_or(std::nan(""));
     l.lr_of[c->id] = lr;
     if (std::isfinite(lr) && std::find(l.lrs.begin(), l.lrs.end(), lr) == l.lrs.end()) l.lrs.push_back(lr);
@@ -186,7 +184,7 @@ StabilityLayout layout_of(const std::vector<const CaseData*>& cases) {
   // Words every series shares say nothing: drop them from the names.
   std::set<std::string> common;
   if (!cases.empty()) common.insert(words[cases.front()->id].begin(), words[cases.front()->id].end());
-  for (const CaseData* c : cases) {
+  for (const CaseRow* c : cases) {
     std::set<std::string> mine(words[c->id].begin(), words[c->id].end());
     std::set<std::string> keep;
     std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(keep, keep.begin()));
@@ -196,7 +194,7 @@ StabilityLayout layout_of(const std::vector<const CaseData*>& cases) {
   std::vector<std::string> keys;
   bool same_keys = true;
   std::map<int64_t, std::vector<std::string>> values;
-  for (const CaseData* c : cases) {
+  for (const CaseRow* c : cases) {
     std::vector<std::string> k, v;
     for (const auto& t : words[c->id]) {
       if (common.count(t) != 0) continue;
@@ -222,7 +220,7 @@ StabilityLayout layout_of(const std::vector<const CaseData*>& cases) {
     for (const auto& [id, v] : values) last_values.insert(v.back());
   const bool split = same_keys && keys.size() >= 2 && last_values.size() <= svg::dashes().size();
   std::map<std::string, size_t> colour_index, dash_index;
-  for (const CaseData* c : cases) {
+  for (const CaseRow* c : cases) {
     SeriesStyle s;
     std::string colour_key = l.series_key[c->id], dash_key;
     if (same_keys) {
@@ -251,9 +249,9 @@ StabilityLayout layout_of(const std::vector<const CaseData*>& cases) {
 std::string lr_text(double lr) { return std::isfinite(lr) ? fmt::format("{:g}", lr) : std::string("-"); }
 
 /// A metric shared by all the cases (the data's entropies), if it is.
-std::optional<double> shared_metric(const std::vector<const CaseData*>& cases, const std::string& name) {
+std::optional<double> shared_metric(const std::vector<const CaseRow*>& cases, const std::string& name) {
   std::optional<double> v;
-  for (const CaseData* c : cases) {
+  for (const CaseRow* c : cases) {
     const auto x = c->metric(name);
     if (!x || (v && std::fabs(*v - *x) > 1e-9)) return std::nullopt;
     v = x;
@@ -261,27 +259,71 @@ std::optional<double> shared_metric(const std::vector<const CaseData*>& cases, c
   return v;
 }
 
-std::string stability_section(const store::Store& db, const RunData& run, const std::vector<ResultsSection>& tables) {
-  std::vector<const CaseData*> cases;
-  for (const CaseData& c : run.cases)
-    if (table_of(c.runner).steps) cases.push_back(&c);
-  std::string o = "<section id=\"stability\">\n<h2>Stability</h2>\n";
-  if (cases.empty()) return o + "<p class=\"note\">This run has no stability cases.</p>\n</section>\n";
-  const StabilityLayout l = layout_of(cases);
-  std::map<int64_t, Steps> steps;
-  for (const CaseData* c : cases) steps[c->id] = load_steps(db, c->id);
-  const auto unigram = shared_metric(cases, "unigram_entropy");
-  const auto bigram = shared_metric(cases, "bigram_entropy");
-  const auto entropy_refs = [&] {
-    std::vector<svg::Reference> r;
-    if (unigram) r.push_back({*unigram, fmt::format("unigram entropy {:.3f}", *unigram)});
-    if (bigram) r.push_back({*bigram, fmt::format("bigram entropy {:.3f}", *bigram)});
-    return r;
-  };
+/// A curve's points of one case: (step + 1, value) of its steps column or whole-model series, in
+/// step order; (layer + 1, value) of a per-layer series at initialization (step -1), in layer order.
+std::vector<svg::Point> points(const CaseRow& c, const CurveSpec& cv) {
+  std::vector<svg::Point> out;
+  if (cv.source == CurveSpec::Source::kStepColumn) {
+    for (const auto& column : store::step_table().columns)
+      if (column.name == cv.name)
+        for (const StepRecord& s : c.result.steps) {
+          const Value v = store::stored_value(column, s);
+          out.push_back({static_cast<double>(s.step) + 1, v.is_number() ? v.as_double() : std::nan("")});
+        }
+    return out;
+  }
+  std::vector<const SeriesPoint*> chosen;
+  for (const SeriesPoint& s : c.result.series)
+    if (s.name == cv.name &&
+        (cv.source == CurveSpec::Source::kSeries ? s.layer < 0 && s.step >= 0 : s.layer >= 0 && s.step == -1))
+      chosen.push_back(&s);
+  const bool by_layer = cv.source == CurveSpec::Source::kInitLayers;
+  std::stable_sort(chosen.begin(), chosen.end(), [&](const SeriesPoint* a, const SeriesPoint* b) {
+    return by_layer ? a->layer < b->layer : a->step < b->step;
+  });
+  for (const SeriesPoint* s : chosen) {
+    const double v = std::isfinite(s->value) ? s->value : std::nan("");
+    out.push_back({static_cast<double>(by_layer ? s->layer : s->step) + 1, v});
+  }
+  return out;
+}
 
+/// A per-layer figure at initialization, after the heading `heading_done` says is not yet there.
+std::string init_figure(const CurveSpec& cv, const std::vector<const CaseRow*>& cases, const StabilityLayout& l,
+                        bool& heading_done) {
+  svg::LineChart chart;
+  chart.id = cv.kind;
+  chart.title = cv.y_label + " at initialization";
+  chart.x = {"layer + 1", false};
+  chart.y = {cv.y_label, cv.log_y};
+  for (const CaseRow* c : cases) {
+    std::vector<svg::Point> p = points(*c, cv);
+    if (p.empty()) continue;
+    const SeriesStyle& st = l.style.at(c->id);
+    chart.series.push_back({st.name, st.color, st.dash, std::move(p), true, {}});
+  }
+  if (chart.series.empty()) return "";
+  std::string o = heading_done ? "" : "<h3>" + cv.heading + "</h3>\n<div class=\"plots\">\n";
+  heading_done = true;
+  return o + figure(cv.kind, svg::line_chart(chart), cv.caption);
+}
+
+/// The data's unigram and bigram entropies, as reference lines, where all the cases share them.
+std::vector<svg::Reference> entropy_refs(const std::vector<const CaseRow*>& cases) {
+  std::vector<svg::Reference> r;
+  if (const auto unigram = shared_metric(cases, "unigram_entropy"))
+    r.push_back({*unigram, fmt::format("unigram entropy {:.3f}", *unigram)});
+  if (const auto bigram = shared_metric(cases, "bigram_entropy"))
+    r.push_back({*bigram, fmt::format("bigram entropy {:.3f}", *bigram)});
+  return r;
+}
+
+/// Final loss against the learning rate, when some configuration ran at several.
+std::string final_loss_vs_lr(const std::vector<const CaseRow*>& cases, const StabilityLayout& l) {
+  std::string o;
   // Final loss against the learning rate, when some configuration ran at several.
   std::map<std::string, std::set<double>> lrs_per_key;
-  for (const CaseData* c : cases)
+  for (const CaseRow* c : cases)
     if (std::isfinite(l.lr_of.at(c->id))) lrs_per_key[l.series_key.at(c->id)].insert(l.lr_of.at(c->id));
   const bool grid =
       std::any_of(lrs_per_key.begin(), lrs_per_key.end(), [](const auto& e) { return e.second.size() > 1; });
@@ -293,9 +335,9 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     chart.x = {"peak learning rate", true};
     chart.y = {"final loss (nats)", false};
     chart.legend_title = l.legend_title;
-    chart.references = entropy_refs();
+    chart.references = entropy_refs(cases);
     std::map<std::string, size_t> index;
-    for (const CaseData* c : cases) {
+    for (const CaseRow* c : cases) {
       const std::string& key = l.series_key.at(c->id);
       const SeriesStyle& st = l.style.at(c->id);
       if (index.count(key) == 0) {
@@ -318,10 +360,16 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     o += "</div>\n";
   }
 
+  return o;
+}
+
+/// Held-out bits per byte, when the cases' vocabularies differ.
+std::string bits_per_byte_figure(const std::vector<const CaseRow*>& cases) {
+  std::string o;
   // Held-out bits per byte, when the cases' vocabularies differ: their losses in nats per token
   // do not compare, bits per byte do (docs/results.md).
   std::set<double> vocabularies;
-  for (const CaseData* c : cases)
+  for (const CaseRow* c : cases)
     if (c->metric("final_val_bpb"))
       if (const auto v = c->metric("vocab_size")) vocabularies.insert(*v);
   if (vocabularies.size() > 1) {
@@ -330,7 +378,7 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     chart.id = "final-val-bpb";
     chart.title = "held-out loss, bits per byte";
     chart.x_label = "bits per byte (lower is better)";
-    for (const CaseData* c : cases) {
+    for (const CaseRow* c : cases) {
       const auto bpb = c->metric("final_val_bpb");
       if (!bpb) continue;
       svg::Bar b;
@@ -348,124 +396,56 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
     o += "</div>\n";
   }
 
-  struct Curve {
-    const char* kind;
-    const char* heading;
-    const char* y_label;
-    bool log_y;
-    std::vector<double> Steps::*values;
-    const char* caption;
-  };
-  const Curve curves[] = {
-      {"loss", "Training loss", "loss (nats)", false, &Steps::loss,
-       "Training loss per step (before the step's update), one panel per peak learning rate. Gaps: non-finite loss."},
-      {"grad-norm", "Gradient norm", "global grad norm", true, &Steps::grad_norm,
-       "Global L2 norm of the gradient before clipping."},
-      {"max-logit", "Max attention logit", "max attention logit", true, &Steps::max_attn_logit,
-       "Largest attention logit of the step over all layers and heads (Wortsman et al. 2023: trouble above ~1e3)."},
-      {"z", "Output log-normalizer z", "mean z = logsumexp(logits)", false, &Steps::z_mean,
-       "Mean log-normalizer of the output softmax; only z-loss anchors it, and drift costs bf16 precision."},
-  };
-  for (const Curve& cv : curves) {
-    o += fmt::format("<h3>{}</h3>\n<div class=\"plots\">\n", cv.heading);
-    for (double lr : l.lrs) {
-      svg::LineChart chart;
-      chart.id = fmt::format("{}-lr-{}", cv.kind, lr_text(lr));
-      chart.title = std::isfinite(lr) ? fmt::format("{}, lr = {}", cv.heading, lr_text(lr)) : cv.heading;
-      chart.x = {"step + 1", true};
-      chart.y = {cv.y_label, cv.log_y};
-      chart.legend_title = l.legend_title;
-      if (std::string_view(cv.kind) == "loss") chart.references = entropy_refs();
-      for (const CaseData* c : cases) {
-        const double clr = l.lr_of.at(c->id);
-        if (!(clr == lr || (!std::isfinite(clr) && !std::isfinite(lr)))) continue;
-        const SeriesStyle& st = l.style.at(c->id);
-        svg::Series s{st.name, st.color, st.dash, {}, false, {}};
-        const Steps& sp = steps.at(c->id);
-        const std::vector<double>& v = sp.*(cv.values);
-        for (size_t i = 0; i < v.size(); ++i) s.points.push_back({sp.step[i] + 1, v[i]});
-        chart.series.push_back(std::move(s));
-      }
-      o += figure(cv.kind, svg::line_chart(chart), cv.caption);
-    }
-    o += "</div>\n";
-  }
-  // Named series (docs/stability.md), drawn when some case recorded them.
-  struct NamedCurve {
-    const char* name;
-    const char* heading;
-    const char* y_label;
-    bool log_y;
-    const char* caption;
-  };
-  const NamedCurve named_curves[] = {
-      {"val_loss", "Held-out loss", "held-out loss (nats)", false,
-       "Mean loss over held-out batches, every val_every steps and at the last step."},
-      {"val_bpb", "Held-out bits per byte", "held-out loss (bits/byte)", false,
-       "The held-out loss in bits per byte (text datasets), every val_every steps: compares across tokenizers."},
-      {"param_norm", "Parameter norm", "L2 norm of all parameters", false, "Global L2 norm of the parameters."},
-      {"attn_entropy", "Attention entropy", "mean attention entropy (nats)", false,
-       "Entropy of the attention distributions, averaged over layers, heads and queries; collapse goes to 0."},
-      {"logit_mean", "Mean output logit", "mean logit", false,
-       "Mean of the output logits over tokens and vocabulary: with z, a drift of all logits together."},
-  };
-  for (const NamedCurve& nc : named_curves) {
-    if (std::none_of(cases.begin(), cases.end(),
-                     [&](const CaseData* c) { return steps.at(c->id).named.count(nc.name); }))
-      continue;
-    o += fmt::format("<h3>{}</h3>\n<div class=\"plots\">\n", nc.heading);
-    for (double lr : l.lrs) {
-      svg::LineChart chart;
-      chart.id = fmt::format("{}-lr-{}", nc.name, lr_text(lr));
-      chart.title = std::isfinite(lr) ? fmt::format("{}, lr = {}", nc.heading, lr_text(lr)) : nc.heading;
-      chart.x = {"step + 1", true};
-      chart.y = {nc.y_label, nc.log_y};
-      chart.legend_title = l.legend_title;
-      for (const CaseData* c : cases) {
-        const double clr = l.lr_of.at(c->id);
-        if (!(clr == lr || (!std::isfinite(clr) && !std::isfinite(lr)))) continue;
-        const auto it = steps.at(c->id).named.find(nc.name);
-        if (it == steps.at(c->id).named.end()) continue;
-        const SeriesStyle& st = l.style.at(c->id);
-        svg::Series sr{st.name, st.color, st.dash, {}, false, {}};
-        for (size_t i = 0; i < it->second.first.size(); ++i)
-          sr.points.push_back({it->second.first[i] + 1, it->second.second[i]});
-        chart.series.push_back(std::move(sr));
-      }
-      o += figure(nc.name, svg::line_chart(chart), nc.caption);
-    }
-    o += "</div>\n";
-  }
+  return o;
+}
 
-  // Per-layer statistics at initialization (init_probe_batches).
-  const std::pair<const char*, const char*> init_curves[] = {
-      {"init_grad_norm", "gradient norm of the block's parameters"},
-      {"init_block_rms", "RMS of the block's output"},
-  };
+/// The per-step curves the cases' runners declare.
+std::string curve_figures(const std::vector<const CaseRow*>& cases, const StabilityLayout& l) {
+  std::string o;
+  // The curves the cases' runners declare (runners/runner.h: CurveSpec), in their order.
+  std::vector<const CurveSpec*> curves;
+  std::set<std::string> seen;
+  for (const CaseRow* c : cases)
+    if (const Runner* r = find_runner(c->runner); r != nullptr && seen.insert(c->runner).second)
+      for (const CurveSpec& cv : r->curves()) curves.push_back(&cv);
   bool init_heading = false;
-  for (const auto& [name, y_label] : init_curves) {
-    svg::LineChart chart;
-    chart.id = name;
-    chart.title = std::string(y_label) + " at initialization";
-    chart.x = {"layer + 1", false};
-    chart.y = {y_label, true};
-    for (const CaseData* c : cases) {
-      const auto layers = load_layers(db, c->id, name, -1);
-      if (layers.empty()) continue;
-      const SeriesStyle& st = l.style.at(c->id);
-      svg::Series sr{st.name, st.color, st.dash, {}, true, {}};
-      for (const auto& [layer, v] : layers) sr.points.push_back({layer + 1, v});
-      chart.series.push_back(std::move(sr));
+  for (const CurveSpec* cv : curves) {
+    if (cv->source == CurveSpec::Source::kInitLayers) {
+      o += init_figure(*cv, cases, l, init_heading);
+      continue;
     }
-    if (chart.series.empty()) continue;
-    if (!init_heading) o += "<h3>At initialization</h3>\n<div class=\"plots\">\n";
-    init_heading = true;
-    o += figure(name, svg::line_chart(chart),
-                "Per block, averaged over init_probe_batches batches and init_probe_seeds initializations, before any "
-                "update (Xiong et al. 2020: Post-LN gradients grow toward the output, Pre-LN's stay flat).");
+    const bool series = cv->source == CurveSpec::Source::kSeries;
+    if (series && std::none_of(cases.begin(), cases.end(), [&](const CaseRow* c) { return !points(*c, *cv).empty(); }))
+      continue;
+    o += fmt::format("<h3>{}</h3>\n<div class=\"plots\">\n", cv->heading);
+    for (double lr : l.lrs) {
+      svg::LineChart chart;
+      chart.id = fmt::format("{}-lr-{}", cv->kind, lr_text(lr));
+      chart.title = std::isfinite(lr) ? fmt::format("{}, lr = {}", cv->heading, lr_text(lr)) : cv->heading;
+      chart.x = {"step + 1", true};
+      chart.y = {cv->y_label, cv->log_y};
+      chart.legend_title = l.legend_title;
+      if (cv->entropy_lines) chart.references = entropy_refs(cases);
+      for (const CaseRow* c : cases) {
+        const double clr = l.lr_of.at(c->id);
+        if (!(clr == lr || (!std::isfinite(clr) && !std::isfinite(lr)))) continue;
+        const std::vector<svg::Point> p = points(*c, *cv);
+        if (series && p.empty()) continue;
+        const SeriesStyle& st = l.style.at(c->id);
+        chart.series.push_back({st.name, st.color, st.dash, p, false, {}});
+      }
+      o += figure(cv->kind, svg::line_chart(chart), cv->caption);
+    }
+    o += "</div>\n";
   }
   if (init_heading) o += "</div>\n";
 
+  return o;
+}
+
+/// The summary table of the stability runners and their seed replicates.
+std::string stability_tables(const std::vector<ResultsSection>& tables) {
+  std::string o;
   for (const auto& t : tables)
     if (t.across_seeds && table_of(t.runner).steps) {
       // The final loss over seed replicates, or the note that one seed cannot tell.
@@ -480,6 +460,17 @@ std::string stability_section(const store::Store& db, const RunData& run, const 
         o += "</ul>\n";
       }
     }
+  return o;
+}
+
+std::string stability_section(const RunData& run, const std::vector<ResultsSection>& tables) {
+  std::vector<const CaseRow*> cases;
+  for (const CaseRow& c : run.cases)
+    if (table_of(c.runner).steps) cases.push_back(&c);
+  std::string o = "<section id=\"stability\">\n<h2>Stability</h2>\n";
+  if (cases.empty()) return o + "<p class=\"note\">This run has no stability cases.</p>\n</section>\n";
+  const StabilityLayout l = layout_of(cases);
+  o += final_loss_vs_lr(cases, l) + bits_per_byte_figure(cases) + curve_figures(cases, l) + stability_tables(tables);
   return o + "</section>\n";
 }
 
@@ -569,7 +560,7 @@ std::string render_html(const store::Store& db, int64_t run_id) {
   if (!profile.empty()) o += "<a href=\"#profile\">profile</a>";
   o += "<a href=\"#stability\">stability</a><a href=\"#provenance\">provenance</a></nav>\n";
   o += throughput_section(run, tables, profile);
-  o += stability_section(db, run, tables);
+  o += stability_section(run, tables);
   o += other_runner_sections(tables);
   o += provenance_section(run);
   o += "</body>\n</html>\n";

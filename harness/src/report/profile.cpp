@@ -15,7 +15,6 @@
 
 namespace bench::report {
 
-using store::CaseData;
 using store::RunData;
 
 namespace {
@@ -34,7 +33,7 @@ bool mode_before(const std::string& a, const std::string& b) {
 std::string text(const Value& v) { return v.is_string() ? v.as_string() : std::string(); }
 
 /// A ceiling or a time: the metric when it is a positive number.
-std::optional<double> positive_metric(const CaseData& c, const std::string& name) {
+std::optional<double> positive_metric(const CaseRow& c, const std::string& name) {
   const auto v = c.metric(name);
   return v && *v > 0 ? v : std::nullopt;
 }
@@ -140,7 +139,7 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
   const size_t shown = top > 0 ? std::min(p.rows.size(), static_cast<size_t>(top)) : p.rows.size();
   double shown_ms = 0;
   for (size_t i = 0; i < shown; ++i) {
-    const store::ProfileRow& r = p.rows[i];
+    const ProfileRow& r = p.rows[i];
     const KernelFigures k = kernel_figures(r, p);
     shown_ms += r.ms;
     out.kernels.rows.push_back(cells(
@@ -158,7 +157,7 @@ CaseSheets case_sheets(const CaseProfile& p, int64_t top, const std::string& dev
     double ms = 0;
   };
   std::vector<std::pair<std::string, Slot>> slots;
-  for (const store::ProfileRow& r : p.rows) {
+  for (const ProfileRow& r : p.rows) {
     auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& s) { return s.first == r.slot; });
     if (it == slots.end()) it = slots.emplace(slots.end(), r.slot, Slot{});
     it->second.rows += 1;
@@ -202,16 +201,16 @@ std::optional<double> CaseProfile::ridge() const {
 
 double CaseProfile::total_ms() const {
   double t = 0;
-  for (const store::ProfileRow& r : rows) t += r.ms;
+  for (const ProfileRow& r : rows) t += r.ms;
   return t;
 }
 
 std::vector<CaseProfile> load_profiles(const RunData& run, const std::string& mode) {
   std::vector<CaseProfile> out;
-  for (const CaseData& c : run.cases) {
-    // c.profile is in store::sort_profile's order: by mode, then the slowest first.
+  for (const CaseRow& c : run.cases) {
+    // c.result.profile is in store::sort_profile's order: by mode, then the slowest first.
     std::vector<CaseProfile> mine;
-    for (const store::ProfileRow& r : c.profile) {
+    for (const ProfileRow& r : c.result.profile) {
       if (!mode.empty() && r.mode != mode) continue;
       auto it = std::find_if(mine.begin(), mine.end(), [&](const CaseProfile& p) { return p.mode == r.mode; });
       if (it == mine.end()) {
@@ -221,7 +220,7 @@ std::vector<CaseProfile> load_profiles(const RunData& run, const std::string& mo
         p.step_ms = positive_metric(c, "profile_step_ms/" + r.mode);
         p.roof_gbps = positive_metric(c, "roof_gbps");
         p.roof_gflops = positive_metric(c, "roof_gflops");
-        for (const store::ModeData& m : c.modes)
+        for (const Timing& m : c.result.timings)
           if (m.mode == r.mode) p.noisy = m.noisy;
         it = mine.insert(mine.end(), std::move(p));
       }
@@ -243,7 +242,7 @@ std::vector<std::string> profiled_modes(const store::Store& db, int64_t run_id) 
   return modes;
 }
 
-KernelFigures kernel_figures(const store::ProfileRow& r, const CaseProfile& p) {
+KernelFigures kernel_figures(const ProfileRow& r, const CaseProfile& p) {
   KernelFigures k;
   const double seconds = r.ms * 1e-3;
   if (seconds > 0 && std::isfinite(r.bytes)) k.gbps = r.bytes / seconds / 1e9;
@@ -257,7 +256,7 @@ KernelFigures kernel_figures(const store::ProfileRow& r, const CaseProfile& p) {
   return k;
 }
 
-std::string component_name(const store::ProfileRow& r) {
+std::string component_name(const ProfileRow& r) {
   const std::string& where = r.scope.empty() ? r.slot : r.scope;
   if (r.component.empty()) return where;
   return where.empty() ? r.component : where + " " + r.component;

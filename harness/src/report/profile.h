@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "report/report.h"
-#include "runners/result.h"
+#include "store/record.h"
 #include "store/run_data.h"
 #include "store/store.h"
 
@@ -24,9 +24,9 @@ struct ProfileOptions {
 
 /// The profile of one mode of one throughput case, with the ceilings it is read against.
 struct CaseProfile {
-  const store::CaseData* c = nullptr;
+  const CaseRow* c = nullptr;
   std::string mode;
-  std::vector<store::ProfileRow> rows;  ///< the slowest first (ties in the order stored)
+  std::vector<ProfileRow> rows;  ///< the slowest first (ties in the order stored)
   /// Metrics `profile_step_ms/<mode>`, `roof_gbps`, `roof_gflops`; none when absent or not positive.
   std::optional<double> step_ms, roof_gbps, roof_gflops;
   bool noisy = false;  ///< the mode's timing was marked noisy (its spread, or a busy machine)
@@ -50,11 +50,11 @@ struct KernelFigures {
   std::optional<double> gbps, gbps_percent, gflops, gflops_percent, intensity;
   std::string bound = "-";
 };
-KernelFigures kernel_figures(const store::ProfileRow& r, const CaseProfile& p);
+KernelFigures kernel_figures(const ProfileRow& r, const CaseProfile& p);
 
 /// How a row's component reads: its scope and its type ("blocks.0.attn_norm rmsnorm"), the slot
 /// where the row has no scope ("model", "optimizer").
-std::string component_name(const store::ProfileRow& r);
+std::string component_name(const ProfileRow& r);
 
 /// `bench results --profile`: for each throughput case with a profile of `o.mode`, its `o.top`
 /// slowest kernels against the ceilings and its time by slot, with the step's time and the

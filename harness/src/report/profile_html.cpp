@@ -37,7 +37,7 @@ std::string roofline(const std::string& mode, const std::vector<const CaseProfil
     g.name = p.c->label;
     g.color = svg::palette()[i % svg::palette().size()];
     for (size_t r = 0; r < p.rows.size() && r < kRooflineKernels; ++r) {
-      const store::ProfileRow& row = p.rows[r];
+      const ProfileRow& row = p.rows[r];
       const KernelFigures k = kernel_figures(row, p);
       if (!k.gflops || !k.intensity || !(*k.gflops > 0) || !std::isfinite(*k.intensity) || !(*k.intensity > 0)) {
         ++*undrawn;
@@ -69,7 +69,7 @@ std::string time_split(const std::string& mode, const std::vector<const CaseProf
   // Slots in the order of their time over all cases, so that the largest sit left on every bar.
   std::map<std::string, double> slot_ms;
   for (const CaseProfile* p : cases)
-    for (const store::ProfileRow& r : p->rows) slot_ms[r.slot] += r.ms;
+    for (const ProfileRow& r : p->rows) slot_ms[r.slot] += r.ms;
   std::vector<std::pair<std::string, double>> order(slot_ms.begin(), slot_ms.end());
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   std::map<std::string, size_t> key_of;
@@ -82,7 +82,7 @@ std::string time_split(const std::string& mode, const std::vector<const CaseProf
     b.label = p->c->label;
     b.noisy = p->noisy;
     std::vector<double> ms(chart.keys.size(), 0);
-    for (const store::ProfileRow& r : p->rows) ms[key_of.at(r.slot)] += r.ms;
+    for (const ProfileRow& r : p->rows) ms[key_of.at(r.slot)] += r.ms;
     const double total = p->total_ms();
     for (size_t k = 0; k < ms.size(); ++k)
       if (ms[k] > 0)

@@ -23,32 +23,7 @@ namespace bench::report {
 
 namespace {
 
-using store::CaseData;
 using store::RunData;
-
-/// The throughput columns of a runner with a timings table: a value of each timed mode.
-struct TimingColumn {
-  std::string_view key, header, format;
-  std::optional<double> (*value)(const store::ModeData& m);
-};
-constexpr TimingColumn kTimingColumns[] = {
-    {"median_ms", "median ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.median_ms; }},
-    {"mad_ms", "± MAD ms", "", [](const store::ModeData& m) -> std::optional<double> { return m.mad_ms; }},
-    {"noise_percent", "noise %", "{:.1f}",
-     [](const store::ModeData& m) -> std::optional<double> {
-       return m.noise ? std::optional<double>(*m.noise * 100.0) : std::nullopt;
-     }},
-    {"tokens_per_s", "tokens/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.tokens_per_s; }},
-    {"gflops_per_s", "GFLOP/s", "", [](const store::ModeData& m) -> std::optional<double> { return m.gflops_per_s; }},
-    {"mfu_percent", "MFU %", "{:.1f}",
-     [](const store::ModeData& m) -> std::optional<double> {
-       return m.mfu ? std::optional<double>(*m.mfu * 100.0) : std::nullopt;
-     }},
-    {"peak_mb", "peak MB", "{:.1f}",
-     [](const store::ModeData& m) -> std::optional<double> {
-       return m.peak_bytes ? std::optional<double>(static_cast<double>(*m.peak_bytes) / 1048576.0) : std::nullopt;
-     }},
-};
 
 /// How the text table and Markdown show a number: `format` (a fmt spec), or 4 significant digits.
 std::string styled(const Value& v, std::string_view format) {
@@ -81,18 +56,18 @@ class SectionBuilder {
     section_.sheet.columns.push_back({"error", "error", false});
   }
   /// `texts`: the display text of some of the visible cells (by index), where not the formatted value.
-  void add(const CaseData& c, const std::vector<Value>& visible, const std::map<size_t, std::string>& texts = {}) {
+  void add(const CaseRow& c, const std::vector<Value>& visible, const std::map<size_t, std::string>& texts = {}) {
     std::vector<SheetCell> cells;
     cells.push_back({Value::integer(c.ordinal), display_text(Value::integer(c.ordinal))});
     for (size_t i = 0; i < visible.size(); ++i) {
       const auto text = texts.find(i);
       cells.push_back({visible[i], text != texts.end() ? text->second : styled(visible[i], formats_[i])});
     }
-    const Value status = Value::string(c.status), error = text_or_null(c.error);
+    const Value status = Value::string(c.result.status), error = text_or_null(c.result.error);
     cells.push_back({status, display_text(status)});
     cells.push_back({error, display_text(error)});
-    if (!c.error.empty() && reported_.insert(c.ordinal).second)
-      section_.errors.push_back(fmt::format("case {} {}: {}", c.ordinal, c.status, single_line(c.error)));
+    if (!c.result.error.empty() && reported_.insert(c.ordinal).second)
+      section_.errors.push_back(fmt::format("case {} {}: {}", c.ordinal, c.result.status, single_line(c.result.error)));
     section_.sheet.rows.push_back(std::move(cells));
   }
   void note(std::string line) { section_.notes.push_back(std::move(line)); }
@@ -104,71 +79,56 @@ class SectionBuilder {
   std::set<int64_t> reported_;
 };
 
-std::string percent_or_unknown(const std::optional<double>& fraction) {
-  return fraction ? fmt::format("{:.1f} %", *fraction * 100.0) : std::string("unknown");
-}
-
-/// Why a mode is marked noisy, with the machine's state around its timing.
-std::string noisy_note(const CaseData& c, const store::ModeData& m) {
-  std::string cores = m.cores ? fmt::format("its {} cores", *m.cores) : std::string("its cores");
-  const bool quiet_enough = m.noise && m.max_noise && *m.noise <= *m.max_noise;  // noisy because the machine was busy
-  return fmt::format(
-      "case {} {}: noisy: noise {} {} the target {} after {} repetitions; load average {}, other processes kept "
-      "{} of {} busy, steal {}",
-      c.ordinal, m.mode, percent_or_unknown(m.noise), quiet_enough ? "within" : "above",
-      percent_or_unknown(m.max_noise), m.samples_ms.size(),
-      m.load_avg ? fmt::format("{:.2f}", *m.load_avg) : std::string("unknown"), percent_or_unknown(m.other_busy), cores,
-      percent_or_unknown(m.steal));
-}
-
 /// A row per timed mode of the runner's cases (and of any case with timings); a case without
 /// timings gets one row of NULLs.
 ResultsSection timings_section(const RunData& run, const Runner& runner) {
   std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""},
                                                               {{"mode", "mode", false}, ""}};
-  for (const TimingColumn& c : kTimingColumns)
-    visible.push_back({{std::string(c.key), std::string(c.header), true}, std::string(c.format)});
+  const std::vector<ModeMetric>& columns = runner.mode_metrics();
+  for (const ModeMetric& c : columns) visible.push_back({{c.name, c.header, true}, c.format});
   // Whether the mode stopped above its noise target: true, false, or NULL (stored before schema
   // version 6); the table shows "noisy" or nothing.
   visible.push_back({{"noisy", "noisy", false}, ""});
   const size_t noisy_column = visible.size() - 1;
   SectionBuilder b(std::string(runner.name()), visible);
-  for (const CaseData& c : run.cases) {
-    if (c.runner != runner.name() && c.modes.empty()) continue;
-    if (c.modes.empty()) {
+  for (const CaseRow& c : run.cases) {
+    if (c.runner != runner.name() && c.result.timings.empty()) continue;
+    if (c.result.timings.empty()) {
       std::vector<Value> row = {Value::string(c.label), Value()};
       row.resize(visible.size());
       b.add(c, row);
     }
-    for (const store::ModeData& m : c.modes) {
+    for (const Timing& m : c.result.timings) {
       std::vector<Value> row = {Value::string(c.label), Value::string(m.mode)};
-      for (const TimingColumn& col : kTimingColumns) row.push_back(number_or_null(col.value(m)));
-      const bool known = m.noise.has_value() || m.max_noise.has_value() || m.noisy;
+      for (const ModeMetric& col : columns) row.push_back(number_or_null(col.value(m)));
+      const bool known = !std::isnan(m.noise) || !std::isnan(m.max_noise) || m.noisy;
       row.push_back(known ? Value::boolean(m.noisy) : Value());
       b.add(c, row, {{noisy_column, m.noisy ? "noisy" : ""}});
-      if (m.noisy) b.note(noisy_note(c, m));
+      if (const std::string note = runner.mode_note(m); !note.empty())
+        b.note(fmt::format("case {} {}: {}", c.ordinal, m.mode, note));
     }
   }
   return b.take();
 }
 
-/// A row per case of the runner, a column per declared metric (NULL when the case has none).
-ResultsSection metrics_section(const RunData& run, const Runner& runner, const std::vector<ResultsColumn>& declared) {
-  std::vector<ResultsColumn> columns;
-  for (const ResultsColumn& col : declared)
-    if (!col.when_present || std::any_of(run.cases.begin(), run.cases.end(), [&](const CaseData& c) {
-          return c.runner == runner.name() && c.metric(col.metric).has_value();
-        }))
-      columns.push_back(col);
+/// A row per case of the runner, a column per metric it declares with one (NULL when the case has none).
+ResultsSection metrics_section(const RunData& run, const Runner& runner) {
+  std::vector<const MetricSpec*> columns;
+  for (const MetricSpec& col : runner.metrics())
+    if (!col.column.empty() &&
+        (!col.when_present || std::any_of(run.cases.begin(), run.cases.end(), [&](const CaseRow& c) {
+          return c.runner == runner.name() && c.metric(col.name).has_value();
+        })))
+      columns.push_back(&col);
   std::vector<std::pair<SheetColumn, std::string>> visible = {{{"case", "case", false}, ""}};
-  for (const ResultsColumn& c : columns) visible.push_back({{c.metric, c.header, true}, c.format});
+  for (const MetricSpec* c : columns) visible.push_back({{c->name, c->column, true}, c->format});
   SectionBuilder b(std::string(runner.name()), visible);
-  for (const CaseData& c : run.cases) {
+  for (const CaseRow& c : run.cases) {
     if (c.runner != runner.name()) continue;
     std::vector<Value> row = {Value::string(c.label)};
-    for (const ResultsColumn& col : columns) {
-      const auto it = c.metrics.find(col.metric);
-      row.push_back(it == c.metrics.end() || std::isnan(it->second.value) ? Value() : Value::number(it->second.value));
+    for (const MetricSpec* col : columns) {
+      const Metric* m = c.result.find_metric(col->name);
+      row.push_back(m == nullptr || std::isnan(m->value) ? Value() : Value::number(m->value));
     }
     b.add(c, row);
   }
@@ -193,12 +153,12 @@ ResultsSection seeds_section(const RunData& run, const Runner& runner) {
   out.across_seeds = true;
   struct Config {
     std::string key;
-    std::vector<const CaseData*> cases;
+    std::vector<const CaseRow*> cases;
     std::vector<double> values;
   };
   std::vector<Config> configs;
   std::map<std::string, size_t> index;
-  for (const CaseData& c : run.cases) {
+  for (const CaseRow& c : run.cases) {
     if (c.runner != runner.name()) continue;
     std::string key;
     for (const std::string& t : label_tokens(c))
@@ -278,7 +238,7 @@ ResultsSection seeds_section(const RunData& run, const Runner& runner) {
       }
     }
     const auto completed =
-        std::count_if(g.cases.begin(), g.cases.end(), [](const CaseData* c) { return c->status == "completed"; });
+        std::count_if(g.cases.begin(), g.cases.end(), [](const CaseRow* c) { return c->result.status == "completed"; });
     const Value status = Value::string(completed == static_cast<int64_t>(g.cases.size())
                                            ? std::string("completed")
                                            : fmt::format("{} of {} completed", completed, g.cases.size()));
@@ -300,11 +260,10 @@ ResultsSection other_section(const RunData& run) {
                              {{"metric", "metric", false}, ""},
                              {{"value", "value", true}, ""},
                              {{"unit", "unit", false}, ""}});
-  for (const CaseData& c : run.cases) {
+  for (const CaseRow& c : run.cases) {
     if (find_runner(c.runner) != nullptr) continue;
-    for (const std::string& name : c.metric_order) {
-      const store::MetricData& m = c.metrics.at(name);
-      b.add(c, {Value::string(c.label), Value::string(name), std::isnan(m.value) ? Value() : Value::number(m.value),
+    for (const Metric& m : c.result.metrics) {
+      b.add(c, {Value::string(c.label), Value::string(m.name), std::isnan(m.value) ? Value() : Value::number(m.value),
                 Value::string(m.unit)});
     }
   }
@@ -344,9 +303,11 @@ std::vector<ResultsSection> results_sections(const RunData& run) {
   std::vector<ResultsSection> sections;
   for (const Runner* r : runners()) {
     const ResultsTable t = r->table();
-    sections.push_back(t.timings ? timings_section(run, *r) : metrics_section(run, *r, t.columns));
+    sections.push_back(t.timings ? timings_section(run, *r) : metrics_section(run, *r));
     sections.back().runner = std::string(r->name());
-    if (std::any_of(t.columns.begin(), t.columns.end(), [](const ResultsColumn& c) { return c.metric == kSeedMetric; }))
+    const auto& declared = r->metrics();
+    if (!t.timings && std::any_of(declared.begin(), declared.end(),
+                                  [](const MetricSpec& c) { return !c.column.empty() && c.name == kSeedMetric; }))
       sections.push_back(seeds_section(run, *r));
   }
   sections.push_back(other_section(run));

@@ -37,13 +37,18 @@ class DiagnosticsRunner final : public Runner {
     return out;
   }
 
-  ResultsTable table() const override {
-    return {false,
-            {{"init_loss", "loss (nats)", "{:.4f}"},
-             {"init_grad_norm_first", "grad norm L0", ""},
-             {"init_grad_norm_last", "grad norm last", ""},
-             {"init_grad_norm_ratio", "last / L0", ""},
-             {"init_growth_exponent", "growth / layer", ""}}};
+  ResultsTable table() const override { return {}; }
+
+  const std::vector<MetricSpec>& metrics() const override {
+    static const std::vector<MetricSpec> specs = {
+        MetricSpec("init_loss", "nats").results_column("loss (nats)", "{:.4f}"),
+        MetricSpec("init_grad_norm_first").results_column("grad norm L0"),
+        MetricSpec("init_grad_norm_last").results_column("grad norm last"),
+        MetricSpec("init_grad_norm_ratio").results_column("last / L0"),
+        MetricSpec("init_growth_exponent", "1/layer").results_column("growth / layer"),
+        MetricSpec("init_embed_rms"),
+    };
+    return specs;
   }
 };
 

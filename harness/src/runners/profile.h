@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/tile/exec.h"
-#include "runners/result.h"
+#include "store/record.h"
 
 namespace bench {
 

@@ -22,6 +22,23 @@ std::vector<CaseMetrics> Runner::finish(const std::vector<FinishedCase>& /*cases
 
 std::string Runner::summary(const CaseResult& /*result*/) const { return ""; }
 
+std::string Runner::mode_note(const Timing& /*t*/) const { return ""; }
+
+const std::vector<MetricSpec>& Runner::metrics() const {
+  static const std::vector<MetricSpec> none;
+  return none;
+}
+
+const std::vector<ModeMetric>& Runner::mode_metrics() const {
+  static const std::vector<ModeMetric> none;
+  return none;
+}
+
+const std::vector<CurveSpec>& Runner::curves() const {
+  static const std::vector<CurveSpec> none;
+  return none;
+}
+
 CaseResult run_case(const Runner& runner, const Case& c, const ResolvedCase& rc, RunnerEnv& env) {
   const std::string started = store::now_utc();
   const auto t0 = std::chrono::steady_clock::now();

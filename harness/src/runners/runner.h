@@ -1,4 +1,5 @@
-// defines: bench::Runner, RunnerEnv, FinishedCase, CaseMetrics, ResultsTable — what a runner is:
+// defines: bench::Runner, RunnerEnv, FinishedCase, CaseMetrics, ResultsTable, MetricSpec, ModeMetric,
+// CurveSpec, Better — what a runner is:
 // a name (its experiment section and its cases' runner), the settings of its section, run(case),
 // and finish(cases) for figures across its cases. Runners are registered in one place,
 // runners/registry.cpp; nothing else names them.
@@ -7,8 +8,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bench/interfaces.h"
@@ -17,7 +20,7 @@
 #include "experiment/resolve.h"
 #include "runners/device.h"
 #include "runners/progress.h"
-#include "runners/result.h"
+#include "store/record.h"
 
 namespace bench {
 
@@ -50,21 +53,91 @@ struct CaseMetrics {
   std::vector<Metric> metrics;
 };
 
-/// A column of a runner's table in `bench results`: one metric, its header, and how the text
-/// table and Markdown show it (a fmt format spec such as "{:.4f}"; empty: 4 significant digits).
-struct ResultsColumn {
-  std::string metric, header, format;
-  /// Shown only when some case of the table has the metric (bits per byte: text datasets only).
-  bool when_present = false;
+/// Which way a figure is better (`bench compare` turns a difference into better or worse).
+enum class Better { kNeither, kLower, kHigher };
+
+/// A per-case figure a runner stores (a row of `metrics`), declared once, by the runner that makes
+/// it: `bench results`, `bench compare` and the report read it here.
+struct MetricSpec {
+  std::string name;  ///< as stored ("final_loss"); ending in '/': a prefix (".../<mode>")
+  std::string unit;  ///< as stored ("nats"; "" for none)
+  Better better = Better::kNeither;
+  std::string header;              ///< its name in `bench compare` (the unit is added); "": `name`
+  std::string column;              ///< its column's header in `bench results`; "": not a column
+  std::string format;              ///< that column's fmt spec ("{:.4f}"); "": 4 significant digits
+  bool when_present = false;       ///< a column only when some case has it (bits per byte: text data)
+  bool timing = false;             ///< a time or a rate: `bench compare` says faster / slower
+  bool compared = false;           ///< one of `bench compare`'s default metrics
+  std::vector<std::string> plots;  ///< the report's figures that show it ("final-loss-vs-lr")
+
+  explicit MetricSpec(std::string metric_name, std::string metric_unit = {})
+      : name(std::move(metric_name)), unit(std::move(metric_unit)) {}
+  /// Lower is better, with this name in `bench compare`.
+  MetricSpec& lower(std::string compare_header) { return judged(Better::kLower, std::move(compare_header)); }
+  /// Higher is better, with this name in `bench compare`.
+  MetricSpec& higher(std::string compare_header) { return judged(Better::kHigher, std::move(compare_header)); }
+  /// Neither better nor worse, with this name in `bench compare`.
+  MetricSpec& neither(std::string compare_header) { return judged(Better::kNeither, std::move(compare_header)); }
+  /// A column of `bench results` with this header and format.
+  MetricSpec& results_column(std::string column_header, std::string column_format = {}) {
+    column = std::move(column_header);
+    format = std::move(column_format);
+    return *this;
+  }
+  /// Its column only when some case of the table has it.
+  MetricSpec& only_when_present() { return when_present = true, *this; }
+  /// A time or a rate.
+  MetricSpec& time_or_rate() { return timing = true, *this; }
+  /// One of `bench compare`'s default metrics.
+  MetricSpec& by_default() { return compared = true, *this; }
+  /// Shown by this figure of the report.
+  MetricSpec& plotted_in(std::string figure) { return plots.push_back(std::move(figure)), *this; }
+
+ private:
+  MetricSpec& judged(Better b, std::string compare_header) {
+    better = b;
+    header = std::move(compare_header);
+    return *this;
+  }
 };
 
-/// How `bench results` shows a runner's cases: a row per case with these metric columns; with
-/// `timings`, instead a row per timed mode with the throughput columns (median ms, tokens/s ...).
-/// With `steps`, its cases train: the HTML report plots their curves.
+/// A per-mode figure of a runner whose cases are timed: a view of one Timing (the `throughput`
+/// row of a mode), a column of `bench results` and, with per_repetition, a metric of `bench compare`.
+struct ModeMetric {
+  std::string name;    ///< "median_ms"
+  std::string header;  ///< "median ms"
+  std::string format;  ///< fmt spec; "": 4 significant digits
+  Better better = Better::kNeither;
+  bool timing = false;    ///< a time or a rate: a mode timed above its noise target cannot back a verdict
+  bool compared = false;  ///< one of `bench compare`'s default metrics
+  /// The results' cell; nullopt: not known (NULL).
+  std::optional<double> (*value)(const Timing&) = nullptr;
+  /// Its value at each repetition, what `bench compare` tests; nullptr: not compared.
+  std::vector<double> (*per_repetition)(const Timing&) = nullptr;
+  /// One value per case, not sampled (peak memory): the minimum effect alone decides.
+  bool single = false;
+};
+
+/// How `bench results` and the report show a runner's cases: with `timings`, a row per timed mode
+/// with its mode_metrics(); otherwise a row per case with the columns of its metrics(). With
+/// `steps`, its cases train: the report plots their curves().
 struct ResultsTable {
   bool timings = false;
-  std::vector<ResultsColumn> columns;
   bool steps = false;
+};
+
+/// A figure of the report drawn per step (or per layer at initialization) from a per-step
+/// quantity: a column of `steps`, or a named series of `series`.
+struct CurveSpec {
+  enum class Source { kStepColumn, kSeries, kInitLayers };
+  Source source = Source::kStepColumn;
+  std::string name;     ///< the column or series ("loss", "val_loss", "init_grad_norm")
+  std::string kind;     ///< the figure's id and kind ("loss", "grad-norm")
+  std::string heading;  ///< "Training loss"
+  std::string y_label;  ///< "loss (nats)"
+  bool log_y = false;
+  std::string caption;
+  bool entropy_lines = false;  ///< with the data's unigram and bigram entropies as references
 };
 
 /// A kind of measurement applied to cases (google/benchmark's benchmark family, our section).
@@ -85,8 +158,17 @@ class Runner {
   virtual std::string group_key(const ResolvedCase& rc) const;
   /// Figures across its finished cases, after all of the run's cases ran. Default: none.
   virtual std::vector<CaseMetrics> finish(const std::vector<FinishedCase>& cases) const;
-  /// Its table in `bench results`.
+  /// How `bench results` and the report show its cases.
   virtual ResultsTable table() const = 0;
+  /// The per-case figures it stores, each declared once (MetricSpec). Default: none.
+  virtual const std::vector<MetricSpec>& metrics() const;
+  /// With table().timings: the per-mode figures of its timed modes. Default: none.
+  virtual const std::vector<ModeMetric>& mode_metrics() const;
+  /// With table().timings: a note under `bench results`' table about one timed mode (why it is
+  /// marked noisy); "" for none (the default).
+  virtual std::string mode_note(const Timing& t) const;
+  /// With table().steps: the per-step curves the report draws. Default: none.
+  virtual const std::vector<CurveSpec>& curves() const;
   /// The headline of a finished case for the note printed when it ends (", final loss 2.345");
   /// default: none.
   virtual std::string summary(const CaseResult& result) const;

@@ -16,7 +16,7 @@
 namespace bench {
 
 /// The store's row of a case: its identity from the job, its measurements from the result.
-store::CaseRow store_row(const Job& job, const CaseResult& result);
+CaseRow store_row(const Job& job, const CaseResult& result);
 
 /// Writes every case to the database as it ends, in a transaction of its own; a case that starts
 /// again (a resumed run) loses its earlier row first. The only writer of a run's cases.
@@ -59,7 +59,7 @@ class ResultsSink final : public ResultSink {
   store::RunData& run() { return run_; }
 
  private:
-  store::CaseData& case_of(int64_t ordinal);
+  CaseRow& case_of(int64_t ordinal);
   store::RunData run_;
 };
 
@@ -75,8 +75,8 @@ class JsonLinesSink final : public ResultSink {
   std::ostream& out_;
 };
 
-/// The CaseData of a case as load_run reads it back after store_row was written (NaN for NULL,
-/// modes in the stored order), for a ResultsSink.
-store::CaseData case_data(const Job& job, const CaseResult& result);
+/// The case as load_run reads it back after store_row was written (store/tables.h: as_stored), for
+/// a ResultsSink.
+CaseRow case_data(const Job& job, const CaseResult& result);
 
 }  // namespace bench

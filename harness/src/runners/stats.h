@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "runners/result.h"
+#include "store/record.h"
 
 namespace bench {
 

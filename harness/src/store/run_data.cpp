@@ -8,14 +8,11 @@
 #include <tuple>
 
 #include "bench/error.h"
+#include "store/tables.h"
 
 namespace bench::store {
 
 namespace {
-
-/// The columns profile_row reads: the case id, then a ProfileRow.
-constexpr const char* kProfileColumns =
-    "p.case_id, p.mode, p.scope, p.slot, p.component, p.pass, p.kernel, p.calls, p.ms, p.bytes, p.flops";
 
 std::string text(const Value& v) { return v.is_string() ? v.as_string() : (v.is_null() ? std::string() : v.str()); }
 double number(const Value& v) { return v.is_number() ? v.as_double() : std::numeric_limits<double>::quiet_NaN(); }
@@ -26,32 +23,10 @@ int mode_rank(const std::string& mode) {
   return 3;
 }
 
-/// A row of a query of kProfileColumns, from its second column on.
-ProfileRow profile_row(const std::vector<Value>& row) {
-  ProfileRow p;
-  p.mode = text(row[1]);
-  p.scope = text(row[2]);
-  p.slot = text(row[3]);
-  p.component = text(row[4]);
-  p.pass = text(row[5]);
-  p.kernel = text(row[6]);
-  p.calls = row[7].is_number() ? row[7].as_int() : 0;
-  p.ms = number(row[8]);
-  p.bytes = number(row[9]);
-  p.flops = number(row[10]);
-  return p;
-}
-
 }  // namespace
 
-std::optional<double> CaseData::metric(const std::string& name) const {
-  const auto it = metrics.find(name);
-  if (it == metrics.end() || !std::isfinite(it->second.value)) return std::nullopt;
-  return it->second.value;
-}
-
-void sort_modes(std::vector<ModeData>& modes) {
-  std::stable_sort(modes.begin(), modes.end(), [](const ModeData& x, const ModeData& y) {
+void sort_modes(std::vector<Timing>& modes) {
+  std::stable_sort(modes.begin(), modes.end(), [](const Timing& x, const Timing& y) {
     return mode_rank(x.mode) != mode_rank(y.mode) ? mode_rank(x.mode) < mode_rank(y.mode) : x.mode < y.mode;
   });
 }
@@ -87,79 +62,39 @@ RunData load_run_header(const Store& db, int64_t run_id) {
 
 RunData load_run(const Store& db, int64_t run_id) {
   RunData d = load_run_header(db, run_id);
+  const Value run = Value::integer(run_id);
+  const auto& case_columns = case_table().columns;
   const auto cases = db.query(
-      "SELECT id, ordinal, seed, runner, label, variant, status, error FROM cases WHERE run_id = ?1 ORDER BY ordinal",
-      {Value::integer(run_id)});
+      fmt::format("SELECT id, {} FROM cases WHERE run_id = ?1 ORDER BY ordinal", column_list(case_columns, "")), {run});
   std::map<int64_t, size_t> index;
   for (const auto& row : cases.rows) {
-    CaseData c;
+    CaseRow c;
     c.id = row[0].as_int();
-    c.ordinal = row[1].as_int();
-    c.seed = row[2].is_null() ? 0 : row[2].as_int();
-    c.runner = text(row[3]);
-    c.label = text(row[4]);
-    c.variant = text(row[5]);
-    c.status = text(row[6]);
-    c.error = text(row[7]);
+    for (size_t i = 0; i < case_columns.size(); ++i) case_columns[i].set(c, row[i + 1]);
     index[c.id] = d.cases.size();
     d.cases.push_back(std::move(c));
   }
-
-  const auto tp = db.query(
-      "SELECT t.case_id, t.mode, t.median_ms, t.mad_ms, t.min_ms, t.max_ms, t.tokens_per_s, t.flops_per_iter, "
-      "t.gflops_per_s, t.mfu, t.peak_bytes, t.noise, t.max_noise, t.noisy, t.load_avg, t.steal, t.other_busy, t.cores "
-      "FROM throughput t JOIN cases c ON c.id = t.case_id WHERE c.run_id = ?1",
-      {Value::integer(run_id)});
-  for (const auto& row : tp.rows) {
-    ModeData m;
-    m.mode = text(row[1]);
-    m.median_ms = number(row[2]);
-    m.mad_ms = number(row[3]);
-    m.min_ms = number(row[4]);
-    m.max_ms = number(row[5]);
-    m.tokens_per_s = number(row[6]);
-    m.flops_per_iter = number(row[7]);
-    m.gflops_per_s = number(row[8]);
-    if (row[9].is_number()) m.mfu = row[9].as_double();
-    if (row[10].is_number()) m.peak_bytes = row[10].as_int();
-    const auto optional_number = [](const Value& v) {
-      return v.is_number() ? std::optional<double>(v.as_double()) : std::nullopt;
-    };
-    m.noise = optional_number(row[11]);
-    m.max_noise = optional_number(row[12]);
-    m.noisy = row[13].is_number() && row[13].as_int() != 0;
-    m.load_avg = optional_number(row[14]);
-    m.steal = optional_number(row[15]);
-    m.other_busy = optional_number(row[16]);
-    if (row[17].is_number()) m.cores = row[17].as_int();
-    d.cases[index.at(row[0].as_int())].modes.push_back(std::move(m));
-  }
-  for (auto& c : d.cases) sort_modes(c.modes);
-
+  for_each_row_table([&](const auto& table) {
+    const auto rows = db.query(fmt::format("SELECT t.case_id, {} FROM {} t JOIN cases c ON c.id = t.case_id WHERE "
+                                           "c.run_id = ?1 ORDER BY t.case_id, t.rowid",
+                                           column_list(table.columns, "t."), table.name),
+                               {run});
+    for (const auto& row : rows.rows) {
+      auto& list = d.cases[index.at(row[0].as_int())].result.*table.rows;
+      list.emplace_back();
+      for (size_t i = 0; i < table.columns.size(); ++i) table.columns[i].set(list.back(), row[i + 1]);
+    }
+  });
   const auto samples = db.query(
       "SELECT s.case_id, s.mode, s.ms FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.run_id = ?1 "
       "ORDER BY s.case_id, s.mode, s.repetition",
-      {Value::integer(run_id)});
-  for (const auto& row : samples.rows) {
-    CaseData& c = d.cases[index.at(row[0].as_int())];
-    for (ModeData& m : c.modes)
-      if (m.mode == text(row[1]) && row[2].is_number()) m.samples_ms.push_back(row[2].as_double());
-  }
-
-  const auto profile = db.query(
-      fmt::format("SELECT {} FROM profile p JOIN cases c ON c.id = p.case_id WHERE c.run_id = ?1", kProfileColumns),
-      {Value::integer(run_id)});
-  for (const auto& row : profile.rows) d.cases[index.at(row[0].as_int())].profile.push_back(profile_row(row));
-  for (auto& c : d.cases) sort_profile(c.profile);
-
-  const auto metrics = db.query(
-      "SELECT m.case_id, m.name, m.value, m.unit FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.run_id = ?1 "
-      "ORDER BY m.case_id, m.rowid",
-      {Value::integer(run_id)});
-  for (const auto& row : metrics.rows) {
-    CaseData& c = d.cases[index.at(row[0].as_int())];
-    c.metrics[text(row[1])] = MetricData{number(row[2]), text(row[3])};
-    c.metric_order.push_back(text(row[1]));
+      {run});
+  for (const auto& row : samples.rows)
+    for (Timing& t : d.cases[index.at(row[0].as_int())].result.timings)
+      if (t.mode == text(row[1]) && row[2].is_number()) t.samples_ms.push_back(row[2].as_double());
+  for (CaseRow& c : d.cases) {
+    sort_modes(c.result.timings);
+    sort_profile(c.result.profile);
   }
   return d;
 }
@@ -189,10 +124,14 @@ Steps load_steps(const Store& db, int64_t case_id) {
 }
 
 std::vector<ProfileRow> load_profile(const Store& db, int64_t case_id) {
-  const auto q = db.query(fmt::format("SELECT {} FROM profile p WHERE p.case_id = ?1", kProfileColumns),
+  const auto& columns = profile_table().columns;
+  const auto q = db.query(fmt::format("SELECT {} FROM profile WHERE case_id = ?1", column_list(columns, "")),
                           {Value::integer(case_id)});
   std::vector<ProfileRow> out;
-  for (const auto& row : q.rows) out.push_back(profile_row(row));
+  for (const auto& row : q.rows) {
+    ProfileRow& p = out.emplace_back();
+    for (size_t i = 0; i < columns.size(); ++i) columns[i].set(p, row[i]);
+  }
   sort_profile(out);
   return out;
 }

@@ -1,5 +1,6 @@
 // defines: bench::store::Store — the SQLite results database (schema in docs/results.md);
-// RunInfo, CaseRow and its parts (what a runner records), QueryResult, now_utc
+// RunInfo, QueryResult, now_utc. A case is written and read back as the one record
+// (store/record.h: CaseRow), table by table as store/tables.h describes it.
 #pragma once
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "bench/value.h"
+#include "store/record.h"
 
 struct sqlite3;
 
@@ -32,94 +34,6 @@ struct RunInfo {
   std::string sweep;
   int64_t shard_index = 0, shard_count = 0, sweep_cases = 0;
   std::string started_at;  ///< ISO-8601 UTC (now_utc()); empty: the time of begin_run
-};
-
-/// Timing of one mode ("forward", "forward_backward", "train_step") of a throughput case; a row
-/// of `throughput` plus one row of `samples` per entry of samples_ms. Every double except mfu
-/// must be a number (not NaN).
-struct ThroughputRow {
-  std::string mode;
-  int64_t repetitions = 0, iterations = 0;
-  double median_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0, stddev_ms = 0, mad_ms = 0, tokens_per_s = 0,
-         flops_per_iter = 0, gflops_per_s = 0;
-  std::optional<double> mfu;          ///< fraction of the device peak, 0..1; none when the peak is unknown
-  std::optional<int64_t> peak_bytes;  ///< peak device memory during the timed loop
-  std::vector<double> samples_ms;     ///< per repetition, in order
-  /// The noise rule: achieved relative spread, its target (fractions; NaN: not known, stored as
-  /// NULL) and whether the timing stopped above the target.
-  double noise = NAN, max_noise = NAN;
-  bool noisy = false;
-  /// The machine around the timing: 1-minute load average, stolen and other processes' busy time
-  /// as fractions of the cores' time, the number of cores (0: not known); NaN and 0 are stored as NULL.
-  double load_avg = NAN, steal = NAN, other_busy = NAN;
-  int64_t cores = 0;
-};
-
-/// One training step of a stability case; a row of `steps`. NaN and +-inf are stored as NULL.
-struct StepRow {
-  int64_t step = 0;
-  double lr = 0, loss = 0, grad_norm = 0, max_attn_logit = 0, z_mean = 0, z_loss = 0, ms = 0;
-};
-
-/// One value of a named per-step series; a row of `series`. `layer` < 0 is a whole-model value
-/// (stored as NULL); step -1 is "at initialization". NaN and +-inf are stored as NULL.
-struct SeriesRow {
-  std::string name;
-  int64_t layer = -1;
-  int64_t step = 0;
-  double value = 0;
-};
-
-/// A named summary number of a case (final_loss, spike_count ...); a row of `metrics`.
-/// NaN is stored as NULL.
-struct MetricRow {
-  std::string name;
-  double value = 0;
-  std::string unit;
-};
-
-/// One line of a throughput case's per-kernel profile: what one kernel of one component took in
-/// one step of one mode; a row of `profile` (docs/results.md, "The profile"). (mode, scope, slot,
-/// pass, kernel) is unique within a case. `ms` must be a number; NaN or infinite bytes and flops
-/// (not declared) are stored as NULL and read back as NaN.
-struct ProfileRow {
-  std::string mode;                 ///< forward, forward_backward or train_step
-  std::string scope;                ///< where the component sits ("blocks.0.attn_norm"); "" for the model itself
-  std::string slot;                 ///< the component's slot ("norm"); "model" or "optimizer" outside components
-  std::string component;            ///< the component's type ("rmsnorm"); "" for the model and the optimizer
-  std::string pass;                 ///< forward, backward, optimizer or step
-  std::string kernel;               ///< the kernel's readable name, a GEMM ("gemm NT"), "(host)" ...
-  int64_t calls = 0;                ///< launches in one step
-  double ms = 0;                    ///< time in one step, ms
-  double bytes = NAN, flops = NAN;  ///< declared for one step; NaN: not declared
-};
-
-/// A file a case produced, e.g. the final weights of a stability case; a row of `artifacts`.
-struct ArtifactRow {
-  std::string kind;  ///< "weights"
-  std::string path;  ///< relative to the database's directory (absolute when elsewhere)
-  int64_t bytes = 0;
-  std::string sha256;  ///< of the file's bytes, lower-case hex
-};
-
-/// Everything one case produced; add_case writes it in one transaction.
-struct CaseRow {
-  int64_t ordinal = 0;  ///< position in the run's expansion, unique within the run
-  std::string runner, label, variant, axes_json = "{}", config_json = "{}";
-  int64_t seed = 0;
-  std::string status = "completed";     ///< completed, diverged, failed or interrupted
-  std::string error;                    ///< stored as NULL when empty
-  std::string placement;                ///< where it ran ("cores 0-3", "CUDA device 2"); NULL when empty
-  std::string started_at, finished_at;  ///< ISO-8601 UTC (now_utc()); the time of add_case when empty
-  double wall_s = 0;
-  std::optional<int64_t> n_params, n_params_embedding;
-  std::optional<double> flops_per_token;
-  std::vector<ThroughputRow> throughput;
-  std::vector<ProfileRow> profile;
-  std::vector<StepRow> steps;
-  std::vector<SeriesRow> series;
-  std::vector<MetricRow> metrics;
-  std::vector<ArtifactRow> artifacts;
 };
 
 /// The result of a query: column names and rows of null, integer, float or string values.
@@ -181,10 +95,14 @@ class Store {
   void remove_case(int64_t run_id, int64_t ordinal);
   /// Writes a case with its throughput, samples, profile, steps, series, metrics and artifacts in
   /// one transaction (BEGIN IMMEDIATE, retried on SQLITE_BUSY); returns the case id. All or nothing.
+  /// Each column keeps its values as store/tables.h declares (NULL for what is not known); a NaN
+  /// where a number is required (wall_s, the throughput times and rates, a sample, a profile row's
+  /// ms) and a profile row given twice are refused (bench::Error naming the case and the column).
+  /// Empty started_at / finished_at: the time of writing.
   int64_t add_case(int64_t run_id, const CaseRow& c);
   /// Adds (or replaces) summary metrics of an existing case, in one transaction: for figures
   /// computed across cases after they ran, such as `lr_sensitivity`.
-  void add_metrics(int64_t case_id, const std::vector<MetricRow>& metrics);
+  void add_metrics(int64_t case_id, const std::vector<Metric>& metrics);
   /// Merges the databases at `sources` into this one (`bench merge`). Every source must be a bench
   /// results database of this schema version, other than this file. The shards of one sweep
   /// (`bench run --shard I/N`) become one run here, keyed by their sweep id; any other run is copied

@@ -1,9 +1,12 @@
 // Registers fine and sets up fine; its norms fail in forward, each its own way: by throwing, by
 // dereferencing a null pointer (SIGSEGV) and by calling abort() (SIGABRT). throws_in_forward is
 // used by tests/cli/robustness_test.cpp (a failed case); the crashing two are for a test of case
-// isolation (`bench run --isolate`, not built yet).
+// isolation (`bench run --isolate`, not built yet). reads_back_in_forward is a norm that works
+// (the identity) but reads its output back to the host in every forward, which a CUDA-graph
+// capture forbids: tests/cli/cli_test.cpp's fallback of the throughput runner's cuda_graph.
 #include <cstdlib>
 #include <stdexcept>
+#include <vector>
 
 #include "bench/bench.h"
 
@@ -29,6 +32,18 @@ class FaultyNorm final : public bench::Sublayer {
   void backward(const bench::Tensor&, bench::Tensor&, bench::RunContext&) override {}
 };
 
+/// y = x, and y read back to the host (a probe would do this): fine, except under capture.
+class ReadsBackNorm final : public bench::Sublayer {
+ public:
+  explicit ReadsBackNorm(const bench::Params&) {}
+  void forward(const bench::Tensor& x, bench::Tensor& y, bench::RunContext&) override {
+    bench::ops::copy(x, y);
+    std::vector<char> storage;
+    (void)bench::ops::on_host(y, storage);
+  }
+  void backward(const bench::Tensor& dy, bench::Tensor& dx, bench::RunContext&) override { bench::ops::copy(dy, dx); }
+};
+
 }  // namespace
 
 BENCH_PLUGIN("faulty_forward", "0.1", "test plugin: norms whose forward throws, segfaults or aborts") {
@@ -38,4 +53,6 @@ BENCH_PLUGIN("faulty_forward", "0.1", "test plugin: norms whose forward throws, 
                                                                "forward dereferences a null pointer", {}));
   registrar.add(bench::make_info<FaultyNorm<Fault::kAbort>>(bench::Slot::kNorm, "aborts_in_forward",
                                                             "forward calls abort()", {}));
+  registrar.add(bench::make_info<ReadsBackNorm>(bench::Slot::kNorm, "reads_back_in_forward",
+                                                "the identity, read back to the host in every forward", {}));
 }

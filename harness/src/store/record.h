@@ -1,6 +1,8 @@
-// defines: bench::CaseResult and its parts (Timing, StepRecord, SeriesPoint, Metric, Artifact) —
-// what a runner measured for one case, in the runners' own terms: the scheduler hands it to the
-// sinks (runners/sink.h), one of which writes it to the database as the store's rows
+// defines: bench::CaseResult and its parts (Timing, ProfileRow, StepRecord, SeriesPoint, Metric,
+// Artifact), CaseRow — the one record of a case's results: what a runner returns, what a child
+// process hands back (runners/result_json.h), what the store writes and reads back
+// (store/store.h, store/run_data.h) and what the reports are made from. Which table and column
+// holds each member is declared once, in store/tables.h.
 #pragma once
 
 #include <cmath>
@@ -94,12 +96,32 @@ struct CaseResult {
   std::vector<Artifact> artifacts;
   /// The metric's value, or nullopt when the case has none of that name.
   std::optional<double> metric(const std::string& name) const {
+    const Metric* m = find_metric(name);
+    return m != nullptr ? std::optional<double>(m->value) : std::nullopt;
+  }
+  /// The metric of that name, or nullptr.
+  const Metric* find_metric(const std::string& name) const {
     for (const Metric& m : metrics)
-      if (m.name == name) return m.value;
-    return std::nullopt;
+      if (m.name == name) return &m;
+    return nullptr;
   }
   /// Whether the case has a result to keep: completed, or diverged (deterministically).
   bool finished() const { return status == "completed" || status == "diverged"; }
+};
+
+/// A case of a run as the database holds it: its identity in the run and its result (a row of
+/// `cases` with the rows of every other table that belong to it).
+struct CaseRow {
+  int64_t id = 0;       ///< the case's id in the database; 0 before it is stored
+  int64_t ordinal = 0;  ///< position in the run's expansion, unique within the run
+  std::string runner, label, variant, axes_json = "{}", config_json = "{}";
+  int64_t seed = 0;
+  CaseResult result;
+  /// The metric's value when the case has it and it is finite (a NaN is stored as NULL).
+  std::optional<double> metric(const std::string& name) const {
+    const auto v = result.metric(name);
+    return v && std::isfinite(*v) ? v : std::nullopt;
+  }
 };
 
 }  // namespace bench
