@@ -53,18 +53,7 @@ struct AdamWStep {
 /// The doubles of a capturable step's state, by index: the gradients' sum of squares (written by
 /// sum_of_into), the number of steps taken, and what adamw_scalars derives from them for the
 /// next adamw_update.
-/// kAdamLr and kAdamKeep are not adamw_scalars': they hold what the host wrote for AdamWStep's
-/// lr_at and keep_at (the learning rate and 1 - decay of the next step).
-enum AdamWState : int {
-  kAdamSumSquares = 0,
-  kAdamStep,
-  kAdamGradScale,
-  kAdamInvBc1,
-  kAdamInvBc2,
-  kAdamLr,
-  kAdamKeep,
-  kAdamStateSize
-};
+enum AdamWState : int { kAdamSumSquares = 0, kAdamStep, kAdamGradScale, kAdamInvBc1, kAdamInvBc2, kAdamStateSize };
 
 /// The gradient scale of clipping to global norm `clip` (0: off): clip / (norm + 1e-6) when the
 /// norm exceeds it, else 1 (also for a NaN norm, which then reaches the parameters).

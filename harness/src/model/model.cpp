@@ -215,6 +215,7 @@ void Model::build(bool plan_only, uint64_t seed) {
   if (spec_.dtype == DType::kBFloat16) master_ = arena_.allocate({total}, DType::kFloat32);
   adam_state_ = arena_.allocate({kernels::kAdamStateSize + std::max<int64_t>(1, kernels::sum_squares_partials(total))},
                                 DType::kFloat64);
+  if (arena_.memory() != kernels::Memory::kHost) rates_ = arena_.allocate({2}, DType::kFloat64);
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
   // A plan's parameters have no storage, as its buffers (Arena): views of nothing.
@@ -415,10 +416,10 @@ double Model::grad_norm(RunContext& ctx) const {
 }
 
 void Model::stage_optimizer(const OptimizerStep& s) {
+  if (!rates_.defined()) return;  // host memory: the step folds them in, as it always has
   const double rates[2] = {s.lr, 1 - s.decay_lr * s.weight_decay};
   if (staged_rates_valid_ && staged_rates_[0] == rates[0] && staged_rates_[1] == rates[1]) return;
-  static_assert(kernels::kAdamKeep == kernels::kAdamLr + 1, "the rates are one copy");
-  kernels::copy_bytes(static_cast<double*>(adam_state_.raw()) + kernels::kAdamLr, rates, sizeof rates);
+  kernels::copy_bytes(rates_.raw(), rates, sizeof rates);
   staged_rates_[0] = rates[0];
   staged_rates_[1] = rates[1];
   staged_rates_valid_ = true;
@@ -441,11 +442,14 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
     kernels::sum_of_into<T>(ctx.exec, kernels::SumOf::kSquares, g, total, state + kernels::kAdamStateSize,
                             state + kernels::kAdamSumSquares);
     kernels::adamw_scalars(ctx.exec, state, s.beta1, s.beta2, s.grad_clip);
-    // The rates are read where the model is (stage_optimizer wrote them), so that a captured
-    // step replays with the schedule's; the decay group reads 1 - decay too, the other none.
+    // On a device the rates are read where the model is (stage_optimizer wrote them), so that a
+    // captured step replays with the schedule's; the decay group reads 1 - decay too, the other
+    // none. In host memory they are folded in (the same doubles, rounded once: the same bits).
     kernels::AdamWStep step{s.lr, s.beta1, s.beta2, s.eps, s.decay_lr * s.weight_decay, 0, 1.0, state};
-    step.lr_at = state + kernels::kAdamLr;
-    step.keep_at = state + kernels::kAdamKeep;
+    if (rates_.defined()) {
+      step.lr_at = static_cast<const double*>(rates_.raw());
+      step.keep_at = step.lr_at + 1;
+    }
     kernels::adamw_update<T>(ctx.exec, v, g, m, sq, decay_count_, step, w);
     step.decay = 0;
     step.keep_at = nullptr;

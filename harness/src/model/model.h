@@ -74,10 +74,11 @@ class Model {
   /// waits for the host until the norm is read back at the end, and a captured step replays
   /// with its own step count and clip factor.
   double optimizer_step(const OptimizerStep& s, RunContext& ctx);
-  /// Write the learning rate and the decay of `s` into the model's memory, where the optimizer's
-  /// kernels read them when they run (kernels::AdamWStep::lr_at, keep_at). optimizer_step does it
-  /// itself outside a capture (a copy from the host only when they changed); a caller replaying a
-  /// captured step calls it before each replay, outside the capture, with that step's settings.
+  /// On a device (guarded, CUDA): write the learning rate and the decay of `s` into the model's
+  /// memory, where the optimizer's kernels read them when they run (kernels::AdamWStep::lr_at,
+  /// keep_at). optimizer_step does it itself outside a capture (a copy from the host only when
+  /// they changed); a caller replaying a captured step calls it before each replay, outside the
+  /// capture, with that step's settings. In host memory nothing: the CPU step folds them in.
   void stage_optimizer(const OptimizerStep& s);
 
   /// L2 norm of all parameters (a tied matrix once).
@@ -180,8 +181,9 @@ class Model {
   Tensor grad_a_, grad_b_;    // ping-pong gradients of the residual stream
   Tensor values_, grads_;     // all parameters and gradients, decay group first
   Tensor adam_m_, adam_v_;
-  Tensor adam_state_;                // float64: kernels::AdamWState, then the partial sums of the grad norm
-  double staged_rates_[2] = {0, 0};  // what stage_optimizer last wrote to adam_state_ (lr, 1 - decay)
+  Tensor adam_state_;  // float64: kernels::AdamWState, then the partial sums of the grad norm
+  Tensor rates_;       // on a device: lr and 1 - decay for the optimizer (stage_optimizer); undefined in host memory
+  double staged_rates_[2] = {0, 0};  // what stage_optimizer last wrote to rates_
   bool staged_rates_valid_ = false;
   Tensor master_;    // float master weights of a bf16 model (undefined otherwise)
   Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
