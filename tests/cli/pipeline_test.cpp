@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "runners/registry.h"
 #include "store/store.h"
 #include "support/shell.h"
 #include "support/toml_case.h"
@@ -54,6 +55,22 @@ TEST(Pipeline, TheTablePrintedIsTheTableReadBackAndJsonLinesCarryEveryCase) {
   EXPECT_EQ(count(db, "SELECT count(*) FROM steps s JOIN cases c ON c.id = s.case_id WHERE c.runner = 'diagnostics'"),
             0);
   EXPECT_EQ(count(db, "SELECT count(*) FROM metrics WHERE name = 'lr_sensitivity'"), 4);
+  {  // every stored figure, the scheduler's budget and finish()'s included, is declared with its unit
+    const store::Store s(db, store::Store::Mode::kReadOnly);
+    const auto stored = s.query(
+        "SELECT DISTINCT c.runner, m.name, coalesce(m.unit, '') FROM metrics m "
+        "JOIN cases c ON c.id = m.case_id");
+    ASSERT_GT(stored.rows.size(), 40u);
+    for (const auto& row : stored.rows) {
+      const Runner* runner = find_runner(row.at(0).as_string());
+      ASSERT_NE(runner, nullptr) << row.at(0).as_string();
+      const MetricSpec* spec = runner->declaration(row.at(1).as_string());
+      ASSERT_NE(spec, nullptr) << row.at(0).as_string() << " stores " << row.at(1).as_string() << " undeclared";
+      if (!spec->unit_varies) {
+        EXPECT_EQ(spec->unit, row.at(2).as_string()) << row.at(1).as_string();
+      }
+    }
+  }
   std::istringstream in(test::read_file(lines_path));
   std::set<int64_t> ordinals;
   int64_t added = 0;

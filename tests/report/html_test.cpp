@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "bench/error.h"
 #include "report/export.h"
 #include "report/svg.h"
+#include "support/declared_plots.h"
 
 namespace bench::report {
 namespace {
@@ -195,6 +197,11 @@ TEST_F(HtmlReport, EveryPlotIsAnInlineSvgAndNothingIsFetched) {
   EXPECT_EQ(count(html, "<path class=\"flag\""), 1u);
   EXPECT_NE(html.find("id=\"final-loss-vs-lr\""), std::string::npos);
   EXPECT_NE(html.find("id=\"loss-lr-0.003\""), std::string::npos);
+  // The figure the stability runner declares for lr and final_loss is drawn (the loss curves'
+  // reference lines want bigram_entropy too, which this run does not store).
+  const std::set<std::string> due = test::due_declared_plots(db, run_);
+  EXPECT_EQ(due, std::set<std::string>{"final-loss-vs-lr"});
+  EXPECT_EQ(test::undrawn(due, html), std::vector<std::string>{});
   // Self-contained: no scripts, links, external resources or URLs.
   for (const char* bad : {"<script", "<link", "src=", "url(", "http:", "https:", "@import"})
     EXPECT_EQ(html.find(bad), std::string::npos) << bad;
@@ -233,6 +240,11 @@ TEST(HtmlReportBitsPerByte, APlotWhereVocabulariesDiffer) {
       }
       db.finish_run(run, "completed");
       html = render_html(db, run);
+      if (vocabularies.size() > 2) {  // then the bits-per-byte figure is due: every declared figure is drawn
+        const std::set<std::string> due = test::due_declared_plots(db, run);
+        EXPECT_EQ(due, std::set<std::string>{"final-val-bpb"});
+        EXPECT_EQ(test::undrawn(due, html), std::vector<std::string>{});
+      }
     }
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
     return html;

@@ -10,10 +10,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "bench/error.h"
 #include "report/html.h"
 #include "report/svg.h"
+#include "support/declared_plots.h"
 
 namespace bench::report {
 namespace {
@@ -272,6 +274,10 @@ TEST_F(Profile, TheReportDrawsTheRooflineAndTheTimeSplit) {
   const std::string html = render_html(db, run_);
   EXPECT_EQ(count(html, "data-kind=\"roofline\""), 2u);  // forward and train_step
   EXPECT_EQ(count(html, "data-kind=\"profile-time\""), 2u);
+  // roof_gbps, roof_gflops and profile_step_ms/MODE: the figures their declarations name are drawn.
+  const std::set<std::string> due = test::due_declared_plots(db, run_);
+  EXPECT_EQ(due, (std::set<std::string>{"profile-time", "roofline"}));
+  EXPECT_EQ(test::undrawn(due, html), std::vector<std::string>{});
   // Both ceilings once per roofline.
   EXPECT_EQ(count(html, "<path class=\"ceiling bandwidth\""), 2u);
   EXPECT_EQ(count(html, "<path class=\"ceiling compute\""), 2u);

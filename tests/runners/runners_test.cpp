@@ -87,13 +87,6 @@ TEST(Runners, DiagnosticsMeasureWhatTheStabilityRunnersInitProbeMeasures) {
   EXPECT_TRUE(alone.steps.empty()) << "no training step";
 }
 
-/// The runner's declaration of a stored metric: its exact name, or a prefix ending in '/'.
-const MetricSpec* declared(const Runner& r, const std::string& name) {
-  for (const MetricSpec& m : r.metrics())
-    if (m.name == name || (m.name.back() == '/' && name.rfind(m.name, 0) == 0)) return &m;
-  return nullptr;
-}
-
 // Each figure is declared once, by the runner that makes it (docs/design.md, "One record, declared
 // once"): no name twice; what a runner stores under a declared name carries the declared unit; each
 // column of `bench results` is a metric the runner's cases have (but for the ones shown only when
@@ -107,16 +100,20 @@ TEST(Runners, EachFigureIsDeclaredOnceWithTheUnitItsRunnerStores) {
   int checked = 0;
   for (const Runner* r : runners()) {
     std::set<std::string> names;
-    for (const MetricSpec& m : r->metrics()) EXPECT_TRUE(names.insert(m.name).second) << r->name() << ": " << m.name;
+    for (const MetricSpec& m : r->metrics())
+      EXPECT_TRUE(names.insert(m.pattern()).second) << r->name() << ": " << m.pattern();
     for (const ModeMetric& m : r->mode_metrics())
       EXPECT_TRUE(names.insert(m.name).second) << r->name() << ": " << m.name;
     const CaseResult result = run_first(toml, std::string(r->name()));
     ASSERT_EQ(result.status, "completed") << r->name() << ": " << result.error;
-    for (const Metric& m : result.metrics)
-      if (const MetricSpec* spec = declared(*r, m.name)) {
+    for (const Metric& m : result.metrics) {
+      const MetricSpec* spec = r->declaration(m.name);
+      ASSERT_NE(spec, nullptr) << r->name() << " stores " << m.name << ", which it does not declare";
+      if (!spec->unit_varies) {
         EXPECT_EQ(spec->unit, m.unit) << r->name() << ": " << m.name;
-        ++checked;
       }
+      ++checked;
+    }
     for (const MetricSpec& m : r->metrics()) {
       if (!m.column.empty() && !m.when_present && m.name != "diverged_step") {
         EXPECT_TRUE(result.metric(m.name).has_value()) << r->name() << ": column " << m.name << " is never stored";
@@ -136,6 +133,39 @@ TEST(Runners, EachFigureIsDeclaredOnceWithTheUnitItsRunnerStores) {
     }
   }
   EXPECT_GT(checked, 20);
+}
+
+// A declaration's name pattern: the name itself, "<name>/<mode>", "<name>_L<layer>" or
+// "<name><number>", and nothing else; the first declaration that matches wins.
+TEST(Runners, ADeclarationMatchesItsNameItsModesItsLayersOrItsNumbers) {
+  const MetricSpec plain("max_attn_logit");
+  EXPECT_TRUE(plain.matches("max_attn_logit"));
+  EXPECT_FALSE(plain.matches("max_attn_logit_L0"));
+  EXPECT_FALSE(plain.matches("max_attn_logi"));
+  const MetricSpec layered = MetricSpec("final_grad_rms").per_layer();
+  EXPECT_TRUE(layered.matches("final_grad_rms_L0"));
+  EXPECT_TRUE(layered.matches("final_grad_rms_L12"));
+  EXPECT_FALSE(layered.matches("final_grad_rms"));
+  EXPECT_FALSE(layered.matches("final_grad_rms_L"));
+  EXPECT_FALSE(layered.matches("final_grad_rms_Lx"));
+  EXPECT_FALSE(layered.matches("final_grad_rms_max"));
+  const MetricSpec numbered = MetricSpec("val_loss_at_", "nats").followed_by_number();
+  EXPECT_TRUE(numbered.matches("val_loss_at_512"));
+  EXPECT_FALSE(numbered.matches("val_loss_at_"));
+  EXPECT_FALSE(numbered.matches("val_loss_at_long"));
+  const MetricSpec per_mode("profile_step_ms/", "ms");
+  EXPECT_TRUE(per_mode.matches("profile_step_ms/train_step"));
+  EXPECT_FALSE(per_mode.matches("profile_step_ms"));
+  EXPECT_EQ(layered.pattern(), "final_grad_rms_L<n>");
+  EXPECT_EQ(numbered.pattern(), "val_loss_at_<n>");
+  EXPECT_EQ(per_mode.pattern(), "profile_step_ms/<mode>");
+  // The scheduler's budget is every runner's; the learning-rate grid's figures are stability's.
+  for (const Runner* r : runners()) ASSERT_NE(r->declaration("params_total"), nullptr) << r->name();
+  const Runner* stability = find_runner("stability");
+  ASSERT_NE(stability, nullptr);
+  EXPECT_EQ(stability->declaration("lr_sensitivity")->unit, "nats");
+  EXPECT_EQ(stability->declaration("final_attn_entropy_L3")->unit, "nats");
+  EXPECT_EQ(stability->declaration("a_plugins_own_probe"), nullptr);
 }
 
 TEST(Runners, AStabilityGridIsOneGroupForFinishAndForShards) {

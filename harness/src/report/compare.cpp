@@ -39,9 +39,7 @@ const ModeMetric* find_mode_metric(std::string_view name) {
 const MetricSpec* find_metric_spec(const std::string& runner, std::string_view name) {
   const Runner* r = find_runner(runner);
   if (r == nullptr) return nullptr;
-  for (const MetricSpec& m : r->metrics())
-    if (m.name == name) return &m;
-  return nullptr;
+  return r->declaration(name);
 }
 
 bool is_seed_token(const std::string& t) { return t.rfind("seed=", 0) == 0; }

@@ -1,5 +1,6 @@
 #include "runners/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -27,6 +28,34 @@ std::string Runner::mode_note(const Timing& /*t*/) const { return ""; }
 const std::vector<MetricSpec>& Runner::metrics() const {
   static const std::vector<MetricSpec> none;
   return none;
+}
+
+namespace {
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+}  // namespace
+
+bool MetricSpec::matches(std::string_view stored) const {
+  if (stored.size() <= name.size() || stored.compare(0, name.size(), name) != 0)
+    return stored == name && !layered && !numbered;
+  const std::string_view rest = stored.substr(name.size());
+  if (layered) return rest.size() > 2 && rest.substr(0, 2) == "_L" && all_digits(rest.substr(2));
+  if (numbered) return all_digits(rest);
+  return name.back() == '/';
+}
+
+std::string MetricSpec::pattern() const {
+  if (layered) return name + "_L<n>";
+  if (numbered) return name + "<n>";
+  return name.back() == '/' ? name + "<mode>" : name;
+}
+
+const MetricSpec* Runner::declaration(std::string_view stored) const {
+  for (const std::vector<MetricSpec>* list : {&metrics(), &budget_metrics()})
+    for (const MetricSpec& m : *list)
+      if (m.matches(stored)) return &m;
+  return nullptr;
 }
 
 const std::vector<ModeMetric>& Runner::mode_metrics() const {

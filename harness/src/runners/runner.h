@@ -69,6 +69,9 @@ struct MetricSpec {
   bool timing = false;             ///< a time or a rate: `bench compare` says faster / slower
   bool compared = false;           ///< one of `bench compare`'s default metrics
   std::vector<std::string> plots;  ///< the report's figures that show it ("final-loss-vs-lr")
+  bool layered = false;            ///< stored once per layer, as `<name>_L<layer>` ("final_grad_rms_L3")
+  bool numbered = false;           ///< stored as `<name><number>` ("val_loss_at_512": one per eval length)
+  bool unit_varies = false;        ///< its unit depends on the case (match_target: params or FLOP)
 
   explicit MetricSpec(std::string metric_name, std::string metric_unit = {})
       : name(std::move(metric_name)), unit(std::move(metric_unit)) {}
@@ -92,6 +95,17 @@ struct MetricSpec {
   MetricSpec& by_default() { return compared = true, *this; }
   /// Shown by this figure of the report.
   MetricSpec& plotted_in(std::string figure) { return plots.push_back(std::move(figure)), *this; }
+  /// Stored per layer, as `<name>_L<layer>`.
+  MetricSpec& per_layer() { return layered = true, *this; }
+  /// Stored as `<name><number>`.
+  MetricSpec& followed_by_number() { return numbered = true, *this; }
+  /// Its unit is the case's (the declared one is empty).
+  MetricSpec& any_unit() { return unit_varies = true, *this; }
+  /// Whether the stored metric `stored` is this one: the name itself; a name ending in '/' followed
+  /// by a mode; `<name>_L<layer>` when per_layer; `<name><number>` when followed_by_number.
+  bool matches(std::string_view stored) const;
+  /// The form of the names it declares, for messages and uniqueness ("final_grad_rms_L<n>").
+  std::string pattern() const;
 
  private:
   MetricSpec& judged(Better b, std::string compare_header) {
@@ -162,6 +176,10 @@ class Runner {
   virtual ResultsTable table() const = 0;
   /// The per-case figures it stores, each declared once (MetricSpec). Default: none.
   virtual const std::vector<MetricSpec>& metrics() const;
+  /// The declaration of a metric its cases store: its own metrics(), then the budget every case
+  /// gets from the scheduler (budget_metrics()); nullptr for a name nothing declares (a plugin's
+  /// own probe's final value: it compares as neither better nor worse).
+  const MetricSpec* declaration(std::string_view stored) const;
   /// With table().timings: the per-mode figures of its timed modes. Default: none.
   virtual const std::vector<ModeMetric>& mode_metrics() const;
   /// With table().timings: a note under `bench results`' table about one timed mode (why it is
@@ -192,5 +210,9 @@ Artifact file_artifact(const std::string& kind, const std::string& path, const R
 /// bytes), so that a byte-level dataset (tokens == bytes) gives exactly loss / ln 2. NaN when the
 /// dataset has no bytes (bytes <= 0).
 double bits_per_byte(double loss_nats_per_token, int64_t tokens, int64_t bytes);
+
+/// The budget the scheduler stores with every case of every runner (runners/scheduler.cpp:
+/// parameters, FLOPs per token, training tokens and FLOPs, a matched experiment's target and gap).
+const std::vector<MetricSpec>& budget_metrics();
 
 }  // namespace bench

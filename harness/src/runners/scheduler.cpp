@@ -12,6 +12,19 @@ void ResultSink::added(const Job& /*job*/, const std::vector<Metric>& /*metrics*
 
 Executor::~Executor() = default;
 
+const std::vector<MetricSpec>& budget_metrics() {
+  static const std::vector<MetricSpec> specs = {
+      MetricSpec("params_non_embedding", "params"),
+      MetricSpec("params_total", "params"),
+      MetricSpec("flops_per_token", "FLOP/token"),
+      MetricSpec("train_tokens", "tokens"),
+      MetricSpec("train_flops_total", "FLOP"),
+      MetricSpec("match_target").any_unit(),  // params or FLOP: what the experiment matched
+      MetricSpec("match_gap"),
+  };
+  return specs;
+}
+
 namespace {
 
 // What the case spends (and for a matched experiment, what it was held to), stored as metrics with

@@ -88,8 +88,9 @@ constexpr const char* kInitCaption =
     "update (Xiong et al. 2020: Post-LN gradients grow toward the output, Pre-LN's stay flat).";
 
 /// The per-case figures of a stability case: `bench results`' columns first (in their order), then
-/// what `bench compare` knows the direction of. Its other metrics (per-layer finals, the data's
-/// entropies, val_loss_at_L ...) compare as neither better nor worse.
+/// what `bench compare` knows the direction of, then the rest (the data's entropies, the last value
+/// of each probe's series, per layer where it has layers, the held-out loss at each eval length,
+/// the learning-rate grid's sensitivity), which compare as neither better nor worse.
 const std::vector<MetricSpec>& stability_metrics() {
   static const std::vector<MetricSpec> specs = {
       MetricSpec("lr").results_column("lr", "{:.3g}").plotted_in("final-loss-vs-lr"),
@@ -121,6 +122,19 @@ const std::vector<MetricSpec>& stability_metrics() {
       MetricSpec("bigram_entropy", "nats").plotted_in("loss"),
       MetricSpec("final_z_mean", "nats"),
       MetricSpec("final_z_loss", "nats"),
+      MetricSpec("max_attn_logit").per_layer(),
+      MetricSpec("final_attn_entropy", "nats"),
+      MetricSpec("final_attn_entropy", "nats").per_layer(),
+      MetricSpec("final_max_attn_logit").per_layer(),
+      MetricSpec("final_block_rms").per_layer(),
+      MetricSpec("final_grad_rms").per_layer(),
+      MetricSpec("final_update_rms").per_layer(),
+      MetricSpec("final_param_norm"),
+      MetricSpec("final_embed_rms"),
+      MetricSpec("final_logit_mean", "nats"),
+      MetricSpec("val_loss_at_", "nats").followed_by_number(),
+      MetricSpec("lr_sensitivity", "nats"),
+      MetricSpec("lr_grid_size"),
   };
   return specs;
 }

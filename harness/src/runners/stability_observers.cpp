@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "runners/registry.h"
 #include "runners/stats.h"
 
 namespace bench {
@@ -22,10 +23,12 @@ std::string metric_name(const std::string& prefix, const std::string& name, int6
   return prefix + name + (layer >= 0 ? "_L" + std::to_string(layer) : "");
 }
 
-/// Unit of a series.
-std::string series_unit(const std::string& name) {
-  if (name == "val_bpb") return "bits/byte";
-  return name == "val_loss" || name == "attn_entropy" || name == "logit_mean" ? "nats" : "";
+/// Unit of a series' summary metric, as the stability runner declares it (stability.cpp); "" for
+/// a plugin's own probe, which nothing declares.
+std::string summary_unit(const std::string& metric) {
+  const Runner* stability = find_runner("stability");
+  const MetricSpec* spec = stability != nullptr ? stability->declaration(metric) : nullptr;
+  return spec != nullptr ? spec->unit : "";
 }
 
 }  // namespace
@@ -133,8 +136,10 @@ void LayerSeries::after_update(const TrainStep& t, Model& model, Dataset& datase
 
 void LayerSeries::emit(std::vector<Metric>& m) const {
   for (const auto& [key, v] : last_)
-    if (key.first != "val_loss" && key.first != "val_bpb")  // final_val_* are the full evaluation's
-      m.push_back({metric_name("final_", key.first, key.second), v, series_unit(key.first)});
+    if (key.first != "val_loss" && key.first != "val_bpb") {  // final_val_* are the full evaluation's
+      const std::string name = metric_name("final_", key.first, key.second);
+      m.push_back({name, v, summary_unit(name)});
+    }
 }
 
 FinalEvaluation evaluate_final(const ResolvedCase& rc, RunnerEnv& env, Model& model, Dataset& dataset, RunContext& ctx,

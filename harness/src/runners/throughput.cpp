@@ -161,7 +161,7 @@ const std::vector<MetricSpec>& throughput_metrics() {
       MetricSpec("graph_nodes/"),
       MetricSpec("graph_fallback/"),
       MetricSpec("loss_after_graph/", "nats"),
-      MetricSpec("profile_step_ms/", "ms").plotted_in("profile"),
+      MetricSpec("profile_step_ms/", "ms").plotted_in("profile-time"),
       MetricSpec("mfu_model_gemms/"),
       MetricSpec("initial_loss", "nats"),
       MetricSpec("model_bytes", "bytes"),
