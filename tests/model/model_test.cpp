@@ -93,25 +93,30 @@ TEST(Model, TrainingIsDeterministicAndLowersTheLoss) {
   EXPECT_LT(a.back(), a.front() - 1.0) << "first " << a.front() << " last " << a.back();
 }
 
-TEST(Model, EmulatedBlockExecutorGivesTheSameStep) {
-  const ResolvedCase rc = test::resolve_first(kBase);
+/// One training forward and backward of a fresh model (seed 9) on `backend`, set up for it (the
+/// emulated device composes as a device): the loss and the gradient's norm.
+std::pair<double, double> loss_and_grad_norm(const ResolvedCase& rc, const Batch& b, tile::Backend backend) {
+  ModelSpec spec = rc.model;
+  spec.backend = backend;
+  Model m(spec, test::builtin_registry(), 9);
+  RunContext ctx;
+  ctx.exec.backend = backend;
+  m.zero_grad();
+  const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
+  m.backward(ctx);
+  return {loss, m.grad_norm(ctx)};
+}
+
+/// The emulated device's step gives the CPU's loss and gradient norm, to rounding.
+void expect_emulated_step_as_the_cpus(const ResolvedCase& rc) {
   const Batch b = batch_of(rc, 1);
-  auto step = [&](tile::Backend backend) {
-    ModelSpec spec = rc.model;
-    spec.backend = backend;  // set up for the target: the emulated device composes as a device
-    Model m(spec, test::builtin_registry(), 9);
-    RunContext ctx;
-    ctx.exec.backend = backend;
-    m.zero_grad();
-    const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
-    m.backward(ctx);
-    return std::make_pair(loss, m.grad_norm(ctx));
-  };
-  const auto cpu = step(tile::Backend::kCpu);
-  const auto emu = step(tile::Backend::kEmulated);
+  const auto cpu = loss_and_grad_norm(rc, b, tile::Backend::kCpu);
+  const auto emu = loss_and_grad_norm(rc, b, tile::Backend::kEmulated);
   EXPECT_NEAR(cpu.first, emu.first, 1e-5);
   EXPECT_NEAR(cpu.second, emu.second, 1e-4 * cpu.second);
 }
+
+TEST(Model, EmulatedBlockExecutorGivesTheSameStep) { expect_emulated_step_as_the_cpus(test::resolve_first(kBase)); }
 
 // A device folds the norm positions' residual adds into the norms' launches (bench/residual_norm.h);
 // the CPU adds apart. Every position and norm type, with and without residual dropout (which
@@ -125,23 +130,7 @@ TEST(Model, EmulatedDeviceFoldsTheResidualAddsAsTheCpuAdds) {
             "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = 16\nbatch_size = 4\nnorm_position = \"" +
             std::string(position) + "\"\nnorm = \"" + norm + "\"\ndropout_residual = " + dropout +
             "\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n[stability]\n");
-        const Batch b = batch_of(rc, 1);
-        auto step = [&](tile::Backend backend) {
-          ModelSpec spec = rc.model;
-          spec.backend = backend;
-          Model m(spec, test::builtin_registry(), 9);
-          RunContext ctx;
-          ctx.exec.backend = backend;
-          ctx.training = true;
-          m.zero_grad();
-          const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
-          m.backward(ctx);
-          return std::make_pair(loss, m.grad_norm(ctx));
-        };
-        const auto cpu = step(tile::Backend::kCpu);
-        const auto emu = step(tile::Backend::kEmulated);
-        EXPECT_NEAR(cpu.first, emu.first, 1e-5);
-        EXPECT_NEAR(cpu.second, emu.second, 1e-4 * cpu.second);
+        expect_emulated_step_as_the_cpus(rc);
       }
 }
 
