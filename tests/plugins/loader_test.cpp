@@ -86,6 +86,29 @@ TEST(Loader, DuplicateAttentionCoreNamesBothFiles) {
     EXPECT_EQ(std::count(listed.begin(), listed.end(), core), 1) << core;
 }
 
+// The process's table itself (what the loader publishes to): the frame's own choices are not core
+// names, a taken name is refused naming its file, and the same file publishing again changes nothing.
+TEST(Loader, TheCoreTableRefusesReservedAndTakenNames) {
+  (void)test::builtin_registry();
+  const std::string attention = attention_core_origin("tiled");
+  ASSERT_TRUE(contains(attention, "libbench_attention.so")) << attention;
+  AttentionCoreInfo info = *find_attention_core("tiled");
+  for (const char* reserved : {"auto", "ours"}) {
+    info.name = reserved;
+    EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"),
+              "attention core name '" + std::string(reserved) + "' is reserved (the frame's choice among cores)");
+  }
+  info.name = "";
+  EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"), "an attention core has no name");
+  info.name = "tiled";
+  EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"),
+            "duplicate attention core 'tiled': already registered by " + attention);
+  const size_t before = attention_core_names().size();
+  EXPECT_EQ(publish_attention_core(info, attention), "");
+  EXPECT_EQ(attention_core_names().size(), before);
+  EXPECT_EQ(find_attention_core("auto"), nullptr);
+}
+
 // The defaults an experiment gets where it names no component come from the plugins, one per slot.
 TEST(Loader, EverySlotsPluginDeclaresItsDefault) {
   const Registry& r = test::builtin_registry();
