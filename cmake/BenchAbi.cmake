@@ -3,7 +3,7 @@
 # other API headers or another compiler is refused, while an edit of an internal header leaves
 # every plugin valid.
 include("${CMAKE_CURRENT_LIST_DIR}/BenchApiHeaders.cmake")
-set(BENCH_ABI_VERSION 2)
+set(BENCH_ABI_VERSION 3)
 set(BENCH_GENERATED_INCLUDE "${PROJECT_BINARY_DIR}/include")
 bench_api_digest(_bench_digest "${PROJECT_SOURCE_DIR}")
 set(BENCH_ABI_TAG "bench-abi-${BENCH_ABI_VERSION}/${CMAKE_CXX_COMPILER_ID}-${CMAKE_CXX_COMPILER_VERSION}/${_bench_digest}")

@@ -1,6 +1,7 @@
 // The plugin loader: each failure is a one-line error naming the file and the step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "plugins/registry.h"
@@ -55,6 +56,57 @@ TEST(Loader, DuplicateNamesNameBothFiles) {
                        "registered by "))
       << e;
   EXPECT_TRUE(contains(e, "libbench_norms.so")) << e;
+}
+
+// Attention cores are one namespace for the process (the frame finds them by name): a plugin's
+// core under a taken name is refused at load, naming both files, and publishes nothing.
+TEST(Loader, DuplicateAttentionCoreNamesBothFiles) {
+  const std::string e = load_error("duplicate_core");
+  EXPECT_TRUE(contains(e,
+                       "libbad_duplicate_core.so: register: duplicate attention core 'materializing': already "
+                       "registered by "))
+      << e;
+  EXPECT_TRUE(contains(e, "libbench_attention.so")) << e;
+  EXPECT_TRUE(contains(attention_core_origin("materializing"), "libbench_attention.so"));
+  // The built-in cores, published once however many registries load the attention plugin.
+  Registry again;
+  again.load_defaults();
+  const std::vector<std::string> names = attention_core_names();
+  for (const char* core : {"materializing", "flash", "cudnn", "tiled"}) {
+    EXPECT_EQ(std::count(names.begin(), names.end(), core), 1) << core;
+    EXPECT_NE(find_attention_core(core), nullptr) << core;
+  }
+  EXPECT_EQ(find_attention_core("nope"), nullptr);
+  std::vector<std::string> listed;
+  for (const auto& [info, origin] : again.attention_cores()) {
+    listed.push_back(info->name);
+    EXPECT_TRUE(contains(origin, "libbench_attention.so")) << info->name;
+  }
+  for (const char* core : {"materializing", "flash", "cudnn", "tiled"})
+    EXPECT_EQ(std::count(listed.begin(), listed.end(), core), 1) << core;
+}
+
+// The process's table itself (what the loader publishes to): the frame's own choices are not core
+// names, a taken name is refused naming its file, and the same file publishing again changes nothing.
+TEST(Loader, TheCoreTableRefusesReservedAndTakenNames) {
+  (void)test::builtin_registry();
+  const std::string attention = attention_core_origin("tiled");
+  ASSERT_TRUE(contains(attention, "libbench_attention.so")) << attention;
+  AttentionCoreInfo info = *find_attention_core("tiled");
+  for (const char* reserved : {"auto", "ours"}) {
+    info.name = reserved;
+    EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"),
+              "attention core name '" + std::string(reserved) + "' is reserved (the frame's choice among cores)");
+  }
+  info.name = "";
+  EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"), "an attention core has no name");
+  info.name = "tiled";
+  EXPECT_EQ(publish_attention_core(info, "/elsewhere/libx.so"),
+            "duplicate attention core 'tiled': already registered by " + attention);
+  const size_t before = attention_core_names().size();
+  EXPECT_EQ(publish_attention_core(info, attention), "");
+  EXPECT_EQ(attention_core_names().size(), before);
+  EXPECT_EQ(find_attention_core("auto"), nullptr);
 }
 
 // The defaults an experiment gets where it names no component come from the plugins, one per slot.

@@ -5,7 +5,8 @@
 //   int bench_plugin_register(Registrar*, char*, size_t)  -> 0, or 1 with a message
 // The loader checks the ABI tag before it calls anything else; the tag covers the harness
 // headers and the compiler, so a stale plugin is refused rather than crashed into. No exception
-// leaves a plugin entry point.
+// leaves a plugin entry point. The attention cores that the plugin's files declare with
+// BENCH_ATTENTION_CORE (bench/attention_core.h) are registered after the body's components.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bench/abi_tag.h"
+#include "bench/attention_core.h"
 #include "bench/component.h"
 #include "bench/params.h"
 
@@ -53,6 +55,9 @@ class Registrar {
   /// experiment gets when it names no component there. One plugin per slot may declare one; the
   /// loader refuses a second, naming both files.
   virtual void set_default(Slot slot, std::string_view name) = 0;
+  /// Add an attention core (what BENCH_PLUGIN does for each BENCH_ATTENTION_CORE of the plugin).
+  /// Problems (an empty, reserved or taken name, a missing function) are reported by the loader.
+  virtual void add_attention_core(AttentionCoreInfo info) = 0;
 };
 
 }  // namespace bench
@@ -61,7 +66,8 @@ class Registrar {
 /// In the plugin's CUDA pass (cmake/BenchPlugin.cmake) it defines no entry point: the CUDA
 /// library holds the programs' CUDA builds only.
 #if defined(BENCH_CUDA_PASS)
-#define BENCH_PLUGIN(NAME, VERSION, DOC) [[maybe_unused]] static void bench_plugin_body(::bench::Registrar& registrar)
+#define BENCH_PLUGIN(NAME, VERSION, DOC) \
+  [[maybe_unused]] static void bench_plugin_body([[maybe_unused]] ::bench::Registrar& registrar)
 #else
 #define BENCH_PLUGIN(NAME, VERSION, DOC)                                                               \
   static void bench_plugin_body(::bench::Registrar& registrar);                                        \
@@ -70,6 +76,7 @@ class Registrar {
     try {                                                                                              \
       r->plugin(NAME, VERSION, DOC);                                                                   \
       bench_plugin_body(*r);                                                                           \
+      for (const auto& core : ::bench::detail::plugin_attention_cores()) r->add_attention_core(core);  \
       return 0;                                                                                        \
     } catch (const std::exception& e) {                                                                \
       std::snprintf(err, errlen, "%s", e.what());                                                      \
@@ -78,5 +85,5 @@ class Registrar {
     }                                                                                                  \
     return 1;                                                                                          \
   }                                                                                                    \
-  static void bench_plugin_body(::bench::Registrar& registrar)
+  static void bench_plugin_body([[maybe_unused]] ::bench::Registrar& registrar)
 #endif

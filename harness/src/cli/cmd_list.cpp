@@ -1,4 +1,4 @@
-// `bench list [plugins|components|kernels]`
+// `bench list [plugins|components|cores|kernels]`
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -25,6 +25,12 @@ int cmd_list(const GlobalOptions&, const std::string& what, const std::string& e
   if (what == "plugins") {
     for (const auto& p : registry.plugins())
       std::printf("%-10s %-6s %s\n           %s\n", p.name.c_str(), p.version.c_str(), p.doc.c_str(), p.path.c_str());
+    return kOk;
+  }
+  if (what == "cores") {
+    // The causal attention's cores (its `core` key), from whichever plugin registered them.
+    for (const auto& [core, origin] : registry.attention_cores())
+      std::printf("%-14s %s\n               %s\n", core->name.c_str(), core->doc.c_str(), origin.c_str());
     return kOk;
   }
   if (what == "kernels") {

@@ -70,9 +70,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}));
 
   std::string list_what = "components", list_experiment;
-  auto* list_cmd = app.add_subcommand("list", "list plugins, components (with their parameters) or kernels");
-  list_cmd->add_option("what", list_what, "plugins, components or kernels")
-      ->check(CLI::IsMember({"plugins", "components", "kernels"}))
+  auto* list_cmd =
+      app.add_subcommand("list", "list plugins, components (with their parameters), attention cores or kernels");
+  list_cmd->add_option("what", list_what, "plugins, components, cores or kernels")
+      ->check(CLI::IsMember({"plugins", "components", "cores", "kernels"}))
       ->capture_default_str();
   list_cmd->add_option("--experiment", list_experiment, "also load the plugin_paths of this experiment");
 

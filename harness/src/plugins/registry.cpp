@@ -31,11 +31,13 @@ class CollectingRegistrar final : public Registrar {
   }
   void add(ComponentInfo info) override { added.push_back(std::move(info)); }
   void set_default(Slot slot, std::string_view name) override { defaults.emplace_back(slot, name); }
+  void add_attention_core(AttentionCoreInfo info) override { cores.push_back(std::move(info)); }
 
   PluginRecord record;
   bool described = false;
   std::vector<ComponentInfo> added;
   std::vector<std::pair<Slot, std::string>> defaults;
+  std::vector<AttentionCoreInfo> cores;
 };
 
 [[noreturn]] void fail(const fs::path& file, std::string_view step, const std::string& message) {
@@ -48,7 +50,8 @@ struct Registry::Impl {
   std::vector<boost::dll::shared_library> libraries;
   std::set<std::string> loaded_paths;
   std::map<std::pair<int, std::string>, Entry, std::less<>> entries;
-  std::map<int, std::pair<std::string, size_t>> defaults;  // slot -> component name, declaring plugin
+  std::map<int, std::pair<std::string, size_t>> defaults;   // slot -> component name, declaring plugin
+  std::vector<std::pair<AttentionCoreInfo, size_t>> cores;  // in load order, with the registering plugin
 };
 
 Registry::Registry() : impl_(std::make_unique<Impl>()) {}
@@ -136,6 +139,21 @@ void Registry::load_file(const fs::path& file) {
            what + ": slot '" + std::string(slot_name(slot)) + "' already has default '" + it->second.first + "' from " +
                plugins_[it->second.second].path);
   }
+  // 6b. attention cores: named, complete, unique within the plugin, and not taken in this process
+  // by another file (the frame finds cores by name, process-wide: bench/attention_core.h)
+  std::set<std::string> core_seen;
+  for (const auto& core : reg.cores) {
+    const std::string what = "attention core '" + core.name + "'";
+    if (core.name.empty()) fail(file, "register", "an attention core has no name");
+    if (core.unsupported == nullptr || core.preferred == nullptr || core.make == nullptr)
+      fail(file, "register", what + " lacks its unsupported, preferred or make function");
+    if (!core_seen.insert(core.name).second) fail(file, "register", "duplicate " + what + " in the plugin");
+    const std::string other = attention_core_origin(core.name);
+    if (!other.empty() && other != key)
+      fail(file, "register", "duplicate " + what + ": already registered by " + other);
+    if (core.name == "auto" || core.name == "ours")
+      fail(file, "register", what + ": the name is reserved (the frame's choice among cores)");
+  }
   // 7. commit
   reg.record.path = key;
   plugins_.push_back(reg.record);
@@ -143,6 +161,11 @@ void Registry::load_file(const fs::path& file) {
   for (auto& info : reg.added) {
     const auto k = std::make_pair(static_cast<int>(info.slot), info.name);
     impl_->entries.emplace(k, Entry{std::move(info), plugins_.size() - 1});
+  }
+  for (auto& core : reg.cores) {
+    // Checked above: publishing cannot be refused now.
+    if (const std::string why = publish_attention_core(core, key); !why.empty()) fail(file, "register", why);
+    impl_->cores.emplace_back(std::move(core), plugins_.size() - 1);
   }
   impl_->libraries.push_back(std::move(lib));
   impl_->loaded_paths.insert(key);
@@ -197,6 +220,12 @@ std::vector<const ComponentInfo*> Registry::components(Slot slot) const {
   std::vector<const ComponentInfo*> out;
   for (const auto& [k, e] : impl_->entries)
     if (k.first == static_cast<int>(slot)) out.push_back(&e.info);
+  return out;
+}
+
+std::vector<std::pair<const AttentionCoreInfo*, std::string>> Registry::attention_cores() const {
+  std::vector<std::pair<const AttentionCoreInfo*, std::string>> out;
+  for (const auto& [info, plugin] : impl_->cores) out.emplace_back(&info, plugins_[plugin].path);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bench/plugin.h"
@@ -19,10 +20,11 @@ struct PluginRecord {
   std::string path;
 };
 
-/// Every component of every loaded plugin, by slot and name. Loading follows the order
-/// open -> check ABI tag -> find entry point -> register -> check names, and every failure is
-/// an Error "plugin PATH: STEP: message". The registry keeps the libraries loaded for its whole
-/// lifetime, so it must outlive every component created through it.
+/// Every component of every loaded plugin, by slot and name, and the attention cores they
+/// register. Loading follows the order open -> check ABI tag -> find entry point -> register ->
+/// check names, and every failure is an Error "plugin PATH: STEP: message". A plugin's attention
+/// cores are published to the process (bench/attention_core.h), where the frame finds them. The registry keeps the
+/// libraries loaded for its whole lifetime, so it must outlive every component created through it.
 class Registry {
  public:
   Registry();
@@ -46,6 +48,9 @@ class Registry {
   std::vector<std::string> names(Slot slot) const;
   /// Registered components in `slot`, sorted by name.
   std::vector<const ComponentInfo*> components(Slot slot) const;
+  /// The attention cores this registry's plugins registered, in load order, with the plugin
+  /// file of each (`bench list cores`).
+  std::vector<std::pair<const AttentionCoreInfo*, std::string>> attention_cores() const;
   /// Path of the plugin file that registered `info`.
   const std::string& origin(const ComponentInfo* info) const;
   const std::vector<PluginRecord>& plugins() const { return plugins_; }
