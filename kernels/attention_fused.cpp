@@ -11,8 +11,8 @@ BENCH_KERNEL(attention_fused_forward,
              "attention on the qkv rows in place, one program per query row: online softmax over the visible keys "
              "(every variant), out and the log-sum-exp");
 BENCH_KERNEL(attention_fused_backward,
-             "its gradient in two launches: dq per query row (and D = dO.O), then dk, dv per key row summed over "
-             "the group; no atomics");
+             "its gradient in one launch: dq per query row, dk and dv per key row summed over the group (D = dO.O "
+             "recomputed); no atomics");
 
 namespace {
 
@@ -74,8 +74,8 @@ std::string attention_fused_unsupported(const AttentionArgs& a) {
   if (a.d_head > kAttentionFusedMaxHead)
     return "d_head = " + std::to_string(a.d_head) + " is above " + std::to_string(kAttentionFusedMaxHead) +
            ", the widest row tile of the fused programs";
-  if (a.n_heads > 65535 || a.batch > 65535)
-    return "more than 65535 heads or sequences: the grid's y and z (CUDA's limits)";
+  if (a.n_heads + a.n_kv_heads > 65535 || a.batch > 65535)
+    return "more than 65535 heads (query and kv together) or sequences: the grid's y and z (CUDA's limits)";
   return "";
 }
 
@@ -95,25 +95,21 @@ void attention_fused_forward(const Exec& exec, const AttentionArgs& a, const T* 
 
 template <class T>
 void attention_fused_backward(const Exec& exec, const AttentionArgs& a, const T* qkv, const T* out, const acc_t<T>* lse,
-                              const T* dout, T* dqkv, acc_t<T>* delta) {
+                              const T* dout, T* dqkv) {
   using A = acc_t<T>;
   const auto s = shape_of<A>(a);
-  const double rows = static_cast<double>(attention_fused_state_size(a));
-  // (a) reads out and dout once more than its share of the products: D = dO.O.
-  const tile::Traffic query = share_of(a, sizeof(T), true, 0.5, tile::traffic_bytes<A>(2 * rows));
-  const tile::Traffic key = share_of(a, sizeof(T), true, 0.5, tile::traffic_bytes<A>(2 * rows));
+  const tile::Traffic traffic =
+      share_of(a, sizeof(T), true, 1, tile::traffic_bytes<A>(static_cast<double>(attention_fused_state_size(a))));
   dispatch_head(a.d_head, [&]<int D>() {
-    tile::launch(exec, tile::Grid{a.seq, a.n_heads, a.batch},
-                 programs::AttentionFusedBackwardQuery<T, D>{s, qkv, out, dout, lse, dqkv, delta, query});
-    tile::launch(exec, tile::Grid{a.seq, a.n_kv_heads, a.batch},
-                 programs::AttentionFusedBackwardKey<T, D>{s, qkv, dout, lse, delta, dqkv, key});
+    tile::launch(exec, tile::Grid{a.seq, a.n_heads + a.n_kv_heads, a.batch},
+                 programs::AttentionFusedBackward<T, D>{s, qkv, out, dout, lse, dqkv, traffic});
   });
 }
 
 #define BENCH_INSTANTIATE(T)                                                                                        \
   template void attention_fused_forward<T>(const Exec&, const AttentionArgs&, const T*, T*, acc_t<T>*, acc_t<T>*);  \
   template void attention_fused_backward<T>(const Exec&, const AttentionArgs&, const T*, const T*, const acc_t<T>*, \
-                                            const T*, T*, acc_t<T>*);
+                                            const T*, T*);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE
 

@@ -1,7 +1,7 @@
-// defines: attention_fused_state_size, attention_fused_workspace_size, attention_fused_unsupported,
-//          attention_fused_forward, attention_fused_backward — attention as three tile programs
-//          that read the fused qkv rows in place, run by every executor (cpu, emulated, guarded,
-//          CUDA): one launch forward, two backward, whatever B and H
+// defines: attention_fused_state_size, attention_fused_unsupported, attention_fused_forward,
+//          attention_fused_backward — attention as two tile programs that read the fused qkv
+//          rows in place, run by every executor (cpu, emulated, guarded,
+//          CUDA): one launch forward, one backward, whatever B and H
 //
 // Sections, in order: 1. float64 reference (none of its own: the variant is attention_forward's,
 // so kernels/attention.h's attention_forward_reference and attention_backward_reference are the
@@ -15,15 +15,18 @@
 //   forward, program (t, h, b), per visible key j in order: l = cap(scale q.k_j); online softmax
 //     m' = max(m, l), c = e^(m - m'), z = c z + e^(l - m'), o = c o + e^(l - m') M_j/(1-p) v_j;
 //     then out = o / z, lse = m + ln z and row_max = m ([B, H, T]).
-//   backward (a), program (t, h, b): D = dO.O (= sum_j P_j dP_j, dropout included); per visible
-//     key p = e^(l - lse), dp = (dO.v_j) M_j/(1-p), ds = p (dp - D) (1 - (l/c)^2 with a cap),
-//     dQ = scale sum_j ds k_j; D goes to a [B, H, T] workspace.
-//   backward (b), program (j, g, b) per key row of kv head g: over the group's query heads, then
-//     the queries that see key j, in order, p and ds recomputed as in (a) (reading lse and D):
-//     dV = sum p M/(1-p) dO_i, dK = scale sum ds q_i — the group's sum in one program.
+//   backward, one launch, grid (T, H + Hkv, B): program (t, h, b) with h < H takes query row t:
+//     D = dO.O (= sum_j P_j dP_j, dropout included); per visible key p = e^(l - lse),
+//     dp = (dO.v_j) M_j/(1-p), ds = p (dp - D) (1 - (l/c)^2 with a cap), dQ = scale sum_j ds k_j;
+//     program (j, H + g, b) takes key row j of kv head g: over the group's query heads, then the
+//     queries that see key j, in order, p, D and ds recomputed as for a query row:
+//     dV = sum p M/(1-p) dO_i, dK = scale sum ds q_i — the group's sum in one program. The two
+//     kinds read only the forward's results and write disjoint columns of dqkv: one launch.
 // Every output element has one writer and a fixed order of summation: results are the same bits
-// on every run and for any thread count (no atomics). Memory: the B H T log-sum-exps (and D)
-// besides the inputs and outputs; no probabilities and no head-major copies.
+// on every run and for any thread count (no atomics). Memory: the B H T log-sum-exps besides the
+// inputs and outputs; no probabilities and no head-major copies. The price of one backward
+// launch: each key row recomputes D = dO.O of the query rows it visits (a third dot product per
+// query-key pair there, where a second launch could read it).
 #pragma once
 
 #include <cstdint>
@@ -144,10 +147,14 @@ struct AttentionFusedForward {
   }
 };
 
-/// Backward (a), one program per query row (t, h, b): dQ into dqkv's q columns and D = dO.O into
-/// `delta` ([B, H, T]), which program (b) reads.
+/// Backward, one launch of grid (T, H + Hkv, B): program (t, y, b) with y < H takes query row t
+/// of head y, writing dQ into dqkv's q columns; with y >= H it takes key row t of kv head
+/// g = y - H, writing dK and dV, summed over the group's query heads and the queries that see the
+/// key, into dqkv's k and v columns. The two kinds read only the forward's results (qkv, out, lse)
+/// and dout, and write disjoint columns, so they share one launch: each recomputes D = dO.O of
+/// the query rows it visits rather than wait for another launch to store it.
 template <class T, int D>
-struct AttentionFusedBackwardQuery {
+struct AttentionFusedBackward {
   static constexpr int kBlock = D;
   static constexpr int kRun = tile::kRun16<T>;
   using A = acc_t<T>;
@@ -157,16 +164,26 @@ struct AttentionFusedBackwardQuery {
   const T* dout;
   const A* lse;
   T* dqkv;
-  A* delta;
   tile::Traffic declared;
 
-  /// Set by the launcher: half of attention_traffic's backward (dQ's products), plus lse and D.
+  /// Set by the launcher: attention_traffic's backward, plus the log-sum-exps.
   tile::Traffic traffic(const tile::Grid&) const { return declared; }
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
+    const int64_t y = tile::tl::program_id(c, 1);
+    if (y < s.heads) {
+      query_row(c, tile::tl::program_id(c, 0), y, tile::tl::program_id(c, 2));
+    } else {
+      key_row(c, tile::tl::program_id(c, 0), y - s.heads, tile::tl::program_id(c, 2));
+    }
+  }
+
+  /// dQ of query row t of head h of sequence b: per visible key p = e^(l - lse),
+  /// dp = (dO.v_j) M_j/(1-p), ds = p (dp - D) (cap slope), dQ = scale sum_j ds k_j.
+  template <class Ctx>
+  BENCH_HD void query_row(Ctx& c, int64_t t, int64_t h, int64_t b) const {
     namespace tl = tile::tl;
-    const int64_t t = tl::program_id(c, 0), h = tl::program_id(c, 1), b = tl::program_id(c, 2);
     const int64_t g = h / s.group, bh = b * s.heads + h, n = s.d_head;
     const T* k = qkv + s.at(b, 0, s.heads + g);
     const T* v = qkv + s.at(b, 0, s.heads + s.kv_heads + g);
@@ -186,32 +203,14 @@ struct AttentionFusedBackwardQuery {
       dq = dq + kj * (pj * (dp - dot) * s.cap_slope(l));
     }
     tl::store(c, dqkv + s.at(b, t, h), dq * s.scale, n);
-    tl::store_scalar(c, delta + bh * s.seq + t, dot);
   }
-};
 
-/// Backward (b), one program per key row (j, g, b) of kv head g: dK and dV, summed over the
-/// group's query heads and the queries that see key j, into dqkv's k and v columns.
-template <class T, int D>
-struct AttentionFusedBackwardKey {
-  static constexpr int kBlock = D;
-  static constexpr int kRun = tile::kRun16<T>;
-  using A = acc_t<T>;
-  FusedShape<A> s;
-  const T* qkv;
-  const T* dout;
-  const A* lse;
-  const A* delta;
-  T* dqkv;
-  tile::Traffic declared;
-
-  /// Set by the launcher: half of attention_traffic's backward (dK's and dV's products).
-  tile::Traffic traffic(const tile::Grid&) const { return declared; }
-
+  /// dK and dV of key row j of kv head g of sequence b: over the group's query heads, then the
+  /// queries that see key j, in order, p and ds as in query_row (D recomputed from dO and O):
+  /// dV = sum p M/(1-p) dO_i, dK = scale sum ds q_i.
   template <class Ctx>
-  BENCH_HD void operator()(Ctx& c) const {
+  BENCH_HD void key_row(Ctx& c, int64_t j, int64_t g, int64_t b) const {
     namespace tl = tile::tl;
-    const int64_t j = tl::program_id(c, 0), g = tl::program_id(c, 1), b = tl::program_id(c, 2);
     const int64_t n = s.d_head;
     const auto kj = tl::load<D>(c, qkv + s.at(b, j, s.heads + g), n);
     const auto vj = tl::load<D>(c, qkv + s.at(b, j, s.heads + s.kv_heads + g), n);
@@ -226,13 +225,14 @@ struct AttentionFusedBackwardKey {
         const auto d_o = tl::load<D>(c, dout + s.out_at(b, t, h), n);
         const A l = s.logit(tl::sum(c, q * kj));
         const A pt = tile::math::exp(l - lse[bh * s.seq + t]);
+        const A dot = tl::sum(c, d_o * tl::load<D>(c, out + s.out_at(b, t, h), n));
         const A keep = s.keep(bh, t, j);
         A dp = A(0);
         if (keep != A(0)) {
           dp = tl::sum(c, d_o * vj) * keep;
           dv = dv + d_o * (pt * keep);
         }
-        dk = dk + q * (pt * (dp - delta[bh * s.seq + t]) * s.cap_slope(l));
+        dk = dk + q * (pt * (dp - dot) * s.cap_slope(l));
       }
     }
     tl::store(c, dqkv + s.at(b, j, s.heads + g), dk * s.scale, n);
@@ -254,9 +254,6 @@ inline constexpr int64_t kAttentionFusedMaxHead = 256;
 /// log-sum-exp of each query row, [B, H, T].
 inline int64_t attention_fused_state_size(const AttentionArgs& a) { return a.batch * a.n_heads * a.seq; }
 
-/// Elements (of the compute type) of the backward's workspace: D = dO.O per query row, [B, H, T].
-inline int64_t attention_fused_workspace_size(const AttentionArgs& a) { return a.batch * a.n_heads * a.seq; }
-
 /// Why the fused programs cannot run `a`, known from the variant alone; "" when they can: d_head
 /// up to kAttentionFusedMaxHead (one tile per row), and on CUDA at most 65535 heads and sequences
 /// (the grid's y and z). Pure C++ on any build.
@@ -274,11 +271,10 @@ void attention_fused_forward(const Exec& exec, const AttentionArgs& args, const 
 
 /// Gradient of attention_fused_forward: from qkv, the forward's out and lse, and dout, writes all
 /// of dqkv (dQ, and dK, dV summed over each kv head's query heads) in place; `args` (dropout rate
-/// and seed included) must be the forward's. `delta` holds attention_fused_workspace_size values.
-/// Two launches: the query rows (grid (T, H, B)), then the key rows (grid (T, Hkv, B)). The same
-/// errors as the forward.
+/// and seed included) must be the forward's. One launch, grid (T, H + Hkv, B); no workspace. The
+/// same errors as the forward.
 template <class T>
 void attention_fused_backward(const Exec& exec, const AttentionArgs& args, const T* qkv, const T* out,
-                              const acc_t<T>* lse, const T* dout, T* dqkv, acc_t<T>* delta);
+                              const acc_t<T>* lse, const T* dout, T* dqkv);
 
 }  // namespace bench::kernels
