@@ -120,5 +120,34 @@ TEST(KernelTraffic, EveryLaunchOfAStepDeclaresItsTraffic) {
   }
 }
 
+// The attention core that `core = "auto"` takes, seen in the launches of a step: the fused core on
+// a device (the emulated one) in float32 and float64; the materializing core's batched launches
+// there in bf16 (cuDNN and flash run on CUDA only); on the CPU the materializing core, one
+// composed kernel, as before the fused core existed.
+TEST(KernelTraffic, AutoTakesTheFusedCoreOnADeviceInFloat32AndFloat64) {
+  struct Case {
+    tile::Backend backend;
+    const char* dtype;
+    bool fused;
+  };
+  for (const Case& c :
+       {Case{tile::Backend::kEmulated, "float32", true}, Case{tile::Backend::kEmulated, "float64", true},
+        Case{tile::Backend::kEmulated, "bfloat16", false}, Case{tile::Backend::kCpu, "float32", false},
+        Case{tile::Backend::kCpu, "float64", false}}) {
+    SCOPED_TRACE(std::string(tile::target_name(tile::Exec{c.backend})) + " " + c.dtype);
+    Recorder r;
+    train_step(std::string("dtype = \"") + c.dtype + "\"\n", c.backend);
+    const auto launched = [&](const char* part) {
+      bool found = false;
+      for (const std::string& name : r.seen) found = found || name.find(part) != std::string::npos;
+      return found;
+    };
+    EXPECT_EQ(launched("AttentionFusedForward"), c.fused);
+    EXPECT_EQ(launched("AttentionFusedBackward"), c.fused);
+    // The materializing core's head-major copies: on a device when the fused core is not taken.
+    EXPECT_EQ(launched("AttentionHeads"), c.backend == tile::Backend::kEmulated && !c.fused);
+  }
+}
+
 }  // namespace
 }  // namespace bench
