@@ -15,9 +15,10 @@
 // This file is the frame: projections, QK-norm, rotation, the probes and the cost. The line o_h =
 // ... itself is an attention core (core.h), one file each, chosen by `core`: "materializing"
 // (P kept; batched launches on a device), "flash" (ours, CUDA bf16), "cudnn" (cuDNN's SDPA, CUDA
-// bf16, no soft-cap or dropout), "tiled" (the CPU's flash-style path), or any core registered
-// with BENCH_ATTENTION_CORE. "auto" takes the first of cudnn, flash, tiled (past 64 MiB of
-// probabilities per layer) and materializing that runs the layer's variant on the target. The
+// bf16, no soft-cap or dropout), "tiled" (the CPU's flash-style path), "fused" (tile programs on
+// the qkv rows in place, every target), or any core registered with BENCH_ATTENTION_CORE. "auto"
+// takes the first of cudnn, flash, tiled (past 64 MiB of probabilities per layer), fused (on a
+// device in float32/float64) and materializing that runs the layer's variant on the target. The
 // older key `kernel` still selects: "auto" (the same), "ours" (flash where it runs, else
 // materializing), "cudnn", "tiled".
 #include <algorithm>
@@ -330,10 +331,12 @@ ComponentInfo causal_info() {
        ParamSpec::boolean("scaled_output_init", true, "init the output projection with std / sqrt(2 n_layers)"),
        ParamSpec::string("core", "auto",
                          "the attention core (plugins/attention/core_*.cpp): auto (the first of cudnn, flash, tiled "
-                         "past 64 MiB of probabilities per layer, and materializing that runs the variant here), "
-                         "materializing (P kept; one batched launch per product on a device), flash (ours: CUDA "
-                         "bf16, d_head 64/128), cudnn (cuDNN SDPA: CUDA bf16), tiled (the CPU's flash-style path), "
-                         "or a core registered with BENCH_ATTENTION_CORE; an error where the core cannot run"),
+                         "past 64 MiB of probabilities per layer, fused on a device in float32/float64, and "
+                         "materializing that runs the variant here), materializing (P kept; one batched launch per "
+                         "product on a device), flash (ours: CUDA bf16, d_head 64/128), cudnn (cuDNN SDPA: CUDA "
+                         "bf16), tiled (the CPU's flash-style path), fused (tile programs on the qkv rows in place: "
+                         "every target, d_head <= 256), or a core registered with BENCH_ATTENTION_CORE; an error "
+                         "where the core cannot run"),
        ParamSpec::choice("kernel", "auto", {"auto", "ours", "cudnn", "tiled"},
                          "the older key of the core (when core = \"auto\"): auto, ours (flash where it runs, else "
                          "materializing), cudnn or tiled")});

@@ -4,7 +4,7 @@
 //          rotation, probes, cost)
 //
 // A core is one class in one file of this plugin (core_materializing.cpp, core_flash.cpp,
-// core_cudnn.cpp, core_tiled.cpp), registered under its name by BENCH_ATTENTION_CORE at load:
+// core_cudnn.cpp, core_tiled.cpp, core_fused.cpp), registered under its name by BENCH_ATTENTION_CORE at load:
 // the frame's `core` key names it, and `core = "auto"` takes the first of kAutoOrder that runs
 // the layer's variant on the target and prefers it (docs/variants/attention.md, "Cores").
 #pragma once
@@ -30,7 +30,9 @@ inline const CoreInfo* find_core(const std::string& name) { return find_attentio
 inline std::vector<std::string> core_names() { return attention_core_names(); }
 
 /// What `core = "auto"` tries, in order: the first that runs the variant and prefers it. The
-/// materializing core runs everything, so the choice always ends.
-inline constexpr const char* kAutoOrder[] = {"cudnn", "flash", "tiled", "materializing"};
+/// fused core prefers only a device in float32/float64 (bf16 on CUDA keeps cuDNN and flash first;
+/// the CPU keeps tiled past a size, else materializing). The materializing core runs everything,
+/// so the choice always ends.
+inline constexpr const char* kAutoOrder[] = {"cudnn", "flash", "tiled", "fused", "materializing"};
 
 }  // namespace bench::attention

@@ -1,7 +1,7 @@
 // `bench run --device emulated` end to end: the run is recorded on the emulated device, and its
-// stored profile counts the device's launches (the materializing attention's six products per
-// layer, each one batched launch for every (batch, head) pair, as CUDA launches them), where the
-// CPU run's profile counts the CPU's composed attention as one kernel per call.
+// stored profile counts the device's launches (the fused attention's two programs per layer, each
+// one launch for every (batch, head) pair, as CUDA launches them), where the CPU run's profile
+// counts the CPU's composed materializing attention as one kernel per call.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -43,17 +43,18 @@ int64_t profiled_calls(const std::string& device, const std::string& part) {
 }
 
 TEST(Cli, EmulatedDeviceProfilesTheDevicesLaunches) {
-  // Per layer, forward S = Q K^T and O = P V, backward dP = dO V^T, dV = P^T dO, dQ = dS K and
-  // dK = dS^T Q: six batched products on the device, whatever the batch and the heads. On the CPU
-  // the materializing attention is one composed kernel per call, with no batched launch.
-  EXPECT_EQ(profiled_calls("emulated", "batched"), 6 * kLayers);
-  EXPECT_EQ(profiled_calls("cpu", "batched"), 0);
+  // Per layer, the fused attention core that auto takes on a device in float32: one launch
+  // forward, one backward (kernels/attention_fused.h), whatever the batch and the heads. On the
+  // CPU auto keeps the materializing core, one composed kernel per call, and no fused program.
+  EXPECT_EQ(profiled_calls("emulated", "AttentionFused"), 2 * kLayers);
+  EXPECT_EQ(profiled_calls("cpu", "AttentionFused"), 0);
+  EXPECT_EQ(profiled_calls("emulated", "batched"), 0);  // no batched products: no materializing core
   // Everything else is launched alike but for the residual adds that the device's norms fold
   // into their own launches (bench/residual_norm.h; the CPU launches them apart): the device's
-  // attention is 12 launches a layer (4 layout copies, the 6 products, 2 softmax), the CPU's 2
-  // (one composed kernel forward, one backward), and pre-norm's 2 backward adds a layer are the
-  // device's norms' (RMSNorm, the default: one gradient, one sum launch on either target).
-  EXPECT_EQ(profiled_calls("emulated", "") - profiled_calls("cpu", ""), (10 - 2) * kLayers);
+  // attention is 2 launches a layer, the CPU's 2 too (one composed kernel forward, one backward),
+  // and pre-norm's 2 backward adds a layer are the device's norms' (RMSNorm, the default: one
+  // gradient, one sum launch on either target).
+  EXPECT_EQ(profiled_calls("emulated", "") - profiled_calls("cpu", ""), (2 - 2 - 2) * kLayers);
 }
 
 TEST(Cli, EmulatedIsADeviceOfTheFileAndOfValidate) {

@@ -56,21 +56,27 @@ std::vector<GradCase> cases() {
 INSTANTIATE_TEST_SUITE_P(Attention, AttentionGradCheck, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return tp.param.name; });
 
-// The device's composition of the materializing attention (batched products over (batch, kv
-// head), one softmax and one dropout for all rows), run by the emulated device in float64: MHA
-// with a local/global pattern and a cap, GQA with QK-norm, MQA, and dropout with GQA and a cap.
+// The device's compositions, run by the emulated device in float64: the materializing core's
+// (batched products over (batch, kv head), one softmax and one dropout for all rows) and the fused
+// core's (kernels/attention_fused.h: one program per query row forward; per query row and per key
+// row backward), which auto takes there: MHA with a local/global pattern and a cap, GQA with
+// QK-norm, MQA, and dropout with GQA and a cap.
 TEST(AttentionGradCheckOnTheEmulatedDevice, EveryParameterMatchesFiniteDifferences) {
-  for (const std::string& lines :
-       {std::string("attention = { type = \"causal\", window = 3, pattern = \"GL\", softcap = 1.5 }\n"),
-        std::string(
-            "n_heads = 4\nn_kv_heads = 2\nd_head = 4\nattention = { type = \"causal\", qk_norm = \"layernorm\" }\n"),
-        std::string("n_heads = 4\nn_kv_heads = 1\nd_head = 4\n"),
-        std::string("n_heads = 4\nn_kv_heads = 2\nd_head = 4\ndropout_attention = 0.5\n"
-                    "attention = { type = \"causal\", softcap = 3.0 }\n")}) {
-    SCOPED_TRACE(lines);
-    EXPECT_GT(test::expect_gradients_match(lines, lines.find("dropout") != std::string::npos, false,
-                                           tile::Backend::kEmulated),
-              0);
+  for (const char* core : {"materializing", "fused"}) {
+    for (std::string lines :
+         {std::string("attention = { type = \"causal\", window = 3, pattern = \"GL\", softcap = 1.5 }\n"),
+          std::string(
+              "n_heads = 4\nn_kv_heads = 2\nd_head = 4\nattention = { type = \"causal\", qk_norm = \"layernorm\" }\n"),
+          std::string("n_heads = 4\nn_kv_heads = 1\nd_head = 4\nattention = { type = \"causal\" }\n"),
+          std::string("n_heads = 4\nn_kv_heads = 2\nd_head = 4\ndropout_attention = 0.5\n"
+                      "attention = { type = \"causal\", softcap = 3.0 }\n")}) {
+      const std::string table = "attention = { type = \"causal\"";
+      lines.replace(lines.find(table), table.size(), table + ", core = \"" + core + "\"");
+      SCOPED_TRACE(lines);
+      EXPECT_GT(test::expect_gradients_match(lines, lines.find("dropout") != std::string::npos, false,
+                                             tile::Backend::kEmulated),
+                0);
+    }
   }
 }
 

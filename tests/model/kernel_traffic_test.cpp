@@ -2,7 +2,8 @@
 // per-kernel profile has a rate and a roofline mark for each: small models of several variants
 // run forward (with the per-layer probes), backward and an optimizer step under a LaunchObserver,
 // on the CPU executor and on the emulated-block executor (which, standing in for a device,
-// reports the materializing attention's launches one by one instead of as one composed kernel).
+// reports the materializing attention's launches one by one instead of as one composed kernel,
+// and runs the fused attention core where auto takes it).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -64,9 +65,10 @@ TEST(KernelTraffic, EveryLaunchOfAStepDeclaresItsTraffic) {
   const char* variants[] = {
       // pre-norm RMSNorm, RoPE, SwiGLU (the defaults)
       "",
-      // LayerNorm in the double position, GeLU MLP, learned positions, soft-caps, z-loss, dropout
+      // LayerNorm in the double position, GeLU MLP, learned positions, soft-caps, z-loss, dropout;
+      // the materializing attention core (auto takes the fused one on the emulated device)
       "norm = \"layernorm\"\nnorm_position = \"double\"\nffn = { type = \"mlp\", activation = \"gelu\" }\n"
-      "position = \"learned\"\nattention = { type = \"causal\", softcap = 20.0 }\n"
+      "position = \"learned\"\nattention = { type = \"causal\", softcap = 20.0, core = \"materializing\" }\n"
       "head = { type = \"lm_head\", softcap = 30.0, z_loss = 1e-4 }\n"
       "dropout_embedding = 0.1\ndropout_attention = 0.1\ndropout_residual = 0.1\n",
       // parallel block, post-norm, sinusoidal positions, a sliding window, GQA, QK-norm
@@ -109,10 +111,41 @@ TEST(KernelTraffic, EveryLaunchOfAStepDeclaresItsTraffic) {
                              "SoftcapBackward",
                              "PositionTable",
                              "gemm NT",
-                             "Add"}) {
+                             "Add",
+                             "AttentionFusedForward",
+                             "AttentionFusedBackward"}) {
     bool found = false;
     for (const std::string& name : all) found = found || name.find(kernel) != std::string::npos;
     EXPECT_TRUE(found) << kernel << " was not launched by any step";
+  }
+}
+
+// The attention core that `core = "auto"` takes, seen in the launches of a step: the fused core on
+// a device (the emulated one) in float32 and float64; the materializing core's batched launches
+// there in bf16 (cuDNN and flash run on CUDA only); on the CPU the materializing core, one
+// composed kernel, as before the fused core existed.
+TEST(KernelTraffic, AutoTakesTheFusedCoreOnADeviceInFloat32AndFloat64) {
+  struct Case {
+    tile::Backend backend;
+    const char* dtype;
+    bool fused;
+  };
+  for (const Case& c :
+       {Case{tile::Backend::kEmulated, "float32", true}, Case{tile::Backend::kEmulated, "float64", true},
+        Case{tile::Backend::kEmulated, "bfloat16", false}, Case{tile::Backend::kCpu, "float32", false},
+        Case{tile::Backend::kCpu, "float64", false}}) {
+    SCOPED_TRACE(std::string(tile::target_name(tile::Exec{c.backend})) + " " + c.dtype);
+    Recorder r;
+    train_step(std::string("dtype = \"") + c.dtype + "\"\n", c.backend);
+    const auto launched = [&](const char* part) {
+      bool found = false;
+      for (const std::string& name : r.seen) found = found || name.find(part) != std::string::npos;
+      return found;
+    };
+    EXPECT_EQ(launched("AttentionFusedForward"), c.fused);
+    EXPECT_EQ(launched("AttentionFusedBackward"), c.fused);
+    // The materializing core's head-major copies: on a device when the fused core is not taken.
+    EXPECT_EQ(launched("AttentionHeads"), c.backend == tile::Backend::kEmulated && !c.fused);
   }
 }
 

@@ -21,20 +21,19 @@ namespace {
 
 /// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
 /// clipping) of experiments/norms.toml's first case (post-norm LayerNorm, RoPE, causal
-/// materializing attention, SwiGLU, float32) on the device, in layers L, batch B and heads H. It
-/// does not depend on B and H: the materializing core batches every (batch, head) pair into each
-/// of its launches (plugins/attention/core_materializing.cpp). At norms.toml's size (L 4, B 16,
-/// H 4) it is 4 x 36 + 11 = 155, where the H200's profile of f904473 counted 2,707
-/// (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair) and 6f9598b's composition
-/// 195 (4 x 46 + 11: RoPE on q and k apart, each norm gradient summed in two stages, and the
-/// residual adds of the forward launched apart).
+/// attention, SwiGLU, float32) on the device, in layers L, batch B and heads H. It does not depend
+/// on B and H: the attention core that `core = "auto"` takes on a device in float32, the fused one
+/// (plugins/attention/core_fused.cpp), runs every (batch, head) pair in each of its launches. At
+/// norms.toml's size (L 4, B 16, H 4) it is 4 x 26 + 11 = 115, where the H200's profile of
+/// f904473 counted 2,707 (4 x (34 + 64 x 10) + 11: ten launches per (batch, head) pair),
+/// 6f9598b's composition 195 (4 x 46 + 11: RoPE on q and k apart, each norm gradient summed in
+/// two stages, and the residual adds of the forward launched apart) and ba95147's 155 (4 x 36 +
+/// 11: the materializing core's 12 batched launches a layer).
 /// tests/model/launch_budget_test.cpp holds the budget.
 int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/) {
-  // Per layer, the attention core's: forward, the rows copied to a head-major layout (1),
-  // S = Q K^T batched (1), the masked, scaled softmax over all rows (1), O = P V batched (1), O
-  // copied back to rows (1); backward, dO to heads (1), dP = dO V^T, dV = P^T dO (2), the softmax
-  // backward (1), dQ = dS K, dK = dS^T Q (2), dQ/dK/dV back to rows (1).
-  const int64_t attention = 12;
+  // Per layer, the attention core's (kernels/attention_fused.h): forward, one program per query
+  // row (1); backward, one program per query row and one per key row in one launch (1).
+  const int64_t attention = 2;
   // Per layer, the rest: 4 linear layers (QKV, output projection, SwiGLU's gate-up and down) x 3
   // GEMMs (forward NT; backward NN and TN) = 12; RoPE on q and k together (their heads are
   // adjacent in the qkv rows), forward and backward, 2; SwiGLU forward and backward, 2; 2

@@ -609,6 +609,52 @@ TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
       << "dropout acted";
 }
 
+// core = "fused" (tile programs on the qkv rows in place, kernels/attention_fused.h; here on the
+// CPU executor in float64) computes what the materializing core computes, to float64 rounding:
+// outputs, the max-logit and entropy probes (the entropy recomputed from qkv), input and weight
+// gradients with GQA, MQA, windows, a local/global pattern and a cap, and the dropped outputs of
+// a training forward (the same mask).
+TEST(AttentionCore, FusedMatchesTheMaterializingCore) {
+  for (const std::string& v :
+       std::vector<std::string>{"attention = { type = \"causal\", ",
+                                "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
+                                "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
+    SCOPED_TRACE(v);
+    Attention fused(v + "core = \"fused\" }\n", 1), materializing(v + "core = \"materializing\" }\n", 1);
+    fused.scale_input(2.0);
+    materializing.scale_input(2.0);
+    RunContext cf, cm;
+    cf.training = cm.training = false;
+    cf.layer_probes = cm.layer_probes = true;
+    const std::vector<double> yf = fused.forward(cf), ym = materializing.forward(cm);
+    expect_near(yf, ym, 1e-13, "y");
+    for (const char* probe : {"max_attn_logit", "attn_entropy"}) {
+      EXPECT_NEAR(cf.probe_values().at(probe), cm.probe_values().at(probe), 1e-12) << probe;
+    }
+    const auto dy = random_like(yf.size(), 19);
+    expect_near(fused.backward(dy), materializing.backward(dy), 1e-12, "dx");
+    for (const char* w : {"wqkv", "wo"}) {
+      const Param& pf = fused.param(w);
+      const Param& pm = materializing.param(w);
+      const std::vector<double> gf(pf.grad.data<double>(), pf.grad.data<double>() + pf.shape.numel());
+      const std::vector<double> gm(pm.grad.data<double>(), pm.grad.data<double>() + pm.shape.numel());
+      expect_near(gf, gm, 1e-12, w);
+    }
+  }
+  // Dropout while training: the same counter-based mask in both cores.
+  const std::string drop = "n_kv_heads = 2\ndropout_attention = 0.3\nattention = { type = \"causal\", core = \"";
+  Attention fused(drop + "fused\" }\n"), materializing(drop + "materializing\" }\n");
+  RunContext cf, cm;
+  cf.seed = cm.seed = 5;
+  cf.step = cm.step = 3;
+  const std::vector<double> yf = fused.forward(cf), ym = materializing.forward(cm);
+  expect_near(yf, ym, 1e-13, "y with dropout");
+  RunContext eval;
+  eval.training = false;
+  EXPECT_GT(std::abs(yf[0] - fused.forward(eval)[0]) + std::abs(yf[5] - fused.forward(eval)[5]), 1e-6)
+      << "dropout acted";
+}
+
 // The frame and its cores: `core` names one (materializing, tiled on the CPU), equal to what the
 // older `kernel` key selects, bit for bit, and auto (either key) is the materializing core at
 // this size; a core that cannot run here, an unknown core and both keys set are errors at the key.
