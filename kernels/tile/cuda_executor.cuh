@@ -213,9 +213,10 @@ class CudaCtx {
 #pragma unroll
     for (int w = 0; w < V / kEach; ++w) {
       if constexpr (kBytes >= 4) {
-        // The word is built from its 32-bit components and stored by st.global.wb.v4 (__stwb, a
-        // plain write-back store): assigned as a struct, some 16-byte stores were split into
-        // four 4-byte ones (GluForward's, in float and bf16).
+        // The word is built from its 32-bit components (not written through a T* into a W).
+        // NVVM still splits some 16-byte stores into four 4-byte ones (GluForward's); storing
+        // with __stwb (st.global.wb.v4) fixed that but, as an asm with a memory clobber, took
+        // the bf16 LayerNorm backward from 128 registers to 169 (one block an SM, not two).
         uint32_t u[kBytes / 4];
         if constexpr (std::is_same_v<T, bf16> && std::is_same_v<U, float>) {
           // Two floats to a bf16 pair in one cvt.rn.bf16x2.f32: round to nearest even, as
@@ -234,7 +235,7 @@ class CudaCtx {
             memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
           }
         }
-        __stwb(reinterpret_cast<W*>(p) + w, detail::make_word<W>(u));
+        reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
       } else {
         W q;
         T* t = reinterpret_cast<T*>(&q);
