@@ -11,7 +11,8 @@ BENCH_KERNEL(glu_backward, "d gate = dh * up * act'(gate); d up = dh * act(gate)
 
 namespace {
 constexpr int kFlat = programs::kActivationBlock;
-constexpr int kGlu = programs::kGluBlock;
+template <class T>
+constexpr int kGlu = programs::kGluBlock<T>;
 }  // namespace
 
 template <class T>
@@ -33,18 +34,18 @@ void activation_backward(const Exec& exec, Activation act, const T* x, const T* 
 template <class T>
 void glu_forward(const Exec& exec, Activation act, const T* gu, T* h, int64_t rows, int64_t d_ff) {
   if (rows <= 0 || d_ff <= 0) return;
-  const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
+  const tile::Grid grid{rows, (d_ff + kGlu<T> - 1) / kGlu<T>};
   dispatch_activation(act, [&]<Activation kAct>() {
-    tile::launch(exec, grid, programs::GluForward<T, kAct, kGlu>{gu, h, d_ff});
+    tile::launch(exec, grid, programs::GluForward<T, kAct, kGlu<T>>{gu, h, d_ff});
   });
 }
 
 template <class T>
 void glu_backward(const Exec& exec, Activation act, const T* gu, const T* dh, T* dgu, int64_t rows, int64_t d_ff) {
   if (rows <= 0 || d_ff <= 0) return;
-  const tile::Grid grid{rows, (d_ff + kGlu - 1) / kGlu};
+  const tile::Grid grid{rows, (d_ff + kGlu<T> - 1) / kGlu<T>};
   dispatch_activation(act, [&]<Activation kAct>() {
-    tile::launch(exec, grid, programs::GluBackward<T, kAct, kGlu>{gu, dh, dgu, d_ff});
+    tile::launch(exec, grid, programs::GluBackward<T, kAct, kGlu<T>>{gu, dh, dgu, d_ff});
   });
 }
 

@@ -97,8 +97,11 @@ namespace tl = tile::tl;
 
 /// Elements per program of the point-wise programs.
 inline constexpr int kActivationBlock = 1024;
-/// Columns per program of the gated programs (a program is one row and one column chunk).
-inline constexpr int kGluBlock = 256;
+/// Columns per program of the gated programs (a program is one row and one column chunk): 64
+/// threads of 16-byte runs (256 float, 512 bf16 columns). A 32-thread block (bf16 at 256 columns)
+/// let an SM hold only its limit of 32 blocks, 1,024 threads, half the float build's.
+template <class T>
+inline constexpr int kGluBlock = 64 * tile::kRun16<T>;
 
 /// Standard normal CDF Phi(x) = erfc(-x / sqrt 2) / 2: erfc keeps the far left tail accurate,
 /// where 1 + erf(x / sqrt 2) would cancel.

@@ -18,7 +18,7 @@ void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, in
                                 std::to_string(vocab));
   using A = acc_t<T>;
   // The block follows the real vocabulary, so the reductions' order does not depend on the padding.
-  tile::dispatch_block(vocab, [&]<int B>() {
+  tile::dispatch_row(exec, vocab, [&]<int B>() {
     tile::launch(exec, tile::Grid{rows},
                  programs::CrossEntropy<T, B>{logits, targets, loss, z, dlogits, vocab, ld, static_cast<A>(2 * z_coef),
                                               static_cast<A>(grad_scale)});

@@ -50,7 +50,7 @@ void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x
                            int64_t cols, double eps, bool unit_offset) {
   if (x2 != nullptr && sum == nullptr)
     throw std::invalid_argument("norm_forward_residual: a second input needs `sum` for x + x2");
-  tile::dispatch_block(cols, [&]<int B>() {
+  tile::dispatch_row(exec, cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
     dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
@@ -68,7 +68,7 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
 
 int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows) {
   constexpr int64_t kGroup = programs::NormBackward<float, 32, true, false>::kRowsPerGroup;
-  constexpr int64_t kDeviceGroups = 64;
+  constexpr int64_t kDeviceGroups = 512;
   if (!tile::runs_as_device(exec)) return kGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
   return kGroup * std::max<int64_t>(1, (groups + kDeviceGroups - 1) / kDeviceGroups);
@@ -79,10 +79,9 @@ namespace {
 /// dweight[c] += sum_g dw_part[g, c] and dbias[c] += sum_g db_part[g, c] over the groups' partial
 /// sums (the launcher's workspace; a null output is skipped). On the host one launch per
 /// gradient, in group order (column_sum), so the sum does not depend on the thread count. On a
-/// device both in one launch (programs::ColumnSums), each column's groups in order: at most 64
-/// groups there (norm_backward_rows_per_group), so one pass over them is short, and the step
-/// spends one launch per norm on its gradients where a two-stage sum of groups of 32 rows spent
-/// two per gradient.
+/// device both in one launch (programs::ColumnSums: each column's groups by one block reduction,
+/// 512 groups of 8 columns a tile), so the step spends one launch per norm on its gradients
+/// where a two-stage sum spent two per gradient.
 template <class T>
 void gradient_sums(const Exec& exec, const acc_t<T>* dw_part, T* dweight, const acc_t<T>* db_part, T* dbias,
                    int64_t groups, int64_t cols) {
@@ -97,8 +96,9 @@ void gradient_sums(const Exec& exec, const acc_t<T>* dw_part, T* dweight, const 
     dbias = nullptr;
   }
   if (dweight == nullptr) return;
-  constexpr int kB = 128;
-  tile::launch(exec, tile::Grid{(cols + kB - 1) / kB, dbias != nullptr ? 2 : 1},
+  constexpr int kB = tile::kDeviceRowTile;
+  constexpr int kCols = programs::ColumnSums<T, kB>::kCols;
+  tile::launch(exec, tile::Grid{(cols + kCols - 1) / kCols, dbias != nullptr ? 2 : 1},
                programs::ColumnSums<T, kB>{dw_part, dweight, db_part, dbias, groups, cols});
 }
 
@@ -120,7 +120,7 @@ void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T*
   const int64_t groups = (rows + per_group - 1) / per_group;
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
   acc_t<T>* db_part = dbias != nullptr ? workspace + groups * cols : nullptr;
-  tile::dispatch_block(cols, [&]<int B>() {
+  tile::dispatch_row(exec, cols, [&]<int B>() {
     const tile::Grid grid{groups};
     dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
       tile::launch(exec, grid,

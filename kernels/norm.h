@@ -384,12 +384,17 @@ struct ColumnSum {
 };
 
 /// The device's gradient sums of norm_backward, both in one launch: program (chunk, i) adds the
-/// `parts` rows of part_i, in row order, into out_i for its B columns (i = 0, 1; grid.y is the
-/// number of sums, out_1 unused with one).
+/// `parts` rows of part_i into out_i for kCols columns (i = 0, 1; grid.y is the number of sums,
+/// out_1 unused with one). Its tile holds kParts = B / kCols parts of its columns at a time
+/// (element e: part e / kCols, column e % kCols), gathered from the rows: kCols floats are one
+/// 32-byte sector of a row, and a thread has every gather of its B / 256 elements in flight at
+/// once, where a program walking the parts one row at a time waits a memory latency per part.
+/// Each column's sum is then one block reduction over its parts (a fixed order, so reproducible).
 template <class T, int B>
 struct ColumnSums {
   static constexpr int kBlock = B;
-  static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  static constexpr int kCols = 8;
+  static constexpr int kParts = B / kCols;
   using A = acc_t<T>;
   const A* part0;
   T* out0;
@@ -407,13 +412,22 @@ struct ColumnSums {
 
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
-    const int64_t c0 = tl::program_id(c, 0) * B;
+    const int64_t c0 = tl::program_id(c, 0) * kCols;
     const bool second = tl::program_id(c, 1) == 1;
     const A* part = second ? part1 : part0;
     T* out = second ? out1 : out0;
-    auto acc = tl::load<B>(c, out + c0, cols - c0);
-    for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
-    tl::store(c, out + c0, acc, cols - c0);
+    const int width = cols - c0 < kCols ? static_cast<int>(cols - c0) : kCols;
+    const auto e = tl::arange<B>(c);
+    const auto col = e - (e / kCols) * kCols;
+    // Columns past the last are read at column 0 (in bounds) and never summed.
+    const auto idx = (e / kCols) * static_cast<int>(cols) + tl::where(col < width, col, 0);
+    auto acc = tl::full<B>(c, A(0));
+    for (int64_t p0 = 0; p0 < parts; p0 += kParts)
+      acc = acc + tl::gather(c, part + p0 * cols + c0, idx, (parts - p0) * kCols);
+    for (int j = 0; j < width; ++j) {
+      const A s = tl::sum(c, tl::where(col == j, acc, A(0)));
+      tl::store_scalar(c, out + c0 + j, tile::to_acc(out[c0 + j]) + s);
+    }
   }
 };
 
@@ -446,8 +460,10 @@ int64_t norm_backward_workspace(int64_t rows, int64_t cols);
 
 /// Rows per program of norm_backward on exec's target: 32 on the host (whose gain and bias
 /// gradients are bit for bit those of groups of 32 rows); on a device (tile::runs_as_device) the
-/// smallest multiple of 32 that makes at most 64 groups, so that one launch sums the groups'
-/// partials for both gradients (2 launches a backward in all, whatever the rows).
+/// smallest multiple of 32 that makes at most 512 groups: 32 up to 16,384 rows, so that a
+/// backward of 16,384 rows runs 512 programs (about 4 to an SM of an H200, where 64 groups left
+/// half the SMs idle), and one launch sums the groups' partials for both gradients (2 launches a
+/// backward in all, whatever the rows).
 int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows);
 
 /// Gradient of norm_forward (with the same `unit_offset`). Writes dx; adds into dweight and dbias

@@ -12,7 +12,7 @@ void softmax_forward(const Exec& exec, const T* s, T* p, int64_t rows, int64_t c
                      double softcap, SoftmaxMask mask, acc_t<T>* row_max) {
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
-  tile::dispatch_block(cols, [&]<int B>() {
+  tile::dispatch_row(exec, cols, [&]<int B>() {
     tile::launch(exec, tile::Grid{rows},
                  programs::SoftmaxForward<T, B>{s, p, row_max, cols, ld, static_cast<A>(scale),
                                                 static_cast<A>(softcap > 0 ? softcap : 0), mask});
@@ -24,7 +24,7 @@ void softmax_backward(const Exec& exec, const T* p, const T* dp, const T* s, T* 
                       int64_t ld, double scale, double softcap, SoftmaxMask mask) {
   if (rows <= 0 || cols <= 0) return;
   using A = acc_t<T>;
-  tile::dispatch_block(cols, [&]<int B>() {
+  tile::dispatch_row(exec, cols, [&]<int B>() {
     tile::launch(exec, tile::Grid{rows},
                  programs::SoftmaxBackward<T, B>{p, dp, s, ds, cols, ld, static_cast<A>(scale),
                                                  static_cast<A>(softcap > 0 ? softcap : 0), mask});

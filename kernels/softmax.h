@@ -209,7 +209,8 @@ struct SoftmaxForward {
   }
 };
 
-/// One row per program: the dot product sum p * dp, then ds chunk by chunk.
+/// One row per program: the dot product sum p * dp, then ds chunk by chunk; a row that fits one
+/// tile is read once and kept in registers (the same arithmetic).
 template <class T, int B>
 struct SoftmaxBackward {
   static constexpr int kBlock = B;
@@ -242,6 +243,18 @@ struct SoftmaxBackward {
     const int64_t off = r * ld;
     int64_t lo = 0, hi = 0;
     softmax_row_range(mask, r, cols, lo, hi);
+    if (cols <= B && hi > lo) {  // one tile: p and dp read once, kept in registers
+      auto pv = tl::load<B>(c, p + off, cols);
+      auto dpv = tl::load<B>(c, dp + off, cols);
+      const A dot = tl::sum(c, tl::full<B>(c, A(0)) + keep_columns<B>(c, 0, lo, hi, pv * dpv, A(0)));
+      auto g = pv * (dpv - dot);
+      if (softcap > A(0)) {
+        auto t = tl::map(FastTanh{}, tl::load<B>(c, s + off, cols) * (scale / softcap));
+        g = g * (A(1) - t * t);
+      }
+      tl::store(c, ds + off, keep_columns<B>(c, 0, lo, hi, g * scale, A(0)), cols);
+      return;
+    }
     const int64_t first = hi > lo ? lo / B * B : cols;
     auto acc = tl::full<B>(c, A(0));
     for (int64_t c0 = first; c0 < hi; c0 += B) {

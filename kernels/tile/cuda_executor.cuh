@@ -7,16 +7,19 @@
 // One program per thread block. Thread `threadIdx.x` owns Layout<N, TH, Run>::kPer elements of
 // every tile in registers; each contiguous run (Run elements: 16 bytes of the program's storage
 // type when it declares kRun) is moved with vector accesses of up to 16 bytes when the pointer is
-// aligned and the run is in bounds; reductions go through cub::BlockReduce and are broadcast to
-// every thread (the barriers live here, never in a program).
+// aligned and the run is in bounds (bf16 converted two to a 32-bit word: a shift or a mask up,
+// one cvt.rn.bf16x2.f32 down); reductions go through cub::BlockReduce and are broadcast to every
+// thread (the barriers live here, never in a program).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 
 #include "defs.h"
@@ -46,6 +49,17 @@ template <>
 struct Word<16> {
   using type = uint4;
 };
+/// The word of a vector access from its 32-bit components.
+template <class W>
+__device__ __forceinline__ W make_word(const uint32_t* u) {
+  if constexpr (std::is_same_v<W, uint4>) {
+    return make_uint4(u[0], u[1], u[2], u[3]);
+  } else if constexpr (std::is_same_v<W, uint2>) {
+    return make_uint2(u[0], u[1]);
+  } else {
+    return u[0];
+  }
+}
 }  // namespace detail
 
 template <int TH, int Run = 4>
@@ -173,9 +187,20 @@ class CudaCtx {
 #pragma unroll
     for (int w = 0; w < V / kEach; ++w) {
       const W q = reinterpret_cast<const W*>(p)[w];
-      const T* t = reinterpret_cast<const T*>(&q);
+      if constexpr (std::is_same_v<T, bf16> && kBytes >= 4) {
+        // Two bf16 a 32-bit word: the low one shifted up, the high one masked, one instruction each.
+        uint32_t u[kBytes / 4];
+        memcpy(u, &q, kBytes);
 #pragma unroll
-      for (int j = 0; j < kEach; ++j) out[w * kEach + j] = to_acc(t[j]);
+        for (int k = 0; k < kBytes / 4; ++k) {
+          out[w * kEach + 2 * k] = __uint_as_float(u[k] << 16);
+          out[w * kEach + 2 * k + 1] = __uint_as_float(u[k] & 0xffff0000u);
+        }
+      } else {
+        const T* t = reinterpret_cast<const T*>(&q);
+#pragma unroll
+        for (int j = 0; j < kEach; ++j) out[w * kEach + j] = to_acc(t[j]);
+      }
     }
   }
 
@@ -187,11 +212,37 @@ class CudaCtx {
     static_assert(sizeof(W) == kBytes && V % kEach == 0, "a run is a whole number of words");
 #pragma unroll
     for (int w = 0; w < V / kEach; ++w) {
-      W q;
-      T* t = reinterpret_cast<T*>(&q);
+      if constexpr (kBytes >= 4) {
+        // The word is built from its 32-bit components (not written through a T* into a W).
+        // NVVM still splits some 16-byte stores into four 4-byte ones (GluForward's); storing
+        // with __stwb (st.global.wb.v4) fixed that but, as an asm with a memory clobber, took
+        // the bf16 LayerNorm backward from 128 registers to 169 (one block an SM, not two).
+        uint32_t u[kBytes / 4];
+        if constexpr (std::is_same_v<T, bf16> && std::is_same_v<U, float>) {
+          // Two floats to a bf16 pair in one cvt.rn.bf16x2.f32: round to nearest even, as
+          // float_to_bf16 (a NaN becomes the canonical NaN, where float_to_bf16 keeps its sign
+          // and high payload bits); the software rounding costs about a dozen instructions an
+          // element.
 #pragma unroll
-      for (int j = 0; j < kEach; ++j) t[j] = from_acc<T>(in[w * kEach + j]);
-      reinterpret_cast<W*>(p)[w] = q;
+          for (int k = 0; k < kBytes / 4; ++k) {
+            const __nv_bfloat162 h = __floats2bfloat162_rn(in[w * kEach + 2 * k], in[w * kEach + 2 * k + 1]);
+            memcpy(&u[k], &h, 4);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < kEach; ++j) {
+            const T t = from_acc<T>(in[w * kEach + j]);
+            memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
+          }
+        }
+        reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+      } else {
+        W q;
+        T* t = reinterpret_cast<T*>(&q);
+#pragma unroll
+        for (int j = 0; j < kEach; ++j) t[j] = from_acc<T>(in[w * kEach + j]);
+        reinterpret_cast<W*>(p)[w] = q;
+      }
     }
   }
 };

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <typeinfo>
+#include <utility>
 
 #include "cpu_executor.h"
 #include "emulated_executor.h"
@@ -145,6 +146,29 @@ void dispatch_block(int64_t n, F&& f) {
   } else {
     f.template operator()<1024>();
   }
+}
+
+/// Widest tile of dispatch_row on a device.
+inline constexpr int kDeviceRowTile = 4096;
+
+/// dispatch_block for a row program, by target. On the host exactly dispatch_block (tiles up to
+/// 1024, so the host's reduction order, and its bits, are those of dispatch_block). As a device
+/// (runs_as_device) also 2048 and 4096: a row of up to 4096 elements is one tile, held in
+/// registers (16 elements a thread at 4096, 256 threads), so a program issues every load of
+/// its row before its first reduction, and reads the row from memory once; a CUDA thread
+/// looping over 1024-wide chunks has one 16-byte load in flight at a time (docs/kernels.md,
+/// "Row kernels against the roofline").
+template <class F>
+void dispatch_row(const Exec& exec, int64_t n, F&& f) {
+  if (runs_as_device(exec) && n > 1024) {
+    if (n <= 2048) {
+      f.template operator()<2048>();
+    } else {
+      f.template operator()<kDeviceRowTile>();
+    }
+    return;
+  }
+  dispatch_block(n, std::forward<F>(f));
 }
 
 }  // namespace bench::tile

@@ -256,22 +256,24 @@ std::vector<NormCase> cases() {
   return out;
 }
 
-// Many rows: a device takes several groups of 32 rows per program (norm_backward_rows_per_group),
-// so that one launch sums the groups' partials of both gradients; with rows wider than one tile
-// (1030 columns) a program's partials are stored after each 32 rows and added to after. The float
-// backward against the float64 backward, as above, on every target; 2100 rows are 66 groups of
-// 32 on the host, 33 groups of 64 on a device (the last one of 52 rows).
+// Many rows: a device takes groups of 32 rows up to 512 groups, then several groups of 32 rows
+// per program (norm_backward_rows_per_group), and one launch sums the groups' partials of both
+// gradients (ColumnSums: the groups of 8 columns a tile, 1030 columns ending in a chunk of 6);
+// with rows wider than one tile (1030 columns on the host) a program's partials are stored after
+// each 32 rows and added to after. The float backward against the float64 backward, as above, on
+// every target: 2100 rows are 66 groups of 32 everywhere; 16,416 rows are 513 groups of 32 on the
+// host, 257 groups of 64 on a device (the last one of 32 rows).
 class NormManyRowsTest : public ::testing::TestWithParam<Target> {};
 
 TEST_P(NormManyRowsTest, GroupsOfManyRowsMatchTheFloat64Backward) {
   const Target& t = GetParam();
   const Exec exec = t.exec();
-  const int64_t n_rows = 2100;
-  EXPECT_EQ(norm_backward_rows_per_group(exec, n_rows), tile::runs_as_device(exec) ? 64 : 32);
-  EXPECT_EQ(norm_backward_rows_per_group(exec, 64 * 32), 32);
-  for (const int64_t cols : {40, 1030})
+  EXPECT_EQ(norm_backward_rows_per_group(exec, 2100), 32);
+  EXPECT_EQ(norm_backward_rows_per_group(exec, 512 * 32), 32);
+  EXPECT_EQ(norm_backward_rows_per_group(exec, 16416), tile::runs_as_device(exec) ? 64 : 32);
+  for (const auto& [n_rows, cols] : {std::pair<int64_t, int64_t>{2100, 40}, {2100, 1030}, {16416, 24}})
     for (const bool center : {false, true}) {
-      SCOPED_TRACE(std::to_string(cols) + (center ? " layernorm" : " rmsnorm"));
+      SCOPED_TRACE(std::to_string(n_rows) + " x " + std::to_string(cols) + (center ? " layernorm" : " rmsnorm"));
       const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(n_rows * cols), 4, 1.5, 0.3)));
       const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(cols), 5)));
       const auto dy = to_double(to_storage<float>(random_vector(x.size(), 7)));

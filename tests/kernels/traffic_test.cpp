@@ -113,8 +113,8 @@ TEST(Traffic, NormBackwardAndItsColumnSums) {
 }
 
 TEST(Traffic, NormBackwardOnADeviceSumsBothGradientsInOneLaunch) {
-  // 2100 rows: 33 groups of 64 rows on a device (norm_backward_rows_per_group); 48 columns, one tile.
-  const int64_t rows = 2100, cols = 48, groups = 33;
+  // 2100 rows: 66 groups of 32 rows on a device (norm_backward_rows_per_group); 48 columns, one tile.
+  const int64_t rows = 2100, cols = 48, groups = 66;
   const tile::Exec emulated{tile::Backend::kEmulated, nullptr};
   std::vector<float> dy(rows * cols, 0.1f), x(rows * cols, 0.5f), w(cols, 1.0f), mean(rows, 0.0f), rstd(rows, 1.0f),
       dx(rows * cols), dw(cols, 0.0f), db(cols, 0.0f);
