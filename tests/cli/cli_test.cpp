@@ -48,7 +48,8 @@ std::string fresh_db(const std::string& name) {
 // kernel or a copy: a component whose host code reads or writes device memory directly (which
 // would crash or read garbage on a GPU) kills the run. Every plugin family is in the experiment
 // (tests/cuda/every_component.toml, which scripts/gpu-check.sh runs on CUDA too), and the guarded
-// run must store exactly the CPU run's numbers: same kernels, same order.
+// run must store exactly the CPU run's numbers: same kernels, same order, the stability steps
+// replayed from a captured step (emulated, under the rules of capture) included.
 // The experiment as it is (float32) and as a bfloat16 model (master weights, the bf16 GEMM and
 // attention paths).
 TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
@@ -71,6 +72,19 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       if (i == 0) {
         EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
                   std::string::npos);
+        // The stability loop's graph path: step 1 runs uncaptured, step 3 (the other step that is
+        // not a logging one) is captured and replayed, and so are the steps after it that are not
+        // logged, in every case but the one with dropout, which falls back and says so.
+        EXPECT_EQ(
+            s.query("SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.runner = 'stability' "
+                    "AND m.name = 'graph_steps' AND m.value = 1")
+                .rows.at(0)
+                .at(0)
+                .as_int(),
+            6);
+        EXPECT_EQ(
+            s.query("SELECT count(*) FROM metrics WHERE name = 'graph_fallback/stability'").rows.at(0).at(0).as_int(),
+            1);
       }
       // Every logged number of every step and every summary, at full precision.
       const auto rows = s.query(
