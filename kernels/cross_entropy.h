@@ -79,6 +79,7 @@ struct CrossEntropy {
   int64_t ld;  // row stride, >= vocab
   A z_coef2;   // 2 * z_coef
   A grad_scale;
+  const double* grad_scale_at;  // when set, the scale is read here (in exec's memory) instead
 
   /// grid.x rows, each counted as having a target (the ignored ones are known on the device
   /// only): the logits and targets read, loss, z and the gradient rows (padding included)
@@ -118,11 +119,11 @@ struct CrossEntropy {
       for (int64_t c0 = 0; c0 < ld; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), ld - c0);
       return;
     }
-    const A coef = grad_scale * (A(1) + z_coef2 * zr) / sum;
+    const A gs = grad_scale_at != nullptr ? static_cast<A>(*grad_scale_at) : grad_scale;
+    const A coef = gs * (A(1) + z_coef2 * zr) / sum;
     for (int64_t c0 = 0; c0 < vocab; c0 += B) {
       auto g = tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0) - m) * coef;
-      if (target >= c0 && target < c0 + B)
-        g = tl::where(tl::arange<B>(c) == static_cast<int>(target - c0), g - grad_scale, g);
+      if (target >= c0 && target < c0 + B) g = tl::where(tl::arange<B>(c) == static_cast<int>(target - c0), g - gs, g);
       if (c0 + B > vocab) g = tl::where(tl::arange<B>(c) < static_cast<int>(vocab - c0), g, A(0));
       tl::store(c, d + c0, g, ld - c0);
     }
@@ -141,9 +142,11 @@ struct CrossEntropy {
 /// past vocab are padding and never read), against `targets` (< 0: ignored row). Writes per-row
 /// loss and z = logsumexp (either may be null) and, when dlogits is non-null (rows `ld` apart),
 /// grad_scale times the gradient of loss + z_coef * z^2, with 0 in the padding columns. dlogits
-/// may alias logits.
+/// may alias logits. With grad_scale_at (a double in exec's memory, e.g. target_scale's) the
+/// scale is read there when the kernel runs, so that a captured step uses its own batch's.
 template <class T>
 void cross_entropy(const Exec& exec, const T* logits, const int32_t* targets, int64_t rows, int64_t vocab, int64_t ld,
-                   acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale);
+                   acc_t<T>* loss, acc_t<T>* z, T* dlogits, double z_coef, double grad_scale,
+                   const double* grad_scale_at = nullptr);
 
 }  // namespace bench::kernels

@@ -151,14 +151,16 @@ int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab
 
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
-                        int64_t n_tokens, int64_t dim, acc_t<T> scale) {
+                        int64_t n_tokens, int64_t dim, acc_t<T> scale, const int32_t* n_unique_at) {
   if (n_unique <= 0 || n_tokens <= 0 || dim <= 0) return;
   tile::dispatch_block(dim, [&]<int B>() {
     const tile::Grid grid{n_unique, (dim + B - 1) / B};
     if (scale == acc_t<T>(1)) {
-      tile::launch(exec, grid, programs::EmbeddingBackward<T, B, false>{buckets, dout, dtable, n_tokens, dim, scale});
+      tile::launch(exec, grid,
+                   programs::EmbeddingBackward<T, B, false>{buckets, dout, dtable, n_tokens, dim, scale, n_unique_at});
     } else {
-      tile::launch(exec, grid, programs::EmbeddingBackward<T, B, true>{buckets, dout, dtable, n_tokens, dim, scale});
+      tile::launch(exec, grid,
+                   programs::EmbeddingBackward<T, B, true>{buckets, dout, dtable, n_tokens, dim, scale, n_unique_at});
     }
   });
 }
@@ -179,16 +181,17 @@ void zero_block(const Exec& exec, T* x, int64_t ld, int64_t rows, int64_t cols) 
   });
 }
 
-#define BENCH_INSTANTIATE(T)                                                                                           \
-  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                                  \
-  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                                 \
-  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                                          \
-  template double sum_squares<T>(const Exec&, const T*, int64_t);                                                      \
-  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                                    \
-  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);                               \
-  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t, acc_t<T>);           \
-  template void embedding_backward<T>(const Exec&, const int32_t*, int64_t, const T*, T*, int64_t, int64_t, acc_t<T>); \
-  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);                          \
+#define BENCH_INSTANTIATE(T)                                                                                          \
+  template void add<T>(const Exec&, const T*, const T*, T*, int64_t);                                                 \
+  template void axpy<T>(const Exec&, acc_t<T>, const T*, T*, int64_t);                                                \
+  template void scale<T>(const Exec&, acc_t<T>, T*, int64_t);                                                         \
+  template double sum_squares<T>(const Exec&, const T*, int64_t);                                                     \
+  template double sum_of<T>(const Exec&, SumOf, const T*, int64_t);                                                   \
+  template void sum_of_into<T>(const Exec&, SumOf, const T*, int64_t, double*, double*);                              \
+  template void embedding_forward<T>(const Exec&, const int32_t*, const T*, T*, int64_t, int64_t, acc_t<T>);          \
+  template void embedding_backward<T>(const Exec&, const int32_t*, int64_t, const T*, T*, int64_t, int64_t, acc_t<T>, \
+                                      const int32_t*);                                                                \
+  template void copy_block<T>(const Exec&, const T*, int64_t, T*, int64_t, int64_t, int64_t);                         \
   template void zero_block<T>(const Exec&, T*, int64_t, int64_t, int64_t);
 BENCH_FOR_EACH_TYPE(BENCH_INSTANTIATE)
 #undef BENCH_INSTANTIATE

@@ -262,7 +262,8 @@ struct EmbeddingBackward {
   T* dtable;
   int64_t n_tokens;
   int64_t dim;
-  A scale;  // read when kScaled
+  A scale;                     // read when kScaled
+  const int32_t* n_unique_at;  // when set, the distinct tokens' count (programs past it do nothing)
 
   /// grid.x distinct tokens: the buckets (positions, starts, tokens), every row of dout, and each
   /// distinct token's row of dtable read and written; an add (and a multiply) per dout element.
@@ -276,6 +277,7 @@ struct EmbeddingBackward {
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t u = tl::program_id(c, 0);
+    if (n_unique_at != nullptr && u >= *n_unique_at) return;
     const int64_t c0 = tl::program_id(c, 1) * B;
     const int64_t rest = dim - c0;
     const int32_t* positions = buckets;
@@ -386,9 +388,13 @@ int64_t embedding_buckets(const int32_t* tokens, int64_t n_tokens, int64_t vocab
 /// order, the order of a serial walk over the tokens (deterministic, no atomics). bf16 tables
 /// are rounded once per call, after the sum in float. With scale != 1 each row of dout is
 /// multiplied by scale before it is added (the gradient of embedding_forward with that scale).
+/// With n_unique_at (an int32 in exec's memory: the distinct tokens' count, written before the
+/// kernel runs) n_unique is only a bound (e.g. min(n_tokens, vocab)) and the programs past the
+/// count do nothing, so that a captured step adds each replay's batch, not the captured one's.
 template <class T>
 void embedding_backward(const Exec& exec, const int32_t* buckets, int64_t n_unique, const T* dout, T* dtable,
-                        int64_t n_tokens, int64_t dim, acc_t<T> scale = acc_t<T>(1));
+                        int64_t n_tokens, int64_t dim, acc_t<T> scale = acc_t<T>(1),
+                        const int32_t* n_unique_at = nullptr);
 
 /// dst[r, 0:cols] = src[r, 0:cols] for r < rows, rows src_ld apart in src and dst_ld in dst (a
 /// strided 2-D copy in exec's memory, e.g. heads out of fused rows); the two must not overlap.

@@ -26,10 +26,12 @@
 #include <string>
 
 #include "bench/bench.h"
+#include "bench/device_probes.h"
 #include "bench/random.h"
 #include "core.h"
 #include "kernels/attention.h"
 #include "kernels/dropout.h"
+#include "kernels/probes.h"
 #include "qk_norm.h"
 
 namespace bench::attention {
@@ -148,6 +150,7 @@ class CausalAttention final : public Sublayer {
     core_impl_ = find_core(core_name_)->make();
     core_impl_->setup(ctx, with_dropout);
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
+    max_slot_ = ctx.buffer({kernels::max_of_partials(batch_ * heads_ * seq_) + 1}, DType::kFloat64);
     esize_ = dtype_size(ctx.dtype());
   }
 
@@ -166,16 +169,25 @@ class CausalAttention final : public Sublayer {
     void* rm = ctx.probes ? row_max_.raw() : nullptr;
     core_impl_->forward(ctx, args_, qkv_, att_, rm);
     if (rm != nullptr) {
-      // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs.
-      std::vector<char> storage;
-      const Tensor host = ops::on_host(row_max_, storage);
-      double m = -INFINITY;
+      // The logits after QK-norm, rotation and soft-capping: max scale * q.k over kept pairs,
+      // reduced where they are into max_slot_ (NaN when any is NaN); a captured step leaves it
+      // there for the host to read after the replay (bench/device_probes.h).
+      auto* partial = static_cast<double*>(max_slot_.raw());
+      double* slot = partial + kernels::max_of_partials(row_max_.numel());
       dispatch_float(x.dtype(), [&]<class T>() {
-        const auto* r = host.data<tile::acc_t<T>>();
-        for (int64_t i = 0; i < batch_ * heads_ * seq_; ++i) m = std::isnan(r[i]) || r[i] > m ? r[i] : m;
+        kernels::max_of_into(ctx.exec, static_cast<const tile::acc_t<T>*>(row_max_.raw()), row_max_.numel(), partial,
+                             slot);
       });
-      ctx.probe_max("max_attn_logit", m);
-      if (layer_ >= 0) ctx.probe_max("max_attn_logit/" + std::to_string(layer_), m);
+      const std::string layer_name = "max_attn_logit/" + std::to_string(layer_);
+      if (ctx.capturing) {
+        probe_max_at(ctx, "max_attn_logit", slot);
+        if (layer_ >= 0) probe_max_at(ctx, layer_name, slot);
+      } else {
+        std::vector<char> storage;
+        const double m = ops::on_host(Tensor(slot, DType::kFloat64, {1}), storage).data<double>()[0];
+        ctx.probe_max("max_attn_logit", m);
+        if (layer_ >= 0) ctx.probe_max(layer_name, m);
+      }
     }
     if (entropy) {
       // Mean over (batch, head, query) rows of -sum_j p_j ln p_j in nats (masked keys have p = 0
@@ -300,6 +312,7 @@ class CausalAttention final : public Sublayer {
   kernels::AttentionArgs args_{};
   Tensor bias_scratch_;
   Tensor x_, qkv_, dqkv_, att_, datt_, row_max_;
+  Tensor max_slot_;  // float64: max_of_into's partials, then the layer's max logit
 };
 
 ComponentInfo causal_info() {

@@ -9,12 +9,14 @@
 // out of the loss, z and the z-loss and writes them a zero gradient, so the padding rows' gradient
 // is exactly 0 and they stay 0. FLOPs are declared for the real vocabulary (model FLOPs: the
 // padding is this implementation's waste), bytes for what is moved.
-#include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "bench/device_probes.h"
 #include "head.h"
 #include "kernels/cross_entropy.h"
 #include "kernels/elementwise.h"
+#include "kernels/probes.h"
 #include "kernels/softcap.h"
 
 namespace bench::head {
@@ -43,6 +45,8 @@ class LmHead final : public Head {
     dlogits_ = softcap_ > 0 ? ctx.buffer({rows_, ld_}) : logits_;
     loss_ = ctx.buffer({rows_}, acc);
     z_ = ctx.buffer({rows_}, acc);
+    sums_ = ctx.buffer({1 + kernels::kLossSlots}, DType::kFloat64);
+    logit_sum_ = ctx.buffer({kernels::sum_squares_partials(rows_ * ld_) + 1}, DType::kFloat64);
     esize_ = dtype_size(ctx.dtype());
   }
 
@@ -57,44 +61,46 @@ class LmHead final : public Head {
     // their gradient: with log Z it shows whether the logits drift as a whole.
     // Summed where the logits are (on a device: only the sum comes back); the padding logits are
     // exact zeros (h times zero rows, capped to 0), which add nothing, and are not counted.
+    const double count = static_cast<double>(rows_ * vocab_);
     if (ctx.probes)
       dispatch_float(h.dtype(), [&]<class T>() {
-        const double sum = kernels::sum_of<T>(ctx.exec, kernels::SumOf::kValues, logits_.data<T>(), logits_.numel());
-        ctx.probe_mean("logit_mean", sum / static_cast<double>(rows_ * vocab_));
+        auto* partial = static_cast<double*>(logit_sum_.raw());
+        double* sum = partial + kernels::sum_squares_partials(logits_.numel());
+        kernels::sum_in_order_into<T>(ctx.exec, kernels::SumOf::kValues, logits_.data<T>(), logits_.numel(), partial,
+                                      sum);
+        if (ctx.capturing)
+          probe_mean_at(ctx, "logit_mean", sum, count);
+        else
+          ctx.probe_mean("logit_mean", read(sum, 1)[0] / count);
       });
-    // The targets on the host: the model's copy (ctx.host_targets), else (a head driven directly)
-    // read here, through a copy when they are in a device's memory.
-    std::vector<char> target_storage;
-    const int32_t* host_targets = ctx.host_targets;
-    if (host_targets == nullptr)
-      host_targets =
-          ops::on_host(Tensor(const_cast<int32_t*>(targets), DType::kInt32, {rows_}), target_storage).data<int32_t>();
-    const auto valid = std::count_if(host_targets, host_targets + rows_, [](int32_t t) { return t >= 0; });
-    const double scale = valid > 0 ? 1.0 / static_cast<double>(valid) : 0.0;
-    LossInfo info;
+    // Everything that depends on the batch is computed where the targets are, into the head's
+    // own device slots (nothing from the host): the scale 1 / (rows with a target), which the
+    // cross-entropy reads when it runs, and after it the loss, z_mean and z_loss over those rows
+    // in row order (kernels/probes.h). A captured step leaves them there for the host to read
+    // after the replay; otherwise they are read back here.
+    auto* slots = static_cast<double*>(sums_.raw());  // [scale, loss, z_mean, z_loss]
+    double* loss_slots = slots + 1;
+    kernels::target_scale(ctx.exec, targets, rows_, slots);
     dispatch_float(h.dtype(), [&]<class T>() {
       using A = tile::acc_t<T>;
       // Without the cap the gradient overwrites the logits in place: they are not needed after this.
       kernels::cross_entropy<T>(ctx.exec, logits_.data<T>(), targets, rows_, vocab_, ld_, static_cast<A*>(loss_.raw()),
-                                static_cast<A*>(z_.raw()), ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, scale);
-      if (ctx.capturing) {  // the per-row losses stay on the device: nothing is read back
-        info.loss = info.z_mean = info.z_loss = std::nan("");
-        return;
-      }
-      std::vector<char> loss_storage, z_storage;
-      const A* loss = ops::on_host(loss_, loss_storage).data<A>();
-      const A* z = ops::on_host(z_, z_storage).data<A>();
-      double sum_loss = 0, sum_z = 0, sum_z2 = 0;
-      for (int64_t i = 0; i < rows_; ++i) {
-        if (host_targets[i] < 0) continue;
-        sum_loss += static_cast<double>(loss[i]);
-        sum_z += static_cast<double>(z[i]);
-        sum_z2 += static_cast<double>(z[i]) * static_cast<double>(z[i]);
-      }
-      info.loss = sum_loss * scale;
-      info.z_mean = sum_z * scale;
-      info.z_loss = z_coef_ * sum_z2 * scale;
+                                static_cast<A*>(z_.raw()), ctx.training ? dlogits_.data<T>() : nullptr, z_coef_, 0.0,
+                                slots);
+      kernels::loss_sums<A>(ctx.exec, static_cast<const A*>(loss_.raw()), static_cast<const A*>(z_.raw()), targets,
+                            rows_, z_coef_, loss_slots);
     });
+    LossInfo info;
+    if (ctx.capturing) {  // nothing is read back: the runner reads the slots after the replay
+      loss_at(ctx, loss_slots);
+      if (ctx.probes) probe_mean_at(ctx, "z_mean", loss_slots + kernels::kZMean);
+      info.loss = info.z_mean = info.z_loss = std::nan("");
+      return info;
+    }
+    const std::vector<double> v = read(loss_slots, kernels::kLossSlots);
+    info.loss = v[kernels::kLossMean];
+    info.z_mean = v[kernels::kZMean];
+    info.z_loss = v[kernels::kZLoss];
     if (ctx.probes) ctx.probe_mean("z_mean", info.z_mean);
     return info;
   }
@@ -128,6 +134,13 @@ class LmHead final : public Head {
   }
 
  private:
+  /// n doubles at `at` (in the model's memory), on the host.
+  static std::vector<double> read(const double* at, int64_t n) {
+    std::vector<char> storage;
+    const Tensor host = ops::on_host(Tensor(const_cast<double*>(at), DType::kFloat64, {n}), storage);
+    return {host.data<double>(), host.data<double>() + n};
+  }
+
   double z_coef_;
   double softcap_;
   int64_t rows_ = 0, width_ = 0, vocab_ = 0;
@@ -135,6 +148,8 @@ class LmHead final : public Head {
   size_t esize_ = 4;
   Param* weight_ = nullptr;
   Tensor h_, logits_, dlogits_, loss_, z_;
+  Tensor sums_;       // float64 [scale, loss, z_mean, z_loss] (kernels/probes.h)
+  Tensor logit_sum_;  // float64: the logit sum's partials, then the sum
 };
 
 ComponentInfo lm_head_info() {

@@ -6,10 +6,13 @@
 // head's vocabulary (ModelDims::padded_vocab(): zero rows no token reads).
 // The forward also buckets the positions by token on the host (kernels::embedding_buckets), where
 // the tokens are, and copies the buckets to the model's memory, so that the backward adds each
-// token's rows in parallel over the tokens.
+// token's rows in parallel over the tokens. A captured step has them made before each replay
+// (bench/device_probes.h: before_replay), and its backward reads their count where it runs.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "bench/device_probes.h"
 #include "head.h"
 #include "kernels/elementwise.h"
 
@@ -31,18 +34,26 @@ class TokenEmbedding final : public Embedding {
     weight_ = ctx.add_param("weight", {d.vocab_size, d.d_model}, Init::normal(d.init_std), ParamGroup::kEmbedding,
                             d.tie_embeddings ? d.padded_vocab() - d.vocab_size : 0);
     esize_ = dtype_size(ctx.dtype());
-    buckets_ = ctx.buffer({kernels::embedding_buckets_size(rows_)}, DType::kInt32);
+    // The buckets, then their count of distinct tokens (read by the backward where it runs).
+    buckets_ = ctx.buffer({kernels::embedding_buckets_size(rows_) + 1}, DType::kInt32);
   }
   void forward(const int32_t* tokens, Tensor& h, RunContext& ctx) override {
-    if (!ctx.capturing) bucket(tokens, ctx);  // a replay reuses the last uncaptured forward's
+    if (!ctx.capturing) bucket(tokens, ctx);
+    // A replay's buckets are made on the host before it, from its batch (asked for here, in
+    // every forward, so that the model knows it before a capture's first replay).
+    before_replay(ctx, [this](const int32_t* inputs, const int32_t*) { bucket_host(inputs); });
     dispatch_float(h.dtype(), [&]<class T>() {
       kernels::embedding_forward<T>(ctx.exec, tokens, weight_->value.data<T>(), h.data<T>(), rows_, dim_, scale<T>());
     });
   }
   void backward(const Tensor& dh, RunContext& ctx) override {
+    // Captured: launched over the most distinct tokens a batch can have, the count read from
+    // device memory when the kernel runs (each replay's, written by its staging).
+    const int64_t grid = ctx.capturing ? std::min(rows_, vocab_) : unique_;
+    const int32_t* count = buckets_.data<int32_t>() + kernels::embedding_buckets_size(rows_);
     dispatch_float(dh.dtype(), [&]<class T>() {
-      kernels::embedding_backward<T>(ctx.exec, buckets_.data<int32_t>(), unique_, dh.data<T>(), weight_->grad.data<T>(),
-                                     rows_, dim_, scale<T>());
+      kernels::embedding_backward<T>(ctx.exec, buckets_.data<int32_t>(), grid, dh.data<T>(), weight_->grad.data<T>(),
+                                     rows_, dim_, scale<T>(), count);
     });
   }
   Param* weight() override { return weight_; }
@@ -70,9 +81,15 @@ class TokenEmbedding final : public Embedding {
     if (host_tokens == nullptr)
       host_tokens =
           ops::on_host(Tensor(const_cast<int32_t*>(tokens), DType::kInt32, {rows_}), token_storage).data<int32_t>();
-    host_buckets_.resize(static_cast<size_t>(kernels::embedding_buckets_size(rows_)));
+    bucket_host(host_tokens);
+  }
+  /// The buckets of `host_tokens` (rows_ tokens on the host) and their count into buckets_.
+  void bucket_host(const int32_t* host_tokens) {
+    const int64_t size = kernels::embedding_buckets_size(rows_);
+    host_buckets_.resize(static_cast<size_t>(size + 1));
     unique_ = kernels::embedding_buckets(host_tokens, rows_, vocab_, host_buckets_.data());
-    ops::copy(Tensor(host_buckets_.data(), DType::kInt32, {static_cast<int64_t>(host_buckets_.size())}), buckets_);
+    host_buckets_[static_cast<size_t>(size)] = static_cast<int32_t>(unique_);
+    ops::copy(Tensor(host_buckets_.data(), DType::kInt32, {size + 1}), buckets_);
   }
 
   bool sqrt_d_model_;
@@ -81,7 +98,7 @@ class TokenEmbedding final : public Embedding {
   int64_t rows_ = 0, dim_ = 0, vocab_ = 0;
   size_t esize_ = 4;
   Param* weight_ = nullptr;
-  Tensor buckets_;                     // [3 rows + 1] int32 in the model's memory
+  Tensor buckets_;                     // [3 rows + 2] int32 in the model's memory: the buckets, the count
   std::vector<int32_t> host_buckets_;  // the same, built on the host
   int64_t unique_ = 0;                 // distinct tokens of the last uncaptured forward
 };

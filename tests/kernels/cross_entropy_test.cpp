@@ -74,6 +74,13 @@ TEST_P(CrossEntropyTest, MatchesFloat64Reference) {
   cross_entropy<float>(exec, inplace.get(), gt.get(), p.rows, p.vocab, p.vocab, nullptr, nullptr, inplace.get(), z_coef,
                        grad_scale);
   EXPECT_TRUE(all_near(to_double(inplace.host()), to_double(d), 0, 0));
+  // The scale read from device memory when the kernel runs (a captured step's): the same bits,
+  // whatever the scale argument says.
+  Dev<float> at_scale(t, lf.size());
+  const Dev<double> scale_at(t, std::vector<double>{grad_scale});
+  cross_entropy<float>(exec, glf.get(), gt.get(), p.rows, p.vocab, p.vocab, nullptr, nullptr, at_scale.get(), z_coef,
+                       12345.0, scale_at.get());
+  EXPECT_EQ(at_scale.host(), d);
   // Forward only.
   Dev<float> loss2(t, rows);
   cross_entropy<float>(exec, glf.get(), gt.get(), p.rows, p.vocab, p.vocab, loss2.get(), nullptr, nullptr, z_coef,

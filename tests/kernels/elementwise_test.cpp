@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -261,6 +262,13 @@ TEST_P(ElementwiseTest, EmbeddingMatchesFloat64) {
           serial[static_cast<size_t>(tokens[static_cast<size_t>(i)] * dim + c)] +=
               df_host[static_cast<size_t>(i * dim + c)];
       EXPECT_EQ(dtf.host(), serial);
+      // A captured step's form: launched over a bound (here every token), the count of distinct
+      // tokens read from device memory; the programs past it add nothing: the same bits.
+      Dev<float> bound(t, to_storage<float>(dtable0));
+      const Dev<int32_t> count(t, std::vector<int32_t>{static_cast<int32_t>(buckets.unique)});
+      embedding_backward<float>(exec, buckets.dev.get(), std::min(n, vocab), df.get(), bound.get(), n, dim, 1.0f,
+                                count.get());
+      EXPECT_EQ(bound.host(), serial);
 
       const auto tb0 = to_storage<bf16>(table);
       Dev<bf16> tb(t, tb0), outb(t, ref_out.size());

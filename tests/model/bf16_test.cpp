@@ -214,12 +214,16 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
   kernels::AttentionArgs a{2, 256, 2, 2, 64, 0.125};
   const auto padded = [](int64_t elements) { return (static_cast<size_t>(elements) * 2 + 63) / 64 * 64; };
   const size_t tokens = size_t{2} * 512 * 4;  // on a device the step's inputs and targets get buffers too
-  const size_t rates = 64;  // and the optimizer's two rates, one 64-byte block (Model::stage_optimizer)
+  const size_t rates = 64;  // and the optimizer's two rates, one 64-byte block (Model::stage_optimizer),
+  // and the block a captured step gathers its probes into: 4 + 4 per layer + 64 doubles
+  // (Model::read_replay)
+  const size_t probe_block = (4 + 4 * 3 + 64) * 8;
   // The CPU's materializing core keeps the probabilities and its workspace (a block per task);
   // the flash core only its state.
   const int64_t cpu_workspace = kernels::attention_workspace_size<tile::bf16>(tile::Exec{}, a);
-  EXPECT_EQ(cpu + tokens + rates - cuda, 3 * (padded(kernels::attention_probs_size(a)) + padded(cpu_workspace) -
-                                              padded(kernels::attention_flash_state_size(a))));
+  EXPECT_EQ(cpu + tokens + rates + probe_block - cuda,
+            3 * (padded(kernels::attention_probs_size(a)) + padded(cpu_workspace) -
+                 padded(kernels::attention_flash_state_size(a))));
   EXPECT_LT(cuda, cpu);
   // float32 on CUDA materializes the probabilities like the CPU, with the device's workspace (its
   // head-major copies and one [B, H, T, T] block for all its batched launches) instead.
@@ -229,7 +233,7 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
   const auto padded32 = [](int64_t elements) { return (static_cast<size_t>(elements) * 4 + 63) / 64 * 64; };
   const int64_t device_workspace = kernels::attention_workspace_size<float>(tile::Exec{tile::Backend::kCuda}, a);
   EXPECT_EQ(cuda32,
-            Model::estimate_bytes(spec, test::builtin_registry()) + tokens + rates +
+            Model::estimate_bytes(spec, test::builtin_registry()) + tokens + rates + probe_block +
                 3 * (padded32(device_workspace) - padded32(kernels::attention_workspace_size<float>(tile::Exec{}, a))));
 }
 

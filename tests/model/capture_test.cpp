@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -131,10 +132,73 @@ TEST_P(CapturedStep, ReplaysFollowTheStagedLearningRateAndDecay) {
   EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the schedule must matter for the test";
 }
 
+// A replay reads nothing back, yet the stability loop needs each step's loss, grad norm and
+// probes, on a new batch each time: the head and the attention reduce them into device slots
+// that the model gathers into one block (Model::read_replay, one read after the replay), and
+// what changes with the batch is staged before the replay (Model::stage_batch: the tokens, the
+// token embedding's buckets; the loss's 1 / valid targets is computed from the targets on the
+// device). The "replays" below are handed the first batch and the first step's settings on
+// purpose, as a graph's frozen arguments would be; staged, they give bitwise the loss, grad
+// norm, probes and parameters of ordinary steps on each batch (one with ignored targets).
+// Without the batch's staging they would not (the control).
+TEST_P(CapturedStep, ReplaysOnNewBatchesLeaveTheirLossNormAndProbesForTheHost) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.backend = tile::Backend::kGuarded;
+  std::vector<Batch> batches;
+  std::vector<OptimizerStep> schedule;
+  for (int k = 0; k < 4; ++k) {
+    batches.push_back(batch_of(rc, k));
+    OptimizerStep opt = clipped();
+    opt.lr = 1e-2 * (k + 1) / 4;
+    schedule.push_back(opt);
+  }
+  for (size_t i = 0; i < batches[2].tg.size(); i += 3) batches[2].tg[i] = -1;  // ignored targets: another scale
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
+      unstaged(rc.model, test::builtin_registry(), 4);
+  RunContext c1, c2, c3;
+  c1.seed = c2.seed = c3.seed = 4;
+  std::vector<double> losses, norms, z_losses;
+  std::vector<std::map<std::string, double, std::less<>>> probes;
+  double loss = 0, norm = 0;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    c1.clear_probes();
+    train_step(plain, batches[k], schedule[k], c1, &loss, &norm);
+    losses.push_back(loss);
+    norms.push_back(norm);
+    probes.push_back(c1.probe_values());
+  }
+  EXPECT_EQ(probes[1].count("max_attn_logit/1"), 1U);
+  EXPECT_EQ(probes[1].count("logit_mean"), 1U);
+  train_step(captured, batches[0], schedule[0], c2, &loss, &norm);  // uncaptured
+  train_step(unstaged, batches[0], schedule[0], c3, &loss, &norm);
+  for (size_t k = 1; k < batches.size(); ++k) {
+    SCOPED_TRACE(k);
+    captured.stage_batch(batches[k].in.data(), batches[k].tg.data());  // outside the capture
+    for (auto [m, c] : {std::pair<Model*, RunContext*>{&captured, &c2}, {&unstaged, &c3}}) {
+      m->stage_optimizer(schedule[k]);
+      c->capturing = true;
+      {
+        const kernels::CaptureScope scope;
+        train_step(*m, batches[0], schedule[0], *c, &loss, &norm);
+      }
+      c->capturing = false;
+      EXPECT_TRUE(std::isnan(loss));
+    }
+    c2.clear_probes();
+    const ReplayReadout r = captured.read_replay(c2);
+    EXPECT_EQ(r.info.loss, losses[k]);
+    EXPECT_EQ(r.grad_norm, norms[k]);
+    EXPECT_EQ(c2.probe_values(), probes[k]);
+  }
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the batch must matter for the test";
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, CapturedStep, ::testing::Values("float32", "bfloat16"),
                          [](const auto& tp) { return tp.param; });
 
-// What a capture forbids says what it is: a probe that reads the attention's max logit back.
+// What a capture forbids says what it is: a forward that copies its tokens in (an uncaptured
+// one). A captured forward with the step's probes on reads nothing back: they stay on the device.
 TEST(CapturedStep, AReadBackDuringCaptureNamesItself) {
   ResolvedCase rc = test::resolve_first(experiment("float32"));
   rc.model.backend = tile::Backend::kGuarded;
@@ -143,17 +207,17 @@ TEST(CapturedStep, AReadBackDuringCaptureNamesItself) {
   RunContext ctx;
   ctx.training = false;
   (void)m.forward(b.in.data(), b.tg.data(), ctx);
-  ctx.capturing = true;
   const kernels::CaptureScope scope;
   try {
-    (void)m.forward(b.in.data(), b.tg.data(), ctx);  // probes are on: the max logit comes back
+    (void)m.forward(b.in.data(), b.tg.data(), ctx);  // not capturing: the tokens are copied in
     FAIL() << "expected a read-back to throw";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("copy_bytes between the host and a device while a step is captured"),
               std::string::npos)
         << e.what();
   }
-  ctx.probes = false;
+  ctx.capturing = true;
+  ctx.probes = true;
   EXPECT_NO_THROW((void)m.forward(b.in.data(), b.tg.data(), ctx));
 }
 

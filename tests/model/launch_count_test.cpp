@@ -43,10 +43,11 @@ int64_t norms_step_launches(int64_t layers, int64_t /*batch*/, int64_t /*heads*/
   // the norm's launch on a device (s = x + f(x) written by it: bench/residual_norm.h).
   const int64_t per_layer = attention + 12 + 2 + 2 + 2 + 2 + 2 + 2;
   // Once per step: the embedding forward and backward, 2; the head's 3 GEMMs and the
-  // cross-entropy (forward and backward in one), 4; AdamW: the squared norms (SumTerms,
-  // SumPartials), the clip and bias-correction scalars (AdamWScalars) and the update over the
-  // two parameter groups (decayed, not decayed), 5.
-  const int64_t fixed = 2 + 4 + 5;
+  // cross-entropy (forward and backward in one), 4, and its loss's scale before it and its sums
+  // after it, where the targets are (kernels/probes.h: target_scale, loss_sums), 2; AdamW: the
+  // squared norms (SumTerms, SumPartials), the clip and bias-correction scalars (AdamWScalars)
+  // and the update over the two parameter groups (decayed, not decayed), 5.
+  const int64_t fixed = 2 + 4 + 2 + 5;
   return layers * per_layer + fixed;
 }
 

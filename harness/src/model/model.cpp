@@ -215,7 +215,12 @@ void Model::build(bool plan_only, uint64_t seed) {
   if (spec_.dtype == DType::kBFloat16) master_ = arena_.allocate({total}, DType::kFloat32);
   adam_state_ = arena_.allocate({kernels::kAdamStateSize + std::max<int64_t>(1, kernels::sum_squares_partials(total))},
                                 DType::kFloat64);
-  if (arena_.memory() != kernels::Memory::kHost) rates_ = arena_.allocate({2}, DType::kFloat64);
+  if (arena_.memory() != kernels::Memory::kHost) {
+    rates_ = arena_.allocate({2}, DType::kFloat64);
+    // The block a captured step gathers its probes into: the grad norm's squares, the loss's
+    // three doubles and a max logit per layer, with room for more probes of plugins' own.
+    probe_block_ = arena_.allocate({kProbeSlotsFixed + 4 * d.n_layers + 64}, DType::kFloat64);
+  }
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
   // A plan's parameters have no storage, as its buffers (Arena): views of nothing.
@@ -350,6 +355,7 @@ LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, Run
     kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());
     kernels::copy_bytes(targets_.raw(), targets, targets_.bytes());
   }
+  (void)take_capture_record(ctx);  // a stale one, of a context at the same address
   if (inputs_.defined()) {
     inputs = inputs_.data<int32_t>();
     targets = targets_.data<int32_t>();
@@ -380,7 +386,11 @@ LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, Run
     ~HostTargets() { ctx.host_targets = nullptr; }
   } scope{ctx};
   ctx.host_targets = host_targets;
-  return head_->forward(normed_, targets, ctx);
+  const LossInfo info = head_->forward(normed_, targets, ctx);
+  CaptureRecord record = take_capture_record(ctx);
+  staging_ = std::move(record.staging);
+  if (ctx.capturing) gather_probes(std::move(record.probes));
+  return info;
 }
 
 void Model::backward_steps(RunContext& ctx) {
@@ -456,7 +466,12 @@ double Model::optimizer_step(const OptimizerStep& s, RunContext& ctx) {
     kernels::adamw_update<T>(ctx.exec, v + decay_count_, g + decay_count_, m + decay_count_, sq + decay_count_,
                              total - decay_count_, step, w != nullptr ? w + decay_count_ : nullptr);
   });
-  if (ctx.capturing) return std::nan("");
+  if (ctx.capturing) {  // the squares into the probe block, for the host to read after the replay
+    if (probe_block_.defined())
+      kernels::copy_bytes(static_cast<double*>(probe_block_.raw()) + kProbeGradSquares,
+                          state + kernels::kAdamSumSquares, sizeof(double));
+    return std::nan("");
+  }
   double sum_squares = 0;
   kernels::copy_bytes(&sum_squares, state + kernels::kAdamSumSquares, sizeof sum_squares);
   return std::sqrt(sum_squares);

@@ -6,11 +6,13 @@
 // optimizer state lives here too so a train step allocates nothing.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bench/device_probes.h"
 #include "bench/interfaces.h"
 #include "model/arena.h"
 #include "model/spec.h"
@@ -49,6 +51,12 @@ struct ModelPlan {
   int64_t n_params_embedding = 0;
 };
 
+/// What a replayed step left for the host (Model::read_replay).
+struct ReplayReadout {
+  LossInfo info{NAN, NAN, NAN};  ///< NaN when the head left no loss in device memory
+  double grad_norm = NAN;        ///< before clipping
+};
+
 class Model {
  public:
   /// Build, set up and initialize every component (deterministic in `seed`). With `plan_only`
@@ -80,6 +88,17 @@ class Model {
   /// they changed); a caller replaying a captured step calls it before each replay, outside the
   /// capture, with that step's settings. In host memory nothing: the CPU step folds them in.
   void stage_optimizer(const OptimizerStep& s);
+  /// Before a replay of a captured step (and before its capture): this batch's tokens into the
+  /// model's memory, and the host work the components asked for in the last forward
+  /// (bench/device_probes.h: before_replay). In host memory only the latter.
+  void stage_batch(const int32_t* inputs, const int32_t* targets);
+  /// After a replay of a captured step (a model in device memory): one read of the block the
+  /// step gathered its device probes into; the probes go to ctx (probe_max, probe_mean), the
+  /// loss and the grad norm are returned.
+  ReplayReadout read_replay(RunContext& ctx) const;
+  /// Whether the last captured step left its loss in device memory (the head recorded it:
+  /// bench/device_probes.h, loss_at), so that read_replay returns it.
+  bool replay_has_loss() const { return replay_.has_loss; }
 
   /// L2 norm of all parameters (a tied matrix once).
   double parameter_norm(RunContext& ctx) const;
@@ -143,6 +162,9 @@ class Model {
   friend class ModelSetupContext;
   void build(bool plan_only, uint64_t seed);
   void embedding_dropout(Tensor& t, const RunContext& ctx) const;
+  /// At the end of a captured forward: the recorded device probes gathered into probe_block_
+  /// (copies within the device, captured with the step).
+  void gather_probes(std::vector<DeviceProbe> probes);
   /// Point ctx's executor at the model's memory (kept as the caller set it for host memory, so
   /// that tests can choose the CPU or the emulated executor).
   void bind(RunContext& ctx) const;
@@ -189,6 +211,18 @@ class Model {
   Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
+  // probe_block_ (float64, device memory only): [kProbeGradSquares] the grad norm's squares,
+  // [kProbeLoss, +3) the head's loss, z_mean, z_loss, then one double per device probe.
+  static constexpr int64_t kProbeGradSquares = 0;
+  static constexpr int64_t kProbeLoss = 1;
+  static constexpr int64_t kProbeSlotsFixed = 4;
+  Tensor probe_block_;
+  struct Replay {                     // what the last captured step recorded (gather_probes)
+    std::vector<DeviceProbe> probes;  // `at` into probe_block_
+    int64_t slots = kProbeSlotsFixed;
+    bool has_loss = false;
+  } replay_;
+  std::vector<BatchStaging> staging_;  // what the last forward's components need before a replay
   int64_t decay_count_ = 0;
   std::string stage_;      // the top-level component forward_steps / backward_steps is in (for messages)
   bool validate_ = false;  // each component validates itself before its setup (plan())

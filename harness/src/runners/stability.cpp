@@ -6,12 +6,15 @@
 // RMS, attention statistics, block output RMS, parameter norm, held-out loss); after training the
 // final evaluation (held-out loss, at other context lengths too) and the spike detector. Optionally
 // probes the model at initialization first (docs/stability.md defines every figure).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "bench/interfaces.h"
+#include "kernels/memory.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "plugins/registry.h"
@@ -19,6 +22,7 @@
 #include "runners/runner.h"
 #include "runners/stability_observers.h"
 #include "runners/stats.h"
+#include "runners/step_graph.h"
 
 namespace bench {
 
@@ -78,6 +82,11 @@ const std::vector<ParamSpec>& stability_params() {
       ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),
       ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
           .at_least(0),
+      ParamSpec::boolean("cuda_graph", true,
+                         "on a device, capture the train step once (after one uncaptured step) and replay it on every "
+                         "step that is not a logging step, the probes read after each replay; a step that cannot be "
+                         "captured (docs/kernels.md) runs uncaptured with a note and graph_fallback/stability = 1, "
+                         "unless cuda_graph = true is given (then the case fails)"),
   };
   return specs;
 }
@@ -135,6 +144,9 @@ const std::vector<MetricSpec>& stability_metrics() {
       MetricSpec("val_loss_at_", "nats").followed_by_number(),
       MetricSpec("lr_sensitivity", "nats"),
       MetricSpec("lr_grid_size"),
+      MetricSpec("cuda_graph"),
+      MetricSpec("graph_steps", "steps"),
+      MetricSpec("graph_fallback/"),
   };
   return specs;
 }
@@ -269,8 +281,18 @@ class StabilityCase {
  private:
   /// The loop: one train step after the other until the last, a stop or a non-finite step.
   void train();
-  /// One train step (forward, backward, clip, AdamW), read for the observers.
+  /// One train step (forward, backward, clip, AdamW), read for the observers: replayed from
+  /// the captured graph where it can be (replayed_step), else run uncaptured.
   TrainStep train_step(int64_t step);
+  /// Whether `step` replays the captured step (capturing it first): on a device with cuda_graph,
+  /// a step that is not a logging step, after one that ran uncaptured.
+  bool replays(const TrainStep& t);
+  /// Step t.step as a replay of the captured step (captured at the first call); false when the
+  /// step cannot be captured (then graph_fallback and the step runs uncaptured).
+  bool replayed_step(TrainStep& t);
+  /// Give up on graphs for this case: why, in a note and graph_fallback/stability (or the
+  /// case's failure when cuda_graph = true was given).
+  void fall_back(const std::string& why);
   /// The case's metrics, in the order they are stored.
   void emit_metrics(const FinalEvaluation& final_eval, double train_s);
 
@@ -288,6 +310,14 @@ class StabilityCase {
   TrainTrace trace_;
   LayerSeries series_;
   int64_t done_ = 0;
+  // CUDA graphs (cuda_graph): on while the case may still capture; the captured step and what
+  // it replays; a non-logging step ran uncaptured (the plans and workspaces the capture reuses).
+  bool graphs_ = false;
+  bool warmed_ = false;
+  bool fell_back_ = false;
+  int64_t replayed_ = 0;
+  std::function<void()> enqueue_;
+  std::unique_ptr<StepReplay> graph_;
 };
 
 StabilityCase::StabilityCase(const Case& c, const ResolvedCase& rc, RunnerEnv& env)
@@ -307,6 +337,13 @@ StabilityCase::StabilityCase(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   if (s_.given("init_weights")) load_weights(model_, s_.path("init_weights"));
   dataset_ = create_dataset(rc, env);
   ctx_.seed = static_cast<uint64_t>(rc.seed);
+  // Graphs where the model is in a device's memory (CUDA; the guarded device emulates them).
+  graphs_ = s_.boolean("cuda_graph") && model_.memory() != kernels::Memory::kHost;
+  const double dropout = std::max({d_.dropout_embedding, d_.dropout_attention, d_.dropout_residual});
+  if (graphs_ && dropout > 0)
+    fall_back(
+        "dropout draws its masks from the step number as a kernel argument, so a replay would repeat the "
+        "captured step's masks");
 }
 
 CaseResult StabilityCase::run() {
@@ -352,15 +389,75 @@ void StabilityCase::train() {
   }
 }
 
+void StabilityCase::fall_back(const std::string& why) {
+  if (s_.given("cuda_graph")) throw Error("cuda_graph: the stability train step cannot be captured: " + why);
+  graphs_ = false;
+  fell_back_ = true;
+  env_.progress.note(env_.prefix + " · stability train step not captured into a CUDA graph, run uncaptured: " + why);
+}
+
+bool StabilityCase::replays(const TrainStep& t) {
+  if (!graphs_ || t.logging) return false;
+  if (warmed_) return true;
+  warmed_ = true;  // this one runs uncaptured: the plans and workspaces the capture reuses
+  return false;
+}
+
+bool StabilityCase::replayed_step(TrainStep& t) {
+  using Clock = std::chrono::steady_clock;
+  const auto ts = Clock::now();
+  dataset_->batch(Split::kTrain, t.step, d_.batch_size, d_.seq_len, inputs_.data(), targets_.data());
+  settings_.set_step(t.step);
+  t.lr = settings_.opt.lr;
+  // Outside the graph, what changes from step to step: the batch (tokens, the embedding's
+  // buckets), the learning rate and decay.
+  model_.stage_batch(inputs_.data(), targets_.data());
+  model_.stage_optimizer(settings_.opt);
+  if (!graph_) {
+    // The step as captured: its settings are frozen here, as a graph's kernel arguments are (the
+    // guarded device's emulated replays run this again, so they see what a GPU's replays see).
+    enqueue_ = [this, step = t.step, opt = settings_.opt] {
+      ctx_.training = true;
+      ctx_.probes = true;
+      ctx_.layer_probes = false;
+      ctx_.step = step;
+      ctx_.clear_probes();
+      model_.zero_grad();
+      (void)model_.forward(inputs_.data(), targets_.data(), ctx_);
+      model_.backward(ctx_);
+      (void)model_.optimizer_step(opt, ctx_);
+    };
+    CapturedStep captured = capture_step(ctx_, enqueue_);  // captured, and replayed once: this step
+    if (captured.replay && !model_.replay_has_loss())
+      captured.why_not = "the head leaves no loss in device memory (bench/device_probes.h: loss_at)";
+    if (!captured.why_not.empty()) {
+      fall_back(captured.why_not);
+      return false;
+    }
+    graph_ = std::move(captured.replay);
+  } else {
+    graph_->launch();
+  }
+  ctx_.clear_probes();
+  const ReplayReadout r = model_.read_replay(ctx_);  // one read of a small block: waits for the replay
+  t.info = r.info;
+  t.grad_norm = r.grad_norm;
+  t.probes = ctx_.probe_values();
+  t.ms = std::chrono::duration<double, std::milli>(Clock::now() - ts).count();
+  ++replayed_;
+  return true;
+}
+
 TrainStep StabilityCase::train_step(int64_t step) {
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
-  const auto ts = Clock::now();
   TrainStep t;
   t.step = step;
   t.logging = settings_.logging(step);
+  if (replays(t) && replayed_step(t)) return t;
+  const auto ts = Clock::now();
   dataset_->batch(Split::kTrain, step, d_.batch_size, d_.seq_len, inputs_.data(), targets_.data());
   ctx_.training = true;
   ctx_.probes = true;
@@ -408,6 +505,11 @@ void StabilityCase::emit_metrics(const FinalEvaluation& final_eval, double train
   for (const auto& [k, v] : dataset_->reference()) m.push_back({k, v, "nats"});
   for (const auto& [len, loss] : final_eval.long_context)
     m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
+  if (model_.memory() != kernels::Memory::kHost) {  // a device: whether its steps were replayed
+    m.push_back({"cuda_graph", graph_ ? 1.0 : 0.0, ""});
+    m.push_back({"graph_steps", static_cast<double>(replayed_), "steps"});
+    if (fell_back_) m.push_back({"graph_fallback/stability", 1.0, ""});
+  }
 }
 
 }  // namespace
