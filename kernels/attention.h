@@ -2,9 +2,9 @@
 //          attention_backward (CPU: GEMM + the masked softmax kernels), attention_entropy,
 //          attention_row_max, attention_uses_flash, attention_keeps_probs,
 //          attention_flash_state_size, the float64 references attention_forward_reference,
-//          attention_backward_reference, attention_entropy_reference, and the cuDNN SDPA baseline
-//          attention_cudnn_unsupported, attention_cudnn_available, attention_cudnn_forward,
-//          attention_cudnn_backward
+//          attention_lse_reference, attention_backward_reference, attention_entropy_reference,
+//          and the cuDNN SDPA baseline attention_cudnn_unsupported, attention_cudnn_available,
+//          attention_cudnn_forward, attention_cudnn_backward
 //
 // Sections, in order: 1. float64 reference  2. tile programs (the entropy and row-max probes, the
 // dropout of probability blocks and the head-major copies of the device's batched products: the
@@ -123,6 +123,23 @@ inline void attention_forward_reference(const AttentionArgs& a, const std::vecto
         if (row_max != nullptr) (*row_max)[(b * n_h + h) * n_t + t] = m;
       }
     }
+}
+
+/// float64 reference of the log-sum-exp m + ln sum_j e^(l_j - m) of every query row's logits,
+/// [B, H, T]: what the tiled, fused and cuDNN paths keep for their backward instead of the
+/// probabilities.
+inline std::vector<double> attention_lse_reference(const AttentionArgs& a, const std::vector<double>& qkv) {
+  std::vector<double> lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)), l, p;
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      for (int64_t t = 0; t < a.seq; ++t) {
+        int64_t lo = 0, hi = 0;
+        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
+        double z = 0;
+        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[static_cast<size_t>(j)] - m);
+        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = m + std::log(z);
+      }
+  return lse;
 }
 
 /// float64 reference of attention_backward, per head and per query, straight from the formulas

@@ -180,21 +180,6 @@ void gemm_checks(test::CheckTable& t) {
 
 // --- cuDNN's SDPA (kernels/cuda/cudnn_attention.cu) against float64 ----------------------------
 
-/// The log-sum-exp of each query's logits [B, H, T], from the float64 reference's rows.
-std::vector<double> lse_reference(const kernels::AttentionArgs& a, const std::vector<double>& qkv64) {
-  std::vector<double> lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)), l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t i = 0; i < a.seq; ++i) {
-        int64_t lo = 0, hi = 0;
-        const double m = kernels::attention_reference_row(a, qkv64, b, h, i, l, p, lo, hi);
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[static_cast<size_t>(j)] - m);
-        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + i)] = m + std::log(z);
-      }
-  return lse;
-}
-
 void cudnn_checks(test::CheckTable& t) {
   std::string why;
   const bool loaded = g_setup.cuda && kernels::cuda::cudnn_attention_available(&why);
@@ -229,7 +214,7 @@ void cudnn_checks(test::CheckTable& t) {
       for (const bf16 v : qkv) s.qkv64.push_back(to_double(v));
       for (const bf16 v : dout) s.dout64.push_back(to_double(v));
       kernels::attention_forward_reference(args, s.qkv64, s.out_ref, nullptr);
-      s.lse_ref = lse_reference(args, s.qkv64);
+      s.lse_ref = kernels::attention_lse_reference(args, s.qkv64);
       s.qkv = std::make_unique<Buf<bf16>>(qkv);
       s.dout = std::make_unique<Buf<bf16>>(dout);
       s.out = std::make_unique<Buf<bf16>>(s.out_ref.size());

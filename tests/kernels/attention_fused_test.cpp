@@ -45,21 +45,6 @@ int64_t n_qkv(const AttentionArgs& a) { return a.batch * a.seq * (a.n_heads + 2 
 int64_t n_out(const AttentionArgs& a) { return a.batch * a.seq * a.n_heads * a.d_head; }
 int64_t n_rows(const AttentionArgs& a) { return attention_fused_state_size(a); }
 
-/// The log-sum-exp of every query row from the float64 reference row.
-std::vector<double> lse_reference(const AttentionArgs& a, const std::vector<double>& qkv) {
-  std::vector<double> lse(static_cast<size_t>(n_rows(a))), l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t t = 0; t < a.seq; ++t) {
-        int64_t lo = 0, hi = 0;
-        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
-        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = m + std::log(z);
-      }
-  return lse;
-}
-
 template <class T>
 struct FusedRun {
   std::vector<T> out, dqkv;
@@ -103,7 +88,7 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInDouble) {
   const auto r = run_fused<double>(tg, a, qkv, &dout);
   EXPECT_TRUE(all_near(r.out, ref_out, 1e-12, 1e-11));
   EXPECT_TRUE(all_near(r.row_max, ref_max, 1e-12, 1e-12));
-  EXPECT_TRUE(all_near(r.lse, lse_reference(a, qkv), 1e-12, 1e-11));
+  EXPECT_TRUE(all_near(r.lse, attention_lse_reference(a, qkv), 1e-12, 1e-11));
   EXPECT_TRUE(all_near(r.dqkv, ref_dqkv, 1e-12, 1e-10));
   RecordProperty("max_abs_diff_dqkv", std::to_string(max_abs_diff(r.dqkv, ref_dqkv)));
 }
@@ -119,7 +104,7 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInFloat) {
   const auto r = run_fused<float>(tg, a, qkv, &dout);
   EXPECT_TRUE(all_near(to_double(r.out), ref_out, 2e-6, 1e-5));
   EXPECT_TRUE(all_near(to_double(r.row_max), ref_max, 2e-6, 1e-5));
-  EXPECT_TRUE(all_near(to_double(r.lse), lse_reference(a, to_double(qkv)), 2e-6, 1e-5));
+  EXPECT_TRUE(all_near(to_double(r.lse), attention_lse_reference(a, to_double(qkv)), 2e-6, 1e-5));
   EXPECT_TRUE(all_near(to_double(r.dqkv), ref_dqkv, 3e-5, 1e-4));
   RecordProperty("max_abs_diff_dqkv", std::to_string(max_abs_diff(to_double(r.dqkv), ref_dqkv)));
 }

@@ -48,21 +48,6 @@ AttentionArgs tiled_args(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t d
 int64_t n_qkv(const AttentionArgs& a) { return a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head; }
 int64_t n_out(const AttentionArgs& a) { return a.batch * a.seq * a.n_heads * a.d_head; }
 
-/// The log-sum-exp of every query row from the float64 reference row.
-std::vector<double> lse_reference(const AttentionArgs& a, const std::vector<double>& qkv) {
-  std::vector<double> lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)), l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t t = 0; t < a.seq; ++t) {
-        int64_t lo = 0, hi = 0;
-        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
-        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = m + std::log(z);
-      }
-  return lse;
-}
-
 template <class T>
 struct TiledRun {
   std::vector<T> out, lse, row_max, dqkv;
@@ -98,7 +83,7 @@ TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInDouble) {
   std::vector<double> ref_out, ref_max, ref_dqkv;
   attention_forward_reference(a, qkv, ref_out, &ref_max);
   attention_backward_reference(a, qkv, dout, ref_dqkv);
-  const auto ref_lse = lse_reference(a, qkv);
+  const auto ref_lse = attention_lse_reference(a, qkv);
   for (const Exec& exec : host_execs()) {
     SCOPED_TRACE(tile::target_name(exec));
     // Guarded memory is the caller's to provide on that target; host vectors are readable on both.
@@ -121,7 +106,7 @@ TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInFloat) {
   const auto r = run_tiled<float>(Exec{}, a, qkvf, &doutf);
   EXPECT_TRUE(all_near(to_double(r.out), ref_out, 2e-6, 1e-5));
   EXPECT_TRUE(all_near(to_double(r.row_max), ref_max, 2e-6, 1e-5));
-  EXPECT_TRUE(all_near(to_double(r.lse), lse_reference(a, to_double(qkvf)), 2e-6, 1e-5));
+  EXPECT_TRUE(all_near(to_double(r.lse), attention_lse_reference(a, to_double(qkvf)), 2e-6, 1e-5));
   EXPECT_TRUE(all_near(to_double(r.dqkv), ref_dqkv, 2e-5, 1e-4));
   RecordProperty("max_abs_diff_dqkv", std::to_string(max_abs_diff(to_double(r.dqkv), ref_dqkv)));
 }
