@@ -1,12 +1,14 @@
 // The targets of the kernel tests and the registry behind Backend::kCuda (kernels/tile/registry.h,
 // kernels/catalog.h): which targets this process has (the CUDA one is skipped, and says why,
 // without a device), that the CUDA pass registered a CUDA build of every tile kernel in a CUDA
-// build (checked without a GPU: registration happens when libbench_cuda loads), and what the
-// supports() queries answer.
+// build (checked without a GPU: registration happens when libbench_cuda loads), what the
+// supports() queries answer, and that the host targets refuse a device-only tile width.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "catalog.h"
@@ -102,6 +104,42 @@ TEST(Supports, RequireThrowsNamingTheKernelTheTargetAndWhy) {
     ADD_FAILURE() << "no throw";
   } catch (const tile::Unsupported& e) {
     EXPECT_EQ(std::string(e.what()), "kernel attention_cudnn_backward cannot run on guarded: it runs on CUDA only");
+  }
+}
+
+/// A program of a device-only width (wider than tile::kHostMaxTile); it counts its runs.
+struct WideProgram {
+  static constexpr int kBlock = 2 * tile::kHostMaxTile;
+  std::atomic<int>* runs;
+  template <class Ctx>
+  void operator()(const Ctx& /*ctx*/) const {
+    runs->fetch_add(1);
+  }
+};
+
+// The host executors never run a tile wider than kHostMaxTile (dispatch_row gives those widths to
+// devices only), so launch compiles no CPU build of one: on a host target it throws, naming the
+// width and the target; the emulated device runs it.
+TEST(Launch, HostTargetsRefuseATileWiderThanTheirWidest) {
+  std::atomic<int> runs{0};
+  const WideProgram program{&runs};
+  const tile::Grid grid{3};
+  for (const Target& t : targets()) {
+    if (t.backend == tile::Backend::kCuda) continue;
+    if (tile::runs_as_device(t.exec())) {
+      tile::launch(t.exec(), grid, program);
+      EXPECT_EQ(runs.exchange(0), 3) << t.name;
+      continue;
+    }
+    try {
+      tile::launch(t.exec(), grid, program);
+      ADD_FAILURE() << t.name << ": no throw";
+    } catch (const std::logic_error& e) {
+      EXPECT_NE(std::string(e.what()).find("a 2048-wide tile runs on devices only, not on " + t.name),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(runs.load(), 0) << t.name;
   }
 }
 
