@@ -16,22 +16,14 @@ BENCH_KERNEL(norm_backward_residual, "norm_backward with the residual gradient f
 
 namespace {
 
-/// Call f.template operator()<kCenter, kUnitOffset>() for the run-time flags: one compiled
-/// program per combination, so the default (plain gain) programs are those without the option.
+/// Call f.template operator()<kCenter>() for the run-time flag: one compiled program each, so
+/// RMSNorm's programs carry no centring. (unit_offset is a run-time member of the programs.)
 template <class F>
-void dispatch_norm(bool center, bool unit_offset, F&& f) {
+void dispatch_norm(bool center, F&& f) {
   if (center) {
-    if (unit_offset) {
-      f.template operator()<true, true>();
-    } else {
-      f.template operator()<true, false>();
-    }
+    f.template operator()<true>();
   } else {
-    if (unit_offset) {
-      f.template operator()<false, true>();
-    } else {
-      f.template operator()<false, false>();
-    }
+    f.template operator()<false>();
   }
 }
 
@@ -53,21 +45,21 @@ void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x
   tile::dispatch_row(exec, cols, [&]<int B>() {
     const tile::Grid grid{rows};
     const auto e = static_cast<acc_t<T>>(eps);
-    dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
+    dispatch_norm(center, [&]<bool kCenter>() {
       tile::launch(
           exec, grid,
-          programs::NormForward<T, B, kCenter, kOffset>{x, weight, bias, y, mean, rstd, cols, e, x2, sum, res});
+          programs::NormForward<T, B, kCenter>{x, weight, bias, y, mean, rstd, cols, e, x2, sum, res, unit_offset});
     });
   });
 }
 
 int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
-  constexpr int64_t kGroup = programs::NormBackward<float, 32, true, false>::kRowsPerGroup;
+  constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   return 2 * ((rows + kGroup - 1) / kGroup) * cols;
 }
 
 int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows) {
-  constexpr int64_t kGroup = programs::NormBackward<float, 32, true, false>::kRowsPerGroup;
+  constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
   constexpr int64_t kDeviceGroups = 512;
   if (!tile::runs_as_device(exec)) return kGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
@@ -122,10 +114,10 @@ void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T*
   acc_t<T>* db_part = dbias != nullptr ? workspace + groups * cols : nullptr;
   tile::dispatch_row(exec, cols, [&]<int B>() {
     const tile::Grid grid{groups};
-    dispatch_norm(center, unit_offset, [&]<bool kCenter, bool kOffset>() {
+    dispatch_norm(center, [&]<bool kCenter>() {
       tile::launch(exec, grid,
-                   programs::NormBackward<T, B, kCenter, kOffset>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows,
-                                                                  cols, per_group, dres});
+                   programs::NormBackward<T, B, kCenter>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols,
+                                                         per_group, dres, unit_offset});
     });
   });
   gradient_sums<T>(exec, dw_part, dweight, db_part, dbias, groups, cols);

@@ -73,18 +73,18 @@ BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
   return a;
 }
 
-/// The gain a program multiplies by: the loaded weight, or 1 + it (kUnitOffset).
-template <bool kUnitOffset, class Tl>
-BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w) {
-  if constexpr (kUnitOffset) {
-    return w + typename Tl::value_type(1);
-  } else {
-    return w;
-  }
+/// The gain a program multiplies by: the loaded weight, or 1 + it (`unit_offset`, Gemma's).
+/// A run-time flag, not a template parameter: one program serves both (the branch is uniform
+/// across a launch), which halves norm.cpp's compiled programs (its compile time dominated the
+/// kernels library's).
+template <class Tl>
+BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w, bool unit_offset) {
+  if (unit_offset) return w + typename Tl::value_type(1);
+  return w;
 }
 
 /// One row per program; columns in chunks of B.
-template <class T, int B, bool kCenter, bool kUnitOffset>
+template <class T, int B, bool kCenter>
 struct NormForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -98,9 +98,10 @@ struct NormForward {
   int64_t cols;
   A eps;
   // The residual stream's adds folded in (norm_forward_residual), each null when not:
-  const T* x2 = nullptr;   // the input is x + x2, written to `sum` (post-norm: norm(x + f(x)))
-  T* sum = nullptr;        // [rows, cols], with x2
-  const T* res = nullptr;  // y = res + norm(x) (a norm on a sublayer's output, added to the stream)
+  const T* x2 = nullptr;     // the input is x + x2, written to `sum` (post-norm: norm(x + f(x)))
+  T* sum = nullptr;          // [rows, cols], with x2
+  const T* res = nullptr;    // y = res + norm(x) (a norm on a sublayer's output, added to the stream)
+  bool unit_offset = false;  // the gain is 1 + w (Gemma's RMSNorm)
 
   /// One row per program. Per element: the mean's add and the subtraction (LayerNorm), the
   /// square and its add, xhat's multiply, the gain's multiply (and its 1 +), the bias; per row:
@@ -108,7 +109,7 @@ struct NormForward {
   /// read, written and read back; y written, read back with res and written again; an add each.
   tile::Traffic traffic(const tile::Grid& grid) const {
     const double rows = static_cast<double>(grid.x), elements = rows * static_cast<double>(cols);
-    const int affine_ops = (w != nullptr ? (kUnitOffset ? 2 : 1) : 0) + (b != nullptr ? 1 : 0);
+    const int affine_ops = (w != nullptr ? (unit_offset ? 2 : 1) : 0) + (b != nullptr ? 1 : 0);
     const double params = static_cast<double>(cols) * ((w != nullptr ? 1 : 0) + (b != nullptr ? 1 : 0));
     const double folded = (x2 != nullptr ? 3 : 0) + (res != nullptr ? 3 : 0);
     return {tile::traffic_bytes<T>((2 + folded) * elements + params) +
@@ -174,7 +175,7 @@ struct NormForward {
 
   template <class Ctx, class Tl>
   BENCH_HD Tl affine(Ctx& c, Tl v, int64_t c0) const {
-    if (w != nullptr) v = v * gain<kUnitOffset>(tl::load<B>(c, w + c0, cols - c0));
+    if (w != nullptr) v = v * gain(tl::load<B>(c, w + c0, cols - c0), unit_offset);
     if (b != nullptr) v = v + tl::load<B>(c, b + c0, cols - c0);
     return v;
   }
@@ -196,7 +197,7 @@ struct NormForward {
 /// sum adds its rows in increasing order, starting from zero, and each product dy xhat rounded on
 /// its own (no_fma), as when the partials were loaded, added and stored per row: the CPU's results
 /// are bit for bit those of that form.
-template <class T, int B, bool kCenter, bool kUnitOffset>
+template <class T, int B, bool kCenter>
 struct NormBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -214,13 +215,14 @@ struct NormBackward {
   int64_t cols;
   int64_t per_group = kRowsPerGroup;  // rows per program, a multiple of kRowsPerGroup
   const T* dres = nullptr;            // dx = dres + the norm's gradient (norm_backward_residual); may be null
+  bool unit_offset = false;           // the gain is 1 + w (Gemma's RMSNorm)
 
   /// grid.x groups. Per element: xhat (its subtraction with LayerNorm, its multiply), g = dy w
   /// (and w's 1 +), the sums of g (LayerNorm) and of g xhat, dx = (g - mean g - xhat mean gx)
   /// rstd, and the partials dy xhat (an FMA) and dy; per row: the two divisions by cols.
   tile::Traffic traffic(const tile::Grid& grid) const {
     const double elements = static_cast<double>(rows * cols), parts = static_cast<double>(grid.x * cols);
-    const int gain_ops = w != nullptr ? (kUnitOffset ? 2 : 1) : 0;
+    const int gain_ops = w != nullptr ? (unit_offset ? 2 : 1) : 0;
     const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
     // Wide rows store a group's partials once per kRowsPerGroup rows and read them back after.
     const int64_t subgroups = per_group / kRowsPerGroup;
@@ -259,7 +261,7 @@ struct NormBackward {
     auto dw_acc = tl::full<B>(c, A(0));
     auto db_acc = tl::full<B>(c, A(0));
     auto wv = tl::full<B>(c, A(1));
-    if (w != nullptr) wv = gain<kUnitOffset>(tl::load<B>(c, w, cols));
+    if (w != nullptr) wv = gain(tl::load<B>(c, w, cols), unit_offset);
     for (int64_t r = r0; r < r1; ++r) {
       const A mu = kCenter ? mean[r] : A(0);
       const A rs = rstd[r];
@@ -293,7 +295,7 @@ struct NormBackward {
         const int64_t n = cols - c0;
         auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
         auto dyv = tl::load<B>(c, dyr + c0, n);
-        auto g = w != nullptr ? dyv * gain<kUnitOffset>(tl::load<B>(c, w + c0, n)) : dyv;
+        auto g = w != nullptr ? dyv * gain(tl::load<B>(c, w + c0, n), unit_offset) : dyv;
         sum_g = sum_g + g;
         sum_gx = sum_gx + g * xhat;
       }
@@ -311,7 +313,7 @@ struct NormBackward {
         const A rs = rstd[r];
         auto xhat = (tl::load<B>(c, x + r * cols + c0, n, mu) - mu) * rs;
         auto dyv = tl::load<B>(c, dy + r * cols + c0, n);
-        auto g = w != nullptr ? dyv * gain<kUnitOffset>(tl::load<B>(c, w + c0, n)) : dyv;
+        auto g = w != nullptr ? dyv * gain(tl::load<B>(c, w + c0, n), unit_offset) : dyv;
         tl::store(c, dx + r * cols + c0, (g - mean_g[r - r0] - xhat * mean_gx[r - r0]) * rs, n);
         if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
         if (db_part != nullptr) db_acc = db_acc + dyv;
