@@ -205,5 +205,32 @@ TEST(Flash32Emulation, BackwardIsDeterministic) {
   EXPECT_EQ(0, std::memcmp(first.data(), second.data(), first.size() * sizeof(float)));
 }
 
+/// What the kernels refuse, they name (so that `core = "auto"` falls through to the fused core and
+/// `core = "flash"` says why), and off CUDA the launchers throw rather than run.
+TEST(Flash32Limits, RefusalsNameTheReason) {
+  AttentionArgs a{2, 100, 4, 2, 64, 0.125};
+  EXPECT_EQ(attention_flash_f32_unsupported(a), "");
+  a.d_head = 128;
+  a.causal = false;
+  a.window = 10;
+  a.softcap = 5;
+  a.dropout = 0.5;
+  EXPECT_EQ(attention_flash_f32_unsupported(a), "");
+  a.d_head = 96;
+  EXPECT_NE(attention_flash_f32_unsupported(a).find("d_head = 96"), std::string::npos);
+  a = {2, 100, 4, 3, 64, 0.125};
+  EXPECT_NE(attention_flash_f32_unsupported(a).find("n_heads a multiple of n_kv_heads"), std::string::npos);
+  a = {2, 100, 4, 2, 64, 0.125};
+  a.dropout = 1;
+  EXPECT_NE(attention_flash_f32_unsupported(a).find("dropout"), std::string::npos);
+  a.dropout = 0;
+  // The log-sum-exp's 800 floats, D from the next multiple of 64 (832, 256-byte aligned) on.
+  EXPECT_EQ(attention_flash_f32_state_size(a), 832 + 800);
+  std::vector<float> qkv(static_cast<size_t>(2 * 100 * 8 * 64)), out(static_cast<size_t>(2 * 100 * 4 * 64)),
+      state(static_cast<size_t>(attention_flash_f32_state_size(a)));
+  EXPECT_ANY_THROW(
+      attention_flash_f32_forward(tile::Exec{tile::Backend::kCpu}, a, qkv.data(), out.data(), nullptr, state.data()));
+}
+
 }  // namespace
 }  // namespace bench::kernels
