@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention_flash_f32.h"
 #include "catalog.h"
 #include "cuda_backend.h"
 #include "elementwise.h"

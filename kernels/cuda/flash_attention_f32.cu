@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../attention_flash_f32.h"
 #include "flash_attention.cuh"
 #include "flash_attention_f32_kernels.cuh"
 

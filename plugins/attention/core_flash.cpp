@@ -8,6 +8,7 @@
 // `core = "auto"` takes it on CUDA in bf16 after cuDNN and in float32 before the fused core;
 // float64 and the CPU never take it. The entropy probe recomputes from qkv.
 #include "core.h"
+#include "kernels/attention_flash_f32.h"
 
 namespace bench::attention {
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "attention_flash_f32.h"
 #include "cuda/flash_attention_f32_kernels.cuh"
 #include "warp_emulator.h"
 
