@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention_flash_f32.h"
 #include "catalog.h"
 #include "cuda_backend.h"
 #include "elementwise.h"
@@ -18,8 +19,9 @@ BENCH_KERNEL(attention_backward, "dq, dk, dv through the saved probabilities: fo
 BENCH_KERNEL(attention_entropy, "per query row -sum p ln p, recomputed from qkv in two passes (probe)");
 BENCH_KERNEL(attention_row_max, "per query row the largest logit, recomputed from qkv (probe)");
 BENCH_KERNEL_TYPES(flash_attention,
-                   "bf16 fused attention on the tensor cores (mma.sync), every variant: attention_forward and "
-                   "_backward on CUDA where attention_uses_flash says so",
+                   "fused attention on CUDA, every variant: bf16 on the tensor cores (mma.sync: attention_forward and "
+                   "_backward where attention_uses_flash says so), float32 in FFMA (attention_flash_f32_forward, "
+                   "_backward: the flash core)",
                    0);
 BENCH_KERNEL_TYPES(attention_cudnn_forward, "cuDNN's fused SDPA on the qkv rows, the baseline (CUDA, bf16)", 0);
 BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
@@ -406,6 +408,36 @@ void attention_row_max(const Exec& exec, const AttentionArgs& a, const T* qkv, a
   tile::dispatch_block(a.seq, [&]<int B>() {
     tile::launch(exec, tile::Grid{a.seq, a.batch * a.n_heads}, programs::make_attention_row_max<T, B>(a, qkv, row_max));
   });
+}
+
+// --- the float32 flash kernels: the checks here, the kernels in kernels/cuda --------------------
+
+namespace {
+
+/// Throws unless the float32 flash kernels take the variant (std::invalid_argument) and run here
+/// (CUDA, float32: tile::Unsupported otherwise).
+void flash_f32_checks(const Exec& exec, const AttentionArgs& a, const char* name) {
+  if (const std::string why = attention_flash_f32_unsupported(a); !why.empty())
+    throw std::invalid_argument(std::string(name) + ": " + why);
+  require(exec, "flash_attention", type_bit<float>());
+}
+
+}  // namespace
+
+void attention_flash_f32_forward(const Exec& exec, const AttentionArgs& a, const float* qkv, float* out, float* row_max,
+                                 float* state) {
+  flash_f32_checks(exec, a, "attention_flash_f32_forward");
+  tile::KernelScope scope(exec, "attention forward (flash f32)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(float), false, false));
+  require_cuda_backend("attention_flash_f32_forward").flash_f32_forward(exec.stream, a, qkv, out, row_max, state);
+}
+
+void attention_flash_f32_backward(const Exec& exec, const AttentionArgs& a, const float* qkv, const float* out,
+                                  const float* dout, float* state, float* dqkv) {
+  flash_f32_checks(exec, a, "attention_flash_f32_backward");
+  tile::KernelScope scope(exec, "attention backward (flash f32)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(float), true, false));
+  require_cuda_backend("attention_flash_f32_backward").flash_f32_backward(exec.stream, a, qkv, out, dout, state, dqkv);
 }
 
 // --- the cuDNN SDPA baseline: the checks here, cuDNN in kernels/cuda --------------------------

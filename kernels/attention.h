@@ -1,7 +1,8 @@
 // defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
 //          attention_backward (CPU: GEMM + the masked softmax kernels), attention_entropy,
 //          attention_row_max, attention_uses_flash, attention_keeps_probs,
-//          attention_flash_state_size, the float64 references attention_forward_reference,
+//          attention_flash_state_size (the float32 flash kernels: attention_flash_f32.h), the
+//          float64 references attention_forward_reference,
 //          attention_lse_reference, attention_backward_reference, attention_entropy_reference,
 //          and the cuDNN SDPA baseline attention_cudnn_unsupported, attention_cudnn_available,
 //          attention_cudnn_forward, attention_cudnn_backward

@@ -70,6 +70,13 @@ class CudaBackend {
                              float* row_max, void* state) const = 0;
   virtual void flash_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,
                               const tile::bf16* dout, void* state, tile::bf16* dqkv) const = 0;
+  /// The float32 flash attention (kernels/cuda/flash_attention.cuh, flash_attention_f32_*):
+  /// `state` holds the log-sum-exp [B, H, T], then (attention_flash_workspace_offset floats on)
+  /// the backward's workspace (attention_flash_f32_state_size floats in all).
+  virtual void flash_f32_forward(void* stream, const AttentionArgs& a, const float* qkv, float* out, float* row_max,
+                                 float* state) const = 0;
+  virtual void flash_f32_backward(void* stream, const AttentionArgs& a, const float* qkv, const float* out,
+                                  const float* dout, float* state, float* dqkv) const = 0;
   /// cuDNN's fused attention (kernels/cuda/cudnn_attention.cu), bf16.
   virtual bool cudnn_available(std::string* why) const = 0;
   /// "" when the loaded cuDNN runs `a`, its backward included; else why not (never throws).

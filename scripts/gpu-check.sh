@@ -351,9 +351,9 @@ section_mfu() {
 # norms.toml's model at its own size (tests/cuda/norms_small.toml: pre-norm RMSNorm, RoPE, SwiGLU,
 # d_model 256, 4 layers, 4 heads, T 256, batch 16), float32 and bf16: bench's forward, train step
 # and 100-step stability case, then the same model in PyTorch eager, torch.compile and CUDA-graph
-# replay (scripts/torch_baseline.py --small) where python3 has torch. Its `materializing`
-# variant runs float32 on the materializing attention core beside auto's (the fused core on a
-# device): the two cores' times at norms.toml's size. The dry run takes the file's [cpu] sizes on
+# replay (scripts/torch_baseline.py --small) where python3 has torch. Its `fused` and
+# `materializing` variants run float32 on those attention cores beside auto's (our float32 flash
+# kernels on CUDA): the three cores' times at norms.toml's size. The dry run takes the file's [cpu] sizes on
 # the CPU (the guarded device costs seconds a step).
 section_small() {
   local dev=$device s

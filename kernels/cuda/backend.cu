@@ -103,6 +103,17 @@ class Backend final : public CudaBackend {
                                 lse + attention_flash_workspace_offset(a)),
        "attention: flash backward");
   }
+  void flash_f32_forward(void* stream, const AttentionArgs& a, const float* qkv, float* out, float* row_max,
+                         float* state) const override {
+    ok(flash_attention_f32_forward(static_cast<cudaStream_t>(stream), a, qkv, out, row_max, state),
+       "attention: flash forward (float32)");
+  }
+  void flash_f32_backward(void* stream, const AttentionArgs& a, const float* qkv, const float* out, const float* dout,
+                          float* state, float* dqkv) const override {
+    ok(flash_attention_f32_backward(static_cast<cudaStream_t>(stream), a, qkv, out, dout, state, dqkv,
+                                    state + attention_flash_workspace_offset(a)),
+       "attention: flash backward (float32)");
+  }
   bool cudnn_available(std::string* why) const override { return cudnn_attention_available(why); }
   std::string cudnn_refusal(const AttentionArgs& a) const override { return cudnn_attention_refusal(a); }
   void cudnn_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
@@ -132,7 +143,7 @@ std::string cudnn_unavailable() {
 
 // The catalog rows' CUDA side for the kernels that are not tile programs.
 const CudaKernelRegistration gemm_row{"gemm", kF32 | kBf16};
-const CudaKernelRegistration flash_row{"flash_attention", kBf16};
+const CudaKernelRegistration flash_row{"flash_attention", kF32 | kBf16};
 const CudaKernelRegistration cudnn_forward_row{"attention_cudnn_forward", kBf16, &cudnn_unavailable};
 const CudaKernelRegistration cudnn_backward_row{"attention_cudnn_backward", kBf16, &cudnn_unavailable};
 

@@ -1,6 +1,7 @@
 // defines: bench::kernels::cuda::flash_attention_forward, flash_attention_backward,
 //          flash_attention_backward_workspace — fused causal attention on the tensor cores, the
-//          CUDA path of kernels/attention.h
+//          CUDA path of kernels/attention.h; flash_attention_f32_forward, flash_attention_f32_backward,
+//          flash_attention_f32_backward_workspace — its float32 sibling in FFMA (the flash core in float32)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,5 +40,26 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a);
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace);
+
+/// Float32 flash attention forward (kernels/cuda/flash_attention_f32_kernels.cuh): the contract of
+/// flash_attention_forward in float32, computed in float32 with FFMA (no TF32, no bf16 rounding),
+/// deterministic. Every variant: causal or not, a sliding window (with or without causal
+/// masking), soft-cap, GQA/MQA, dropout with the CPU path's mask. d_head 64 or 128; what
+/// attention_flash_f32_unsupported names returns cudaErrorNotSupported without launching; more
+/// than 65535 (batch, head) pairs or a base pointer that is not 16-byte aligned throws
+/// std::invalid_argument. One launch. lse is required by the backward; row_max may be null.
+cudaError_t flash_attention_f32_forward(cudaStream_t stream, const AttentionArgs& a, const float* qkv, float* out,
+                                        float* row_max, float* lse);
+
+/// Bytes of workspace flash_attention_f32_backward needs: D = rowsum(dO * O), B H T floats.
+size_t flash_attention_f32_backward_workspace(const AttentionArgs& a);
+
+/// Float32 flash attention backward: writes all of dqkv (dQ, and dK, dV summed over the group's
+/// query heads in a fixed order) from the forward's qkv, out and lse and dout. Three launches
+/// (D, dK/dV per key tile, dQ per query tile), no atomics: the same bits on every run. The same
+/// variants and limits as the forward.
+cudaError_t flash_attention_f32_backward(cudaStream_t stream, const AttentionArgs& a, const float* qkv,
+                                         const float* out, const float* dout, const float* lse, float* dqkv,
+                                         void* workspace);
 
 }  // namespace bench::kernels::cuda

@@ -14,8 +14,8 @@
 //
 // This file is the frame: projections, QK-norm, rotation, the probes and the cost. The line o_h =
 // ... itself is an attention core (core.h), one file each, chosen by `core`: "materializing"
-// (P kept; batched launches on a device), "flash" (ours, CUDA bf16), "cudnn" (cuDNN's SDPA, CUDA
-// bf16, no soft-cap or dropout), "tiled" (the CPU's flash-style path), "fused" (tile programs on
+// (P kept; batched launches on a device), "flash" (ours, CUDA bf16 and float32), "cudnn" (cuDNN's
+// SDPA, CUDA bf16, no soft-cap or dropout), "tiled" (the CPU's flash-style path), "fused" (tile programs on
 // the qkv rows in place, every target), or any core registered with BENCH_ATTENTION_CORE. "auto"
 // takes the first of cudnn, flash, tiled (past 64 MiB of probabilities per layer), fused (on a
 // device in float32/float64) and materializing that runs the layer's variant on the target. The

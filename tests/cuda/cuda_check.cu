@@ -4,8 +4,9 @@
 // kernels and cuDNN's SDPA); and the checks only CUDA has, which kernels_test cannot make on the
 // host targets: the caching allocator on cudaMalloc, event timing and the L2 flush, an optimizer
 // step captured into a CUDA graph and replayed, cuBLASLt's epilogues and misaligned views, and
-// cuDNN's SDPA against float64. Every kernel's correctness on CUDA is kernels_test's (the cuda
-// target of tests/kernels): not repeated here.
+// cuDNN's SDPA and our float32 flash attention (cuda_check_flash32.cuh) against float64. Every
+// other kernel's correctness on CUDA is kernels_test's (the cuda target of tests/kernels): not
+// repeated here.
 //
 //   cuda_check [--backend cuda|cpu] [--small] [--only PREFIX,...] [--md FILE] [--json-rows FILE]
 //              [--list]
@@ -348,17 +349,35 @@ void bandwidth_rows(test::CheckTable& t) {
 
 }  // namespace
 
-#include "cuda_check_device.cuh"  // the CUDA-only checks and the attention rates
+#include "cuda_check_device.cuh"   // the CUDA-only checks and the attention rates
+#include "cuda_check_flash32.cuh"  // the float32 flash attention against float64, and its rates
 
 namespace {
 
 void list() {
-  for (const char* c :
-       {"device/facts", "runtime/caching allocator", "runtime/event timer and L2 flush", "runtime/captured step/float",
-        "runtime/captured step/bf16", "gemm/cublaslt ...", "cudnn/<case>/forward", "cudnn/<case>/backward",
-        "ceiling/copy", "ceiling/gemm/bf16 square", "ceiling/gemm/float square", "ceiling/gemm/bf16 gpt2-small shapes",
-        "bandwidth/<kernel>/float", "bandwidth/<kernel>/bf16", "attention/flash forward", "attention/flash backward",
-        "attention/cudnn forward", "attention/cudnn backward"})
+  for (const char* c : {"device/facts",
+                        "runtime/caching allocator",
+                        "runtime/event timer and L2 flush",
+                        "runtime/captured step/float",
+                        "runtime/captured step/bf16",
+                        "gemm/cublaslt ...",
+                        "cudnn/<case>/forward",
+                        "cudnn/<case>/backward",
+                        "ceiling/copy",
+                        "ceiling/gemm/bf16 square",
+                        "ceiling/gemm/float square",
+                        "ceiling/gemm/bf16 gpt2-small shapes",
+                        "bandwidth/<kernel>/float",
+                        "bandwidth/<kernel>/bf16",
+                        "attention/flash forward",
+                        "attention/flash backward",
+                        "attention/cudnn forward",
+                        "attention/cudnn backward",
+                        "flash32/<case>/forward",
+                        "flash32/<case>/backward",
+                        "flash32/deterministic",
+                        "attention/flash f32 forward/<norms|big>",
+                        "attention/flash f32 backward/<norms|big>"})
     std::printf("%s\n", c);
 }
 
@@ -425,10 +444,12 @@ int main(int argc, char** argv) {
   runtime_checks(t);
   gemm_checks(t);
   cudnn_checks(t);
+  flash32_checks(t);
   copy_bandwidth(t);
   gemm_ceilings(t);
   bandwidth<float>(t);
   bandwidth<bf16>(t);
   attention_rates(t);
+  flash32_rates(t);
   return t.failures() == 0 ? 0 : 1;
 }

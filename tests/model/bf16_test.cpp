@@ -11,6 +11,7 @@
 #include "bench/interfaces.h"
 #include "bench/ops.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash_f32.h"
 #include "model/model.h"
 #include "support/toml_case.h"
 
@@ -225,15 +226,32 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
             3 * (padded(kernels::attention_probs_size(a)) + padded(cpu_workspace) -
                  padded(kernels::attention_flash_state_size(a))));
   EXPECT_LT(cuda, cpu);
-  // float32 on CUDA materializes the probabilities like the CPU, with the device's workspace (its
-  // head-major copies and one [B, H, T, T] block for all its batched launches) instead.
+  // float32 on CUDA: "ours" takes the float32 flash kernels there (kernels/attention_flash_f32.h),
+  // which keep the log-sum-exp and D = rowsum(dO O) instead of the probabilities and the CPU's
+  // workspace.
   spec.dtype = DType::kFloat32;
   const size_t cuda32 = Model::estimate_bytes(spec, test::builtin_registry());
   spec.backend = tile::Backend::kCpu;
+  const size_t cpu32 = Model::estimate_bytes(spec, test::builtin_registry());
   const auto padded32 = [](int64_t elements) { return (static_cast<size_t>(elements) * 4 + 63) / 64 * 64; };
+  EXPECT_EQ(cpu32 + tokens + rates + probe_block - cuda32,
+            3 * (padded32(kernels::attention_probs_size(a)) +
+                 padded32(kernels::attention_workspace_size<float>(tile::Exec{}, a)) -
+                 padded32(kernels::attention_flash_f32_state_size(a))));
+  // The materializing core in float32 on CUDA keeps the probabilities like the CPU, with the
+  // device's workspace (its head-major copies and one [B, H, T, T] block for all its batched
+  // launches) instead of the CPU's.
+  const std::string materializing =
+      "[model]\nn_layers = 3\nbatch_size = 2\ndtype = \"float32\"\nd_model = 128\n"
+      "n_heads = 2\nseq_len = 256\nattention = { type = \"causal\", core = "
+      "\"materializing\" }\n[data]\ntype = \"synthetic\"\nreference_tokens = 2048\n"
+      "[stability]\n";
+  ModelSpec m = test::resolve_first(materializing).model;
+  const size_t cpu_m = Model::estimate_bytes(m, test::builtin_registry());
+  m.backend = tile::Backend::kCuda;
   const int64_t device_workspace = kernels::attention_workspace_size<float>(tile::Exec{tile::Backend::kCuda}, a);
-  EXPECT_EQ(cuda32,
-            Model::estimate_bytes(spec, test::builtin_registry()) + tokens + rates + probe_block +
+  EXPECT_EQ(Model::estimate_bytes(m, test::builtin_registry()),
+            cpu_m + tokens + rates + probe_block +
                 3 * (padded32(device_workspace) - padded32(kernels::attention_workspace_size<float>(tile::Exec{}, a))));
 }
 

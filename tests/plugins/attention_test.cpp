@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/attention_core.h"
 #include "bench/interfaces.h"
 #include "bench/random.h"
 #include "support/component_rig.h"
@@ -678,7 +679,7 @@ TEST(AttentionCore, TheCoreKeySelectsWhatTheKernelKeyDid) {
   };
   const std::vector<Bad> bad = {
       {"attention = { type = \"causal\", core = \"flash\" }\n",
-       "core = \"flash\": the attention at blocks.0.attn: our flash kernels run on CUDA in bfloat16 only"},
+       "core = \"flash\": the attention at blocks.0.attn: our flash kernels run on CUDA in bfloat16 and float32 only"},
       {"attention = { type = \"causal\", core = \"nope\" }\n", "no attention core \"nope\": the cores are auto, "},
       {"attention = { type = \"causal\", core = \"tiled\", kernel = \"ours\" }\n",
        "set the attention core with one key"},
@@ -693,6 +694,30 @@ TEST(AttentionCore, TheCoreKeySelectsWhatTheKernelKeyDid) {
       EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
     }
   }
+}
+
+// What `core = "auto"` sees of the flash core (its answers before it is made): it runs float32 on
+// CUDA (our float32 flash kernels, d_head 64 or 128) and bf16 as before, never on the CPU or the
+// emulated device, nor in float64; cuDNN, which auto tries first, never takes float32, so auto's
+// float32 choice on CUDA is flash, and where flash refuses (d_head 96) the fused core after it.
+TEST(AttentionCore, FlashTakesFloat32OnCudaOnly) {
+  (void)test::builtin_registry();
+  const AttentionCoreInfo* flash = find_attention_core("flash");
+  const AttentionCoreInfo* cudnn = find_attention_core("cudnn");
+  ASSERT_NE(flash, nullptr);
+  ASSERT_NE(cudnn, nullptr);
+  kernels::AttentionArgs a{16, 256, 4, 4, 64, 0.125};
+  const AttentionCoreQuery cuda32{tile::Backend::kCuda, DType::kFloat32, a};
+  EXPECT_EQ(flash->unsupported(cuda32), "");
+  EXPECT_TRUE(flash->preferred(cuda32));
+  EXPECT_NE(cudnn->unsupported(cuda32), "");
+  EXPECT_EQ(flash->unsupported({tile::Backend::kCuda, DType::kBFloat16, a}), "");
+  for (const AttentionCoreQuery& q : {AttentionCoreQuery{tile::Backend::kCuda, DType::kFloat64, a},
+                                      AttentionCoreQuery{tile::Backend::kCpu, DType::kFloat32, a},
+                                      AttentionCoreQuery{tile::Backend::kEmulated, DType::kFloat32, a}})
+    EXPECT_EQ(flash->unsupported(q), "our flash kernels run on CUDA in bfloat16 and float32 only");
+  a.d_head = 96;
+  EXPECT_NE(flash->unsupported({tile::Backend::kCuda, DType::kFloat32, a}).find("d_head = 96"), std::string::npos);
 }
 
 TEST(AttentionQueryPreAttnScalar, ScalesTheLogitsByOneOverItsRoot) {

@@ -1,0 +1,187 @@
+// defines: bench::kernels::emulator::Block, EmulatedThread, launch — a CPU warp emulator for the
+//          CUDA kernels written as functions of a `Thread` (kernels/cuda/flash_attention_kernels.cuh,
+//          kernels/cuda/flash_attention_f32_kernels.cuh), shared by their emulation tests
+//
+// Every CUDA thread of a block is a fiber of one OS thread (support/fibers.h), __syncthreads is a
+// barrier of the block, and the warp-wide operations (shuffles, mma.sync.m16n8k16, ldmatrix)
+// exchange the lanes' registers through memory and decode them with the fragment layouts of the
+// PTX ISA. Between two __syncthreads one warp at a time does all its work, the warps in a new
+// order each time (a fixed pseudo-random one), so a missing barrier lets a warp read shared
+// memory before or after another's write and fails.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "support/fibers.h"
+#include "tile/defs.h"
+
+namespace bench::kernels::emulator {
+
+using test::FiberTeam;
+
+/// One thread block being emulated: its fibers, its shared memory, its barrier, and per warp the
+/// slots the lanes exchange registers through.
+class Block {
+ public:
+  Block(int threads, size_t shared_bytes)
+      : team_(threads, 32), shared_(shared_bytes, 0), barrier_(team_, threads, true) {
+    for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
+  }
+
+  struct Warp {
+    explicit Warp(FiberTeam& team) : barrier(team, 32) {}
+    FiberTeam::Barrier barrier;
+    float value[32] = {};
+    uint32_t a[32][4] = {};
+    uint32_t b[32][2] = {};
+    const uint16_t* row[32] = {};
+  };
+
+  FiberTeam& team() { return team_; }
+  uint8_t* shared() { return shared_.data(); }
+  FiberTeam::Barrier& barrier() { return barrier_; }
+  Warp& warp(int tid) { return warps_[static_cast<size_t>(tid / 32)]; }
+
+ private:
+  FiberTeam team_;
+  std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
+  FiberTeam::Barrier barrier_;
+  std::vector<Warp> warps_;
+};
+
+inline float bf16_at(uint32_t reg, int half) {
+  return tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * half))});
+}
+
+/// A CUDA thread on the CPU: the Thread of flash_attention_kernels.cuh.
+class EmulatedThread {
+ public:
+  EmulatedThread(Block& block, int tid, int bx, int by, int block_dim)
+      : block_(block), tid_(tid), bx_(bx), by_(by), dim_(block_dim) {}
+  int tid() const { return tid_; }
+  int block_x() const { return bx_; }
+  int block_y() const { return by_; }
+  int block_dim() const { return dim_; }
+  void sync() const { block_.barrier().arrive_and_wait(); }
+  float shfl_xor(float v, int mask) const {
+    Block::Warp& w = block_.warp(tid_);
+    const int lane = tid_ % 32;
+    w.value[lane] = v;
+    w.barrier.arrive_and_wait();
+    const float r = w.value[lane ^ mask];
+    w.barrier.arrive_and_wait();
+    return r;
+  }
+  /// d += A B for this lane's part of D (16 x 8), A (16 x 16) and B (16 x 8) held by the warp's
+  /// lanes: A(row, k) is in lane (row % 8) * 4 + (k % 8) / 2, register row / 8 + 2 (k / 8), half
+  /// k % 2; B(k, n) in lane n * 4 + (k % 8) / 2, register k / 8, half k % 2; this lane's d[r] is
+  /// D(lane / 4 + 8 (r / 2), 2 (lane % 4) + r % 2).
+  void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
+    Block::Warp& w = block_.warp(tid_);
+    const int lane = tid_ % 32;
+    std::memcpy(w.a[lane], a, sizeof a);
+    w.b[lane][0] = b0;
+    w.b[lane][1] = b1;
+    w.barrier.arrive_and_wait();
+    for (int r = 0; r < 4; ++r) {
+      const int row = lane / 4 + 8 * (r / 2), col = 2 * (lane % 4) + r % 2;
+      float sum = 0.f;
+      for (int k = 0; k < 16; ++k)
+        sum += bf16_at(w.a[(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2) *
+               bf16_at(w.b[col * 4 + (k % 8) / 2][k / 8], k % 2);
+      d[r] += sum;
+    }
+    w.barrier.arrive_and_wait();
+  }
+  /// ldmatrix.x4: row r of matrix m is at the address lane 8 m + r gave; this lane receives,
+  /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
+  void ldmatrix_x4(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, false); }
+  void ldmatrix_x4_trans(uint32_t (&r)[4], const uint16_t* row) const { ldmatrix(r, row, true); }
+  /// cp.async as early and as late as the hardware may land it, by turns (a thread's groups
+  /// alternate, and neighbouring threads start apart): a group lands when it is committed, or only
+  /// when cp_async_wait lets no more than `pending` newer groups stay in flight. So a read of a
+  /// tile before its wait sees stale data, and a copy into a stage that another warp still reads
+  /// (its __syncthreads missing) overwrites it under that warp: either fails the test.
+  void cp_async_16(void* dst, const void* src, bool valid) { open_.push_back({dst, src, valid}); }
+  void cp_async_commit() {
+    groups_.push_back(std::move(open_));
+    open_.clear();
+    // Landed now, it stays in the queue empty: it still counts as in flight until its wait.
+    if ((commits_++ + tid_) % 2 == 0) land(groups_.back());
+  }
+  void cp_async_wait(int pending) {
+    while (static_cast<int>(groups_.size()) > pending) {
+      land(groups_.front());
+      groups_.erase(groups_.begin());
+    }
+  }
+  float exp(float x) const { return std::exp(x); }
+  float exp2(float x) const { return std::exp2(x); }
+  void atomic_add(float* p, float v) const { std::atomic_ref<float>(*p).fetch_add(v); }
+  uint8_t* shared() const { return block_.shared(); }
+
+ private:
+  struct Copy {
+    void* dst;
+    const void* src;
+    bool valid;
+  };
+
+  static void land(std::vector<Copy>& group) {
+    for (const Copy& c : group) {
+      if (c.valid)
+        std::memcpy(c.dst, c.src, 16);
+      else
+        std::memset(c.dst, 0, 16);
+    }
+    group.clear();
+  }
+
+  void ldmatrix(uint32_t (&r)[4], const uint16_t* row, bool trans) const {
+    Block::Warp& w = block_.warp(tid_);
+    const int lane = tid_ % 32;
+    w.row[lane] = row;
+    w.barrier.arrive_and_wait();
+    for (int m = 0; m < 4; ++m) {
+      uint16_t lo = 0, hi = 0;
+      if (trans) {
+        lo = w.row[8 * m + 2 * (lane % 4)][lane / 4];
+        hi = w.row[8 * m + 2 * (lane % 4) + 1][lane / 4];
+      } else {
+        lo = w.row[8 * m + lane / 4][2 * (lane % 4)];
+        hi = w.row[8 * m + lane / 4][2 * (lane % 4) + 1];
+      }
+      r[m] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+    }
+    w.barrier.arrive_and_wait();
+  }
+
+  Block& block_;
+  int tid_, bx_, by_, dim_;
+  std::vector<Copy> open_;
+  std::vector<std::vector<Copy>> groups_;
+  int commits_ = 0;
+};
+
+/// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
+/// one block at a time, on `threads` fibers that take the blocks in turn (a block ends with a
+/// barrier, so that no thread starts the next while another still works in this one).
+template <class Kernel>
+void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, const Kernel& kernel) {
+  Block block(threads, shared_bytes);
+  block.team().run([&](int t) {
+    for (int64_t by = 0; by < grid_y; ++by)
+      for (int64_t bx = 0; bx < grid_x; ++bx) {
+        EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
+        kernel(th);
+        block.barrier().arrive_and_wait();
+      }
+  });
+}
+
+}  // namespace bench::kernels::emulator
