@@ -151,6 +151,8 @@ class CausalAttention final : public Sublayer {
     core_impl_->setup(ctx, with_dropout);
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
     max_slot_ = ctx.buffer({kernels::max_of_partials(batch_ * heads_ * seq_) + 1}, DType::kFloat64);
+    entropy_slot_ = ctx.buffer({std::max<int64_t>(1, kernels::sum_squares_partials(batch_ * heads_ * seq_ * seq_)) + 1},
+                               DType::kFloat64);
     esize_ = dtype_size(ctx.dtype());
   }
 
@@ -195,10 +197,18 @@ class CausalAttention final : public Sublayer {
       // attends to one key. The core sums its stored probabilities (not the raw scores that
       // follow them when there is a cap), or recomputes them per row from qkv (row_max_, read
       // above, is its scratch).
-      const double h =
-          core_impl_->entropy_sum(ctx, args_, qkv_, row_max_) / static_cast<double>(batch_ * heads_ * seq_);
-      ctx.probe_mean("attn_entropy", h);
-      ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
+      const auto rows = static_cast<double>(batch_ * heads_ * seq_);
+      if (ctx.capturing) {  // the sum stays in entropy_slot_, read after the replay (the same bits)
+        auto* partial = static_cast<double*>(entropy_slot_.raw());
+        double* sum = partial + entropy_slot_.numel() - 1;
+        core_impl_->entropy_sum_into(ctx, args_, qkv_, row_max_, partial, sum);
+        probe_mean_at(ctx, "attn_entropy", sum, rows);
+        probe_mean_at(ctx, "attn_entropy/" + std::to_string(layer_), sum, rows);
+      } else {
+        const double h = core_impl_->entropy_sum(ctx, args_, qkv_, row_max_) / rows;
+        ctx.probe_mean("attn_entropy", h);
+        ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
+      }
     }
     if (bo_ != nullptr)
       ops::linear_forward(ctx, att_, wo_->value, bo_->value, y);
@@ -312,7 +322,8 @@ class CausalAttention final : public Sublayer {
   kernels::AttentionArgs args_{};
   Tensor bias_scratch_;
   Tensor x_, qkv_, dqkv_, att_, datt_, row_max_;
-  Tensor max_slot_;  // float64: max_of_into's partials, then the layer's max logit
+  Tensor max_slot_;      // float64: max_of_into's partials, then the layer's max logit
+  Tensor entropy_slot_;  // float64: the entropy sum's partials, then the sum (a captured step's probe)
 };
 
 ComponentInfo causal_info() {

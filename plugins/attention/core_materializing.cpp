@@ -5,6 +5,7 @@
 // sums the stored probabilities.
 #include "core.h"
 #include "kernels/elementwise.h"
+#include "kernels/probes.h"
 
 namespace bench::attention {
 
@@ -34,6 +35,14 @@ class MaterializingCore final : public AttentionCore {
     return dispatch_float(qkv.dtype(), [&]<class T>() {
       return kernels::sum_of<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(),
                                 args.batch * args.n_heads * args.seq * args.seq);
+    });
+  }
+
+  void entropy_sum_into(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor&,
+                        double* partial, double* result) override {
+    dispatch_float(qkv.dtype(), [&]<class T>() {
+      kernels::sum_of_at<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(),
+                            args.batch * args.n_heads * args.seq * args.seq, partial, result);
     });
   }
 

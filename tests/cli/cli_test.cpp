@@ -72,12 +72,12 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       if (i == 0) {
         EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
                   std::string::npos);
-        // The stability loop's graph path: step 1 runs uncaptured, step 3 (the other step that is
-        // not a logging one) is captured and replayed, and so are the steps after it that are not
-        // logged, in every case but the one with dropout, which falls back and says so.
+        // The stability loop's graph path (log_every = 2 over 6 steps): steps 0 (logging) and 1
+        // run uncaptured, step 2 (logging) and 3 are captured and replayed, and the logging steps
+        // 4 and 5 are replayed, in every case but the one with dropout, which falls back and says so.
         EXPECT_EQ(
             s.query("SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.runner = 'stability' "
-                    "AND m.name = 'graph_steps' AND m.value = 1")
+                    "AND m.name = 'graph_steps' AND m.value = 4")
                 .rows.at(0)
                 .at(0)
                 .as_int(),
@@ -186,36 +186,68 @@ TEST(Cli, AStepThatCannotBeCapturedIsTimedUncapturedUnlessGraphsWereAskedFor) {
   EXPECT_EQ(cases[1][0].as_string(), "completed");
 }
 
+// What a stability case stores, as text with every double's bits: its steps (but their times),
+// series and metrics (but the graph's own and the throughput).
+std::string stored_results(store::Store& s) {
+  std::string out;
+  for (const char* q :
+       {"SELECT step, printf('%.17g %.17g %.17g %.17g %.17g %.17g', lr, loss, grad_norm, max_attn_logit, "
+        "z_mean, z_loss) FROM steps ORDER BY case_id, step",
+        "SELECT name, ifnull(layer, -1), step, printf('%.17g', value) FROM series ORDER BY case_id, "
+        "name, layer, step",
+        "SELECT name, printf('%.17g', value) FROM metrics WHERE name NOT IN ('cuda_graph', "
+        "'graph_steps', 'train_tokens_per_s') ORDER BY case_id, name"})
+    for (const auto& row : s.query(q).rows) {
+      for (const auto& v : row) out += v.str() + " ";
+      out += "\n";
+    }
+  return out;
+}
+
 // The stability loop's graphs on the guarded device: with log_every = 3 over 8 steps, steps 1
-// (uncaptured, the plans), 2 (captured and replayed), 4 and 5 (replayed) are not logging steps; cuda_graph = false runs
-// them all uncaptured, with the same numbers. A model with dropout cannot be captured (its masks come from the step
-// number as a kernel argument): by default it falls back and says so; with cuda_graph = true given the case fails with
-// that reason.
+// (uncaptured: the plans) and 0 (uncaptured: a logging step's) warm up, 2 (plain) and 3 (logging) are
+// captured and replayed, 4 to 7 replayed from one graph or the other; cuda_graph = false runs them
+// all uncaptured. The second experiment has norms.toml's settings (every step a logging step, its
+// probes and series; pre and post, LayerNorm and RMSNorm, RoPE, SwiGLU): all steps but the first
+// replay the logging graph. Either way the stored steps, series and metrics are bitwise those of
+// the uncaptured run.
 TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
   const std::string base =
       "name = \"stab_graph\"\nseed = 3\n"
       "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
       "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
       "[stability]\nsteps = 8\nlog_every = 3\neval_batches = 1\n";
+  const std::string norms_like =
+      "name = \"stab_graph_norms\"\nseed = 5\n"
+      "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 4\n"
+      "norm_position = [\"post\", \"pre\"]\nnorm = [\"layernorm\", \"rmsnorm\"]\nposition = \"rope\"\n"
+      "attention = \"causal\"\nffn = \"swiglu\"\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
+      "[stability]\nsteps = 6\nlr = [3e-3, 3e-2]\nwarmup_fraction = 0.05\nweight_decay = 0.1\ngrad_clip = 1.0\n"
+      "eval_batches = 1\n";
   const auto metric_of = [](store::Store& s, const std::string& name) {
     const auto rows = s.query("SELECT value FROM metrics WHERE name = '" + name + "'").rows;
     return rows.empty() ? NAN : rows.at(0).at(0).as_double();
   };
-  std::string losses[2];
-  for (int graphs = 0; graphs < 2; ++graphs) {
-    const std::string db = fresh_db("stab_graph.db");
-    const std::string exp = base + (graphs == 1 ? "" : "cuda_graph = false\n");
-    const Result r = run("--db " + db + " -q run --device guarded " + test::write_temp("stab_graph.toml", exp));
-    ASSERT_EQ(r.code, 0) << r.err;
-    store::Store s(db, store::Store::Mode::kReadOnly);
-    EXPECT_EQ(metric_of(s, "cuda_graph"), graphs);
-    EXPECT_EQ(metric_of(s, "graph_steps"), graphs == 1 ? 3 : 0);
-    for (const auto& row : s.query("SELECT printf('%.17g', value) FROM metrics WHERE name IN ('final_train_loss', "
-                                   "'best_loss', 'final_grad_norm', 'max_attn_logit') ORDER BY name")
-                               .rows)
-      losses[graphs] += row.at(0).as_string() + " ";
+  for (const auto& [exp_text, replayed] : {std::pair<std::string, double>{base, 6}, {norms_like, 5}}) {
+    SCOPED_TRACE(exp_text);
+    std::string stored[2];
+    for (int graphs = 0; graphs < 2; ++graphs) {
+      const std::string db = fresh_db("stab_graph.db");
+      const std::string exp = exp_text + (graphs == 1 ? "" : "cuda_graph = false\n");
+      const Result r = run("--db " + db + " -q run --device guarded " + test::write_temp("stab_graph.toml", exp));
+      ASSERT_EQ(r.code, 0) << r.err;
+      store::Store s(db, store::Store::Mode::kReadOnly);
+      for (const auto& row :
+           s.query("SELECT name, value FROM metrics WHERE name IN ('cuda_graph', 'graph_steps')").rows)
+        EXPECT_EQ(row.at(1).as_double(), row.at(0).as_string() == "cuda_graph" ? graphs : graphs * replayed);
+      EXPECT_TRUE(std::isnan(metric_of(s, "graph_fallback/stability")));
+      stored[graphs] = stored_results(s);
+    }
+    EXPECT_NE(stored[0].find("attn_entropy"), std::string::npos);
+    EXPECT_NE(stored[0].find("update_rms"), std::string::npos);
+    EXPECT_EQ(stored[0], stored[1]);  // the replays are the same steps
   }
-  EXPECT_EQ(losses[0], losses[1]);  // the replays are the same steps
 
   const std::string with_dropout =
       "name = \"stab_dropout\"\nseed = 3\n"

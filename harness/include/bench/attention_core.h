@@ -52,6 +52,13 @@ class AttentionCore {
   /// recomputed from qkv (kernels::attention_entropy); a core that keeps the probabilities sums
   /// them instead.
   virtual double entropy_sum(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor& scratch);
+  /// entropy_sum without the trip to the host, for a captured step (a CUDA graph): the same sum,
+  /// bit for bit as entropy_sum gives it on that target, into *result in the model's memory;
+  /// `partial` holds kernels::sum_squares_partials(B H T^2) doubles there (at least one). By
+  /// default recomputed from qkv as entropy_sum does; a core that overrides entropy_sum overrides
+  /// this too.
+  virtual void entropy_sum_into(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor& scratch,
+                                double* partial, double* result);
   /// dqkv (all of it) from dout and the forward's qkv and out; `args` as in the forward.
   virtual void backward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, const Tensor& out,
                         const Tensor& dout, Tensor& dqkv) = 0;

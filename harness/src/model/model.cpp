@@ -219,7 +219,14 @@ void Model::build(bool plan_only, uint64_t seed) {
     rates_ = arena_.allocate({2}, DType::kFloat64);
     // The block a captured step gathers its probes into: the grad norm's squares, the loss's
     // three doubles and a max logit per layer, with room for more probes of plugins' own.
-    probe_block_ = arena_.allocate({kProbeSlotsFixed + 4 * d.n_layers + 64}, DType::kFloat64);
+    // A captured logging step adds its layer probes (five a layer) and the layer series' sums (two
+    // per parameter of a block, and the parameter norm).
+    int64_t block_params = 0;
+    for (const auto& p : params_) block_params += layer_of(p->name) >= 0 ? 1 : 0;
+    probe_block_ = arena_.allocate({kProbeSlotsFixed + 8 * d.n_layers + 64 + 2 * block_params + 1}, DType::kFloat64);
+    const int64_t parts =
+        std::max<int64_t>({1, kernels::sum_squares_partials(total), kernels::sum_squares_partials(rows * d.d_model)});
+    probe_work_ = arena_.allocate({parts + d.n_layers + 1}, DType::kFloat64);
   }
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
@@ -370,14 +377,7 @@ LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, Run
     blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
   }
   stage_.clear();
-  if (ctx.probes && ctx.layer_probes) {
-    // RMS of the residual stream: h_0 (embedding output) and each block's output h_i.
-    const auto rms = [&](const Tensor& t) {
-      return std::sqrt(ops::sum_squares(ctx, t) / static_cast<double>(t.numel()));
-    };
-    ctx.probe_mean("embed_rms", rms(acts_[0]));
-    for (size_t i = 0; i < blocks_.size(); ++i) ctx.probe_mean("block_rms/" + std::to_string(i), rms(acts_[i + 1]));
-  }
+  if (ctx.probes && ctx.layer_probes) residual_rms_probes(ctx);
   stage_ = "final_norm";
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
   stage_ = "head";
