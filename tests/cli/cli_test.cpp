@@ -260,11 +260,20 @@ TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
   EXPECT_NE(r.err.find("stability train step not captured into a CUDA graph, run uncaptured: dropout"),
             std::string::npos)
       << r.err;
+  const std::string why = "stability train step not captured into a CUDA graph, run uncaptured: dropout";
   {
     store::Store s(db, store::Store::Mode::kReadOnly);
     EXPECT_EQ(metric_of(s, "graph_fallback/stability"), 1.0);
     EXPECT_EQ(metric_of(s, "graph_steps"), 0.0);
+    // The reason is stored with the case, shown under `bench results`' table and exported.
+    EXPECT_EQ(s.query("SELECT notes FROM cases").rows.at(0).at(0).as_string().rfind(why, 0), 0U);
   }
+  const Result shown = run("--db " + db + " results");
+  ASSERT_EQ(shown.code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("case 0: " + why), std::string::npos) << shown.out;
+  const Result exported = run("--db " + db + " export --format json");
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  EXPECT_NE(exported.out.find("\"notes\": \"" + why), std::string::npos) << exported.out.substr(0, 2000);
   const std::string asked = fresh_db("stab_dropout_asked.db");
   const Result f = run("--db " + asked + " -q run --device guarded " +
                        test::write_temp("stab_dropout_asked.toml", with_dropout + "cuda_graph = true\n"));

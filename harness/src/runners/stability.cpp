@@ -401,7 +401,9 @@ void StabilityCase::fall_back(const std::string& why) {
   if (s_.given("cuda_graph")) throw Error("cuda_graph: the stability train step cannot be captured: " + why);
   graphs_ = false;
   fell_back_ = true;
-  env_.progress.note(env_.prefix + " · stability train step not captured into a CUDA graph, run uncaptured: " + why);
+  const std::string note = "stability train step not captured into a CUDA graph, run uncaptured: " + why;
+  row_.notes += (row_.notes.empty() ? "" : "\n") + note;  // stored with the case (cases.notes)
+  env_.progress.note(env_.prefix + " · " + note);
 }
 
 bool StabilityCase::replays(const TrainStep& t) {
