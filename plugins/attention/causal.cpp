@@ -166,7 +166,12 @@ class CausalAttention final : public Sublayer {
     position_->rotate_forward(view(qkv_), ctx);
     // Backward reads the rate and seed of this forward from args_.
     args_.dropout = ctx.training ? dropout_ : 0.0;
-    args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+    args_.dropout_seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, site_, ctx.step_at);
+    args_.dropout_step_at = ctx.step_at;
+    if (ctx.step_at != nullptr && args_.dropout > 0 && !core_impl_->reads_dropout_step())
+      throw std::logic_error("attention core '" + core_name_ +
+                             "' takes its dropout seed as an argument fixed at capture, so a replay would repeat the "
+                             "captured step's masks (AttentionCore::reads_dropout_step)");
     const bool entropy = ctx.probes && ctx.layer_probes && layer_ >= 0;
     void* rm = ctx.probes ? row_max_.raw() : nullptr;
     core_impl_->forward(ctx, args_, qkv_, att_, rm);

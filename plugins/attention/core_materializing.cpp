@@ -56,6 +56,7 @@ class MaterializingCore final : public AttentionCore {
   }
 
   bool keeps_probabilities() const override { return true; }
+  bool reads_dropout_step() const override { return true; }  // DropoutRows: dropout_seed_of
 
  private:
   /// args with materialize set, after checking that the workspace made at setup is the one the

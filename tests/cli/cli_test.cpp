@@ -74,17 +74,18 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
                   std::string::npos);
         // The stability loop's graph path (log_every = 2 over 6 steps): steps 0 (logging) and 1
         // run uncaptured, step 2 (logging) and 3 are captured and replayed, and the logging steps
-        // 4 and 5 are replayed, in every case but the one with dropout, which falls back and says so.
+        // 4 and 5 are replayed, in every case, the one with dropout included (its replays draw their
+        // own steps' masks); none falls back.
         EXPECT_EQ(
             s.query("SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.runner = 'stability' "
                     "AND m.name = 'graph_steps' AND m.value = 4")
                 .rows.at(0)
                 .at(0)
                 .as_int(),
-            6);
+            7);
         EXPECT_EQ(
             s.query("SELECT count(*) FROM metrics WHERE name = 'graph_fallback/stability'").rows.at(0).at(0).as_int(),
-            1);
+            0);
       }
       // Every logged number of every step and every summary, at full precision.
       const auto rows = s.query(
@@ -209,8 +210,12 @@ std::string stored_results(store::Store& s) {
 // captured and replayed, 4 to 7 replayed from one graph or the other; cuda_graph = false runs them
 // all uncaptured. The second experiment has norms.toml's settings (every step a logging step, its
 // probes and series; pre and post, LayerNorm and RMSNorm, RoPE, SwiGLU): all steps but the first
-// replay the logging graph. Either way the stored steps, series and metrics are bitwise those of
-// the uncaptured run.
+// replay the logging graph. The third has dropout everywhere: each replay draws its own step's
+// masks. Each time the stored steps, series and metrics are bitwise those of the uncaptured run.
+// A step that cannot be captured (dropout with the CPU's tiled attention core, which takes its
+// seed as an argument) falls back by default, says why on stderr and in the case's notes
+// (`bench results`, `bench export`), and fails the case with that reason when cuda_graph = true
+// is given.
 TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
   const std::string base =
       "name = \"stab_graph\"\nseed = 3\n"
@@ -229,7 +234,15 @@ TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
     const auto rows = s.query("SELECT value FROM metrics WHERE name = '" + name + "'").rows;
     return rows.empty() ? NAN : rows.at(0).at(0).as_double();
   };
-  for (const auto& [exp_text, replayed] : {std::pair<std::string, double>{base, 6}, {norms_like, 5}}) {
+  // Dropout everywhere (embedding, attention, residual), log_every = 2 over 6 steps: steps 0 and
+  // 1 warm up, 2 to 5 are replayed, each drawing its own step's masks.
+  const std::string dropout =
+      "name = \"stab_graph_dropout\"\nseed = 3\n"
+      "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 2\ndropout_embedding = 0.1\n"
+      "dropout_attention = 0.1\ndropout_residual = 0.1\n"
+      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
+      "[stability]\nsteps = 6\nlog_every = 2\neval_batches = 1\n";
+  for (const auto& [exp_text, replayed] : {std::pair<std::string, double>{base, 6}, {norms_like, 5}, {dropout, 4}}) {
     SCOPED_TRACE(exp_text);
     std::string stored[2];
     for (int graphs = 0; graphs < 2; ++graphs) {
@@ -252,15 +265,16 @@ TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
   const std::string with_dropout =
       "name = \"stab_dropout\"\nseed = 3\n"
       "[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nseq_len = 8\nbatch_size = 2\ndropout_attention = 0.1\n"
+      "attention = { type = \"causal\", core = \"tiled\" }\n"
       "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
       "[stability]\nsteps = 4\nlog_every = 2\neval_batches = 1\n";
   const std::string db = fresh_db("stab_dropout.db");
   const Result r = run("--db " + db + " run --device guarded " + test::write_temp("stab_dropout.toml", with_dropout));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("stability train step not captured into a CUDA graph, run uncaptured: dropout"),
-            std::string::npos)
-      << r.err;
-  const std::string why = "stability train step not captured into a CUDA graph, run uncaptured: dropout";
+  const std::string why =
+      "stability train step not captured into a CUDA graph, run uncaptured: attention core 'tiled' takes its dropout "
+      "seed as an argument fixed at capture";
+  EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
   {
     store::Store s(db, store::Store::Mode::kReadOnly);
     EXPECT_EQ(metric_of(s, "graph_fallback/stability"), 1.0);
@@ -282,7 +296,8 @@ TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
   const auto cases = t.query("SELECT status, error FROM cases").rows;
   ASSERT_EQ(cases.size(), 1U);
   EXPECT_EQ(cases[0][0].as_string(), "failed");
-  EXPECT_NE(cases[0][1].as_string().find("cuda_graph: the stability train step cannot be captured: dropout"),
+  EXPECT_NE(cases[0][1].as_string().find("cuda_graph: the stability train step cannot be captured: attention core "
+                                         "'tiled'"),
             std::string::npos)
       << cases[0][1].as_string();
 }

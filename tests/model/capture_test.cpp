@@ -298,6 +298,43 @@ TEST_P(CapturedStep, LoggingReplaysLeaveTheLayerProbesAndSeriesSumsForTheHost) {
   EXPECT_FALSE(r.has_sums);
 }
 
+// Dropout in a replay draws the masks of the replay's own step: the step number is read from the
+// model's memory (Model::stage_step, written outside the capture; RunContext::step_at), not
+// taken from the captured step. Replays captured at step 0, staged with steps 1 to 3, give bitwise
+// the parameters of ordinary steps 0 to 3 (embedding, attention and residual dropout); staged
+// with step 0 each time they do not (the control).
+TEST_P(CapturedStep, DropoutReplaysDrawTheStagedStepsMasks) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.dims.dropout_embedding = 0.1;
+  rc.model.backend = tile::Backend::kGuarded;
+  const Batch b = batch_of(rc, 0);
+  const OptimizerStep opt = clipped();
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
+      unstaged(rc.model, test::builtin_registry(), 4);
+  RunContext c1, c2, c3;
+  c1.seed = c2.seed = c3.seed = 4;
+  c1.probes = c2.probes = c3.probes = false;
+  double loss = 0, norm = 0;
+  for (int s = 0; s < 4; ++s) {
+    c1.step = s;
+    train_step(plain, b, opt, c1, &loss, &norm);
+  }
+  train_step(captured, b, opt, c2, &loss, &norm);  // step 0, uncaptured
+  train_step(unstaged, b, opt, c3, &loss, &norm);
+  for (int s = 1; s < 4; ++s) {
+    captured.stage_step(s);  // outside the capture
+    unstaged.stage_step(0);
+    for (auto [m, c] : {std::pair<Model*, RunContext*>{&captured, &c2}, {&unstaged, &c3}}) {
+      c->capturing = true;
+      const kernels::CaptureScope scope;
+      train_step(*m, b, opt, *c, &loss, &norm);  // as captured at step 0
+      c->capturing = false;
+    }
+  }
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the step must matter for the test";
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, CapturedStep, ::testing::Values("float32", "bfloat16"),
                          [](const auto& tp) { return tp.param; });
 

@@ -64,6 +64,11 @@ class AttentionCore {
                         const Tensor& dout, Tensor& dqkv) = 0;
   /// Whether the B H T^2 probabilities are written and read back (the frame's declared bytes).
   virtual bool keeps_probabilities() const { return false; }
+  /// Whether the core's kernels draw dropout from kernels::dropout_seed_of(args.dropout_seed,
+  /// args.dropout_step_at), reading the step from device memory when dropout_step_at is set (a
+  /// captured step). A core that does not says no: a captured step with dropout then refuses
+  /// it (the frame throws, and the stability runner runs the step uncaptured, saying why).
+  virtual bool reads_dropout_step() const { return false; }
 };
 
 /// A registered core: its name (the `core` key's value), a line for `bench list cores`, and what

@@ -217,6 +217,8 @@ void Model::build(bool plan_only, uint64_t seed) {
                                 DType::kFloat64);
   if (arena_.memory() != kernels::Memory::kHost) {
     rates_ = arena_.allocate({2}, DType::kFloat64);
+    step_slot_ = arena_.allocate({1}, DType::kFloat64);  // holds an int64_t (stage_step)
+    step_slot_.zero();                                   // step 0 until a step is staged
     // The block a captured step gathers its probes into: the grad norm's squares, the loss's
     // three doubles and a max logit per layer, with room for more probes of plugins' own.
     // A captured logging step adds its layer probes (five a layer) and the layer series' sums (two
@@ -296,6 +298,8 @@ tile::Exec model_exec(tile::Backend backend, kernels::Memory memory) {
 void Model::bind(RunContext& ctx) const {
   if (arena_.memory() != kernels::Memory::kHost || spec_.backend == tile::Backend::kEmulated)
     ctx.exec = model_exec(spec_.backend, arena_.memory());
+  // A captured step reads its step number from the model's memory (stage_step writes it).
+  ctx.step_at = ctx.capturing && step_slot_.defined() ? static_cast<const int64_t*>(step_slot_.raw()) : nullptr;
 }
 
 Model::~Model() {
@@ -544,9 +548,10 @@ double Model::parameter_norm(RunContext& ctx) const {
 void Model::embedding_dropout(Tensor& t, const RunContext& ctx) const {
   const double p = spec_.dims.dropout_embedding;
   if (!ctx.training || p <= 0) return;
-  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, -1);
-  dispatch_float(t.dtype(),
-                 [&]<class T>() { kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p, seed); });
+  const uint64_t seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, -1, ctx.step_at);
+  dispatch_float(t.dtype(), [&]<class T>() {
+    kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p, seed, ctx.step_at);
+  });
 }
 
 std::vector<std::string> Model::copy_parameters_from(const Model& src) {

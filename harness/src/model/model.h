@@ -121,6 +121,10 @@ class Model {
   /// model's memory, and the host work the components asked for in the last forward
   /// (bench/device_probes.h: before_replay). In host memory only the latter.
   void stage_batch(const int32_t* inputs, const int32_t* targets);
+  /// Before a replay of a captured step: the replay's step number into the model's memory, where
+  /// dropout reads it (RunContext::step_at), so that each replay draws its own step's masks. In
+  /// host memory nothing (the CPU never captures).
+  void stage_step(int64_t step);
   /// After a replay of a captured step (a model in device memory): one read of the block the
   /// step gathered its device probes into; the probes go to ctx (probe_max, probe_mean), the
   /// loss and the grad norm are returned.
@@ -254,6 +258,7 @@ class Model {
   Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
+  Tensor step_slot_;         // device memory only: the replay's step (stage_step), an int64 in 8 bytes
   // probe_block_ (float64, device memory only): [kProbeGradSquares] the grad norm's squares,
   // [kProbeLoss, +3) the head's loss, z_mean, z_loss, then one double per device probe.
   static constexpr int64_t kProbeGradSquares = 0;

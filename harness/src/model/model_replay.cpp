@@ -108,6 +108,10 @@ void Model::parameter_norm_into(RunContext& ctx) {
   replay_.param_norm_at = at;
 }
 
+void Model::stage_step(int64_t step) {
+  if (step_slot_.defined()) kernels::copy_bytes(step_slot_.raw(), &step, sizeof step);
+}
+
 void Model::stage_batch(const int32_t* inputs, const int32_t* targets) {
   if (inputs_.defined()) {
     kernels::copy_bytes(inputs_.raw(), inputs, inputs_.bytes());

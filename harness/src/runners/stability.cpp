@@ -347,11 +347,6 @@ StabilityCase::StabilityCase(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   ctx_.seed = static_cast<uint64_t>(rc.seed);
   // Graphs where the model is in a device's memory (CUDA; the guarded device emulates them).
   graphs_ = s_.boolean("cuda_graph") && model_.memory() != kernels::Memory::kHost;
-  const double dropout = std::max({d_.dropout_embedding, d_.dropout_attention, d_.dropout_residual});
-  if (graphs_ && dropout > 0)
-    fall_back(
-        "dropout draws its masks from the step number as a kernel argument, so a replay would repeat the "
-        "captured step's masks");
 }
 
 CaseResult StabilityCase::run() {
@@ -421,9 +416,10 @@ bool StabilityCase::replayed_step(TrainStep& t) {
   settings_.set_step(t.step);
   t.lr = settings_.opt.lr;
   // Outside the graph, what changes from step to step: the batch (tokens, the embedding's
-  // buckets), the learning rate and decay.
+  // buckets), the learning rate and decay, and the step number (dropout draws its masks from it).
   model_.stage_batch(inputs_.data(), targets_.data());
   model_.stage_optimizer(settings_.opt);
+  model_.stage_step(t.step);  // dropout's masks
   Graph& g = graphs_by_kind_[t.logging ? 1 : 0];
   if (!g.replay) {
     // The step as captured: its settings are frozen here, as a graph's kernel arguments are (the
