@@ -111,7 +111,7 @@ void dropout_block(const Exec& exec, const AttentionArgs& a, const T* x, T* y, i
   tile::dispatch_block(cols, [&]<int B>() {
     tile::launch(exec, tile::Grid{rows},
                  programs::DropoutRows<T, B>{x, y, cols, ld, base, a.seq, a.dropout_seed, static_cast<float>(a.dropout),
-                                             static_cast<A>(1.0 / (1.0 - a.dropout))});
+                                             static_cast<A>(1.0 / (1.0 - a.dropout)), a.dropout_step_at});
   });
 }
 
@@ -190,9 +190,10 @@ template <class T>
 void dropout_all(const Exec& exec, const AttentionArgs& a, const Dims& d, const T* x, T* y) {
   using A = acc_t<T>;
   tile::dispatch_block(d.seq, [&]<int B>() {
-    tile::launch(exec, tile::Grid{d.batch * d.heads * d.seq},
-                 programs::DropoutRows<T, B>{x, y, d.seq, d.seq, 0, d.seq, a.dropout_seed,
-                                             static_cast<float>(a.dropout), static_cast<A>(1.0 / (1.0 - a.dropout))});
+    tile::launch(
+        exec, tile::Grid{d.batch * d.heads * d.seq},
+        programs::DropoutRows<T, B>{x, y, d.seq, d.seq, 0, d.seq, a.dropout_seed, static_cast<float>(a.dropout),
+                                    static_cast<A>(1.0 / (1.0 - a.dropout)), a.dropout_step_at});
   });
 }
 

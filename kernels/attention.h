@@ -53,6 +53,10 @@ struct AttentionArgs {
   bool causal = true;         ///< queries see keys up to their own position only
   double dropout = 0;         ///< dropout rate on the probabilities, in [0, 1) (0 outside training)
   uint64_t dropout_seed = 0;  ///< seed of the dropout mask (kernels::dropout_seed(case seed, step, site))
+  /// Null, or the step in device memory (a captured step): the kernels then draw the mask from
+  /// dropout_seed_of(dropout_seed, dropout_step_at), dropout_seed being the site's
+  /// dropout_site_seed (kernels/dropout.h).
+  const int64_t* dropout_step_at = nullptr;
   /// Keep the probabilities in `probs` (then sized attention_probs_size): on CUDA in bf16 this
   /// turns the flash kernels off for the call (attention_uses_flash). The backward must see the
   /// forward's value.
@@ -374,7 +378,8 @@ struct DropoutRows {
   int64_t row_step;
   uint64_t seed;
   float p;
-  A scale;  // 1 / (1 - p)
+  A scale;                 // 1 / (1 - p)
+  const int64_t* step_at;  // null, or the step in device memory (dropout_seed_of)
 
   /// grid.x rows of cols read and written; the scaling multiply.
   tile::Traffic traffic(const tile::Grid& grid) const {
@@ -385,8 +390,9 @@ struct DropoutRows {
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t r = tl::program_id(c, 0);
+    const uint64_t s = dropout_seed_of(seed, step_at);
     for (int64_t c0 = 0; c0 < cols; c0 += B) {
-      const DropoutMask<A> mask{seed, base + r * row_step + c0, p, scale};
+      const DropoutMask<A> mask{s, base + r * row_step + c0, p, scale};
       tl::store(c, y + r * ld + c0, tl::map(mask, tl::arange<B>(c), tl::load<B>(c, x + r * ld + c0, cols - c0)),
                 cols - c0);
     }

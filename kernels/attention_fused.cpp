@@ -41,7 +41,8 @@ programs::FusedShape<A> shape_of(const AttentionArgs& a) {
                                  a.window,
                                  a.dropout_seed,
                                  static_cast<float>(a.dropout),
-                                 static_cast<A>(1.0 / (1.0 - a.dropout))};
+                                 static_cast<A>(1.0 / (1.0 - a.dropout)),
+                                 a.dropout_step_at};
 }
 
 /// Call f.template operator()<D>() with the tile width D of 32, 64, 128 or 256 that covers d_head

@@ -61,8 +61,9 @@ struct FusedShape {
   bool causal;
   int64_t window;  // 0: none
   uint64_t seed;
-  float p;       // dropout rate; 0: none
-  A keep_scale;  // 1 / (1 - p)
+  float p;                 // dropout rate; 0: none
+  A keep_scale;            // 1 / (1 - p)
+  const int64_t* step_at;  // null, or the step in device memory (dropout_seed_of)
 
   /// The keys [lo, hi) that query t sees (kernels/softmax.h's mask).
   BENCH_HD void keys_of(int64_t t, int64_t& lo, int64_t& hi) const {
@@ -89,7 +90,7 @@ struct FusedShape {
   /// M / (1 - p) of probability (query t, key j) of head bh = b H + h: 0 when dropped.
   BENCH_HD A keep(int64_t bh, int64_t t, int64_t j) const {
     if (p <= 0.0f) return A(1);
-    return dropout_keep(seed, (bh * seq + t) * seq + j, p) ? keep_scale : A(0);
+    return dropout_keep(dropout_seed_of(seed, step_at), (bh * seq + t) * seq + j, p) ? keep_scale : A(0);
   }
   /// Offset of head column `head` (q heads, then k, then v) of token t of sequence b in qkv.
   BENCH_HD int64_t at(int64_t b, int64_t t, int64_t head) const { return (b * seq + t) * width + head * d_head; }

@@ -1,4 +1,4 @@
-// defines: max_of_into, sum_in_order_into, loss_sums, target_scale, and their float64 references
+// defines: max_of_into, sum_in_order_into, sum_of_at, loss_sums, target_scale, and their float64 references
 //          — the step's probes and loss reduced into fixed slots of device memory, so that a
 //          captured step (a CUDA graph) leaves them there and the host reads them after the replay
 //
@@ -237,6 +237,18 @@ void max_of_into(const Exec& exec, const T* x, int64_t n, double* partial, doubl
 template <class T>
 void sum_in_order_into(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result);
 
+/// *result = sum_of(exec, what, x, n) bit for bit on exec's target, without the trip to the
+/// host (a captured step's probes): where sum_of sums its partials on the device
+/// (tile::runs_as_device: CUDA, emulated), sum_of_into; elsewhere (the CPU, the guarded device)
+/// in index order as sum_of's host loop does, sum_in_order_into. `partial` holds
+/// sum_squares_partials(n) doubles (at least one) in exec's memory.
+template <class T>
+void sum_of_at(const Exec& exec, SumOf what, const T* x, int64_t n, double* partial, double* result) {
+  if (tile::runs_as_device(exec))
+    sum_of_into<T>(exec, what, x, n, partial, result);
+  else
+    sum_in_order_into<T>(exec, what, x, n, partial, result);
+}
 /// out[kLossMean], out[kZMean], out[kZLoss] of the per-row `loss` and `z` (A: the compute type)
 /// over the rows whose target is >= 0, as the LM head sums them (in row order, in double).
 template <class A>

@@ -76,10 +76,10 @@ template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     flash_forward(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                   float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window,
-                  bool causal, float dropout, uint64_t seed) {
+                  bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
   CudaThread th;
   flash::flash_forward<D, kDropout>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
-                                    seed);
+                                    dropout_seed_of(seed, step_at));
 }
 
 template <int D>
@@ -95,10 +95,10 @@ __global__ void __launch_bounds__(kThreads)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
-                   float dropout, uint64_t seed) {
+                   float dropout, uint64_t seed, const int64_t* step_at) {
   CudaThread th;
   flash::flash_backward<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window,
-                                     causal, dropout, seed);
+                                     causal, dropout, dropout_seed_of(seed, step_at));
 }
 
 template <int D>
@@ -138,9 +138,10 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
                                          static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D, kDropout><<<grid, kThreads, smem, stream>>>(
-      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
-      static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
+  flash_backward<D, kDropout>
+      <<<grid, kThreads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv,
+                                         static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+                                         static_cast<float>(a.dropout), a.dropout_seed, a.dropout_step_at);
   const int64_t pairs = rows * D / 2;
   flash_backward_dq<D>
       <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);
@@ -158,7 +159,7 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
   flash_forward<D, kDropout><<<grid, kThreads, smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
-      a.dropout_seed);
+      a.dropout_seed, a.dropout_step_at);
   return cudaGetLastError();
 }
 

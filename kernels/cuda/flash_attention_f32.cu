@@ -39,9 +39,10 @@ struct CudaThread32 {
 
 template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
-    flash32_forward(flash32::Params p, const float* __restrict__ qkv, float* __restrict__ out,
+    flash32_forward(flash32::Params p, const int64_t* step_at, const float* __restrict__ qkv, float* __restrict__ out,
                     float* __restrict__ row_max, float* __restrict__ lse) {
   CudaThread32 th;
+  p.seed = dropout_seed_of(p.seed, step_at);
   flash32::forward<D, kDropout>(th, p, qkv, out, row_max, lse);
 }
 
@@ -55,17 +56,21 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
-    flash32_backward_dkdv(flash32::Params p, const float* __restrict__ qkv, const float* __restrict__ dout,
-                          const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dqkv) {
+    flash32_backward_dkdv(flash32::Params p, const int64_t* step_at, const float* __restrict__ qkv,
+                          const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ dvec,
+                          float* __restrict__ dqkv) {
   CudaThread32 th;
+  p.seed = dropout_seed_of(p.seed, step_at);
   flash32::backward_dkdv<D, kDropout>(th, p, qkv, dout, lse, dvec, dqkv);
 }
 
 template <int D, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
-    flash32_backward_dq(flash32::Params p, const float* __restrict__ qkv, const float* __restrict__ dout,
-                        const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dqkv) {
+    flash32_backward_dq(flash32::Params p, const int64_t* step_at, const float* __restrict__ qkv,
+                        const float* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ dvec,
+                        float* __restrict__ dqkv) {
   CudaThread32 th;
+  p.seed = dropout_seed_of(p.seed, step_at);
   flash32::backward_dq<D, kDropout>(th, p, qkv, dout, lse, dvec, dqkv);
 }
 
@@ -105,7 +110,8 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const fl
   constexpr size_t smem = flash32::forward_smem_bytes<D>();
   if (const cudaError_t err = allow_smem(flash32_forward<D, kDropout>, smem); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlock - 1) / kBlock), static_cast<unsigned>(a.batch * a.n_heads));
-  flash32_forward<D, kDropout><<<grid, kThreads, smem, stream>>>(params_of(a), qkv, out, row_max, lse);
+  flash32_forward<D, kDropout>
+      <<<grid, kThreads, smem, stream>>>(params_of(a), a.dropout_step_at, qkv, out, row_max, lse);
   return cudaGetLastError();
 }
 
@@ -121,11 +127,11 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const f
   if (const cudaError_t err = allow_smem(flash32_backward_dq<D, kDropout>, smem_q); err != cudaSuccess) return err;
   const auto tiles = static_cast<unsigned>((a.seq + kBlock - 1) / kBlock);
   flash32_backward_dkdv<D, kDropout>
-      <<<dim3(tiles, static_cast<unsigned>(a.batch * a.n_kv_heads)), kThreads, smem_kv, stream>>>(p, qkv, dout, lse,
-                                                                                                  dvec, dqkv);
+      <<<dim3(tiles, static_cast<unsigned>(a.batch * a.n_kv_heads)), kThreads, smem_kv, stream>>>(
+          p, a.dropout_step_at, qkv, dout, lse, dvec, dqkv);
   flash32_backward_dq<D, kDropout>
-      <<<dim3(tiles, static_cast<unsigned>(a.batch * a.n_heads)), kThreads, smem_q, stream>>>(p, qkv, dout, lse, dvec,
-                                                                                              dqkv);
+      <<<dim3(tiles, static_cast<unsigned>(a.batch * a.n_heads)), kThreads, smem_q, stream>>>(p, a.dropout_step_at, qkv,
+                                                                                              dout, lse, dvec, dqkv);
   return cudaGetLastError();
 }
 

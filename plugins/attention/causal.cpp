@@ -151,6 +151,8 @@ class CausalAttention final : public Sublayer {
     core_impl_->setup(ctx, with_dropout);
     row_max_ = ctx.buffer({batch_ * heads_ * seq_}, acc);
     max_slot_ = ctx.buffer({kernels::max_of_partials(batch_ * heads_ * seq_) + 1}, DType::kFloat64);
+    entropy_slot_ = ctx.buffer({std::max<int64_t>(1, kernels::sum_squares_partials(batch_ * heads_ * seq_ * seq_)) + 1},
+                               DType::kFloat64);
     esize_ = dtype_size(ctx.dtype());
   }
 
@@ -164,7 +166,12 @@ class CausalAttention final : public Sublayer {
     position_->rotate_forward(view(qkv_), ctx);
     // Backward reads the rate and seed of this forward from args_.
     args_.dropout = ctx.training ? dropout_ : 0.0;
-    args_.dropout_seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+    args_.dropout_seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, site_, ctx.step_at);
+    args_.dropout_step_at = ctx.step_at;
+    if (ctx.step_at != nullptr && args_.dropout > 0 && !core_impl_->reads_dropout_step())
+      throw std::logic_error("attention core '" + core_name_ +
+                             "' takes its dropout seed as an argument fixed at capture, so a replay would repeat the "
+                             "captured step's masks (AttentionCore::reads_dropout_step)");
     const bool entropy = ctx.probes && ctx.layer_probes && layer_ >= 0;
     void* rm = ctx.probes ? row_max_.raw() : nullptr;
     core_impl_->forward(ctx, args_, qkv_, att_, rm);
@@ -195,10 +202,18 @@ class CausalAttention final : public Sublayer {
       // attends to one key. The core sums its stored probabilities (not the raw scores that
       // follow them when there is a cap), or recomputes them per row from qkv (row_max_, read
       // above, is its scratch).
-      const double h =
-          core_impl_->entropy_sum(ctx, args_, qkv_, row_max_) / static_cast<double>(batch_ * heads_ * seq_);
-      ctx.probe_mean("attn_entropy", h);
-      ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
+      const auto rows = static_cast<double>(batch_ * heads_ * seq_);
+      if (ctx.capturing) {  // the sum stays in entropy_slot_, read after the replay (the same bits)
+        auto* partial = static_cast<double*>(entropy_slot_.raw());
+        double* sum = partial + entropy_slot_.numel() - 1;
+        core_impl_->entropy_sum_into(ctx, args_, qkv_, row_max_, partial, sum);
+        probe_mean_at(ctx, "attn_entropy", sum, rows);
+        probe_mean_at(ctx, "attn_entropy/" + std::to_string(layer_), sum, rows);
+      } else {
+        const double h = core_impl_->entropy_sum(ctx, args_, qkv_, row_max_) / rows;
+        ctx.probe_mean("attn_entropy", h);
+        ctx.probe_mean("attn_entropy/" + std::to_string(layer_), h);
+      }
     }
     if (bo_ != nullptr)
       ops::linear_forward(ctx, att_, wo_->value, bo_->value, y);
@@ -312,7 +327,8 @@ class CausalAttention final : public Sublayer {
   kernels::AttentionArgs args_{};
   Tensor bias_scratch_;
   Tensor x_, qkv_, dqkv_, att_, datt_, row_max_;
-  Tensor max_slot_;  // float64: max_of_into's partials, then the layer's max logit
+  Tensor max_slot_;      // float64: max_of_into's partials, then the layer's max logit
+  Tensor entropy_slot_;  // float64: the entropy sum's partials, then the sum (a captured step's probe)
 };
 
 ComponentInfo causal_info() {

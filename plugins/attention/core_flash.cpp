@@ -51,6 +51,8 @@ class FlashCore final : public AttentionCore {
     });
   }
 
+  bool reads_dropout_step() const override { return true; }  // the kernels: dropout_seed_of
+
  private:
   /// The bf16 flash kernels run here: else the state buffer would be taken for probabilities.
   static void check(const RunContext& ctx, const kernels::AttentionArgs& args, DType dtype) {

@@ -38,6 +38,8 @@ class FusedCore final : public AttentionCore {
     });
   }
 
+  bool reads_dropout_step() const override { return true; }  // FusedShape::keep: dropout_seed_of
+
  private:
   Tensor lse_;  // the log-sum-exp per query [B, H, T], compute type
 };

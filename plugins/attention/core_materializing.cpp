@@ -5,6 +5,7 @@
 // sums the stored probabilities.
 #include "core.h"
 #include "kernels/elementwise.h"
+#include "kernels/probes.h"
 
 namespace bench::attention {
 
@@ -37,6 +38,14 @@ class MaterializingCore final : public AttentionCore {
     });
   }
 
+  void entropy_sum_into(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor&,
+                        double* partial, double* result) override {
+    dispatch_float(qkv.dtype(), [&]<class T>() {
+      kernels::sum_of_at<T>(ctx.exec, kernels::SumOf::kEntropy, probs_.data<T>(),
+                            args.batch * args.n_heads * args.seq * args.seq, partial, result);
+    });
+  }
+
   void backward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, const Tensor& out,
                 const Tensor& dout, Tensor& dqkv) override {
     const kernels::AttentionArgs a = materialized(ctx, args, qkv.dtype());
@@ -47,6 +56,7 @@ class MaterializingCore final : public AttentionCore {
   }
 
   bool keeps_probabilities() const override { return true; }
+  bool reads_dropout_step() const override { return true; }  // DropoutRows: dropout_seed_of
 
  private:
   /// args with materialize set, after checking that the workspace made at setup is the one the

@@ -24,17 +24,17 @@ void ResidualDropout::setup(SetupContext& ctx) {
 
 void ResidualDropout::forward(Tensor& t, const RunContext& ctx) const {
   if (p_ <= 0 || !ctx.training) return;
-  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+  const uint64_t seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, site_, ctx.step_at);
   dispatch_float(t.dtype(), [&]<class T>() {
-    kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p_, seed);
+    kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p_, seed, ctx.step_at);
   });
 }
 
 const Tensor& ResidualDropout::backward(const Tensor& dy, const RunContext& ctx) {
   if (p_ <= 0 || !ctx.training) return dy;
-  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, site_);
+  const uint64_t seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, site_, ctx.step_at);
   dispatch_float(dy.dtype(), [&]<class T>() {
-    kernels::dropout_apply<T>(ctx.exec, dy.data<T>(), grad_.data<T>(), dy.numel(), p_, seed);
+    kernels::dropout_apply<T>(ctx.exec, dy.data<T>(), grad_.data<T>(), dy.numel(), p_, seed, ctx.step_at);
   });
   return grad_;
 }

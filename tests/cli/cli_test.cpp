@@ -72,19 +72,20 @@ TEST(Cli, GuardedDeviceRunsEveryComponentWithoutHostAccessAndMatchesTheCpu) {
       if (i == 0) {
         EXPECT_NE(s.query("SELECT device_json FROM runs").rows.at(0).at(0).as_string().find("guarded"),
                   std::string::npos);
-        // The stability loop's graph path: step 1 runs uncaptured, step 3 (the other step that is
-        // not a logging one) is captured and replayed, and so are the steps after it that are not
-        // logged, in every case but the one with dropout, which falls back and says so.
+        // The stability loop's graph path (log_every = 2 over 6 steps): steps 0 (logging) and 1
+        // run uncaptured, step 2 (logging) and 3 are captured and replayed, and the logging steps
+        // 4 and 5 are replayed, in every case, the one with dropout included (its replays draw their
+        // own steps' masks); none falls back.
         EXPECT_EQ(
             s.query("SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.runner = 'stability' "
-                    "AND m.name = 'graph_steps' AND m.value = 1")
+                    "AND m.name = 'graph_steps' AND m.value = 4")
                 .rows.at(0)
                 .at(0)
                 .as_int(),
-            6);
+            7);
         EXPECT_EQ(
             s.query("SELECT count(*) FROM metrics WHERE name = 'graph_fallback/stability'").rows.at(0).at(0).as_int(),
-            1);
+            0);
       }
       // Every logged number of every step and every summary, at full precision.
       const auto rows = s.query(
@@ -184,66 +185,6 @@ TEST(Cli, AStepThatCannotBeCapturedIsTimedUncapturedUnlessGraphsWereAskedFor) {
   EXPECT_NE(why.find("cuda_graph, mode forward: "), std::string::npos) << why;
   EXPECT_NE(why.find("copy_bytes between the host and a device while a step is captured"), std::string::npos) << why;
   EXPECT_EQ(cases[1][0].as_string(), "completed");
-}
-
-// The stability loop's graphs on the guarded device: with log_every = 3 over 8 steps, steps 1
-// (uncaptured, the plans), 2 (captured and replayed), 4 and 5 (replayed) are not logging steps; cuda_graph = false runs
-// them all uncaptured, with the same numbers. A model with dropout cannot be captured (its masks come from the step
-// number as a kernel argument): by default it falls back and says so; with cuda_graph = true given the case fails with
-// that reason.
-TEST(Cli, StabilityStepsAreReplayedFromAGraphUnlessTheyCannotBe) {
-  const std::string base =
-      "name = \"stab_graph\"\nseed = 3\n"
-      "[model]\nd_model = 16\nn_layers = 2\nn_heads = 2\nseq_len = 8\nbatch_size = 2\n"
-      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
-      "[stability]\nsteps = 8\nlog_every = 3\neval_batches = 1\n";
-  const auto metric_of = [](store::Store& s, const std::string& name) {
-    const auto rows = s.query("SELECT value FROM metrics WHERE name = '" + name + "'").rows;
-    return rows.empty() ? NAN : rows.at(0).at(0).as_double();
-  };
-  std::string losses[2];
-  for (int graphs = 0; graphs < 2; ++graphs) {
-    const std::string db = fresh_db("stab_graph.db");
-    const std::string exp = base + (graphs == 1 ? "" : "cuda_graph = false\n");
-    const Result r = run("--db " + db + " -q run --device guarded " + test::write_temp("stab_graph.toml", exp));
-    ASSERT_EQ(r.code, 0) << r.err;
-    store::Store s(db, store::Store::Mode::kReadOnly);
-    EXPECT_EQ(metric_of(s, "cuda_graph"), graphs);
-    EXPECT_EQ(metric_of(s, "graph_steps"), graphs == 1 ? 3 : 0);
-    for (const auto& row : s.query("SELECT printf('%.17g', value) FROM metrics WHERE name IN ('final_train_loss', "
-                                   "'best_loss', 'final_grad_norm', 'max_attn_logit') ORDER BY name")
-                               .rows)
-      losses[graphs] += row.at(0).as_string() + " ";
-  }
-  EXPECT_EQ(losses[0], losses[1]);  // the replays are the same steps
-
-  const std::string with_dropout =
-      "name = \"stab_dropout\"\nseed = 3\n"
-      "[model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nseq_len = 8\nbatch_size = 2\ndropout_attention = 0.1\n"
-      "[data]\ntype = \"synthetic\"\nreference_tokens = 1024\n"
-      "[stability]\nsteps = 4\nlog_every = 2\neval_batches = 1\n";
-  const std::string db = fresh_db("stab_dropout.db");
-  const Result r = run("--db " + db + " run --device guarded " + test::write_temp("stab_dropout.toml", with_dropout));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("stability train step not captured into a CUDA graph, run uncaptured: dropout"),
-            std::string::npos)
-      << r.err;
-  {
-    store::Store s(db, store::Store::Mode::kReadOnly);
-    EXPECT_EQ(metric_of(s, "graph_fallback/stability"), 1.0);
-    EXPECT_EQ(metric_of(s, "graph_steps"), 0.0);
-  }
-  const std::string asked = fresh_db("stab_dropout_asked.db");
-  const Result f = run("--db " + asked + " -q run --device guarded " +
-                       test::write_temp("stab_dropout_asked.toml", with_dropout + "cuda_graph = true\n"));
-  EXPECT_EQ(f.code, 1) << f.err;
-  store::Store t(asked, store::Store::Mode::kReadOnly);
-  const auto cases = t.query("SELECT status, error FROM cases").rows;
-  ASSERT_EQ(cases.size(), 1U);
-  EXPECT_EQ(cases[0][0].as_string(), "failed");
-  EXPECT_NE(cases[0][1].as_string().find("cuda_graph: the stability train step cannot be captured: dropout"),
-            std::string::npos)
-      << cases[0][1].as_string();
 }
 
 TEST(Cli, DeviceCudaWithoutAGpuIsOneLineAndExitTwo) {

@@ -70,6 +70,34 @@ TEST_P(DropoutTest, TheMaskOfEveryTargetIsTheCpus) {
   EXPECT_EQ(z.host(), want);
 }
 
+// A captured step reads its step from device memory: the seed split into the site's part and the
+// step's is the seed as it always was (its definition, written out here), and a launch with the
+// site's seed and the step in the target's memory draws that step's mask.
+TEST_P(DropoutTest, TheStepReadFromMemoryDrawsThatStepsMask) {
+  const Target& t = GetParam();
+  const uint64_t case_seed = 1234;
+  for (int64_t step : {0, 1, 7, 999})
+    for (int64_t site : {int64_t{-1}, int64_t{0}, int64_t{13}, int64_t{1} << 40}) {
+      const uint64_t defined = mix64(mix64(case_seed ^ 0x5bd1e995u) +
+                                     static_cast<uint64_t>(step) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(site));
+      ASSERT_EQ(dropout_seed(case_seed, step, site), defined);
+      ASSERT_EQ(dropout_seed_at(dropout_site_seed(case_seed, site), step), defined);
+    }
+  const int64_t n = 3001, site = 5;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 13) - 6.0f;
+  Dev<float> gx(t, x), gy(t, x.size());
+  for (int64_t step : {3, 4}) {
+    std::vector<float> want(n);
+    dropout_apply<float>(Exec{}, x.data(), want.data(), n, 0.3, dropout_seed(case_seed, step, site));
+    Dev<int64_t> at(t, std::vector<int64_t>{step});
+    const int64_t* step_at = at.get();
+    dropout_apply<float>(t.exec(), gx.get(), gy.get(), n, 0.3, dropout_launch_seed(case_seed, 0, site, step_at),
+                         step_at);
+    EXPECT_EQ(gy.host(), want) << "step " << step;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, DropoutTest, ::testing::ValuesIn(targets()), target_name);
 
 TEST(Dropout, BackwardIsTheSameLinearMap) {

@@ -6,12 +6,14 @@
 // and more off.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "bench/interfaces.h"
 #include "bench/ops.h"
 #include "kernels/attention.h"
 #include "kernels/attention_flash_f32.h"
+#include "kernels/elementwise.h"
 #include "model/model.h"
 #include "support/toml_case.h"
 
@@ -216,9 +218,20 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
   const auto padded = [](int64_t elements) { return (static_cast<size_t>(elements) * 2 + 63) / 64 * 64; };
   const size_t tokens = size_t{2} * 512 * 4;  // on a device the step's inputs and targets get buffers too
   const size_t rates = 64;  // and the optimizer's two rates, one 64-byte block (Model::stage_optimizer),
-  // and the block a captured step gathers its probes into: 4 + 4 per layer + 64 doubles
-  // (Model::read_replay)
-  const size_t probe_block = (4 + 4 * 3 + 64) * 8;
+  // the block a captured step gathers its probes into: 4 + 8 per layer + 64 doubles, and two per
+  // parameter of a block and one for the layer series' sums (Model::read_replay); the partials
+  // of its layer probes' sums and one sum per residual RMS (n_layers + 1); and the replay's step,
+  // one 64-byte block (Model::stage_step).
+  const auto padded_doubles = [](int64_t n) { return (static_cast<size_t>(n) * 8 + 63) / 64 * 64; };
+  int64_t block_params = 0, total = 0;
+  const Model plan(spec, test::builtin_registry(), 0, true);
+  for (const Param* p : plan.params()) {
+    block_params += Model::layer_of(p->name) >= 0 ? 1 : 0;
+    total += p->padded_shape().numel();
+  }
+  const int64_t parts =
+      std::max({int64_t{1}, kernels::sum_squares_partials(total), kernels::sum_squares_partials(512 * 128)});
+  const size_t probe_block = padded_doubles(4 + 8 * 3 + 64 + 2 * block_params + 1) + padded_doubles(parts + 3 + 1) + 64;
   // The CPU's materializing core keeps the probabilities and its workspace (a block per task);
   // the flash core only its state.
   const int64_t cpu_workspace = kernels::attention_workspace_size<tile::bf16>(tile::Exec{}, a);

@@ -194,6 +194,147 @@ TEST_P(CapturedStep, ReplaysOnNewBatchesLeaveTheirLossNormAndProbesForTheHost) {
   EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the batch must matter for the test";
 }
 
+// A logging step is captured too: its layer probes (attention entropy, residual RMS per block, max
+// logit per layer) and the layer series' sums (per block the gradient's squares before the update
+// and the update's after it, the parameter norm) are reduced into the model's memory and read
+// with the loss in the one read after the replay, with the layout the capture recorded. Replays
+// handed the first batch and settings, staged with each step's, give bitwise what the same steps
+// give run the ordinary way, read back piece by piece (as the stability runner's uncaptured
+// logging step reads them).
+struct LoggedStep {
+  double loss = NAN, norm = NAN;
+  std::map<std::string, double, std::less<>> probes;
+  LayerSums sums;
+};
+
+LoggedStep logging_step(Model& m, const Batch& b, const OptimizerStep& opt, RunContext& ctx) {
+  LoggedStep out;
+  ctx.training = true;
+  ctx.probes = true;
+  ctx.layer_probes = true;
+  ctx.clear_probes();
+  m.zero_grad();
+  out.loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
+  m.backward(ctx);
+  if (ctx.capturing) {
+    m.squares_by_layer_into(LayerQuantity::kGradient, ctx);
+    m.snapshot_parameters();
+    out.norm = m.optimizer_step(opt, ctx);
+    m.squares_by_layer_into(LayerQuantity::kUpdate, ctx);
+    m.parameter_norm_into(ctx);
+    return out;
+  }
+  out.sums.gradient = m.squares_by_layer(LayerQuantity::kGradient);
+  m.snapshot_parameters();
+  out.norm = m.optimizer_step(opt, ctx);
+  out.sums.update = m.squares_by_layer(LayerQuantity::kUpdate);
+  out.sums.param_norm = m.parameter_norm(ctx);
+  out.probes = ctx.probe_values();
+  return out;
+}
+
+TEST_P(CapturedStep, LoggingReplaysLeaveTheLayerProbesAndSeriesSumsForTheHost) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.backend = tile::Backend::kGuarded;
+  std::vector<Batch> batches;
+  std::vector<OptimizerStep> schedule;
+  for (int k = 0; k < 4; ++k) {
+    batches.push_back(batch_of(rc, k));
+    OptimizerStep opt = clipped();
+    opt.lr = 1e-2 * (k + 1) / 4;
+    schedule.push_back(opt);
+  }
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4);
+  RunContext c1, c2;
+  c1.seed = c2.seed = 4;
+  std::vector<LoggedStep> want;
+  for (size_t k = 0; k < batches.size(); ++k) want.push_back(logging_step(plain, batches[k], schedule[k], c1));
+  for (const char* probe : {"attn_entropy/1", "block_rms/1", "embed_rms", "max_attn_logit/0", "logit_mean"})
+    EXPECT_EQ(want[1].probes.count(probe), 1U) << probe;
+  ASSERT_EQ(want[1].sums.gradient.size(), 2U);
+  EXPECT_GT(want[1].sums.update[1].sum_squares, 0.0) << "the update must move the parameters for the test";
+
+  (void)logging_step(captured, batches[0], schedule[0], c2);  // uncaptured: the snapshot's buffer
+  for (size_t k = 1; k < batches.size(); ++k) {
+    SCOPED_TRACE(k);
+    captured.stage_batch(batches[k].in.data(), batches[k].tg.data());  // outside the capture
+    captured.stage_optimizer(schedule[k]);
+    c2.capturing = true;
+    {
+      const kernels::CaptureScope scope;
+      const LoggedStep replay = logging_step(captured, batches[0], schedule[0], c2);
+      EXPECT_TRUE(std::isnan(replay.loss) && std::isnan(replay.norm)) << "a captured step reads nothing back";
+    }
+    c2.capturing = false;
+    const ReplayLayout layout = captured.replay_layout();
+    c2.clear_probes();
+    const ReplayReadout r = captured.read_replay(c2, layout);
+    EXPECT_EQ(r.info.loss, want[k].loss);
+    EXPECT_EQ(r.grad_norm, want[k].norm);
+    EXPECT_EQ(c2.probe_values(), want[k].probes);
+    ASSERT_TRUE(r.has_sums);
+    ASSERT_EQ(r.sums.gradient.size(), want[k].sums.gradient.size());
+    for (size_t i = 0; i < r.sums.gradient.size(); ++i) {
+      EXPECT_EQ(r.sums.gradient[i].sum_squares, want[k].sums.gradient[i].sum_squares) << "layer " << i;
+      EXPECT_EQ(r.sums.gradient[i].count, want[k].sums.gradient[i].count) << "layer " << i;
+      EXPECT_EQ(r.sums.update[i].sum_squares, want[k].sums.update[i].sum_squares) << "layer " << i;
+      EXPECT_EQ(r.sums.update[i].count, want[k].sums.update[i].count) << "layer " << i;
+    }
+    EXPECT_EQ(r.sums.param_norm, want[k].sums.param_norm);
+  }
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  // The plain step's layout, captured after the logging one, reads no layer sums: each graph
+  // reads its own.
+  captured.stage_batch(batches[0].in.data(), batches[0].tg.data());
+  c2.capturing = true;
+  {
+    const kernels::CaptureScope scope;
+    double loss = 0, norm = 0;
+    c2.layer_probes = false;
+    train_step(captured, batches[0], schedule[0], c2, &loss, &norm);
+  }
+  c2.capturing = false;
+  const ReplayReadout r = captured.read_replay(c2, captured.replay_layout());
+  EXPECT_FALSE(r.has_sums);
+}
+
+// Dropout in a replay draws the masks of the replay's own step: the step number is read from the
+// model's memory (Model::stage_step, written outside the capture; RunContext::step_at), not
+// taken from the captured step. Replays captured at step 0, staged with steps 1 to 3, give bitwise
+// the parameters of ordinary steps 0 to 3 (embedding, attention and residual dropout); staged
+// with step 0 each time they do not (the control).
+TEST_P(CapturedStep, DropoutReplaysDrawTheStagedStepsMasks) {
+  ResolvedCase rc = test::resolve_first(experiment(GetParam()));
+  rc.model.dims.dropout_embedding = 0.1;
+  rc.model.backend = tile::Backend::kGuarded;
+  const Batch b = batch_of(rc, 0);
+  const OptimizerStep opt = clipped();
+  Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
+      unstaged(rc.model, test::builtin_registry(), 4);
+  RunContext c1, c2, c3;
+  c1.seed = c2.seed = c3.seed = 4;
+  c1.probes = c2.probes = c3.probes = false;
+  double loss = 0, norm = 0;
+  for (int s = 0; s < 4; ++s) {
+    c1.step = s;
+    train_step(plain, b, opt, c1, &loss, &norm);
+  }
+  train_step(captured, b, opt, c2, &loss, &norm);  // step 0, uncaptured
+  train_step(unstaged, b, opt, c3, &loss, &norm);
+  for (int s = 1; s < 4; ++s) {
+    captured.stage_step(s);  // outside the capture
+    unstaged.stage_step(0);
+    for (auto [m, c] : {std::pair<Model*, RunContext*>{&captured, &c2}, {&unstaged, &c3}}) {
+      c->capturing = true;
+      const kernels::CaptureScope scope;
+      train_step(*m, b, opt, *c, &loss, &norm);  // as captured at step 0
+      c->capturing = false;
+    }
+  }
+  EXPECT_EQ(plain.parameter_values(), captured.parameter_values());
+  EXPECT_NE(plain.parameter_values(), unstaged.parameter_values()) << "the step must matter for the test";
+}
+
 INSTANTIATE_TEST_SUITE_P(Model, CapturedStep, ::testing::Values("float32", "bfloat16"),
                          [](const auto& tp) { return tp.param; });
 

@@ -276,9 +276,9 @@ TEST_F(StoreTest, RoundTripOfARunWithTwoCases) {
 TEST_F(StoreTest, PragmasAndSchemaVersion) {
   Store db(db_path());
   EXPECT_EQ(db.schema_version(), kSchemaVersion);
-  EXPECT_EQ(db.schema_version(), 7);
+  EXPECT_EQ(db.schema_version(), 8);
   EXPECT_EQ(db.query("PRAGMA journal_mode").rows.at(0).at(0).as_string(), "wal");
-  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 7);
+  EXPECT_EQ(db.query("PRAGMA user_version").rows.at(0).at(0).as_int(), 8);
   EXPECT_EQ(db.query("PRAGMA application_id").rows.at(0).at(0).as_int(), 0x42454E43);
   EXPECT_EQ(db.query("PRAGMA foreign_keys").rows.at(0).at(0).as_int(), 1);
   EXPECT_EQ(db.query("PRAGMA synchronous").rows.at(0).at(0).as_int(), 1);  // NORMAL
@@ -353,10 +353,10 @@ TEST_F(StoreTest, RefusesAPlainSqliteDatabaseWithTables) {
 
 TEST_F(StoreTest, RefusesANewerSchemaVersion) {
   { Store db(db_path()); }
-  raw_exec(db_path(), "PRAGMA user_version = 8;");
+  raw_exec(db_path(), "PRAGMA user_version = 9;");
   const std::string before = read_bytes(db_path());
   const std::string message = error_of([&] { Store db(db_path()); });
-  EXPECT_NE(message.find("schema version 8, newer than this build knows (7)"), std::string::npos) << message;
+  EXPECT_NE(message.find("schema version 9, newer than this build knows (8)"), std::string::npos) << message;
   EXPECT_NE(message.find(db_path()), std::string::npos) << message;
   EXPECT_EQ(read_bytes(db_path()), before);
   EXPECT_NE(error_of([&] { Store db(db_path(), Store::Mode::kReadOnly); }), "");
@@ -370,15 +370,15 @@ TEST_F(StoreTest, ReadOnlyRefusesWrites) {
   Store ro(db_path(), Store::Mode::kReadOnly);
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.latest_run(), 1);
-  EXPECT_EQ(ro.schema_version(), 7);
+  EXPECT_EQ(ro.schema_version(), 8);
   EXPECT_NE(error_of([&] { ro.query("DELETE FROM runs"); }), "");
-  EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 8"); }), "");
+  EXPECT_NE(error_of([&] { ro.query("PRAGMA user_version = 9"); }), "");
   EXPECT_NE(error_of([&] { ro.begin_run(sample_run()); }), "");
   EXPECT_NE(error_of([&] { ro.add_case(1, throughput_case(0)); }), "");
   EXPECT_NE(error_of([&] { ro.finish_run(1, "completed"); }), "");
   EXPECT_EQ(ro.query("SELECT count(*) FROM runs").rows[0][0].as_int(), 1);
   EXPECT_EQ(ro.query("SELECT status FROM runs").rows[0][0].as_string(), "running");
-  EXPECT_EQ(ro.schema_version(), 7);
+  EXPECT_EQ(ro.schema_version(), 8);
 }
 
 TEST_F(StoreTest, ReadOnlyMissingFile) {
@@ -481,12 +481,15 @@ TEST_F(StoreTest, AddMetricsAddsAndReplaces) {
   EXPECT_DOUBLE_EQ(r.rows[3][1].as_double(), 0.75);
 }
 
-/// SQL that takes a current database back to version 6: without the table version 7 added.
-constexpr const char* kBackToVersion6 = "DROP TABLE profile; PRAGMA user_version = 6;";
+/// SQL that takes a current database back to version 6: without the table version 7 added and the
+/// column version 8 added.
+constexpr const char* kBackToVersion6 =
+    "ALTER TABLE cases DROP COLUMN notes; DROP TABLE profile; PRAGMA user_version = 6;";
 
-/// SQL that takes a current database back to version 5: without what versions 6 and 7 added.
+/// SQL that takes a current database back to version 5: without what versions 6 to 8 added.
 constexpr const char* kBackToVersion5 =
-    "DROP TABLE profile; ALTER TABLE throughput DROP COLUMN noise; ALTER TABLE throughput DROP COLUMN max_noise; "
+    "ALTER TABLE cases DROP COLUMN notes; DROP TABLE profile; ALTER TABLE throughput DROP COLUMN noise; ALTER TABLE "
+    "throughput DROP COLUMN max_noise; "
     "ALTER TABLE throughput DROP COLUMN noisy; ALTER TABLE throughput DROP COLUMN load_avg; "
     "ALTER TABLE throughput DROP COLUMN steal; ALTER TABLE throughput DROP COLUMN other_busy; "
     "ALTER TABLE throughput DROP COLUMN cores; PRAGMA user_version = 5;";
@@ -505,7 +508,7 @@ TEST_F(StoreTest, MigratesAVersionOneDatabase) {
                "ALTER TABLE runs DROP COLUMN pid; DROP TABLE artifacts; DROP INDEX series_key; DROP TABLE series; "
                "PRAGMA user_version = 1;");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 7);
+  EXPECT_EQ(db.schema_version(), 8);
   EXPECT_TRUE(db.query("SELECT pid FROM runs").rows.at(0).at(0).is_null());
   // Version 5 gives every existing run a uid of its own: 32 hex digits.
   const std::string uid = db.query("SELECT uid FROM runs").rows.at(0).at(0).as_string();
@@ -524,7 +527,7 @@ TEST_F(StoreTest, MigratesAVersionFiveDatabaseItsTimingsWithoutNoise) {
   }
   raw_exec(db_path(), kBackToVersion5);
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 7);
+  EXPECT_EQ(db.schema_version(), 8);
   // The old rows are kept, with NULL where version 5 knew nothing.
   const QueryResult r = db.query(
       "SELECT mode, median_ms, noise, max_noise, noisy, load_avg, steal, other_busy, cores FROM throughput "
@@ -596,7 +599,7 @@ TEST_F(StoreTest, MigratesAVersionSixDatabaseWhichGainsTheProfile) {
   EXPECT_NE(error_of([&] { Store ro(db_path(), Store::Mode::kReadOnly); }).find("has results schema version 6"),
             std::string::npos);
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 7);
+  EXPECT_EQ(db.schema_version(), 8);
   // The table as docs/results.md documents it: name, type, NOT NULL, position in the key.
   const QueryResult cols =
       db.query("SELECT name, type, \"notnull\", pk FROM pragma_table_info('profile') ORDER BY cid");
@@ -718,7 +721,7 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
            "seed, command_line, hostname, n_cases) VALUES('t', 'completed', 'old', 'p', 'x', 'h', 'g', 'v', '[]', "
            "'cpu', '{}', 'c', 'f', 0, 'bench run', 'host', 1);");
   Store db(db_path());
-  EXPECT_EQ(db.schema_version(), 7);
+  EXPECT_EQ(db.schema_version(), 8);
   EXPECT_EQ(db.query("SELECT experiment_name FROM runs").rows.at(0).at(0).as_string(), "old");
   CaseRow c = stability_case(0);
   c.result.artifacts.push_back({"weights", "weights/run-1/case-0.safetensors", 1234, std::string(64, 'a')});

@@ -52,11 +52,23 @@ class AttentionCore {
   /// recomputed from qkv (kernels::attention_entropy); a core that keeps the probabilities sums
   /// them instead.
   virtual double entropy_sum(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor& scratch);
+  /// entropy_sum without the trip to the host, for a captured step (a CUDA graph): the same sum,
+  /// bit for bit as entropy_sum gives it on that target, into *result in the model's memory;
+  /// `partial` holds kernels::sum_squares_partials(B H T^2) doubles there (at least one). By
+  /// default recomputed from qkv as entropy_sum does; a core that overrides entropy_sum overrides
+  /// this too.
+  virtual void entropy_sum_into(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor& scratch,
+                                double* partial, double* result);
   /// dqkv (all of it) from dout and the forward's qkv and out; `args` as in the forward.
   virtual void backward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, const Tensor& out,
                         const Tensor& dout, Tensor& dqkv) = 0;
   /// Whether the B H T^2 probabilities are written and read back (the frame's declared bytes).
   virtual bool keeps_probabilities() const { return false; }
+  /// Whether the core's kernels draw dropout from kernels::dropout_seed_of(args.dropout_seed,
+  /// args.dropout_step_at), reading the step from device memory when dropout_step_at is set (a
+  /// captured step). A core that does not says no: a captured step with dropout then refuses
+  /// it (the frame throws, and the stability runner runs the step uncaptured, saying why).
+  virtual bool reads_dropout_step() const { return false; }
 };
 
 /// A registered core: its name (the `core` key's value), a line for `bench list cores`, and what

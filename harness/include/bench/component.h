@@ -216,6 +216,11 @@ class RunContext {
   /// result stays in device memory: the head's loss is NaN to the caller, the optimizer's grad
   /// norm too), and the model copies no tokens (a replay reuses the last uncaptured forward's).
   bool capturing = false;
+  /// While capturing, on a model in device memory: `step` in the model's memory, written before
+  /// each replay (Model::stage_step). Dropout reads the step from there instead of taking it
+  /// as a kernel argument (kernels::dropout_launch_seed, dropout_seed_of), so that each replay
+  /// draws the masks of its own step. Null otherwise.
+  const int64_t* step_at = nullptr;
 
   /// Record `v` under `name`, keeping the maximum over the step.
   void probe_max(std::string_view name, double v);

@@ -1,4 +1,4 @@
-// defines: bench::DeviceProbe, probe_max_at, probe_mean_at, loss_at, BatchStaging, before_replay,
+// defines: bench::DeviceProbe, probe_max_at, probe_mean_at, probe_rms_at, loss_at, BatchStaging, before_replay,
 //          CaptureRecord, take_capture_record — what a captured step leaves in device memory for
 //          the host to read after each replay, and the host work each replay's batch needs first
 //
@@ -28,6 +28,7 @@ struct DeviceProbe {
   enum class Kind : uint8_t {
     kMax,   ///< RunContext::probe_max(name, *at / divisor)
     kMean,  ///< RunContext::probe_mean(name, *at / divisor, weight)
+    kRms,   ///< RunContext::probe_mean(name, sqrt(*at / divisor), weight): *at a sum of squares
     kLoss,  ///< the head's LossInfo: at[0] loss, at[1] z_mean, at[2] z_loss (kernels::loss_sums)
   };
   Kind kind = Kind::kMax;
@@ -42,6 +43,9 @@ struct DeviceProbe {
 void probe_max_at(RunContext& ctx, std::string_view name, const double* at);
 /// While ctx.capturing: probe `name` averages *at / divisor with weight `weight`.
 void probe_mean_at(RunContext& ctx, std::string_view name, const double* at, double divisor = 1.0, double weight = 1.0);
+/// While ctx.capturing: probe `name` averages sqrt(*sum_squares / count), an RMS (the model's
+/// layer probes: the residual stream's RMS per block).
+void probe_rms_at(RunContext& ctx, std::string_view name, const double* sum_squares, double count);
 /// While ctx.capturing: the head leaves the step's loss, z_mean and z_loss at at[0..2].
 void loss_at(RunContext& ctx, const double* at);
 

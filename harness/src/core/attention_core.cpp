@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "kernels/elementwise.h"
+#include "kernels/probes.h"
 
 namespace bench {
 
@@ -44,6 +45,17 @@ double AttentionCore::entropy_sum(RunContext& ctx, const kernels::AttentionArgs&
     auto* per_row = static_cast<A*>(scratch.raw());
     kernels::attention_entropy<T>(ctx.exec, args, qkv.data<T>(), per_row);
     return kernels::sum_of<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows);
+  });
+}
+
+void AttentionCore::entropy_sum_into(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv,
+                                     Tensor& scratch, double* partial, double* result) {
+  const int64_t rows = args.batch * args.n_heads * args.seq;
+  dispatch_float(qkv.dtype(), [&]<class T>() {
+    using A = tile::acc_t<T>;
+    auto* per_row = static_cast<A*>(scratch.raw());
+    kernels::attention_entropy<T>(ctx.exec, args, qkv.data<T>(), per_row);
+    kernels::sum_of_at<A>(ctx.exec, kernels::SumOf::kValues, per_row, rows, partial, result);
   });
 }
 

@@ -37,6 +37,10 @@ void probe_mean_at(RunContext& ctx, std::string_view name, const double* at, dou
   add(ctx, DeviceProbe{DeviceProbe::Kind::kMean, std::string(name), at, divisor, weight});
 }
 
+void probe_rms_at(RunContext& ctx, std::string_view name, const double* sum_squares, double count) {
+  add(ctx, DeviceProbe{DeviceProbe::Kind::kRms, std::string(name), sum_squares, count, 1.0});
+}
+
 void loss_at(RunContext& ctx, const double* at) { add(ctx, DeviceProbe{DeviceProbe::Kind::kLoss, "", at, 1.0, 1.0}); }
 
 void before_replay(RunContext& ctx, BatchStaging staging) {

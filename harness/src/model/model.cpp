@@ -217,9 +217,18 @@ void Model::build(bool plan_only, uint64_t seed) {
                                 DType::kFloat64);
   if (arena_.memory() != kernels::Memory::kHost) {
     rates_ = arena_.allocate({2}, DType::kFloat64);
+    step_slot_ = arena_.allocate({1}, DType::kFloat64);  // holds an int64_t (stage_step)
+    step_slot_.zero();                                   // step 0 until a step is staged
     // The block a captured step gathers its probes into: the grad norm's squares, the loss's
     // three doubles and a max logit per layer, with room for more probes of plugins' own.
-    probe_block_ = arena_.allocate({kProbeSlotsFixed + 4 * d.n_layers + 64}, DType::kFloat64);
+    // A captured logging step adds its layer probes (five a layer) and the layer series' sums (two
+    // per parameter of a block, and the parameter norm).
+    int64_t block_params = 0;
+    for (const auto& p : params_) block_params += layer_of(p->name) >= 0 ? 1 : 0;
+    probe_block_ = arena_.allocate({kProbeSlotsFixed + 8 * d.n_layers + 64 + 2 * block_params + 1}, DType::kFloat64);
+    const int64_t parts =
+        std::max<int64_t>({1, kernels::sum_squares_partials(total), kernels::sum_squares_partials(rows * d.d_model)});
+    probe_work_ = arena_.allocate({parts + d.n_layers + 1}, DType::kFloat64);
   }
   int64_t offset = 0;
   const size_t esize = dtype_size(spec_.dtype);
@@ -289,6 +298,8 @@ tile::Exec model_exec(tile::Backend backend, kernels::Memory memory) {
 void Model::bind(RunContext& ctx) const {
   if (arena_.memory() != kernels::Memory::kHost || spec_.backend == tile::Backend::kEmulated)
     ctx.exec = model_exec(spec_.backend, arena_.memory());
+  // A captured step reads its step number from the model's memory (stage_step writes it).
+  ctx.step_at = ctx.capturing && step_slot_.defined() ? static_cast<const int64_t*>(step_slot_.raw()) : nullptr;
 }
 
 Model::~Model() {
@@ -370,14 +381,7 @@ LossInfo Model::forward_steps(const int32_t* inputs, const int32_t* targets, Run
     blocks_[i]->forward(acts_[i], acts_[i + 1], ctx);
   }
   stage_.clear();
-  if (ctx.probes && ctx.layer_probes) {
-    // RMS of the residual stream: h_0 (embedding output) and each block's output h_i.
-    const auto rms = [&](const Tensor& t) {
-      return std::sqrt(ops::sum_squares(ctx, t) / static_cast<double>(t.numel()));
-    };
-    ctx.probe_mean("embed_rms", rms(acts_[0]));
-    for (size_t i = 0; i < blocks_.size(); ++i) ctx.probe_mean("block_rms/" + std::to_string(i), rms(acts_[i + 1]));
-  }
+  if (ctx.probes && ctx.layer_probes) residual_rms_probes(ctx);
   stage_ = "final_norm";
   if (final_norm_) final_norm_->forward(acts_.back(), normed_, ctx);
   stage_ = "head";
@@ -544,9 +548,10 @@ double Model::parameter_norm(RunContext& ctx) const {
 void Model::embedding_dropout(Tensor& t, const RunContext& ctx) const {
   const double p = spec_.dims.dropout_embedding;
   if (!ctx.training || p <= 0) return;
-  const uint64_t seed = kernels::dropout_seed(ctx.seed, ctx.step, -1);
-  dispatch_float(t.dtype(),
-                 [&]<class T>() { kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p, seed); });
+  const uint64_t seed = kernels::dropout_launch_seed(ctx.seed, ctx.step, -1, ctx.step_at);
+  dispatch_float(t.dtype(), [&]<class T>() {
+    kernels::dropout_apply<T>(ctx.exec, t.data<T>(), t.data<T>(), t.numel(), p, seed, ctx.step_at);
+  });
 }
 
 std::vector<std::string> Model::copy_parameters_from(const Model& src) {

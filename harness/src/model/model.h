@@ -51,10 +51,39 @@ struct ModelPlan {
   int64_t n_params_embedding = 0;
 };
 
+/// The layer series' sums of a logging step (runners/stability_observers.h: LayerSeries): per
+/// block, the squares of the gradient before the update and of the update; the parameter norm
+/// after it.
+struct LayerSums {
+  std::vector<LayerSquares> gradient, update;
+  double param_norm = NAN;
+};
+
+/// Where a captured step left its values in the model's probe block: what the model recorded
+/// while it was captured (Model::replay_layout), kept by the runner with its graph, since two
+/// graphs of one model (a logging step's and a plain one's) leave different values.
+struct ReplayLayout {
+  /// A LayerSums term: probe block[at] holds the sum of squares of `count` entries of block
+  /// `layer`'s gradient (before the update) or update, in the model's parameter order.
+  struct LayerTerm {
+    LayerQuantity what = LayerQuantity::kGradient;
+    int layer = 0;
+    int64_t count = 0;
+    int64_t at = 0;
+  };
+  std::vector<DeviceProbe> probes;  ///< `at` into the probe block
+  std::vector<LayerTerm> layer_terms;
+  int64_t param_norm_at = -1;  ///< the parameters' sum of squares after the update, or -1
+  int64_t slots = 0;           ///< doubles of the probe block in use
+  bool has_loss = false;
+};
+
 /// What a replayed step left for the host (Model::read_replay).
 struct ReplayReadout {
   LossInfo info{NAN, NAN, NAN};  ///< NaN when the head left no loss in device memory
   double grad_norm = NAN;        ///< before clipping
+  bool has_sums = false;         ///< the step was captured with the layer series' sums (a logging step)
+  LayerSums sums;
 };
 
 class Model {
@@ -92,13 +121,28 @@ class Model {
   /// model's memory, and the host work the components asked for in the last forward
   /// (bench/device_probes.h: before_replay). In host memory only the latter.
   void stage_batch(const int32_t* inputs, const int32_t* targets);
+  /// Before a replay of a captured step: the replay's step number into the model's memory, where
+  /// dropout reads it (RunContext::step_at), so that each replay draws its own step's masks. In
+  /// host memory nothing (the CPU never captures).
+  void stage_step(int64_t step);
   /// After a replay of a captured step (a model in device memory): one read of the block the
   /// step gathered its device probes into; the probes go to ctx (probe_max, probe_mean), the
   /// loss and the grad norm are returned.
-  ReplayReadout read_replay(RunContext& ctx) const;
+  ReplayReadout read_replay(RunContext& ctx) const { return read_replay(ctx, replay_); }
+  /// read_replay of a step captured with `layout` (its replay_layout(), taken after the capture).
+  ReplayReadout read_replay(RunContext& ctx, const ReplayLayout& layout) const;
+  /// Where the last captured step left its values: the layout read_replay reads.
+  const ReplayLayout& replay_layout() const { return replay_; }
   /// Whether the last captured step left its loss in device memory (the head recorded it:
   /// bench/device_probes.h, loss_at), so that read_replay returns it.
   bool replay_has_loss() const { return replay_.has_loss; }
+  /// While ctx.capturing (a captured logging step; after its forward): squares_by_layer(what)'s
+  /// sums per parameter into the probe block, for read_replay to add up per block in the same
+  /// order (the same bits). kUpdate consumes the snapshot_parameters() copy, as squares_by_layer
+  /// does.
+  void squares_by_layer_into(LayerQuantity what, RunContext& ctx);
+  /// While ctx.capturing (after the update): parameter_norm's sum of squares into the probe block.
+  void parameter_norm_into(RunContext& ctx);
 
   /// L2 norm of all parameters (a tied matrix once).
   double parameter_norm(RunContext& ctx) const;
@@ -165,6 +209,9 @@ class Model {
   /// At the end of a captured forward: the recorded device probes gathered into probe_block_
   /// (copies within the device, captured with the step).
   void gather_probes(std::vector<DeviceProbe> probes);
+  /// The layer probes of the residual stream: the RMS of h_0 (the embedding's output) and of each
+  /// block's output h_i, read back, or left in probe_work_ while ctx.capturing.
+  void residual_rms_probes(RunContext& ctx);
   /// Point ctx's executor at the model's memory (kept as the caller set it for host memory, so
   /// that tests can choose the CPU or the emulated executor).
   void bind(RunContext& ctx) const;
@@ -211,17 +258,19 @@ class Model {
   Tensor snapshot_;  // snapshot_parameters()' copy of master_ or values_ (allocated at first use)
   bool snapshot_valid_ = false;
   Tensor inputs_, targets_;  // the step's tokens, in device memory (undefined for host memory)
+  Tensor step_slot_;         // device memory only: the replay's step (stage_step), an int64 in 8 bytes
   // probe_block_ (float64, device memory only): [kProbeGradSquares] the grad norm's squares,
   // [kProbeLoss, +3) the head's loss, z_mean, z_loss, then one double per device probe.
   static constexpr int64_t kProbeGradSquares = 0;
   static constexpr int64_t kProbeLoss = 1;
   static constexpr int64_t kProbeSlotsFixed = 4;
   Tensor probe_block_;
-  struct Replay {                     // what the last captured step recorded (gather_probes)
-    std::vector<DeviceProbe> probes;  // `at` into probe_block_
-    int64_t slots = kProbeSlotsFixed;
-    bool has_loss = false;
-  } replay_;
+  ReplayLayout replay_;  // what the last captured step recorded (gather_probes, *_into)
+  // probe_work_ (float64, device memory only): the partials of the captured layer probes' sums
+  // (shared: they run one after the other), then one sum per residual-stream RMS probe.
+  Tensor probe_work_;
+  /// The next free double of probe_block_ for a captured step's value (throws when it is full).
+  int64_t probe_slot();
   std::vector<BatchStaging> staging_;  // what the last forward's components need before a replay
   int64_t decay_count_ = 0;
   std::string stage_;      // the top-level component forward_steps / backward_steps is in (for messages)

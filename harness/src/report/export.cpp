@@ -115,6 +115,7 @@ std::string render_export(const store::Store& db, int64_t run_id, Format f) {
     c["status"] = json_of(row[5]);
     c["seed"] = json_of(row[6]);
     c["error"] = json_of(row[9]);
+    c["notes"] = json_of(row[10]);
     c["axes"] = nlohmann::ordered_json::parse(row[7].is_string() ? row[7].as_string() : "{}", nullptr, false);
     c["config"] = nlohmann::ordered_json::parse(row[8].is_string() ? row[8].as_string() : "{}", nullptr, false);
     j["cases"].push_back(std::move(c));

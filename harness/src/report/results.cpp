@@ -41,6 +41,18 @@ std::string single_line(std::string s) {
   return s;
 }
 
+/// A case's notes, a line each (empty lines left out).
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    if (end > start) out.push_back(single_line(text.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
 /// A section being filled: the ordinal first, `visible` columns (with their formats), status and
 /// error last.
 class SectionBuilder {
@@ -66,8 +78,11 @@ class SectionBuilder {
     const Value status = Value::string(c.result.status), error = text_or_null(c.result.error);
     cells.push_back({status, display_text(status)});
     cells.push_back({error, display_text(error)});
-    if (!c.result.error.empty() && reported_.insert(c.ordinal).second)
+    const bool first = reported_.insert(c.ordinal).second;
+    if (!c.result.error.empty() && first)
       section_.errors.push_back(fmt::format("case {} {}: {}", c.ordinal, c.result.status, single_line(c.result.error)));
+    if (!c.result.notes.empty() && first)
+      for (const std::string& line : lines_of(c.result.notes)) note(fmt::format("case {}: {}", c.ordinal, line));
     section_.sheet.rows.push_back(std::move(cells));
   }
   void note(std::string line) { section_.notes.push_back(std::move(line)); }

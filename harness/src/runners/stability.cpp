@@ -83,10 +83,11 @@ const std::vector<ParamSpec>& stability_params() {
       ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
           .at_least(0),
       ParamSpec::boolean("cuda_graph", true,
-                         "on a device, capture the train step once (after one uncaptured step) and replay it on every "
-                         "step that is not a logging step, the probes read after each replay; a step that cannot be "
-                         "captured (docs/kernels.md) runs uncaptured with a note and graph_fallback/stability = 1, "
-                         "unless cuda_graph = true is given (then the case fails)"),
+                         "on a device, capture the plain train step and the logging step (log_every) once each (after "
+                         "one uncaptured step of the kind) and replay them, the probes and series read after each "
+                         "replay; a step that cannot be captured (docs/kernels.md) runs uncaptured, with "
+                         "graph_fallback/stability = 1 and the reason in the case's notes, unless cuda_graph = true is "
+                         "given (then the case fails)"),
   };
   return specs;
 }
@@ -284,11 +285,11 @@ class StabilityCase {
   /// One train step (forward, backward, clip, AdamW), read for the observers: replayed from
   /// the captured graph where it can be (replayed_step), else run uncaptured.
   TrainStep train_step(int64_t step);
-  /// Whether `step` replays the captured step (capturing it first): on a device with cuda_graph,
-  /// a step that is not a logging step, after one that ran uncaptured.
+  /// Whether `step` replays the captured step of its kind (capturing it first): on a device with
+  /// cuda_graph, after one step of that kind (plain, logging) ran uncaptured.
   bool replays(const TrainStep& t);
-  /// Step t.step as a replay of the captured step (captured at the first call); false when the
-  /// step cannot be captured (then graph_fallback and the step runs uncaptured).
+  /// Step t.step as a replay of the captured step of its kind (captured at the first call); false
+  /// when the step cannot be captured (then graph_fallback and the step runs uncaptured).
   bool replayed_step(TrainStep& t);
   /// Give up on graphs for this case: why, in a note and graph_fallback/stability (or the
   /// case's failure when cuda_graph = true was given).
@@ -310,14 +311,21 @@ class StabilityCase {
   TrainTrace trace_;
   LayerSeries series_;
   int64_t done_ = 0;
-  // CUDA graphs (cuda_graph): on while the case may still capture; the captured step and what
-  // it replays; a non-logging step ran uncaptured (the plans and workspaces the capture reuses).
+  /// A captured step of one kind and what its replays read: a step of the kind ran uncaptured
+  /// (warmed: the plans and workspaces the capture reuses), the step as captured, the graph, and
+  /// where it leaves its values (a logging step's differ from a plain one's).
+  struct Graph {
+    bool warmed = false;
+    std::function<void()> enqueue;
+    std::unique_ptr<StepReplay> replay;
+    ReplayLayout layout;
+  };
+  // CUDA graphs (cuda_graph): on while the case may still capture; the plain step's graph and
+  // the logging step's (layer probes, the series' sums; graphs_by_kind_[logging]).
   bool graphs_ = false;
-  bool warmed_ = false;
   bool fell_back_ = false;
   int64_t replayed_ = 0;
-  std::function<void()> enqueue_;
-  std::unique_ptr<StepReplay> graph_;
+  Graph graphs_by_kind_[2];
 };
 
 StabilityCase::StabilityCase(const Case& c, const ResolvedCase& rc, RunnerEnv& env)
@@ -339,11 +347,6 @@ StabilityCase::StabilityCase(const Case& c, const ResolvedCase& rc, RunnerEnv& e
   ctx_.seed = static_cast<uint64_t>(rc.seed);
   // Graphs where the model is in a device's memory (CUDA; the guarded device emulates them).
   graphs_ = s_.boolean("cuda_graph") && model_.memory() != kernels::Memory::kHost;
-  const double dropout = std::max({d_.dropout_embedding, d_.dropout_attention, d_.dropout_residual});
-  if (graphs_ && dropout > 0)
-    fall_back(
-        "dropout draws its masks from the step number as a kernel argument, so a replay would repeat the "
-        "captured step's masks");
 }
 
 CaseResult StabilityCase::run() {
@@ -393,13 +396,16 @@ void StabilityCase::fall_back(const std::string& why) {
   if (s_.given("cuda_graph")) throw Error("cuda_graph: the stability train step cannot be captured: " + why);
   graphs_ = false;
   fell_back_ = true;
-  env_.progress.note(env_.prefix + " · stability train step not captured into a CUDA graph, run uncaptured: " + why);
+  const std::string note = "stability train step not captured into a CUDA graph, run uncaptured: " + why;
+  row_.notes += (row_.notes.empty() ? "" : "\n") + note;  // stored with the case (cases.notes)
+  env_.progress.note(env_.prefix + " · " + note);
 }
 
 bool StabilityCase::replays(const TrainStep& t) {
-  if (!graphs_ || t.logging) return false;
-  if (warmed_) return true;
-  warmed_ = true;  // this one runs uncaptured: the plans and workspaces the capture reuses
+  if (!graphs_) return false;
+  Graph& g = graphs_by_kind_[t.logging ? 1 : 0];
+  if (g.warmed) return true;
+  g.warmed = true;  // this one runs uncaptured: the plans, workspaces and snapshot the capture reuses
   return false;
 }
 
@@ -410,38 +416,47 @@ bool StabilityCase::replayed_step(TrainStep& t) {
   settings_.set_step(t.step);
   t.lr = settings_.opt.lr;
   // Outside the graph, what changes from step to step: the batch (tokens, the embedding's
-  // buckets), the learning rate and decay.
+  // buckets), the learning rate and decay, and the step number (dropout draws its masks from it).
   model_.stage_batch(inputs_.data(), targets_.data());
   model_.stage_optimizer(settings_.opt);
-  if (!graph_) {
+  model_.stage_step(t.step);  // dropout's masks
+  Graph& g = graphs_by_kind_[t.logging ? 1 : 0];
+  if (!g.replay) {
     // The step as captured: its settings are frozen here, as a graph's kernel arguments are (the
     // guarded device's emulated replays run this again, so they see what a GPU's replays see).
-    enqueue_ = [this, step = t.step, opt = settings_.opt] {
+    // A logging step also reduces its layer probes and the layer series' sums into the model's
+    // memory, around the update, as the uncaptured step reads them (train_step).
+    g.enqueue = [this, step = t.step, opt = settings_.opt, logging = t.logging] {
       ctx_.training = true;
       ctx_.probes = true;
-      ctx_.layer_probes = false;
+      ctx_.layer_probes = logging;
       ctx_.step = step;
       ctx_.clear_probes();
       model_.zero_grad();
       (void)model_.forward(inputs_.data(), targets_.data(), ctx_);
       model_.backward(ctx_);
+      if (logging) series_.before_update(model_, ctx_);
       (void)model_.optimizer_step(opt, ctx_);
+      if (logging) LayerSeries::after_update_captured(model_, ctx_);
     };
-    CapturedStep captured = capture_step(ctx_, enqueue_);  // captured, and replayed once: this step
+    CapturedStep captured = capture_step(ctx_, g.enqueue);  // captured, and replayed once: this step
     if (captured.replay && !model_.replay_has_loss())
       captured.why_not = "the head leaves no loss in device memory (bench/device_probes.h: loss_at)";
     if (!captured.why_not.empty()) {
       fall_back(captured.why_not);
       return false;
     }
-    graph_ = std::move(captured.replay);
+    g.replay = std::move(captured.replay);
+    g.layout = model_.replay_layout();
   } else {
-    graph_->launch();
+    g.replay->launch();
   }
   ctx_.clear_probes();
-  const ReplayReadout r = model_.read_replay(ctx_);  // one read of a small block: waits for the replay
+  const ReplayReadout r = model_.read_replay(ctx_, g.layout);  // one read of a small block: waits for the replay
   t.info = r.info;
   t.grad_norm = r.grad_norm;
+  t.has_sums = r.has_sums;
+  t.sums = r.sums;
   t.probes = ctx_.probe_values();
   t.ms = std::chrono::duration<double, std::milli>(Clock::now() - ts).count();
   ++replayed_;
@@ -472,7 +487,7 @@ TrainStep StabilityCase::train_step(int64_t step) {
   double snapshot_ms = 0;  // measurement work, not part of the step's time
   if (t.logging) {
     const auto t_snap = Clock::now();
-    series_.before_update(model_);
+    series_.before_update(model_, ctx_);
     snapshot_ms = ms_since(t_snap);
   }
   t.grad_norm = model_.optimizer_step(settings_.opt, ctx_);
@@ -506,7 +521,8 @@ void StabilityCase::emit_metrics(const FinalEvaluation& final_eval, double train
   for (const auto& [len, loss] : final_eval.long_context)
     m.push_back({"val_loss_at_" + std::to_string(len), loss, "nats"});
   if (model_.memory() != kernels::Memory::kHost) {  // a device: whether its steps were replayed
-    m.push_back({"cuda_graph", graph_ ? 1.0 : 0.0, ""});
+    const bool captured = graphs_by_kind_[0].replay || graphs_by_kind_[1].replay;
+    m.push_back({"cuda_graph", captured ? 1.0 : 0.0, ""});
     m.push_back({"graph_steps", static_cast<double>(replayed_), "steps"});
     if (fell_back_) m.push_back({"graph_fallback/stability", 1.0, ""});
   }

@@ -102,9 +102,17 @@ HeldOut held_out(Model& model, Dataset& dataset, const ModelDims& d, int64_t n, 
           bytes < 0 ? NAN : static_cast<double>(bytes) / static_cast<double>(n * d.tokens())};
 }
 
-void LayerSeries::before_update(Model& model) {
-  grad_sq_ = model.squares_by_layer(LayerQuantity::kGradient);
+void LayerSeries::before_update(Model& model, RunContext& ctx) {
+  if (ctx.capturing)
+    model.squares_by_layer_into(LayerQuantity::kGradient, ctx);
+  else
+    grad_sq_ = model.squares_by_layer(LayerQuantity::kGradient);
   model.snapshot_parameters();  // in the model's memory: nothing of its size to the host
+}
+
+void LayerSeries::after_update_captured(Model& model, RunContext& ctx) {
+  model.squares_by_layer_into(LayerQuantity::kUpdate, ctx);
+  model.parameter_norm_into(ctx);
 }
 
 void LayerSeries::after_update(const TrainStep& t, Model& model, Dataset& dataset, const ModelDims& d, RunContext& ctx,
@@ -118,13 +126,20 @@ void LayerSeries::after_update(const TrainStep& t, Model& model, Dataset& datase
     if (layer < 0 && (name == "max_attn_logit" || name == "z_mean")) continue;
     logged.push_back({name, layer, step, v});
   }
-  const auto update_sq = model.squares_by_layer(LayerQuantity::kUpdate);
-  for (size_t i = 0; i < grad_sq_.size(); ++i) {
-    const auto count = static_cast<double>(std::max<int64_t>(1, grad_sq_[i].count));
-    logged.push_back({"grad_rms", static_cast<int64_t>(i), step, std::sqrt(grad_sq_[i].sum_squares / count)});
-    logged.push_back({"update_rms", static_cast<int64_t>(i), step, std::sqrt(update_sq[i].sum_squares / count)});
+  LayerSums sums;
+  if (t.has_sums) {
+    sums = t.sums;
+  } else {
+    sums.gradient = grad_sq_;
+    sums.update = model.squares_by_layer(LayerQuantity::kUpdate);
+    sums.param_norm = model.parameter_norm(ctx);
   }
-  logged.push_back({"param_norm", -1, step, model.parameter_norm(ctx)});
+  for (size_t i = 0; i < sums.gradient.size(); ++i) {
+    const auto count = static_cast<double>(std::max<int64_t>(1, sums.gradient[i].count));
+    logged.push_back({"grad_rms", static_cast<int64_t>(i), step, std::sqrt(sums.gradient[i].sum_squares / count)});
+    logged.push_back({"update_rms", static_cast<int64_t>(i), step, std::sqrt(sums.update[i].sum_squares / count)});
+  }
+  logged.push_back({"param_norm", -1, step, sums.param_norm});
   if (val_every_ > 0 && (step % val_every_ == 0 || step == steps_ - 1) && std::isfinite(t.info.loss)) {
     const HeldOut h = held_out(model, dataset, d, val_batches_, ctx, inputs, targets);
     logged.push_back({"val_loss", -1, step, h.loss});

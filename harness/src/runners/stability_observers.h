@@ -27,7 +27,11 @@ struct TrainStep {
   LossInfo info;
   double grad_norm = NAN;
   std::map<std::string, double, std::less<>> probes;
-  double ms = 0;  ///< the step's time, without the measurement work of a logging step
+  double ms = 0;  ///< the step's time, without the measurement work of an uncaptured logging step
+  /// A replayed logging step: the layer series' sums it left in device memory (read_replay);
+  /// otherwise LayerSeries reads them from the model around the update.
+  bool has_sums = false;
+  LayerSums sums;
 
   /// The whole-model probe `name`, NaN when no component reported it.
   double probe(const char* name) const;
@@ -85,10 +89,15 @@ class LayerSeries {
   LayerSeries(int64_t val_every, int64_t val_batches, int64_t steps)
       : val_every_(val_every), val_batches_(val_batches), steps_(steps) {}
   /// Before the update of a logging step: the gradients' squares per block, and a snapshot of the
-  /// parameters in the model's memory (the "before" of the update RMS).
-  void before_update(Model& model);
-  /// After the update of logging step `t`: its series, appended to `out`. The held-out
-  /// evaluation uses `dataset` and the token buffers.
+  /// parameters in the model's memory (the "before" of the update RMS). While ctx.capturing (a
+  /// logging step captured into a graph) the sums stay in the model's memory, for the replay's
+  /// read (TrainStep::sums).
+  void before_update(Model& model, RunContext& ctx);
+  /// While ctx.capturing, after the update: the update's squares per block and the parameter
+  /// norm, left in the model's memory as before_update's.
+  static void after_update_captured(Model& model, RunContext& ctx);
+  /// After the update of logging step `t`: its series, appended to `out` (from t.sums when the
+  /// step was replayed). The held-out evaluation uses `dataset` and the token buffers.
   void after_update(const TrainStep& t, Model& model, Dataset& dataset, const ModelDims& d, RunContext& ctx,
                     std::vector<int32_t>& inputs, std::vector<int32_t>& targets, std::vector<SeriesPoint>& out);
   /// final_<series>[_L<i>] of every series but the held-out loss (the final evaluation's).

@@ -363,8 +363,9 @@ void ThroughputCase::run_mode(const std::string& mode) {
     } else {
       // The default asks for graphs where the step allows them: this one is timed uncaptured.
       row_.metrics.push_back({"graph_fallback/" + mode, 1.0, ""});
-      env_.progress.note(env_.prefix + " · " + mode +
-                         " not captured into a CUDA graph, timed uncaptured: " + captured.why_not);
+      const std::string note = mode + " not captured into a CUDA graph, timed uncaptured: " + captured.why_not;
+      row_.notes += (row_.notes.empty() ? "" : "\n") + note;  // stored with the case (cases.notes)
+      env_.progress.note(env_.prefix + " · " + note);
     }
   }
   Rounds rounds;

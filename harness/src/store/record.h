@@ -84,6 +84,10 @@ struct CaseResult {
   std::string status = "completed";  ///< completed, diverged, failed or interrupted
   std::string error;                 ///< why it failed or diverged; empty otherwise
   std::string placement;             ///< where it ran ("job 2/4, cores 4-7"); empty in this process
+  /// What a reader should know beside the numbers, one line each: how the case ran where it
+  /// could not run as asked (a device's steps that could not be captured into a CUDA graph, and
+  /// why); empty otherwise.
+  std::string notes;
   std::string started_at, finished_at;
   double wall_s = 0;
   std::optional<int64_t> n_params, n_params_embedding;

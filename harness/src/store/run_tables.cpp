@@ -12,7 +12,7 @@ RunTables load_run_tables(const Store& db, int64_t run_id) {
   t.run = db.query("SELECT * FROM runs WHERE id = ?1", {id});
   if (t.run.rows.empty()) throw Error(fmt::format("no run {} in {}", run_id, db.path()));
   t.cases = db.query(
-      "SELECT id, ordinal, runner, variant, label, status, seed, axes_json, config_json, error FROM cases "
+      "SELECT id, ordinal, runner, variant, label, status, seed, axes_json, config_json, error, notes FROM cases "
       "WHERE run_id = ?1 ORDER BY ordinal",
       {id});
   t.case_values = db.query(

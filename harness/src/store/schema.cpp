@@ -215,11 +215,18 @@ CREATE TABLE profile(
   PRIMARY KEY(case_id, mode, scope, slot, pass, kernel));
 )sql";
 
+// Version 8: a case's notes, what a reader should know beside its numbers (a device's steps
+// that could not be captured into a CUDA graph, and why); NULL when there are none.
+constexpr const char* kSchemaV8 = R"sql(
+ALTER TABLE cases ADD COLUMN notes TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all_migrations = {
-      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}, {5, kSchemaV5}, {6, kSchemaV6}, {7, kSchemaV7},
+      {1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4},
+      {5, kSchemaV5}, {6, kSchemaV6}, {7, kSchemaV7}, {8, kSchemaV8},
   };
   return all_migrations;
 }

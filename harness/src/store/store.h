@@ -19,7 +19,7 @@ struct sqlite3;
 namespace bench::store {
 
 /// The schema version this build writes and reads (`PRAGMA user_version`).
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 /// Provenance of one `bench run` invocation; becomes a row of `runs`. experiment_sha256 is
 /// computed by the store from experiment_text.

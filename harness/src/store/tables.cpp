@@ -46,6 +46,7 @@ const Table<CaseRow>& case_table() {
        of("seed", &CaseRow::seed, Role::kIdentity), result("status", &CaseResult::status),
        result("error", &CaseResult::error, Role::kKey, "", Kept::kNonEmpty),
        result("placement", &CaseResult::placement, Role::kKey, "", Kept::kNonEmpty),
+       result("notes", &CaseResult::notes, Role::kKey, "", Kept::kNonEmpty),
        result("started_at", &CaseResult::started_at, Role::kKey, "", Kept::kNowWhenEmpty),
        result("finished_at", &CaseResult::finished_at, Role::kKey, "", Kept::kNowWhenEmpty),
        result("n_params", &CaseResult::n_params, Role::kValue, "params"),
