@@ -74,18 +74,6 @@ __global__ void __launch_bounds__(kThreads)
   flash32::backward_dq<D, kDropout>(th, p, qkv, dout, lse, dvec, dqkv);
 }
 
-flash32::Params params_of(const AttentionArgs& a) {
-  return {a.seq,
-          static_cast<int>(a.n_heads),
-          static_cast<int>(a.n_kv_heads),
-          static_cast<float>(a.scale),
-          static_cast<float>(a.softcap),
-          a.window,
-          a.causal,
-          static_cast<float>(a.dropout),
-          a.dropout_seed};
-}
-
 /// Refuses, with the reason, what the kernels cannot launch: more than 65535 (batch, head) pairs
 /// in grid y, or a base pointer that is not 16-byte aligned (rows move as float4).
 void check_launchable(const char* what, const AttentionArgs& a, std::initializer_list<const void*> pointers) {
@@ -111,14 +99,14 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const fl
   if (const cudaError_t err = allow_smem(flash32_forward<D, kDropout>, smem); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + kBlock - 1) / kBlock), static_cast<unsigned>(a.batch * a.n_heads));
   flash32_forward<D, kDropout>
-      <<<grid, kThreads, smem, stream>>>(params_of(a), a.dropout_step_at, qkv, out, row_max, lse);
+      <<<grid, kThreads, smem, stream>>>(flash32::params_of(a), a.dropout_step_at, qkv, out, row_max, lse);
   return cudaGetLastError();
 }
 
 template <int D, bool kDropout>
 cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const float* qkv, const float* out,
                             const float* dout, const float* lse, float* dqkv, float* dvec) {
-  const flash32::Params p = params_of(a);
+  const flash32::Params p = flash32::params_of(a);
   const int64_t rows = a.batch * a.n_heads * a.seq;
   flash32_backward_prep<D><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
       out, dout, dvec, a.seq, p.n_h, rows);

@@ -60,6 +60,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../attention.h"
 #include "../dropout.h"
 
 #if defined(__CUDACC__)
@@ -224,6 +225,19 @@ struct Params {
   float dropout;
   uint64_t seed;
 };
+
+/// The kernels' scalars from a launch's arguments (the CUDA launchers' and the emulator's).
+inline Params params_of(const AttentionArgs& a) {
+  return {a.seq,
+          static_cast<int>(a.n_heads),
+          static_cast<int>(a.n_kv_heads),
+          static_cast<float>(a.scale),
+          static_cast<float>(a.softcap),
+          a.window,
+          a.causal,
+          static_cast<float>(a.dropout),
+          a.dropout_seed};
+}
 
 /// Forward (see the file comment). out [B*T, H*d], row_max and lse [B, H, T] (either may be null).
 template <int D, bool kDropout, class Thread>

@@ -59,18 +59,6 @@ void PrintTo(const Flash32Case& c, std::ostream* os) { *os << c.name; }
 
 class Flash32Emulation : public ::testing::TestWithParam<Flash32Case> {};
 
-flash32::Params params_of(const AttentionArgs& a) {
-  return {a.seq,
-          static_cast<int>(a.n_heads),
-          static_cast<int>(a.n_kv_heads),
-          static_cast<float>(a.scale),
-          static_cast<float>(a.softcap),
-          a.window,
-          a.causal,
-          static_cast<float>(a.dropout),
-          a.dropout_seed};
-}
-
 /// Emulated forward: out, row max and log-sum-exp (NaN where unwritten).
 template <int D>
 void forward(const AttentionArgs& a, const std::vector<float>& qkv, std::vector<float>& out,
@@ -78,7 +66,7 @@ void forward(const AttentionArgs& a, const std::vector<float>& qkv, std::vector<
   out.assign(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), NAN);
   row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), NAN);
   lse.assign(row_max.size(), NAN);
-  const flash32::Params p = params_of(a);
+  const flash32::Params p = flash32::params_of(a);
   launch((a.seq + kBlock - 1) / kBlock, a.batch * a.n_heads, kThreads, flash32::forward_smem_bytes<D>(),
          [&](EmulatedThread& th) {
            if (a.dropout > 0)
@@ -92,7 +80,7 @@ void forward(const AttentionArgs& a, const std::vector<float>& qkv, std::vector<
 template <int D>
 std::vector<float> backward(const AttentionArgs& a, const std::vector<float>& qkv, const std::vector<float>& out,
                             const std::vector<float>& lse, const std::vector<float>& dout) {
-  const flash32::Params p = params_of(a);
+  const flash32::Params p = flash32::params_of(a);
   const int64_t rows = a.batch * a.n_heads * a.seq;
   std::vector<float> dvec(static_cast<size_t>(rows), NAN), dqkv(qkv.size(), NAN);
   launch((rows + flash32::kWarps - 1) / flash32::kWarps, 1, kThreads, 0, [&](EmulatedThread& th) {
