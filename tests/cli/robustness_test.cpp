@@ -50,10 +50,14 @@ pid_t start_run(const std::string& db, const std::string& file, std::vector<std:
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execv(kBench.c_str(), argv.data());
-    _exit(127);
+  pid_t pid = 0;
+  {
+    const test::ChildrenGetTheProcessCpus cpus;
+    pid = fork();  // the child execs inside the scope: the guard's destructor runs in the parent only
+    if (pid == 0) {
+      execv(kBench.c_str(), argv.data());
+      _exit(127);
+    }
   }
   return pid;
 }
