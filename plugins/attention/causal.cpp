@@ -1,7 +1,9 @@
 // Causal self-attention with n_kv_heads query-head groups (MHA when n_kv_heads = n_heads, GQA
 // between, MQA at 1), sliding window with local/global interleaving over the layers, QK-norm,
-// attention-logit soft-capping, attention-probability dropout and optional linear biases:
+// attention-logit soft-capping, attention-probability dropout, optional linear biases and q, k, v
+// clipping:
 //   [q k v] = x Wqkv^T (+ bqkv: bias = "qkv" or "all", Qwen2);
+//   [q k v] <- clamp([q k v], -clip_qkv, clip_qkv) (OLMo 1.7: clip_qkv = 8; off at 0);
 //   q_h, k_g <- norm(q_h) * g_q, norm(k_g) * g_k over d_head (QK-norm, qk_norm_scope = "head"), or
 //   q, k <- norm(q) * g_q, norm(k) * g_k over all n_heads d_head / n_kv_heads d_head ("full", OLMo 2);
 //   q, k rotated by the position component;
@@ -30,6 +32,7 @@
 #include "bench/random.h"
 #include "core.h"
 #include "kernels/attention.h"
+#include "kernels/clamp.h"
 #include "kernels/dropout.h"
 #include "kernels/probes.h"
 #include "qk_norm.h"
@@ -59,6 +62,7 @@ class CausalAttention final : public Sublayer {
         query_pre_attn_scalar_(p.number("query_pre_attn_scalar")),
         pattern_(p.string("pattern")),
         softcap_(p.number("softcap")),
+        clip_qkv_(p.number("clip_qkv")),
         out_scale_(p.boolean("scaled_output_init")),
         core_key_(p.string("core") != "auto" ? "core" : "kernel"),
         core_(p.string("core") != "auto" ? p.string("core") : core_of_kernel(p.string("kernel"))),
@@ -139,6 +143,9 @@ class CausalAttention final : public Sublayer {
     args_.scale = position_->attention_scale() / std::sqrt(scalar);
     const DType acc = ctx.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
     qkv_ = ctx.buffer({rows_, qkv_width_});
+    // Clipping keeps the projection as it was: the clamp's backward reads it, and QK-norm and the
+    // rotation overwrite qkv_ in place.
+    if (clip_qkv_ > 0) unclipped_ = ctx.buffer({rows_, qkv_width_});
     dqkv_ = ctx.buffer({rows_, qkv_width_});
     att_ = ctx.buffer({rows_, heads_ * d_head_});
     datt_ = ctx.buffer({rows_, heads_ * d_head_});
@@ -158,10 +165,16 @@ class CausalAttention final : public Sublayer {
 
   void forward(const Tensor& x, Tensor& y, RunContext& ctx) override {
     x_ = x;
+    Tensor& projected = clip_qkv_ > 0 ? unclipped_ : qkv_;
     if (bqkv_ != nullptr)
-      ops::linear_forward(ctx, x, wqkv_->value, bqkv_->value, qkv_);
+      ops::linear_forward(ctx, x, wqkv_->value, bqkv_->value, projected);
     else
-      ops::linear_forward(ctx, x, wqkv_->value, qkv_);
+      ops::linear_forward(ctx, x, wqkv_->value, projected);
+    if (clip_qkv_ > 0)
+      dispatch_float(qkv_.dtype(), [&]<class T>() {
+        kernels::clamp_forward<T>(ctx.exec, static_cast<const T*>(unclipped_.raw()), static_cast<T*>(qkv_.raw()),
+                                  qkv_.numel(), clip_qkv_);
+      });
     qk_norm_.forward(qkv_, ctx);  // after the projection, before the rotation (OLMo 2, Gemma 3)
     position_->rotate_forward(view(qkv_), ctx);
     // Backward reads the rate and seed of this forward from args_.
@@ -229,6 +242,12 @@ class CausalAttention final : public Sublayer {
     core_impl_->backward(ctx, args_, qkv_, att_, datt_, dqkv_);
     position_->rotate_backward(view(dqkv_), ctx);
     qk_norm_.backward(dqkv_, ctx);
+    if (clip_qkv_ > 0)  // from the unclipped projection: the gradient passes where it lies inside the bound
+      dispatch_float(dqkv_.dtype(), [&]<class T>() {
+        kernels::clamp_backward<T>(ctx.exec, static_cast<const T*>(unclipped_.raw()),
+                                   static_cast<const T*>(dqkv_.raw()), static_cast<T*>(dqkv_.raw()), dqkv_.numel(),
+                                   clip_qkv_);
+      });
     if (bqkv_ != nullptr)
       ops::linear_backward(ctx, dqkv_, x_, wqkv_->value, &dx, wqkv_->grad, bqkv_->grad, bias_scratch_);
     else
@@ -268,6 +287,13 @@ class CausalAttention final : public Sublayer {
     c.flops_backward += rows * biased;
     c.bytes_forward += biased * e;
     c.bytes_backward += 3 * biased * e;
+    if (clip_qkv_ > 0) {  // forward: qkv read and written, 2 comparisons; backward: 3 passes, 3 operations
+      const double n = rows * static_cast<double>(qkv_width_);
+      c.flops_forward += 2 * n;
+      c.flops_backward += 3 * n;
+      c.bytes_forward += 2 * n * e;
+      c.bytes_backward += 3 * n * e;
+    }
     c += qk_norm_.cost(esize_);
     return c;
   }
@@ -305,6 +331,7 @@ class CausalAttention final : public Sublayer {
   double query_pre_attn_scalar_;  // 0: d_head
   std::string pattern_;
   double softcap_;
+  double clip_qkv_;  // 0: off
   bool out_scale_;
   std::string core_key_;    // the key that chose the core: "core", or "kernel" when core is "auto"
   std::string core_;        // a registered core's name, "auto", or "ours" (from kernel = "ours")
@@ -327,6 +354,7 @@ class CausalAttention final : public Sublayer {
   kernels::AttentionArgs args_{};
   Tensor bias_scratch_;
   Tensor x_, qkv_, dqkv_, att_, datt_, row_max_;
+  Tensor unclipped_;     // the projection before the clamp (clip_qkv > 0 only)
   Tensor max_slot_;      // float64: max_of_into's partials, then the layer's max logit
   Tensor entropy_slot_;  // float64: the entropy sum's partials, then the sum (a captured step's probe)
 };
@@ -335,12 +363,16 @@ ComponentInfo causal_info() {
   return make_info<CausalAttention>(
       Slot::kAttention, "causal",
       "causal multi-head attention; n_kv_heads gives MHA, GQA or MQA; sliding window, local/global pattern, "
-      "QK-norm (per head or full width), soft-capping, dropout_attention, linear biases",
+      "QK-norm (per head or full width), soft-capping, dropout_attention, linear biases, q/k/v clipping",
       {ParamSpec::integer("window", 0, "sliding window: attend to the last `window` tokens; 0 = all").at_least(0),
        ParamSpec::string("pattern", "",
                          "local/global layers, cycled: L = sliding `window`, G = global (\"LLLLLG\": Gemma 3); "
                          "\"\" = `window` on every layer"),
        ParamSpec::number("softcap", 0.0, "attention logit soft-cap c: logits -> c * tanh(logits / c); 0 = off")
+           .at_least(0),
+       ParamSpec::number("clip_qkv", 0.0,
+                         "clamp q, k and v to [-clip_qkv, clip_qkv] after their projection, before QK-norm and "
+                         "RoPE (OLMo 1.7: 8); the gradient stops where a value was clamped; 0 = off")
            .at_least(0),
        ParamSpec::number("query_pre_attn_scalar", 0.0,
                          "the logits are q.k / sqrt(this) instead of q.k / sqrt(d_head) (Gemma 2: 256, or "

@@ -89,8 +89,13 @@ Npy read_npy(const std::string& path) {
   return r;
 }
 
+/// The path of the test's directory `name` (fresh_dir's).
+std::string dir_path(const std::string& name) {
+  return std::filesystem::path(test::write_temp(name + ".keep", "")).parent_path() / name;
+}
+
 std::string fresh_dir(const std::string& name) {
-  const std::string dir = std::filesystem::path(test::write_temp(name + ".keep", "")).parent_path() / name;
+  const std::string dir = dir_path(name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -337,6 +342,15 @@ TEST(EvalHuggingFaceFolder, Gpt2Conv1DLearnedPositionsTied) { check_hf_folder("g
 TEST(EvalHuggingFaceFolder, Gpt2UnderTheHubsNamesWithoutPrefix) { check_hf_folder("gpt2_hub"); }
 TEST(EvalHuggingFaceFolder, Gemma1) { check_hf_folder("gemma"); }
 TEST(EvalHuggingFaceFolder, Olmo1NonParametricLayerNorm) { check_hf_folder("olmo"); }
+// OLMo 1.7's clip_qkv: q, k and v clamped after their projections (and biases), before RoPE.
+TEST(EvalHuggingFaceFolder, Olmo1ClipQkv) {
+  check_hf_folder("olmo_clip");
+  std::ifstream f(dir_path("hf_folder_olmo_clip") + "/clipped.txt");
+  double clipped = -1;
+  f >> clipped;
+  EXPECT_GT(clipped, 0.1) << "too few values clamped for the test to show the clip";
+  EXPECT_LT(clipped, 0.9);
+}
 
 // `bench calc` takes a Hugging Face folder, and an experiment's [model] takes one with `from`, its
 // keys over the configuration's: "Qwen2.5-0.5B with post-norm and 4 layers" is one short file.

@@ -42,6 +42,8 @@ Variants (MODEL_TYPE as written here, the config's model_type before the undersc
             "head_dim": null (hidden_size / heads)
   gemma2_null   gemma2 with null soft-caps (none)
   gpt2_hub  gpt2 with the names of OpenAI's checkpoints on the Hub (no "transformer." prefix)
+  olmo_clip olmo with clip_qkv 1.0 (OLMo 1.7's is 8.0): q, k, v clamped after their biases, about
+            a third of them here; the clamped fraction goes to clipped.txt
 Windows: SEQ positions, or WINDOW[MODEL_TYPE] where that is set.
 """
 import json
@@ -54,6 +56,7 @@ import numpy as np
 
 VOCAB, D, LAYERS, HEADS, DH, FF, SEQ = 320, 32, 2, 4, 8, 64, 16
 WINDOW = {"phi3_longrope_short": 8}
+CLIPPED = [0, 0]  # q, k, v entries clamped by clip_qkv, and all of them
 
 
 def write_safetensors(path, tensors):
@@ -88,6 +91,8 @@ def config_of(name):
         return dict(config_of("gemma2"), attn_logit_softcapping=None, final_logit_softcapping=None)
     if name == "gpt2_hub":
         return config_of("gpt2")
+    if name == "olmo_clip":
+        return dict(config_of("olmo"), clip_qkv=1.0)
     if name == "falcon_mha":
         return dict(config_of("falcon"), multi_query=False, bias=True)
     mt = name
@@ -235,6 +240,12 @@ def attention(c, p, pre, x, layer):
             q, k, v = (x @ p[pre + f"self_attn.{n}_proj.weight"].T for n in "qkv")
             if mt == "qwen2" or (mt == "olmo" and c["attention_bias"]):
                 q, k, v = (a + p[pre + f"self_attn.{n}_proj.bias"] for a, n in zip((q, k, v), "qkv"))
+            if mt == "olmo" and c["clip_qkv"] is not None:  # OlmoAttention: clamp_ after the projections
+                bound = c["clip_qkv"]
+                for a in (q, k, v):
+                    CLIPPED[0] += int((np.abs(a) > bound).sum())
+                    CLIPPED[1] += a.size
+                q, k, v = (np.clip(a, -bound, bound) for a in (q, k, v))
         if mt == "olmo2":  # over the whole projections, before the heads are split
             q = rms_norm(q, p[pre + "self_attn.q_norm.weight"], c["rms_norm_eps"])
             k = rms_norm(k, p[pre + "self_attn.k_norm.weight"], c["rms_norm_eps"])
@@ -493,6 +504,9 @@ def main():
     np.save(os.path.join(out, "logits.npy"), np.concatenate(logits))
     with open(os.path.join(out, "loss.txt"), "w") as f:
         f.write(repr(float(np.mean(nll))))
+    if CLIPPED[1] > 0:
+        with open(os.path.join(out, "clipped.txt"), "w") as f:
+            f.write(repr(CLIPPED[0] / CLIPPED[1]))
 
 
 if __name__ == "__main__":

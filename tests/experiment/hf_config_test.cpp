@@ -326,13 +326,21 @@ TEST(HfConfig, Gpt2GemmaAndOlmoReadIntoOurKeys) {
   EXPECT_DOUBLE_EQ(olmo.slot(Slot::kNorm).params.number("eps"), 1e-5);
   EXPECT_EQ(olmo.slot(Slot::kFfn).info->name, "swiglu");
   EXPECT_TRUE(olmo.dims.tie_embeddings);
-  // clip_qkv is read: null is no clipping, a number is refused at its line.
+  // clip_qkv: null (OLMo-1B-hf) is no clipping; a number is the attention's clip_qkv; 0 or less
+  // is refused at its line.
+  EXPECT_DOUBLE_EQ(olmo.slot(Slot::kAttention).params.number("clip_qkv"), 0.0);
+  const std::string clip_dir = hf_dir("hf_olmo_clip_ok", R"({
+  "model_type": "olmo", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 128, "vocab_size": 300, "clip_qkv": 8.0
+})");
+  const ModelSpec clipped = test::resolve_first("[model]\nfrom = \"" + clip_dir + "\"\n[throughput]\n").model;
+  EXPECT_DOUBLE_EQ(clipped.slot(Slot::kAttention).params.number("clip_qkv"), 8.0);
   EXPECT_NE(errors_of("hf_olmo_clip", R"({
   "model_type": "olmo", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
   "intermediate_size": 128, "vocab_size": 300,
-  "clip_qkv": 8.0
+  "clip_qkv": 0
 })")
-                .find("config.json:4:3: field 'clip_qkv' = 8.0 is not supported"),
+                .find("config.json:4:3: field 'clip_qkv' = 0 must be > 0 (or null: no clipping)"),
             std::string::npos);
   // GPT-2's variants bench does not reproduce are refused.
   const std::string bad = errors_of("hf_gpt2_bad", R"({

@@ -76,9 +76,13 @@ void llama_like(Reader& r, const std::string& type, Value& m) {
     attn["qk_norm_scope"] = Value::string("full");
     attn["qk_norm_eps"] = m["norm"]["eps"];
   }
-  if (olmo && r.has("clip_qkv"))  // null: no clipping
-    r.fail("clip_qkv", "field 'clip_qkv' = " + r.take("clip_qkv")->dump() +
-                           " is not supported (q, k and v clamped to [-clip_qkv, clip_qkv]); null is");
+  if (olmo && r.has("clip_qkv")) {  // null or absent (OlmoConfig's default): no clipping
+    const double clip = r.number("clip_qkv", 0.0);
+    if (clip > 0)
+      attn["clip_qkv"] = r.at("clip_qkv", Value::number(clip));
+    else
+      r.fail("clip_qkv", "field 'clip_qkv' = " + r.take("clip_qkv")->dump() + " must be > 0 (or null: no clipping)");
+  }
   if (qwen) {
     // Qwen2's window applies to the layers from max_window_layers on, and only when enabled.
     if (r.boolean("use_sliding_window", false))
