@@ -74,9 +74,12 @@ tile::Traffic rope_traffic(int64_t tokens, int64_t seq, int64_t n_heads, int64_t
           3 * static_cast<double>(tokens * n_heads * rot)};
 }
 
-/// Rotate-half layout, one token per program: for each head, chunks of B pairs, the two halves
-/// of its first `rot` elements loaded as two tiles (element i of both tiles lives with the same
-/// agent); the rest of the head is not touched.
+/// Rotate-half layout, one token per program: the first halves of every head's rotated elements
+/// (rot / 2 each, d_head apart) as one tile and the second halves as another, in chunks of B pairs
+/// over all the heads (load_rows: a thread's run stays within one head's half and moves as one
+/// access), element i of both tiles with the same agent, so in place is safe; the angle tables
+/// are read as rows of stride 0. The rest of each head is not touched. One head per chunk (32
+/// threads for a 128-wide head, heads in a loop) kept too few bytes in flight on a GPU (issue 31).
 template <class T, int B>
 struct RopeHalf {
   static constexpr int kBlock = B;
@@ -103,18 +106,17 @@ struct RopeHalf {
     const int64_t half = rot / 2;
     const A* ct = cos + (r % seq) * half;
     const A* st = sin + (r % seq) * half;
-    for (int64_t h = 0; h < n_heads; ++h) {
-      T* xa = x + r * row_stride + h * d_head;
-      T* xb = xa + half;
-      for (int64_t c0 = 0; c0 < half; c0 += B) {
-        const int64_t n = half - c0;
-        auto a = tl::load<B>(c, xa + c0, n);
-        auto b = tl::load<B>(c, xb + c0, n);
-        auto co = tl::load<B>(c, ct + c0, n);
-        auto si = tl::load<B>(c, st + c0, n) * sign;
-        tl::store(c, xa + c0, a * co - b * si, n);
-        tl::store(c, xb + c0, a * si + b * co, n);
-      }
+    T* xa = x + r * row_stride;
+    T* xb = xa + half;
+    const int64_t pairs = n_heads * half;
+    for (int64_t c0 = 0; c0 < pairs; c0 += B) {
+      const int64_t n = pairs - c0;
+      auto a = tl::load_rows<B>(c, xa, half, d_head, c0, n);
+      auto b = tl::load_rows<B>(c, xb, half, d_head, c0, n);
+      auto co = tl::load_rows<B>(c, ct, half, 0, c0, n);
+      auto si = tl::load_rows<B>(c, st, half, 0, c0, n) * sign;
+      tl::store_rows(c, xa, half, d_head, c0, a * co - b * si, n);
+      tl::store_rows(c, xb, half, d_head, c0, a * si + b * co, n);
     }
   }
 };

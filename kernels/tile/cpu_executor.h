@@ -39,6 +39,26 @@ class CpuCtx : public GridPosition {
     return r;
   }
 
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
+                                 acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    const int valid = n >= N ? N : (n > 0 ? static_cast<int>(n) : 0);
+    for_row_segments(width, stride, first, valid, [&](int i, int64_t at, int len) {
+      BENCH_IVDEP for (int k = 0; k < len; ++k) r.v[i + k] = to_acc(p[at + k]);
+    });
+    for (int i = valid; i < N; ++i) r.v[i] = other;
+    return r;
+  }
+
+  template <class T, class U, int N>
+  void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, N>& x, int64_t n) const {
+    const int valid = n >= N ? N : (n > 0 ? static_cast<int>(n) : 0);
+    for_row_segments(width, stride, first, valid, [&](int i, int64_t at, int len) {
+      BENCH_IVDEP for (int k = 0; k < len; ++k) p[at + k] = from_acc<T>(x.v[i + k]);
+    });
+  }
+
   template <class T, int N>
   Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
@@ -88,6 +108,21 @@ class CpuCtx : public GridPosition {
   template <class T, class U>
   void store_scalar(T* p, U v) const {
     *p = from_acc<T>(static_cast<acc_t<T>>(v));
+  }
+
+ private:
+  /// f(i, at, len) for each piece of tile elements [0, valid) that lies in one row of load_rows'
+  /// layout: elements i .. i + len - 1 at offsets at .. at + len - 1 from the base.
+  template <class F>
+  static void for_row_segments(int64_t width, int64_t stride, int64_t first, int valid, F&& f) {
+    int64_t flat = first;
+    for (int i = 0; i < valid;) {
+      const int64_t row = flat / width, col = flat % width;
+      const int len = static_cast<int>(width - col < valid - i ? width - col : valid - i);
+      f(i, row * stride + col, len);
+      i += len;
+      flat += len;
+    }
   }
 };
 

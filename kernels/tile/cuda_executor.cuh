@@ -102,6 +102,52 @@ class CudaCtx {
     return r;
   }
 
+  // A run starts at a multiple of kVec within the tile; it moves as one access when it lies in
+  // one row (col + kVec <= width), is aligned and in bounds, else element by element.
+  template <int N, class T>
+  __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load_rows(const T* p, int64_t width, int64_t stride,
+                                                                   int64_t first, int64_t n, acc_t<T> other) const {
+    using L = Layout<N, TH, Run>;
+    Tile<acc_t<T>, N, L::kPer> r;
+#pragma unroll
+    for (int i = 0; i < L::kPer; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      const int64_t f = first + e, col = f % width;
+      const T* at = p + (f / width) * stride + col;
+      if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
+        load_vec<T, L::kVec>(at, &r.v[i]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j) {
+          const int64_t g = f + j;
+          r.v[i + j] = e + j < n ? to_acc(p[(g / width) * stride + g % width]) : other;
+        }
+      }
+    }
+    return r;
+  }
+
+  template <class T, class U, int N, int P>
+  __device__ void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, P>& x,
+                             int64_t n) const {
+    using L = Layout<N, TH, Run>;
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      const int64_t f = first + e, col = f % width;
+      T* at = p + (f / width) * stride + col;
+      if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
+        store_vec<T, L::kVec>(at, &x.v[i]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j) {
+          const int64_t g = f + j;
+          if (e + j < n) p[(g / width) * stride + g % width] = from_acc<T>(x.v[i + j]);
+        }
+      }
+    }
+  }
+
   template <class T, int N, int P>
   __device__ Tile<acc_t<T>, N, P> gather(const T* p, const Tile<int, N, P>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, P> r;

@@ -42,6 +42,29 @@ class EmulatedCtx : public GridPosition {
     return r;
   }
 
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
+                                 acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        const int64_t f = first + e;
+        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[(f / width) * stride + f % width]) : other;
+      }
+    return r;
+  }
+
+  template <class T, class U, int N>
+  void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, N>& x, int64_t n) const {
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        const int64_t f = first + e;
+        if (e < n) p[(f / width) * stride + f % width] = from_acc<T>(x.v[slot<N>(lane, i)]);
+      }
+  }
+
   template <class T, int N>
   Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;

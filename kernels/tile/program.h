@@ -1,5 +1,6 @@
-// defines: the tile-program verbs tl::program_id, arange, full, load, store, gather, sum, max,
-//          store_scalar — the only things a program calls besides element-wise tile arithmetic.
+// defines: the tile-program verbs tl::program_id, arange, full, load, store, load_rows,
+//          store_rows, gather, sum, max, store_scalar — the only things a program calls besides element-wise tile
+//          arithmetic.
 //
 // A tile program is a functor with `template <class Ctx> BENCH_HD void operator()(Ctx&) const`
 // and a `static constexpr int kBlock` (its widest tile). It never touches threads or barriers:
@@ -60,6 +61,21 @@ BENCH_HD BENCH_FORCEINLINE auto full(const Ctx& c, T x) {
 template <int N, class Ctx, class T>
 BENCH_HD BENCH_FORCEINLINE auto load(const Ctx& c, const T* p, int64_t n, acc_t<T> other = acc_t<T>(0)) {
   return c.template load<N>(p, n, other);
+}
+/// Load a tile from rows of `width` contiguous elements, `stride` elements apart (the heads of a
+/// token, the columns of a block): tile element i is element first + i of that layout, f = first
+/// + i at p[(f / width) * stride + f % width]; elements i >= n read as `other`. A run of a thread
+/// that stays within one row moves as one access, like load's; stride 0 repeats one row (a table).
+template <int N, class Ctx, class T>
+BENCH_HD BENCH_FORCEINLINE auto load_rows(const Ctx& c, const T* p, int64_t width, int64_t stride, int64_t first,
+                                          int64_t n, acc_t<T> other = acc_t<T>(0)) {
+  return c.template load_rows<N>(p, width, stride, first, n, other);
+}
+/// Store the first n elements of x to the rows of load_rows (the same addressing).
+template <class Ctx, class T, class U, int N, int L>
+BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
+                                           const Tile<U, N, L>& x, int64_t n) {
+  c.store_rows(p, width, stride, first, x, n);
 }
 /// Load p[idx[i]] for the elements i < n, `other` elsewhere.
 template <class Ctx, class T, int N, int L>

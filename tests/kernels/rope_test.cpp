@@ -192,14 +192,16 @@ std::vector<RopeCase> cases() {
   std::vector<RopeCase> out;
   for (const Target& be : targets())
     for (RopeLayout layout : {RopeLayout::kInterleaved, RopeLayout::kHalf}) {
-      out.push_back({6, 4, 1, 2, 2, layout, be});            // the smallest head
-      out.push_back({10, 3, 2, 6, 20, layout, be});          // heads inside a wider row; t = r % seq wraps
-      out.push_back({9, 9, 3, 64, 5 * 64, layout, be});      // q heads of a fused qkv row (H=3, Hkv=1)
-      out.push_back({5, 5, 12, 128, 12 * 128, layout, be});  // a row of 1536 elements: chunked
-      out.push_back({4, 2, 2, 2100, 4200, layout, be});      // half of a head wider than a tile
-      out.push_back({4, 4, 12, 64, 12 * 64, layout, be});    // a row of 768: the 768-wide tile
-      out.push_back({3, 3, 7, 22, 7 * 22 + 3, layout, be});  // rows of 157: unaligned 16-byte runs
-      out.push_back({3, 2, 1, 1536, 1536, layout, be});      // half a head of 768
+      out.push_back({6, 4, 1, 2, 2, layout, be});              // the smallest head
+      out.push_back({10, 3, 2, 6, 20, layout, be});            // heads inside a wider row; t = r % seq wraps
+      out.push_back({9, 9, 3, 64, 5 * 64, layout, be});        // q heads of a fused qkv row (H=3, Hkv=1)
+      out.push_back({5, 5, 12, 128, 12 * 128, layout, be});    // a row of 1536 elements: chunked
+      out.push_back({4, 2, 2, 2100, 4200, layout, be});        // half of a head wider than a tile
+      out.push_back({4, 4, 12, 64, 12 * 64, layout, be});      // a row of 768: the 768-wide tile
+      out.push_back({3, 3, 7, 22, 7 * 22 + 3, layout, be});    // rows of 157: unaligned 16-byte runs
+      out.push_back({3, 2, 1, 1536, 1536, layout, be});        // half a head of 768
+      out.push_back({2, 2, 32, 128, 32 * 128, layout, be});    // 32 heads: 2048 pairs, one device tile
+      out.push_back({2, 2, 40, 96, 40 * 96 + 8, layout, be});  // 1920 pairs: host chunks end mid-head
       // Partial rotary: the first rot elements of each head.
       out.push_back({10, 3, 2, 6, 20, layout, be, 2});           // one pair of three
       out.push_back({9, 9, 3, 64, 5 * 64, layout, be, 16});      // Pythia's quarter of a head (of 64)
