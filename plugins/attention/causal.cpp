@@ -91,7 +91,8 @@ class CausalAttention final : public Sublayer {
     if (core_ != "auto" && core_ != "ours" && find_core(core_) == nullptr) {
       std::string known;
       for (const std::string& n : core_names()) known += (known.empty() ? "" : ", ") + n;
-      throw ConfigError(core_where_, "no attention core \"" + core_ + "\": the cores are auto, " + known);
+      throw ConfigError(
+          core_where_, core_key_ + " = \"" + core_value_ + "\" is not an attention core: the cores are auto, " + known);
     }
     if (pattern_.find('L') != std::string::npos && window_ <= 0)
       throw ConfigError(p.given("window") ? p.where("window") : p.where("pattern"),
