@@ -204,8 +204,8 @@ class RunContext {
   /// reproducible and backward can recompute them.
   uint64_t seed = 0;
   /// This forward's targets as the model got them, in host memory (the head's own pointer may be
-  /// into a device's copy), so that a head on a device need not read them back; null when the
-  /// caller did not set them.
+  /// into a device's copy); null when the caller did not set them. No built-in component reads
+  /// it any more (the head's loss and gradient run where its targets are); a plugin's head may.
   const int32_t* host_targets = nullptr;
   /// This forward's input tokens as the model got them, in host memory (the embedding's own
   /// pointer may be into a device's copy), so that the token embedding can bucket positions by
