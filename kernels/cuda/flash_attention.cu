@@ -1,6 +1,6 @@
 // Flash attention forward and backward (kernels/cuda/flash_attention.cuh): the kernels of
-// flash_attention_kernels.cuh (which describes them) with the hardware as their Thread, and
-// their launchers.
+// flash_attention_kernels.cuh and flash_attention_backward_kernels.cuh (which describe them) with
+// the hardware as their Thread, and their launchers.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "flash_attention.cuh"
+#include "flash_attention_backward_kernels.cuh"
 #include "flash_attention_kernels.cuh"
 
 namespace bench::kernels::cuda {

@@ -1,9 +1,10 @@
-// The flash attention kernels of kernels/cuda/flash_attention_kernels.cuh — the very source the
-// CUDA build compiles — run on the CPU by the warp emulator of warp_emulator.h (every CUDA thread
-// a fiber, the warp-wide operations decoded with the fragment layouts of the PTX ISA, a missing
-// barrier caught by reordering the warps). Forward and backward are checked against the float64
-// references of kernels/attention.h, so a wrong fragment index, mask or tile bound fails here, in
-// CI, without a GPU. (Speed and the hardware's own mma are for tests/cuda/cuda_check.cu.)
+// The flash attention kernels of kernels/cuda/flash_attention_kernels.cuh and
+// flash_attention_backward_kernels.cuh — the very source the CUDA build compiles — run on the CPU
+// by the warp emulator of warp_emulator.h (every CUDA thread a fiber, the warp-wide operations
+// decoded with the fragment layouts of the PTX ISA, a missing barrier caught by reordering the
+// warps). Forward and backward are checked against the float64 references of kernels/attention.h,
+// so a wrong fragment index, mask or tile bound fails here, in CI, without a GPU. (Speed and the
+// hardware's own mma are for tests/cuda/cuda_check.cu.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "cuda/flash_attention_backward_kernels.cuh"
 #include "cuda/flash_attention_kernels.cuh"
 #include "warp_emulator.h"
 
