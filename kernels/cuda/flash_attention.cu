@@ -62,7 +62,6 @@ struct CudaThread {
     else
       asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   }
-  __device__ __forceinline__ float exp(float x) const { return __expf(x); }
   /// 2^x by the SFU (ex2.approx: relative error about 2^-22; -inf gives +0).
   __device__ __forceinline__ float exp2(float x) const {
     float y;
@@ -92,7 +91,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int D, bool kDropout>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(flash::kBwdThreads, 1)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
@@ -138,11 +137,12 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D, kDropout>
-      <<<grid, kThreads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv,
-                                         static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
-                                         static_cast<float>(a.dropout), a.dropout_seed, a.dropout_step_at);
+  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
+                  static_cast<unsigned>(a.batch * n_kv));
+  flash_backward<D, kDropout><<<grid, flash::kBwdThreads, smem, stream>>>(
+      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
+      static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed,
+      a.dropout_step_at);
   const int64_t pairs = rows * D / 2;
   flash_backward_dq<D>
       <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);

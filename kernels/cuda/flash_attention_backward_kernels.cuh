@@ -51,171 +51,335 @@ BENCH_FLASH_FN void flash_backward_prep(Thread& th, const uint16_t* __restrict__
   for (int d = lane; d < D; d += 32) dq_accum[row * D + d] = 0.f;
 }
 
-/// Shared memory of flash_backward<D>: K, V, Q, dO tiles, dS as [query][key] (padded), lse and D.
-template <int D>
-constexpr size_t backward_smem_bytes() {
-  return (2 * kBlockN + 2 * kBlockM) * (D + kPad) * sizeof(uint16_t) + kBlockM * (kBlockN + kPad) * sizeof(uint16_t) +
-         2 * kBlockM * sizeof(float);
+constexpr int kBwdBlockN = 128;  // keys per block of flash_backward
+constexpr int kBwdBlockM = 64;   // queries per tile it walks
+constexpr int kBwdWarps = 8;     // 16 keys each for S^T, dP^T, dK, dV; 16 queries x D / 2 each for dQ
+constexpr int kBwdThreads = kBwdWarps * 32;
+static_assert(kBwdBlockN == 16 * kBwdWarps, "one warp per 16 keys");
+static_assert(kBwdWarps == 2 * (kBwdBlockM / 16), "dQ: 4 slabs of 16 queries x 2 halves of D");
+static_assert(2 * kBwdBlockM <= kBwdThreads, "one thread per lse and per D of a tile");
+
+/// Two floats as a bf16 pair (lo in the lower half), rounded to nearest even: one
+/// cvt.rn.bf16x2.f32 on the GPU, where float_to_bf16 (the emulator's) costs about a dozen
+/// instructions an element; the two differ only in a NaN's payload.
+BENCH_FLASH_FN uint32_t bwd_pack(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return pack_floats(lo, hi);
+#endif
 }
 
+/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
+/// after), rounded to bf16 (bwd_pack): how P^T and dS^T go into dV and dK.
+BENCH_FLASH_FN void bwd_a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = bwd_pack(lo[0], lo[1]);
+  a[1] = bwd_pack(lo[2], lo[3]);
+  a[2] = bwd_pack(hi[0], hi[1]);
+  a[3] = bwd_pack(hi[2], hi[3]);
+}
+
+/// Issues cp.async copies (16 bytes each, kBwdThreads threads) of rows [row0, row0 + kRows) of
+/// one head (D elements at `base`, rows `width` apart) into shared memory, zeros past `rows`;
+/// the caller commits and waits. row0 < rows.
+template <int D, int kRows, class Thread>
+BENCH_FLASH_FN void bwd_load_async(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0,
+                                   int64_t rows, int64_t width) {
+  constexpr int kChunks = D / 8;
+  static_assert(kRows * kChunks % kBwdThreads == 0, "every thread copies as many chunks");
+  const int valid = rows - row0 < kRows ? static_cast<int>(rows - row0) : kRows;
+  const uint16_t* src = base + row0 * width;
+#pragma unroll
+  for (int i = 0; i < kRows * kChunks / kBwdThreads; ++i) {
+    const int c = th.tid() + i * kBwdThreads, r = c / kChunks, k = (c % kChunks) * 8;
+    // Rows past the end copy nothing (zero fill) from the first row, which is in bounds.
+    th.cp_async_16(&dst[r][k], src + (r < valid ? static_cast<int64_t>(r) * width + k : 0), r < valid);
+  }
+}
+
+/// Shared memory of flash_backward<D>: K and V (kBwdBlockN rows), two stages of Q and dO
+/// (kBwdBlockM rows each), dS^T as [key][query], and one tile's lse (base 2) and D.
+template <int D>
+constexpr size_t backward_smem_bytes() {
+  return ((2 * kBwdBlockN + 4 * kBwdBlockM) * (D + kPad) + kBwdBlockN * (kBwdBlockM + kPad)) * sizeof(uint16_t) +
+         2 * kBwdBlockM * sizeof(float);
+}
+
+/// Keys [k0, k0 + 16) (one warp's) against the queries [m0, m0 + kBwdBlockM) of a tile: `active`
+/// when some pair may be visible (otherwise P and dS are zero there and the warp skips the tile),
+/// `interior` when every pair is (no mask). The same function decides the skips of S^T, dK, dV
+/// and of dQ, so that a skipped slab of dS^T is never read.
+struct SlabMask {
+  bool active, interior;
+};
+
+BENCH_FLASH_FN SlabMask slab_mask(int64_t k0, int64_t m0, int64_t n_t, int64_t window, bool causal) {
+  const int64_t q_last = (m0 + kBwdBlockM < n_t ? m0 + kBwdBlockM : n_t) - 1, k_last = k0 + 15;
+  SlabMask s;
+  s.active = k0 < n_t && (!causal || k0 <= q_last) && (window <= 0 || k_last + window > m0);
+  s.interior = k_last < n_t && m0 + kBwdBlockM <= n_t && (!causal || k_last <= m0) &&
+               (window <= 0 || k0 + window > m0 + kBwdBlockM - 1);
+  return s;
+}
+
+/// The 32-bit limits of the mask of keys [k0, k0 + 16) against queries [m0, m0 + kBwdBlockM): key
+/// k0 + kl and query m0 + ql exist iff kl < k_end and ql < q_end; their difference is diff + kl -
+/// ql (|k0 - m0| < T); the window's limit, 0 when there is none or it is longer than the sequence
+/// (then it masks nothing).
+struct SlabLimits {
+  int k_end, q_end, diff, window;
+};
+
+BENCH_FLASH_FN SlabLimits slab_limits(int64_t k0, int64_t m0, int64_t n_t, int64_t window) {
+  SlabLimits r;
+  r.k_end = n_t - k0 < 16 ? static_cast<int>(n_t - k0) : 16;
+  r.q_end = n_t - m0 < kBwdBlockM ? static_cast<int>(n_t - m0) : kBwdBlockM;
+  r.diff = static_cast<int>(k0 - m0);
+  r.window = window > 0 && window < n_t ? static_cast<int>(window) : 0;
+  return r;
+}
+
+/// The head and first query of the query tile after (h, m0) in flash_backward's walk: the next
+/// 64 queries of the head, or the next head from m_begin.
+BENCH_FLASH_FN int h1_of(int h, int64_t m0, int64_t m_end) { return m0 + kBwdBlockM < m_end ? h : h + 1; }
+BENCH_FLASH_FN int64_t m1_of(int64_t m0, int64_t m_begin, int64_t m_end) {
+  return m0 + kBwdBlockM < m_end ? m0 + kBwdBlockM : m_begin;
+}
+
+/// The tile's lse (times log2 e) for threads 0..63 and D for threads 64..127, of query m0 + tid % 64
+/// of head row `bh_row` (zero past the sequence): what the thread stores into lse_s, d_s.
+template <class Thread>
+BENCH_FLASH_FN float row_stat(const Thread& th, const float* __restrict__ lse, const float* __restrict__ dvec,
+                              int64_t bh_row, int64_t m0, int64_t n_t) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  const int i = th.tid() % kBwdBlockM;
+  if (th.tid() >= 2 * kBwdBlockM || m0 + i >= n_t) return 0.f;
+  return th.tid() < kBwdBlockM ? lse[bh_row + m0 + i] * kLog2e : dvec[bh_row + m0 + i];
+}
+
+/// Main backward: 128 keys of one (batch, kv head) a block of 8 warps (16 keys each). K and V come
+/// in once (cp.async); the query tiles (64 queries of each head of the group) stream through two
+/// stages of Q and dO, the next tile's copy overlapping this one's products. Every mma operand
+/// from shared memory is one ldmatrix per two 16 x 8 B fragments (or one A): K, V as A of
+/// S^T = K Q^T and dP^T = V dO^T; Q, dO as their B; dO, Q (.trans) as B of dV += P^T dO and
+/// dK += dS^T Q; dS^T (.trans) as A and K (.trans) as B of dQ = dS K. Rows of D + kPad (and of
+/// 64 + kPad for dS^T) keep them conflict-free. P = exp2(S^T scale log2 e - lse log2 e) with the
+/// soft-cap (exact) folded into the same base-2 logit; a warp whose 16 keys the tile cannot see
+/// skips it, and dQ skips their slab.
 template <int D, bool kDropout, class Thread>
 BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                                    const float* __restrict__ lse, const float* __restrict__ dvec,
                                    float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
                                    int n_kv, float scale, float softcap, int64_t window, bool causal, float dropout,
                                    uint64_t dropout_seed) {
-  uint8_t* smem = th.shared();
-  auto* k_s = reinterpret_cast<uint16_t(*)[D + kPad]>(smem);
-  auto* v_s = k_s + kBlockN;
-  auto* q_s = v_s + kBlockN;
-  auto* do_s = q_s + kBlockM;
-  auto* ds_s = reinterpret_cast<uint16_t(*)[kBlockN + kPad]>(do_s + kBlockM);
-  auto* lse_s = reinterpret_cast<float*>(ds_s + kBlockM);
-  float* d_s = lse_s + kBlockM;
+  using Row = uint16_t[D + kPad];
+  // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM s and its dO kBwdBlockM rows
+  // further (computed, not indexed from an array, which would put the pointers in local memory).
+  auto* k_s = reinterpret_cast<Row*>(th.shared());
+  Row* v_s = k_s + kBwdBlockN;
+  Row* qdo_s = v_s + kBwdBlockN;
+  auto* ds_s = reinterpret_cast<uint16_t(*)[kBwdBlockM + kPad]>(qdo_s + 4 * kBwdBlockM);
+  auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockN);
+  const float* d_s = lse_s + kBwdBlockM;  // written through lse_s[64 ..]
+  constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = th.tid() / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = static_cast<int64_t>(th.block_x()) * kBlockN;
+  const int64_t n0 = static_cast<int64_t>(th.block_x()) * kBwdBlockN;
   const int bkv = th.block_y(), b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
   const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
   const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
   const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;
 
-  load_tile<D>(th, k_s, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
-  load_tile<D>(th, v_s, seq + static_cast<int64_t>(n_h + n_kv + kv) * D, n0, n_t, width);
+  // Query tiles that see some of these keys: from the first key on (causal), up to the last key
+  // plus the window, for each head of the group in turn.
+  const int64_t m_begin = causal ? n0 : 0;
+  const int64_t m_end = window > 0 && n0 + kBwdBlockN + window - 1 < n_t ? n0 + kBwdBlockN + window - 1 : n_t;
 
-  // This thread's two keys (rows g and g + 8 of its warp's 16) and their dK, dV.
-  const int64_t key_of[2] = {n0 + warp * 16 + g, n0 + warp * 16 + g + 8};
+  // K, V and the first tile's Q and dO in one group.
+  const int h_first = kv * group;
+  bwd_load_async<D, kBwdBlockN>(th, k_s, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
+  bwd_load_async<D, kBwdBlockN>(th, v_s, seq + static_cast<int64_t>(n_h + n_kv + kv) * D, n0, n_t, width);
+  bwd_load_async<D, kBwdBlockM>(th, qdo_s, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t, width);
+  bwd_load_async<D, kBwdBlockM>(th, qdo_s + kBwdBlockM, dseq + static_cast<int64_t>(h_first) * D, m_begin, n_t,
+                                out_width);
+  th.cp_async_commit();
+  float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
+
+  // This warp's 16 keys (rows g and g + 8 of them are this thread's) and their dK, dV.
+  const int64_t k0 = n0 + warp * 16;
   float dk[D / 8][4], dv[D / 8][4];
 #pragma unroll
   for (int i = 0; i < D / 8; ++i)
 #pragma unroll
     for (int e = 0; e < 4; ++e) dk[i][e] = dv[i][e] = 0.f;
 
-  // Query tiles that see some of these keys: from the first key on (causal), up to the last key
-  // plus the window.
-  const int64_t m_begin = causal ? n0 : 0;
-  const int64_t m_end = window > 0 && n0 + kBlockN + window - 1 < n_t ? n0 + kBlockN + window - 1 : n_t;
+  // ldmatrix x4: lane L addresses row L % 8 of matrix L / 8. A fragments of K, V (keys as rows):
+  // matrices (keys +0, d +0), (keys +8, d +0), (keys +0, d +8), (keys +8, d +8).
+  const int a_row = warp * 16 + (lane % 8) + 8 * ((lane / 8) % 2), a_col = 8 * (lane / 16);
+  // B fragments with n along the stored rows (Q, dO of S^T, dP^T: queries as n; and, .trans, dS^T
+  // as dQ's A): matrices (rows +0, cols +0), (rows +0, cols +8), (rows +8, cols +0), (rows +8,
+  // cols +8): b0, b1 of n block j, then of block j + 1.
+  const int n_row = (lane % 8) + 8 * (lane / 16), n_col = 8 * ((lane / 8) % 2);
+  // B fragments with k along the stored rows (.trans: dO, Q of dV, dK; K of dQ): matrices (rows
+  // +0, cols +0), (rows +8, cols +0), (rows +0, cols +8), (rows +8, cols +8): b0, b1 of n block i,
+  // then of block i + 1.
+  const int k_row = (lane % 8) + 8 * ((lane / 8) % 2), k_col = 8 * (lane / 16);
+  // dQ: this warp's 16 queries and half of D.
+  const int dq_row = 16 * (warp % (kBwdBlockM / 16)), dq_col = (warp / (kBwdBlockM / 16)) * (D / 2);
+  const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
 
-  for (int h = kv * group; h < (kv + 1) * group; ++h) {
-    for (int64_t m0 = m_begin; m0 < m_end; m0 += kBlockM) {
-      th.sync();  // the previous tile's Q, dO and dS are no longer read
-      load_tile<D>(th, q_s, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-      load_tile<D>(th, do_s, dseq + static_cast<int64_t>(h) * D, m0, n_t, out_width);
-      for (int i = th.tid(); i < kBlockM; i += kThreads) {
-        const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + m0 + i;
-        lse_s[i] = m0 + i < n_t ? lse[at] : 0.f;
-        d_s[i] = m0 + i < n_t ? dvec[at] : 0.f;
-      }
-      th.sync();
+  // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
+  int h = h_first, stage = 0;
+  int64_t m0 = m_begin;
+  for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end), stage ^= 1) {
+    const int h1 = h1_of(h, m0, m_end);
+    const int64_t m1 = m1_of(m0, m_begin, m_end);
+    th.sync();  // every warp is done with the other stage, dS^T and lse_s, d_s (the tile before)
+    if (h1 < h_first + group) {
+      Row* next = qdo_s + 2 * kBwdBlockM * (stage ^ 1);
+      bwd_load_async<D, kBwdBlockM>(th, next, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
+      bwd_load_async<D, kBwdBlockM>(th, next + kBwdBlockM, dseq + static_cast<int64_t>(h1) * D, m1, n_t, out_width);
+      th.cp_async_commit();
+      th.cp_async_wait(1);  // this tile's group has landed; the next one may still be in flight
+      if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+      stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
+    } else {
+      th.cp_async_wait(0);
+      if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    }
+    th.sync();
+    const Row* q_t = qdo_s + 2 * kBwdBlockM * stage;
+    const Row* do_t = q_t + kBwdBlockM;
 
+    const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
+    if (mine.active) {
+      const SlabLimits rel = slab_limits(k0, m0, n_t, window);
       // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the tile's 64 queries.
-      float s[kBlockM / 8][4], dp[kBlockM / 8][4];
+      float s[kBwdBlockM / 8][4], dp[kBwdBlockM / 8][4];
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
+      for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.f;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
-        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
         uint32_t ak[4], av[4];
-        a_fragment(ak, k_s, r, c);
-        a_fragment(av, v_s, r, c);
+        th.ldmatrix_x4(ak, &k_s[a_row][kk * 16 + a_col]);
+        th.ldmatrix_x4(av, &v_s[a_row][kk * 16 + a_col]);
 #pragma unroll
-        for (int j = 0; j < kBlockM / 8; ++j) {
-          const int query = j * 8 + g;
-          th.mma(s[j], ak, pair(&q_s[query][c]), pair(&q_s[query][c + 8]));
-          th.mma(dp[j], av, pair(&do_s[query][c]), pair(&do_s[query][c + 8]));
+        for (int j = 0; j < kBwdBlockM / 8; j += 2) {
+          uint32_t qb[4], ob[4];
+          th.ldmatrix_x4(qb, &q_t[j * 8 + n_row][kk * 16 + n_col]);
+          th.mma(s[j], ak, qb[0], qb[1]);
+          th.mma(s[j + 1], ak, qb[2], qb[3]);
+          th.ldmatrix_x4(ob, &do_t[j * 8 + n_row][kk * 16 + n_col]);
+          th.mma(dp[j], av, ob[0], ob[1]);
+          th.mma(dp[j + 1], av, ob[2], ob[3]);
         }
       }
 
-      // P^T and dS^T, in place of S^T and dP^T.
+      // P^T and dS^T, in place of S^T and dP^T. Logits in base 2: the scale and log2 e are one
+      // factor (lse_s holds lse log2 e); with a soft-cap, x = cap tanh(s scale / cap) and its
+      // derivative scale (1 - tanh^2) are exact.
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
+      for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int ql = j * 8 + 2 * t + (e % 2);
-          const int64_t key = key_of[e / 2], query = m0 + ql;
-          const bool visible =
-              key < n_t && query < n_t && (!causal || key <= query) && (window <= 0 || key > query - window);
-          float x = s[j][e] * scale;
-          if (softcap > 0.f) x = softcap * tanhf(x / softcap);
-          const float p = visible ? th.exp(x - lse_s[ql]) : 0.f;
-          // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
-          // mask; D = rowsum(dO O) already holds it (O was computed with it).
+          const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
+          float x2, dcap = 1.f;
+          if (softcap > 0.f) {
+            const float c = tanhf(s[j][e] * cap_in);
+            x2 = cap_out * c;
+            dcap = 1.f - c * c;
+          } else {
+            x2 = s[j][e] * scale2;
+          }
+          float p = th.exp2(x2 - lse_s[ql]);
+          if (!mine.interior) {
+            const int diff = rel.diff + kl - ql;  // key - query
+            const bool visible =
+                kl < rel.k_end && ql < rel.q_end && (!causal || diff <= 0) && (rel.window == 0 || diff > -rel.window);
+            p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
+          }
+          // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the
+          // same mask; D = rowsum(dO O) already holds it (O was computed with it).
           float keep = 1.f;
           if constexpr (kDropout) {
-            const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * n_t + key;
+            const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + m0 + ql) * n_t + k0 + kl;
             keep = dropout_keep(dropout_seed, at, dropout) ? 1.f / (1.f - dropout) : 0.f;
           }
-          float ds = p * (dp[j][e] * keep - d_s[ql]);
-          if (softcap > 0.f) ds *= 1.f - (x / softcap) * (x / softcap);
           s[j][e] = p * keep;
-          dp[j][e] = visible ? ds * scale : 0.f;
+          dp[j][e] = p * (dp[j][e] * keep - d_s[ql]) * dcap * scale;
         }
 
-        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A fragments.
+        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A
+        // fragments; dS^T's are also pairs of queries of one key, stored as they are.
 #pragma unroll
-      for (int ks = 0; ks < kBlockM / 16; ++ks) {
-        uint32_t ap[4];
-        a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
-        uint32_t ad[4];
-        a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
-        const int q = ks * 16 + 2 * t;
+      for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
+        uint32_t ap[4], ad[4];
+        bwd_a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
+        bwd_a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
+        store_pair(&ds_s[warp * 16 + g][ks * 16 + 2 * t], ad[0]);
+        store_pair(&ds_s[warp * 16 + g + 8][ks * 16 + 2 * t], ad[1]);
+        store_pair(&ds_s[warp * 16 + g][ks * 16 + 8 + 2 * t], ad[2]);
+        store_pair(&ds_s[warp * 16 + g + 8][ks * 16 + 8 + 2 * t], ad[3]);
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          const int d = i * 8 + g;
-          th.mma(dv[i], ap, pack(do_s[q][d], do_s[q + 1][d]), pack(do_s[q + 8][d], do_s[q + 9][d]));
-          th.mma(dk[i], ad, pack(q_s[q][d], q_s[q + 1][d]), pack(q_s[q + 8][d], q_s[q + 9][d]));
+        for (int i = 0; i < D / 8; i += 2) {
+          uint32_t ob[4], qb[4];
+          th.ldmatrix_x4_trans(ob, &do_t[ks * 16 + k_row][i * 8 + k_col]);
+          th.mma(dv[i], ap, ob[0], ob[1]);
+          th.mma(dv[i + 1], ap, ob[2], ob[3]);
+          th.ldmatrix_x4_trans(qb, &q_t[ks * 16 + k_row][i * 8 + k_col]);
+          th.mma(dk[i], ad, qb[0], qb[1]);
+          th.mma(dk[i + 1], ad, qb[2], qb[3]);
         }
       }
+    }
+    th.sync();  // dS^T is complete
 
-      // dS to shared memory as [query][key], then dQ = dS K for this warp's 16 queries.
+    // dQ = dS K for this warp's 16 queries and half of D, over the slabs of keys that were active.
+    float dq[D / 16][4];
 #pragma unroll
-      for (int j = 0; j < kBlockM / 8; ++j)
+    for (int i = 0; i < D / 16; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          ds_s[j * 8 + 2 * t + (e % 2)][warp * 16 + g + (e / 2) * 8] = tile::float_to_bf16(dp[j][e]).bits;
-      th.sync();
-      float dq[D / 8][4];
+    for (int kk = 0; kk < kBwdBlockN / 16; ++kk) {
+      if (!slab_mask(n0 + kk * 16, m0, n_t, window, causal).active) continue;
+      uint32_t a[4];
+      th.ldmatrix_x4_trans(a, &ds_s[kk * 16 + n_row][dq_row + n_col]);
 #pragma unroll
-      for (int i = 0; i < D / 8; ++i) dq[i][0] = dq[i][1] = dq[i][2] = dq[i][3] = 0.f;
-#pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        const int r = warp * 16 + g, c = kk * 16 + 2 * t;
-        uint32_t a[4];
-        a_fragment(a, ds_s, r, c);
-#pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          const int d = i * 8 + g;
-          th.mma(dq[i], a, pack(k_s[c][d], k_s[c + 1][d]), pack(k_s[c + 8][d], k_s[c + 9][d]));
-        }
+      for (int i = 0; i < D / 16; i += 2) {
+        uint32_t kb[4];
+        th.ldmatrix_x4_trans(kb, &k_s[kk * 16 + k_row][dq_col + i * 8 + k_col]);
+        th.mma(dq[i], a, kb[0], kb[1]);
+        th.mma(dq[i + 1], a, kb[2], kb[3]);
       }
+    }
 #pragma unroll
-      for (int row = 0; row < 2; ++row) {
-        const int64_t query = m0 + warp * 16 + g + 8 * row;
-        if (query >= n_t) continue;
-        float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D;
+    for (int row = 0; row < 2; ++row) {
+      const int64_t query = m0 + dq_row + g + 8 * row;
+      if (query >= n_t) continue;
+      float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D + dq_col;
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i) {
-          th.atomic_add(dst + i * 8 + 2 * t, dq[i][2 * row]);
-          th.atomic_add(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
-        }
+      for (int i = 0; i < D / 16; ++i) {
+        th.atomic_add(dst + i * 8 + 2 * t, dq[i][2 * row]);
+        th.atomic_add(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
       }
     }
   }
 
-  // dK and dV of this block's keys, summed over the group's query heads.
+  // dK and dV of this warp's keys, summed over the group's query heads.
 #pragma unroll
   for (int row = 0; row < 2; ++row) {
-    const int64_t key = key_of[row];
+    const int64_t key = k0 + g + 8 * row;
     if (key >= n_t) continue;
     uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
     uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = i * 8 + 2 * t;
-      store_pair(dst_k + d, pack_floats(dk[i][2 * row], dk[i][2 * row + 1]));
-      store_pair(dst_v + d, pack_floats(dv[i][2 * row], dv[i][2 * row + 1]));
+      store_pair(dst_k + d, bwd_pack(dk[i][2 * row], dk[i][2 * row + 1]));
+      store_pair(dst_v + d, bwd_pack(dv[i][2 * row], dv[i][2 * row + 1]));
     }
   }
 }

@@ -117,8 +117,8 @@ void check_backward(const AttentionArgs& a) {
                                        static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
                                        a.dropout_seed);
   };
-  launch((a.seq + kBlockN - 1) / kBlockN, a.batch * a.n_kv_heads, kThreads, flash::backward_smem_bytes<D>(),
-         [&](EmulatedThread& th) {
+  launch((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN, a.batch * a.n_kv_heads, flash::kBwdThreads,
+         flash::backward_smem_bytes<D>(), [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
            else
