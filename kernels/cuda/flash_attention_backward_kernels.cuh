@@ -236,7 +236,9 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
   for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end), stage ^= 1) {
     const int h1 = h1_of(h, m0, m_end);
     const int64_t m1 = m1_of(m0, m_begin, m_end);
-    th.sync();  // every warp is done with the other stage, dS^T and lse_s, d_s (the tile before)
+    // No barrier here: the other stage (Q, dO of the tile before) and lse_s, d_s were last read
+    // before that tile's barrier ahead of dQ, which this thread has passed; dS^T is written only
+    // after the next barrier, which every warp reaches after its dQ of the tile before.
     if (h1 < h_first + group) {
       Row* next = qdo_s + 2 * kBwdBlockM * (stage ^ 1);
       bwd_load_async<D, kBwdBlockM>(th, next, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
@@ -249,7 +251,7 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
       th.cp_async_wait(0);
       if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
     }
-    th.sync();
+    th.sync();  // this tile's Q, dO, lse and D are in shared memory for every warp
     const Row* q_t = qdo_s + 2 * kBwdBlockM * stage;
     const Row* do_t = q_t + kBwdBlockM;
 

@@ -176,6 +176,12 @@ std::vector<FlashCase> cases() {
   a.dropout = 0.2;
   a.dropout_seed = 77;
   c.push_back({"gqa_t90_dropout", a});
+  // A window of 2: each query sees its own key and the one before, so the pairs at the edges of
+  // the backward's 16-key slabs (key 63 against the tile of queries 64.., key 64 = T - 1 against
+  // query 64) carry half of their keys' gradients, beyond the tolerance if a slab were skipped.
+  a = {1, 65, 2, 2, 64, 0.125};
+  a.window = 2;
+  c.push_back({"mha_t65_window2", a});
   return c;
 }
 
