@@ -68,8 +68,12 @@ struct CudaThread {
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
   }
-  __device__ __forceinline__ void atomic_add(float* p, float v) const { atomicAdd(p, v); }
   __device__ __forceinline__ uint8_t* shared() const { return g_shared; }
+  /// p[0] += a and p[1] += b in one red.global.add.v2.f32 (sm_90; p 8-byte aligned, global memory).
+  __device__ __forceinline__ void atomic_add2(float* p, float a, float b) const {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(__cvta_generic_to_global(p)), "f"(a), "f"(b)
+                 : "memory");
+  }
 };
 
 template <int D, bool kDropout>

@@ -2,8 +2,9 @@
 //          a thread, shared by the CUDA kernels of flash_attention.cu and the CPU warp emulator of
 //          tests/kernels/flash_emulation_test.cpp
 //
-// The Thread, the fragment layouts and the shared helpers (pack, pair, a_fragment, load_tile,
-// kBlockM/kBlockN/kWarps/kThreads, kPad) are those of flash_attention_kernels.cuh.
+// The Thread, the fragment layouts and the shared helpers (pack, store_pair, kPad, kWarps for the
+// prep kernel) are those of flash_attention_kernels.cuh; the backward's Thread also has
+// atomic_add2(p, a, b) (red.global.add.v2.f32: p[0] += a, p[1] += b, p 8-byte aligned).
 //
 // Backward (FlashAttention-2's order): a first kernel computes D = rowsum(dO * O) per query and
 // zeroes the float dQ accumulator; the main kernel gives each block 64 keys of one (batch, kv
@@ -364,8 +365,7 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
       float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D + dq_col;
 #pragma unroll
       for (int i = 0; i < D / 16; ++i) {
-        th.atomic_add(dst + i * 8 + 2 * t, dq[i][2 * row]);
-        th.atomic_add(dst + i * 8 + 2 * t + 1, dq[i][2 * row + 1]);
+        th.atomic_add2(dst + i * 8 + 2 * t, dq[i][2 * row], dq[i][2 * row + 1]);
       }
     }
   }
