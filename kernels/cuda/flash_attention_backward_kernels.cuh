@@ -166,6 +166,56 @@ BENCH_FLASH_FN float row_stat(const Thread& th, const float* __restrict__ lse, c
   return th.tid() < kBwdBlockM ? lse[bh_row + m0 + i] * kLog2e : dvec[bh_row + m0 + i];
 }
 
+/// What the element-wise step of flash_backward needs besides the accumulators.
+struct ElementArgs {
+  const float* lse_s;  // the tile's lse log2 e (64 floats), then its D (64)
+  float scale, scale2, cap_in, cap_out, dropout;
+  SlabLimits rel;
+  bool causal;
+  uint64_t seed;
+  int64_t drop0, n_t;  // dropout's index of (query m0, key k0): ((b H + h) T + m0) T + k0
+};
+
+/// P^T and dS^T in place of S^T and dP^T for one warp's 16 keys x 64 queries. Logits in base 2:
+/// the scale and log2 e are one factor (lse_s holds lse log2 e); with a soft-cap (kSoftcap),
+/// x = cap tanh(s scale / cap) and its derivative scale (1 - tanh^2) are exact. kMasked: the
+/// slab is not interior, so every pair is checked.
+template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
+BENCH_FLASH_FN void p_and_ds(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&dp)[kBwdBlockM / 8][4],
+                             const ElementArgs& a, int g, int t) {
+  const float* d_s = a.lse_s + kBwdBlockM;
+#pragma unroll
+  for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
+      float x2, dscale = a.scale;
+      if constexpr (kSoftcap) {
+        const float c = tanhf(s[j][e] * a.cap_in);
+        x2 = a.cap_out * c;
+        dscale = (1.f - c * c) * a.scale;
+      } else {
+        x2 = s[j][e] * a.scale2;
+      }
+      float p = th.exp2(x2 - a.lse_s[ql]);
+      if constexpr (kMasked) {
+        const int diff = a.rel.diff + kl - ql;  // key - query
+        const bool visible = kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) &&
+                             (a.rel.window == 0 || diff > -a.rel.window);
+        p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
+      }
+      // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
+      // mask; D = rowsum(dO O) already holds it (O was computed with it).
+      float keep = 1.f;
+      if constexpr (kDropout) {
+        const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
+        keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
+      }
+      s[j][e] = p * keep;
+      dp[j][e] = p * (dp[j][e] * keep - d_s[ql]) * dscale;
+    }
+}
+
 /// Main backward: 128 keys of one (batch, kv head) a block of 8 warps (16 keys each). K and V come
 /// in once (cp.async); the query tiles (64 queries of each head of the group) stream through two
 /// stages of Q and dO, the next tile's copy overlapping this one's products. Every mma operand
@@ -189,7 +239,6 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
   Row* qdo_s = v_s + kBwdBlockN;
   auto* ds_s = reinterpret_cast<uint16_t(*)[kBwdBlockM + kPad]>(qdo_s + 4 * kBwdBlockM);
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockN);
-  const float* d_s = lse_s + kBwdBlockM;  // written through lse_s[64 ..]
   constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = th.tid() / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
@@ -264,7 +313,6 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
 
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
     if (mine.active) {
-      const SlabLimits rel = slab_limits(k0, m0, n_t, window);
       // S^T = K Q^T and dP^T = V dO^T for this warp's 16 keys and the tile's 64 queries.
       float s[kBwdBlockM / 8][4], dp[kBwdBlockM / 8][4];
 #pragma unroll
@@ -288,42 +336,33 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
         }
       }
 
-      // P^T and dS^T, in place of S^T and dP^T. Logits in base 2: the scale and log2 e are one
-      // factor (lse_s holds lse log2 e); with a soft-cap, x = cap tanh(s scale / cap) and its
-      // derivative scale (1 - tanh^2) are exact.
-#pragma unroll
-      for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
-          float x2, dcap = 1.f;
-          if (softcap > 0.f) {
-            const float c = tanhf(s[j][e] * cap_in);
-            x2 = cap_out * c;
-            dcap = 1.f - c * c;
-          } else {
-            x2 = s[j][e] * scale2;
-          }
-          float p = th.exp2(x2 - lse_s[ql]);
-          if (!mine.interior) {
-            const int diff = rel.diff + kl - ql;  // key - query
-            const bool visible =
-                kl < rel.k_end && ql < rel.q_end && (!causal || diff <= 0) && (rel.window == 0 || diff > -rel.window);
-            p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
-          }
-          // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the
-          // same mask; D = rowsum(dO O) already holds it (O was computed with it).
-          float keep = 1.f;
-          if constexpr (kDropout) {
-            const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + m0 + ql) * n_t + k0 + kl;
-            keep = dropout_keep(dropout_seed, at, dropout) ? 1.f / (1.f - dropout) : 0.f;
-          }
-          s[j][e] = p * keep;
-          dp[j][e] = p * (dp[j][e] * keep - d_s[ql]) * dcap * scale;
-        }
+      // P^T and dS^T in place of S^T and dP^T: one of four straight copies of the element loop
+      // (soft-cap or not, mask or not), chosen per warp, not a branch per element.
+      const ElementArgs ea{lse_s,
+                           scale,
+                           scale2,
+                           cap_in,
+                           cap_out,
+                           dropout,
+                           slab_limits(k0, m0, n_t, window),
+                           causal,
+                           dropout_seed,
+                           ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0,
+                           n_t};
+      if (softcap > 0.f) {
+        if (mine.interior)
+          p_and_ds<false, true, kDropout>(th, s, dp, ea, g, t);
+        else
+          p_and_ds<true, true, kDropout>(th, s, dp, ea, g, t);
+      } else {
+        if (mine.interior)
+          p_and_ds<false, false, kDropout>(th, s, dp, ea, g, t);
+        else
+          p_and_ds<true, false, kDropout>(th, s, dp, ea, g, t);
+      }
 
-        // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A
-        // fragments; dS^T's are also pairs of queries of one key, stored as they are.
+      // dV += P^T dO and dK += dS^T Q: the accumulators of queries 16 ks .. 16 ks + 15 are A
+      // fragments; dS^T's are also pairs of queries of one key, stored as they are.
 #pragma unroll
       for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
         uint32_t ap[4], ad[4];

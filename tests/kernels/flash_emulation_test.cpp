@@ -182,6 +182,12 @@ std::vector<FlashCase> cases() {
   a = {1, 65, 2, 2, 64, 0.125};
   a.window = 2;
   c.push_back({"mha_t65_window2", a});
+  // Non-causal with a soft-cap over whole 64-query tiles: the backward's interior slabs (no mask)
+  // with the soft-cap, which the causal and shorter soft-capped cases never reach.
+  a = {1, 64, 1, 1, 64, 0.125};
+  a.causal = false;
+  a.softcap = 10;
+  c.push_back({"mha_noncausal_t64_softcap10", a});
   return c;
 }
 
