@@ -18,9 +18,10 @@
 // vector atomics; a last kernel rounds dQ to bf16 into dqkv. Every operand read from shared
 // memory is an ldmatrix (.trans where the stored rows are the k dimension); two barriers a tile.
 // Nothing of size T^2 is stored, and dK, dV need no atomics: one block owns them, summed over
-// the group's query heads. Registers (sm_90, -Xptxas -v): 255 with D = 128 and 64 bytes of
-// spills (loop invariants, reloaded once a tile), 255 with D = 64 (12 bytes); shared memory
-// backward_smem_bytes: 158,208 bytes (D = 128) or 92,672 (D = 64), one block an SM.
+// the group's query heads. Registers (sm_90, -Xptxas -v): 255, with 92 bytes of spills at
+// D = 128 (132 with dropout; loop invariants, stored before the loop and reloaded once a tile)
+// and 12 at D = 64; shared memory backward_smem_bytes: 158,208 bytes (D = 128) or 92,672
+// (D = 64), one block an SM.
 #pragma once
 
 #include <cmath>
