@@ -1,6 +1,6 @@
 // Flash attention forward and backward (kernels/cuda/flash_attention.cuh): the kernels of
-// flash_attention_kernels.cuh (which describes them) with the hardware as their Thread, and
-// their launchers.
+// flash_attention_kernels.cuh and flash_attention_backward_kernels.cuh (which describe them) with
+// the hardware as their Thread, and their launchers.
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "flash_attention.cuh"
+#include "flash_attention_backward_kernels.cuh"
 #include "flash_attention_kernels.cuh"
 
 namespace bench::kernels::cuda {
@@ -61,15 +62,18 @@ struct CudaThread {
     else
       asm volatile("cp.async.wait_group 1;\n" ::: "memory");
   }
-  __device__ __forceinline__ float exp(float x) const { return __expf(x); }
   /// 2^x by the SFU (ex2.approx: relative error about 2^-22; -inf gives +0).
   __device__ __forceinline__ float exp2(float x) const {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
     return y;
   }
-  __device__ __forceinline__ void atomic_add(float* p, float v) const { atomicAdd(p, v); }
   __device__ __forceinline__ uint8_t* shared() const { return g_shared; }
+  /// p[0] += a and p[1] += b in one red.global.add.v2.f32 (sm_90; p 8-byte aligned, global memory).
+  __device__ __forceinline__ void atomic_add2(float* p, float a, float b) const {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(__cvta_generic_to_global(p)), "f"(a), "f"(b)
+                 : "memory");
+  }
 };
 
 template <int D, bool kDropout>
@@ -91,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 template <int D, bool kDropout>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(flash::kBwdThreads, 1)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
@@ -137,11 +141,12 @@ cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const u
   cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + kBlockN - 1) / kBlockN), static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D, kDropout>
-      <<<grid, kThreads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv,
-                                         static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
-                                         static_cast<float>(a.dropout), a.dropout_seed, a.dropout_step_at);
+  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
+                  static_cast<unsigned>(a.batch * n_kv));
+  flash_backward<D, kDropout><<<grid, flash::kBwdThreads, smem, stream>>>(
+      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
+      static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed,
+      a.dropout_step_at);
   const int64_t pairs = rows * D / 2;
   flash_backward_dq<D>
       <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);

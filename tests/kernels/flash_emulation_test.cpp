@@ -1,9 +1,10 @@
-// The flash attention kernels of kernels/cuda/flash_attention_kernels.cuh — the very source the
-// CUDA build compiles — run on the CPU by the warp emulator of warp_emulator.h (every CUDA thread
-// a fiber, the warp-wide operations decoded with the fragment layouts of the PTX ISA, a missing
-// barrier caught by reordering the warps). Forward and backward are checked against the float64
-// references of kernels/attention.h, so a wrong fragment index, mask or tile bound fails here, in
-// CI, without a GPU. (Speed and the hardware's own mma are for tests/cuda/cuda_check.cu.)
+// The flash attention kernels of kernels/cuda/flash_attention_kernels.cuh and
+// flash_attention_backward_kernels.cuh — the very source the CUDA build compiles — run on the CPU
+// by the warp emulator of warp_emulator.h (every CUDA thread a fiber, the warp-wide operations
+// decoded with the fragment layouts of the PTX ISA, a missing barrier caught by reordering the
+// warps). Forward and backward are checked against the float64 references of kernels/attention.h,
+// so a wrong fragment index, mask or tile bound fails here, in CI, without a GPU. (Speed and the
+// hardware's own mma are for tests/cuda/cuda_check.cu.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "cuda/flash_attention_backward_kernels.cuh"
 #include "cuda/flash_attention_kernels.cuh"
 #include "warp_emulator.h"
 
@@ -115,8 +117,8 @@ void check_backward(const AttentionArgs& a) {
                                        static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
                                        a.dropout_seed);
   };
-  launch((a.seq + kBlockN - 1) / kBlockN, a.batch * a.n_kv_heads, kThreads, flash::backward_smem_bytes<D>(),
-         [&](EmulatedThread& th) {
+  launch((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN, a.batch * a.n_kv_heads, flash::kBwdThreads,
+         flash::backward_smem_bytes<D>(), [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
            else
@@ -174,6 +176,18 @@ std::vector<FlashCase> cases() {
   a.dropout = 0.2;
   a.dropout_seed = 77;
   c.push_back({"gqa_t90_dropout", a});
+  // A window of 2: each query sees its own key and the one before, so the pairs at the edges of
+  // the backward's 16-key slabs (key 63 against the tile of queries 64.., key 64 = T - 1 against
+  // query 64) carry half of their keys' gradients, beyond the tolerance if a slab were skipped.
+  a = {1, 65, 2, 2, 64, 0.125};
+  a.window = 2;
+  c.push_back({"mha_t65_window2", a});
+  // Non-causal with a soft-cap over whole 64-query tiles: the backward's interior slabs (no mask)
+  // with the soft-cap, which the causal and shorter soft-capped cases never reach.
+  a = {1, 64, 1, 1, 64, 0.125};
+  a.causal = false;
+  a.softcap = 10;
+  c.push_back({"mha_noncausal_t64_softcap10", a});
   return c;
 }
 

@@ -124,6 +124,12 @@ class EmulatedThread {
   float exp2(float x) const { return std::exp2(x); }
   void atomic_add(float* p, float v) const { std::atomic_ref<float>(*p).fetch_add(v); }
   uint8_t* shared() const { return block_.shared(); }
+  /// p[0] += a and p[1] += b (red.global.add.v2.f32 on the GPU: two float atomics of one
+  /// instruction, each atomic on its own).
+  void atomic_add2(float* p, float a, float b) const {
+    atomic_add(p, a);
+    atomic_add(p + 1, b);
+  }
 
  private:
   struct Copy {
