@@ -71,8 +71,8 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
                                       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
                                       static_cast<float>(a.dropout), a.dropout_seed);
   };
-  launch((a.seq + kBlockM - 1) / kBlockM, a.batch * a.n_heads, kThreads, flash::forward_smem_bytes<D>(),
-         [&](EmulatedThread& th) {
+  launch((a.seq + flash::kFwdBlockM - 1) / flash::kFwdBlockM, a.batch * a.n_heads, flash::kFwdThreads,
+         flash::forward_smem_bytes<D>(), [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
            else
