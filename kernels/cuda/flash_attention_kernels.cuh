@@ -181,22 +181,29 @@ constexpr size_t forward_smem_bytes() {
 
 /// Issues asynchronous 16-byte copies (cp.async) of rows [row0, row0 + kRows) of one head into
 /// shared memory, zeros for rows at or past `rows` (which copy nothing, from the head's row 0,
-/// always in bounds); the caller commits and waits. A fixed trip count per thread (kRows D / 8 /
-/// kFwdThreads), so that the loop unrolls and each copy's address is the previous one's plus
-/// 8 rows.
+/// always in bounds); the caller commits and waits. Each thread copies the same 16 bytes of
+/// every (kFwdThreads / (D / 8))-th row: a whole tile in bounds (every tile but a sequence's last)
+/// takes no predicates, and each address is the thread's first plus a 32-bit multiple of the row
+/// stride (a tile's rows are well under 2^31 elements apart).
 template <int D, int kRows, class Thread>
 BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0,
                                        int64_t rows, int64_t width) {
   constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
   static_assert(kFwdThreads % kChunks == 0 && (kRows * kChunks) % kFwdThreads == 0, "whole rows per pass");
-  constexpr int kRowsPerPass = kFwdThreads / kChunks;
+  constexpr int kStep = kFwdThreads / kChunks;  // rows between one thread's copies
   const int r0 = th.tid() / kChunks, k = (th.tid() % kChunks) * 8;
-  const int64_t valid = rows - row0;  // may be <= 0: a block past the end of a short sequence
+  const int step = kStep * static_cast<int>(width);
+  if (rows - row0 >= kRows) {
+    const uint16_t* src = base + (row0 + r0) * width + k;
 #pragma unroll
-  for (int i = 0; i < kRows / kRowsPerPass; ++i) {
-    const int r = r0 + i * kRowsPerPass;
-    const bool ok = r < valid;
-    th.cp_async_16(&dst[r][k], base + (ok ? (row0 + r) * width + k : 0), ok);
+    for (int i = 0; i < kRows / kStep; ++i) th.cp_async_16(&dst[r0 + i * kStep][k], src + i * step, true);
+  } else {
+    const int64_t valid = rows - row0;  // may be <= 0: a query block past the end of a short sequence
+#pragma unroll
+    for (int i = 0; i < kRows / kStep; ++i) {
+      const int r = r0 + i * kStep;
+      th.cp_async_16(&dst[r][k], r < valid ? base + (row0 + r) * width + k : base, r < valid);
+    }
   }
 }
 
@@ -350,22 +357,20 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
       }
     }
 
-    // Base-2 logits (scale, soft-cap), the mask where the tile is not interior, the row maxima.
-    // One warp-uniform branch each for the soft-cap and the mask, outside the element loops.
-    if (softcap > 0.f) {
+    // Base-2 logits: s * fac, with the factor folded into the exponent's FFMA (FlashAttention-2's
+    // order): the maxima are taken on the raw scores, which is right for a positive factor. The
+    // soft-cap (and a negative scale, where the maximum would turn into the minimum) apply it
+    // first and leave a factor of 1. One warp-uniform branch each for them and for the mask.
+    float fac = scale2;
+    if (softcap > 0.f || scale2 < 0.f) {
 #pragma unroll
       for (int mt = 0; mt < kFwdTiles; ++mt)
 #pragma unroll
         for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][j][e] = cap_out * tanhf(s[mt][j][e] * cap_in);
-    } else {
-#pragma unroll
-      for (int mt = 0; mt < kFwdTiles; ++mt)
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) s[mt][j][e] *= scale2;
+          for (int e = 0; e < 4; ++e)
+            s[mt][j][e] = softcap > 0.f ? cap_out * tanhf(s[mt][j][e] * cap_in) : s[mt][j][e] * scale2;
+      fac = 1.f;
     }
     if (!mask.interior) {
 #pragma unroll
@@ -390,7 +395,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
         // The four threads of a quad hold one row between them.
         tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 1));
         tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 2));
-        const float m_new = fmaxf(m[mt][r], tile_max);
+        const float m_new = fmaxf(m[mt][r], tile_max * fac);  // base 2; -inf * fac stays -inf
         // A row with nothing visible yet keeps max -inf: exponentiate against 0 so that no NaN appears.
         alpha[r] = m_new == -INFINITY ? 1.f : th.exp2(m[mt][r] - m_new);
         m[mt][r] = m_new;
@@ -398,8 +403,9 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
         float sum = 0.f;
 #pragma unroll
         for (int j = 0; j < kBlockN / 8; ++j) {
-          s[mt][j][2 * r] = th.exp2(s[mt][j][2 * r] - base);  // exp2(-inf) = 0 for masked keys
-          s[mt][j][2 * r + 1] = th.exp2(s[mt][j][2 * r + 1] - base);
+          // exp2(-inf) = 0 for masked keys.
+          s[mt][j][2 * r] = th.exp2(fmaf(s[mt][j][2 * r], fac, -base));
+          s[mt][j][2 * r + 1] = th.exp2(fmaf(s[mt][j][2 * r + 1], fac, -base));
           sum += s[mt][j][2 * r] + s[mt][j][2 * r + 1];
         }
         l[mt][r] = l[mt][r] * alpha[r] + sum;  // this thread's share; the quad's shares are added at the end
@@ -417,15 +423,23 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
     // ones, scaled by 1 / (1 - p); the mask of probability (b, h, query, key) is recomputed.
     if constexpr (kDropout) {
       const float keep_scale = 1.f / (1.f - dropout);
+      // dropout_keep(seed, i, p) hashes seed + kG (i + 1), i = ((b H + h) T + query) T + key: along
+      // a row i grows by one a key, and by 8 T every 8 rows, so every argument of this tile is one
+      // product plus constants (the sums wrap as dropout_keep's do).
+      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+      const uint64_t arg0 =
+          dropout_seed + kG * static_cast<uint64_t>((static_cast<int64_t>(bh) * n_t + q0 + g) * n_t + n0 + 2 * t + 1);
+      const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
 #pragma unroll
       for (int mt = 0; mt < kFwdTiles; ++mt)
 #pragma unroll
         for (int j = 0; j < kBlockN / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
-            const int64_t key = n0 + j * 8 + 2 * t + (e % 2), query = q0 + 16 * mt + g + 8 * (e / 2);
-            const int64_t at = ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * n_t + key;
-            s[mt][j][e] *= dropout_keep(dropout_seed, at, dropout) ? keep_scale : 0.f;
+            const uint64_t arg =
+                arg0 + row8 * static_cast<uint64_t>(2 * mt + e / 2) + kG * static_cast<uint64_t>(j * 8 + e % 2);
+            const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
+            s[mt][j][e] *= keep ? keep_scale : 0.f;
           }
     }
 
