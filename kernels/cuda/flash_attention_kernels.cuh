@@ -180,14 +180,15 @@ constexpr size_t forward_smem_bytes() {
 }
 
 /// Issues asynchronous 16-byte copies (cp.async) of rows [row0, row0 + kRows) of one head into
-/// shared memory, zeros for rows at or past `rows` (which copy nothing, from the head's row 0,
-/// always in bounds); the caller commits and waits. Each thread copies the same 16 bytes of
-/// every (kFwdThreads / (D / 8))-th row: a whole tile in bounds (every tile but a sequence's last)
-/// takes no predicates, and each address is the thread's first plus a 32-bit multiple of the row
-/// stride (a tile's rows are well under 2^31 elements apart).
+/// shared memory (and, when `second` is set, of the head `off` elements further into `second`),
+/// zeros for rows at or past `rows` (which copy nothing, from the head's row 0, always in bounds);
+/// the caller commits and waits. Each thread copies the same 16 bytes of every (kFwdThreads /
+/// (D / 8))-th row: a whole tile in bounds (every tile but a sequence's last) takes no predicates,
+/// each address is the thread's first plus a 32-bit multiple of the row stride (a tile's rows are
+/// well under 2^31 elements apart), and V's is K's plus a constant.
 template <int D, int kRows, class Thread>
-BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0,
-                                       int64_t rows, int64_t width) {
+BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], uint16_t (*second)[D + kPad], int off,
+                                       const uint16_t* base, int64_t row0, int64_t rows, int64_t width) {
   constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
   static_assert(kFwdThreads % kChunks == 0 && (kRows * kChunks) % kFwdThreads == 0, "whole rows per pass");
   constexpr int kStep = kFwdThreads / kChunks;  // rows between one thread's copies
@@ -196,13 +197,18 @@ BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], co
   if (rows - row0 >= kRows) {
     const uint16_t* src = base + (row0 + r0) * width + k;
 #pragma unroll
-    for (int i = 0; i < kRows / kStep; ++i) th.cp_async_16(&dst[r0 + i * kStep][k], src + i * step, true);
+    for (int i = 0; i < kRows / kStep; ++i) {
+      th.cp_async_16(&dst[r0 + i * kStep][k], src + i * step, true);
+      if (second != nullptr) th.cp_async_16(&second[r0 + i * kStep][k], src + i * step + off, true);
+    }
   } else {
     const int64_t valid = rows - row0;  // may be <= 0: a query block past the end of a short sequence
 #pragma unroll
     for (int i = 0; i < kRows / kStep; ++i) {
       const int r = r0 + i * kStep;
-      th.cp_async_16(&dst[r][k], r < valid ? base + (row0 + r) * width + k : base, r < valid);
+      const uint16_t* src = r < valid ? base + (row0 + r) * width + k : base;
+      th.cp_async_16(&dst[r][k], src, r < valid);
+      if (second != nullptr) th.cp_async_16(&second[r][k], src + off, r < valid);
     }
   }
 }
@@ -264,7 +270,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
   const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
   const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
   const uint16_t* k_base = seq + static_cast<int64_t>(n_h + kv) * D;
-  const uint16_t* v_base = seq + static_cast<int64_t>(n_h + n_kv + kv) * D;
+  const int v_off = n_kv * D;  // V's head after K's
 
   // Key tiles this block needs: up to its last query (causal), from its first query's window.
   const int64_t block_end = m0 + kFwdBlockM < n_t ? m0 + kFwdBlockM : n_t;
@@ -273,9 +279,8 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
   const int64_t n_begin = first_key / kBlockN * kBlockN;
 
   // Q and the first K, V tile in one group.
-  forward_rows_async<D, kFwdBlockM>(th, q_s, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-  forward_rows_async<D, kBlockN>(th, k_s, k_base, n_begin, n_t, width);
-  forward_rows_async<D, kBlockN>(th, k_s + kBlockN, v_base, n_begin, n_t, width);
+  forward_rows_async<D, kFwdBlockM>(th, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
+  forward_rows_async<D, kBlockN>(th, k_s, k_s + kBlockN, v_off, k_base, n_begin, n_t, width);
   th.cp_async_commit();
 
   // This thread's four query rows in its warp: g and g + 8 of each m16 tile (row index mt, r).
@@ -305,8 +310,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
     th.sync();  // every warp is done with the other stage (the tile before this one)
     if (n0 + kBlockN < n_end) {
       Row* next = k_s + 2 * kBlockN * (stage ^ 1);
-      forward_rows_async<D, kBlockN>(th, next, k_base, n0 + kBlockN, n_t, width);
-      forward_rows_async<D, kBlockN>(th, next + kBlockN, v_base, n0 + kBlockN, n_t, width);
+      forward_rows_async<D, kBlockN>(th, next, next + kBlockN, v_off, k_base, n0 + kBlockN, n_t, width);
       th.cp_async_commit();
       th.cp_async_wait(1);  // this tile's group has landed; the next one may still be in flight
     } else {

@@ -174,6 +174,20 @@ std::vector<FlashCase> cases() {
   a.dropout = 0.2;
   a.dropout_seed = 77;
   c.push_back({"gqa_t90_dropout", a});
+  // The forward's 128-query blocks (two m16 tiles a warp, causal blocks in reverse order): a
+  // sequence shorter than one block (warps 2 and 3 past its end), a last block with 4 rows (the
+  // rows past the end, and warps that skip a tile the window or the causal mask hides from all
+  // their rows), and dropout with the soft-cap at d_head 128 across a partial block.
+  a = {1, 40, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  c.push_back({"mha_t40_dh128", a});
+  a = {1, 260, 4, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 70;
+  c.push_back({"gqa_4of2_t260_dh128_window70", a});
+  a = {1, 160, 2, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.softcap = 20;
+  a.dropout = 0.1;
+  a.dropout_seed = 5;
+  c.push_back({"mqa_t160_dh128_softcap20_dropout", a});
   return c;
 }
 
