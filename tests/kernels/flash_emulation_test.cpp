@@ -181,8 +181,8 @@ std::vector<FlashCase> cases() {
   a = {1, 40, 2, 2, 128, 1.0 / std::sqrt(128.0)};
   c.push_back({"mha_t40_dh128", a});
   a = {1, 260, 4, 2, 128, 1.0 / std::sqrt(128.0)};
-  a.window = 70;
-  c.push_back({"gqa_4of2_t260_dh128_window70", a});
+  a.window = 66;
+  c.push_back({"gqa_4of2_t260_dh128_window66", a});
   a = {1, 160, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 20;
   a.dropout = 0.1;
