@@ -166,6 +166,28 @@ constexpr int kFwdWarpRows = kFwdBlockM / kFwdWarps;  // query rows per warp: 32
 constexpr int kFwdTiles = kFwdWarpRows / 16;          // m16 tiles per warp: 2
 static_assert(kFwdWarpRows % 16 == 0 && kBlockN % 16 == 0, "whole m16 tiles per warp, whole k16 steps per key tile");
 
+/// Two floats rounded to bf16 (to nearest, ties to even) and packed as pack_floats does: on the
+/// GPU one cvt.rn.bf16x2.f32, where pack_floats's software rounding costs about ten integer
+/// instructions a pair (the forward packs 32 pairs of probabilities a tile). Only a NaN's payload
+/// could differ, and neither probabilities nor outputs are NaN for finite inputs.
+BENCH_FLASH_FN uint32_t pack_rn(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return pack_floats(lo, hi);
+#endif
+}
+
+/// a_fragment's P (two score accumulators of 16 x 8 as one A fragment), packed with pack_rn.
+BENCH_FLASH_FN void p_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+  a[0] = pack_rn(lo[0], lo[1]);
+  a[1] = pack_rn(lo[2], lo[3]);
+  a[2] = pack_rn(hi[0], hi[1]);
+  a[3] = pack_rn(hi[2], hi[3]);
+}
+
 /// Whether flash_forward<D> keeps Q's A fragments in registers through the key loop: at d_head 64
 /// they are 32 registers; at 128 they would be 64 beside O's 128 accumulators and S's 64, past
 /// the 255 a thread may have, so there Q's fragments are read from shared memory (ldmatrix) at
@@ -424,36 +446,40 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
     }
 
     // Dropout (kernels/attention.h): the normalizer keeps every probability, P V only the kept
-    // ones, scaled by 1 / (1 - p); the mask of probability (b, h, query, key) is recomputed.
+    // ones, scaled by 1 / (1 - p); the mask of probability (b, h, query, key) is recomputed, 16
+    // keys at a time just before they go into P V, so that the hashing interleaves with the mma.
+    // dropout_keep(seed, i, p) hashes seed + kG (i + 1), i = ((b H + h) T + query) T + key: along
+    // a row i grows by one a key, and by 8 T every 8 rows, so every argument of this tile is one
+    // product plus constants (the sums wrap as dropout_keep's do).
+    constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+    uint64_t arg0 = 0, row8 = 0;
     if constexpr (kDropout) {
-      const float keep_scale = 1.f / (1.f - dropout);
-      // dropout_keep(seed, i, p) hashes seed + kG (i + 1), i = ((b H + h) T + query) T + key: along
-      // a row i grows by one a key, and by 8 T every 8 rows, so every argument of this tile is one
-      // product plus constants (the sums wrap as dropout_keep's do).
-      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
-      const uint64_t arg0 =
+      arg0 =
           dropout_seed + kG * static_cast<uint64_t>((static_cast<int64_t>(bh) * n_t + q0 + g) * n_t + n0 + 2 * t + 1);
-      const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
-#pragma unroll
-      for (int mt = 0; mt < kFwdTiles; ++mt)
-#pragma unroll
-        for (int j = 0; j < kBlockN / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const uint64_t arg =
-                arg0 + row8 * static_cast<uint64_t>(2 * mt + e / 2) + kG * static_cast<uint64_t>(j * 8 + e % 2);
-            const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
-            s[mt][j][e] *= keep ? keep_scale : 0.f;
-          }
+      row8 = kG * static_cast<uint64_t>(8 * n_t);
     }
 
     // O += P V: P's accumulators of keys 16 kb .. 16 kb + 15 are exactly an A fragment; each V
     // fragment feeds both m16 tiles.
 #pragma unroll
     for (int kb = 0; kb < kBlockN / 16; ++kb) {
+      if constexpr (kDropout) {
+        const float keep_scale = 1.f / (1.f - dropout);
+#pragma unroll
+        for (int mt = 0; mt < kFwdTiles; ++mt)
+#pragma unroll
+          for (int j = 2 * kb; j < 2 * kb + 2; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const uint64_t arg =
+                  arg0 + row8 * static_cast<uint64_t>(2 * mt + e / 2) + kG * static_cast<uint64_t>(j * 8 + e % 2);
+              const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
+              s[mt][j][e] *= keep ? keep_scale : 0.f;
+            }
+      }
       uint32_t a[kFwdTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < kFwdTiles; ++mt) a_fragment(a[mt], s[mt][2 * kb], s[mt][2 * kb + 1]);
+      for (int mt = 0; mt < kFwdTiles; ++mt) p_fragment(a[mt], s[mt][2 * kb], s[mt][2 * kb + 1]);
 #pragma unroll
       for (int i = 0; i < D / 8; i += 2) {
         uint32_t vb[4];
@@ -481,7 +507,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
 #pragma unroll
       for (int i = 0; i < D / 8; ++i) {
         const int d = i * 8 + 2 * t;
-        store_pair(dst + d, pack_floats(o[mt][i][2 * r] * inv, o[mt][i][2 * r + 1] * inv));
+        store_pair(dst + d, pack_rn(o[mt][i][2 * r] * inv, o[mt][i][2 * r + 1] * inv));
       }
       if (t == 0) {
         const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + query;
