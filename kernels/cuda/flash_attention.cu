@@ -155,10 +155,13 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
   const cudaError_t err = cudaFuncSetAttribute(flash_forward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  // 128-query blocks; with causal masking the kernel takes them heaviest first (block x = 0 is
-  // the last query block of its head).
-  const dim3 grid(static_cast<unsigned>((a.seq + flash::kFwdBlockM - 1) / flash::kFwdBlockM),
-                  static_cast<unsigned>(a.batch * a.n_heads));
+  // 128-query blocks; causal, (batch, head) in x and the query blocks in y, heaviest first.
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  if (y > 65535)
+    throw std::invalid_argument("flash_attention_forward: " + std::to_string(y) +
+                                " grid rows (query blocks or (batch, head) pairs) exceed CUDA's 65535");
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
   flash_forward<D, kDropout><<<grid, flash::kFwdThreads, smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),

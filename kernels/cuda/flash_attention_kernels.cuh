@@ -263,13 +263,27 @@ BENCH_FLASH_FN TileMask tile_mask(int64_t q0, int64_t n0, int64_t n_t, int64_t w
   return k;
 }
 
+/// The grid of flash_forward over `heads` (batch, head) pairs: {x, y}. Causal, a query block's
+/// work grows with its index (block i of 128 queries sees 2 i + 2 tiles of 64 keys), and blocks
+/// start in the order of their linear index (x fastest): so x is the (batch, head) pair and y the
+/// query block from the last one down, and every head's heaviest block starts before any head's
+/// lighter ones (longest first: at B 4, H 16, T 4096 on 132 SMs x 2 blocks, a greedy schedule
+/// keeps 99 % of the slots busy, against 86 % in the order of the query blocks, head by head, and
+/// 87 % head by head from the last block down). Not causal, every block does the same work: x is
+/// the query block and y the pair, so that the blocks of one head run together and share its K
+/// and V in L2.
+inline void forward_grid(int64_t n_t, int64_t heads, bool causal, int64_t& x, int64_t& y) {
+  const int64_t blocks = (n_t + kFwdBlockM - 1) / kFwdBlockM;
+  x = causal ? heads : blocks;
+  y = causal ? blocks : heads;
+}
+
 /// Forward. K and V come in with cp.async into two stages, so that the next tile's copy overlaps
 /// this tile's products; their B fragments are read with ldmatrix (.trans for V, whose rows are
 /// keys), each feeding both of the warp's m16 tiles. Q's fragments stay in registers (d_head 64)
 /// or are read by ldmatrix at each k16 step (128; kFwdQInRegisters). Scores are kept in base 2:
 /// the softmax scale and log2(e) are one factor, and exp2 needs no further multiply. Causal
-/// blocks run heaviest first (the last query block of a head, which sees the most keys, is block
-/// 0), so that the light ones fill the last wave. Per warp, tiles where every key is visible skip
+/// blocks run heaviest first across all heads (forward_grid). Per warp, tiles where every key is visible skip
 /// the mask, tiles where none is are skipped; the mask itself is 32-bit.
 template <int D, bool kDropout, class Thread>
 BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
@@ -285,10 +299,11 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
   const int warp = th.tid() / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
+  // The block's (batch, head) and query block: see forward_grid.
   const int64_t n_blocks = (n_t + kFwdBlockM - 1) / kFwdBlockM;
-  const int64_t m0 = (causal ? n_blocks - 1 - th.block_x() : th.block_x()) * kFwdBlockM;
+  const int64_t m0 = (causal ? n_blocks - 1 - th.block_y() : th.block_x()) * kFwdBlockM;
   const int64_t q0 = m0 + warp * kFwdWarpRows;  // this warp's first query
-  const int bh = th.block_y(), b = bh / n_h, h = bh % n_h, kv = h / (n_h / n_kv);
+  const int bh = causal ? th.block_x() : th.block_y(), b = bh / n_h, h = bh % n_h, kv = h / (n_h / n_kv);
   const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
   const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
   const uint16_t* k_base = seq + static_cast<int64_t>(n_h + kv) * D;

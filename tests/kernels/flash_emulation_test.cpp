@@ -71,13 +71,14 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
                                       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
                                       static_cast<float>(a.dropout), a.dropout_seed);
   };
-  launch((a.seq + flash::kFwdBlockM - 1) / flash::kFwdBlockM, a.batch * a.n_heads, flash::kFwdThreads,
-         flash::forward_smem_bytes<D>(), [&](EmulatedThread& th) {
-           if (a.dropout > 0)
-             body.template operator()<true>(th);
-           else
-             body.template operator()<false>(th);
-         });
+  int64_t grid_x = 0, grid_y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
+  launch(grid_x, grid_y, flash::kFwdThreads, flash::forward_smem_bytes<D>(), [&](EmulatedThread& th) {
+    if (a.dropout > 0)
+      body.template operator()<true>(th);
+    else
+      body.template operator()<false>(th);
+  });
 }
 
 template <int D>
