@@ -13,14 +13,20 @@
 // intrinsics; on the CPU every CUDA thread of a block is a thread of its own and the warp-wide
 // operations exchange fragments through memory, so the indexing of this file runs in CI.
 //
-// Forward: one thread block of 4 warps takes 64
-// queries of one (batch, head); each warp owns 16 of them and keeps their Q fragments in
-// registers. Tiles of 64 keys stream through two shared-memory stages of K and V (cp.async: the
-// next tile is copied while this one is multiplied); each warp computes its 16 x 64 scores with
-// mma.sync (K's fragments by ldmatrix), masks (only tiles on the diagonal or the window's edge),
-// soft-caps and folds them into a running max and sum (online softmax, in base 2), and
-// accumulates P V with mma.sync again (V's fragments by ldmatrix.trans), the probabilities going
-// from the score accumulators straight into A fragments.
+// Forward (FlashAttention-2's hdim-128 shape): one thread block of 4 warps takes 128 queries of
+// one (batch, head); each warp owns 32 of them, two m16 tiles, so that every K or V fragment read
+// from shared memory feeds two mma.sync (issue 31: with 16 rows a warp, one ldmatrix x4 of 512
+// bytes fed two mma, and the loop was bound by shared memory). Q's fragments stay in registers
+// at d_head 64 and are read by ldmatrix at each k16 step at 128 (O alone is 128 registers there).
+// Tiles of 64 keys stream through two shared-memory stages of K and V (cp.async: the next tile is
+// copied while this one is multiplied); each warp computes its 32 x 64 scores with mma.sync (K's
+// fragments by ldmatrix), skips a tile that none of its rows sees, masks only tiles on the
+// diagonal or the window's edge, soft-caps and folds the scores into a running max and sum
+// (online softmax in base 2, the scale folded into the exponent's FFMA), and accumulates P V with
+// mma.sync again (V's fragments by ldmatrix.trans), the probabilities going from the score
+// accumulators straight into A fragments (cvt.rn.bf16x2 on the GPU). Causal, the heaviest query
+// blocks start first, across all heads (forward_grid). This shape is compiled for sm_90 and
+// checked by the CPU emulator, not yet run on a GPU (docs/kernels.md, "Flash attention forward").
 //
 // Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
 // g = lane / 4 and t = lane % 4: A (16x16, row-major) a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),
