@@ -210,34 +210,27 @@ constexpr size_t forward_smem_bytes() {
 /// Issues asynchronous 16-byte copies (cp.async) of rows [row0, row0 + kRows) of one head into
 /// shared memory (and, when `second` is set, of the head `off` elements further into `second`),
 /// zeros for rows at or past `rows` (which copy nothing, from the head's row 0, always in bounds);
-/// the caller commits and waits. Each thread copies the same 16 bytes of every (kFwdThreads /
-/// (D / 8))-th row: a whole tile in bounds (every tile but a sequence's last) takes no predicates,
-/// each address is the thread's first plus a 32-bit multiple of the row stride (a tile's rows are
-/// well under 2^31 elements apart), and V's is K's plus a constant.
+/// the caller commits and waits. kFwdThreads / kRows threads share a row (2 for a 64-row K or V
+/// tile, 1 for Q's 128 rows), thread p of a row copying its chunks p, p + 2, ...: a thread's
+/// addresses are its row's plus immediates (one 64-bit address a tile, where a thread that copied
+/// one chunk of every 8th row needed one a copy), the two threads of a row read whole 32-byte
+/// sectors, and the 16 rows a warp writes start in 8 different bank groups (rows are 16 bytes
+/// past a multiple of 128 apart; kPad), 4 threads each: no conflict beyond the 4 wavefronts that
+/// 512 bytes take.
 template <int D, int kRows, class Thread>
 BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], uint16_t (*second)[D + kPad], int off,
                                        const uint16_t* base, int64_t row0, int64_t rows, int64_t width) {
   constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
-  static_assert(kFwdThreads % kChunks == 0 && (kRows * kChunks) % kFwdThreads == 0, "whole rows per pass");
-  constexpr int kStep = kFwdThreads / kChunks;  // rows between one thread's copies
-  const int r0 = th.tid() / kChunks, k = (th.tid() % kChunks) * 8;
-  const int step = kStep * static_cast<int>(width);
-  if (rows - row0 >= kRows) {
-    const uint16_t* src = base + (row0 + r0) * width + k;
+  constexpr int kParts = kFwdThreads / kRows;
+  static_assert(kFwdThreads % kRows == 0 && kChunks % kParts == 0, "whole rows, whole chunks per thread");
+  const int r = th.tid() / kParts, p = th.tid() % kParts;
+  const bool ok = row0 + r < rows;
+  const uint16_t* src = ok ? base + (row0 + r) * width + 8 * p : base;
 #pragma unroll
-    for (int i = 0; i < kRows / kStep; ++i) {
-      th.cp_async_16(&dst[r0 + i * kStep][k], src + i * step, true);
-      if (second != nullptr) th.cp_async_16(&second[r0 + i * kStep][k], src + i * step + off, true);
-    }
-  } else {
-    const int64_t valid = rows - row0;  // may be <= 0: a query block past the end of a short sequence
-#pragma unroll
-    for (int i = 0; i < kRows / kStep; ++i) {
-      const int r = r0 + i * kStep;
-      const uint16_t* src = r < valid ? base + (row0 + r) * width + k : base;
-      th.cp_async_16(&dst[r][k], src, r < valid);
-      if (second != nullptr) th.cp_async_16(&second[r][k], src + off, r < valid);
-    }
+  for (int j = 0; j < kChunks / kParts; ++j) {
+    const int k = 8 * (p + kParts * j);
+    th.cp_async_16(&dst[r][k], src + 8 * kParts * j, ok);
+    if (second != nullptr) th.cp_async_16(&second[r][k], src + off + 8 * kParts * j, ok);
   }
 }
 
