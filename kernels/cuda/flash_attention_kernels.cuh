@@ -450,12 +450,16 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
         }
         l[mt][r] = l[mt][r] * alpha[r] + sum;  // this thread's share; the quad's shares are added at the end
       }
+      // O's rescale only where a row's max moved (a branch, not a predicate: the whole warp skips
+      // it when none of its 16 rows' maxima moved, as happens more and more often along a row).
+      if (alpha[0] != 1.f || alpha[1] != 1.f) {
 #pragma unroll
-      for (int i = 0; i < D / 8; ++i) {
-        o[mt][i][0] *= alpha[0];
-        o[mt][i][1] *= alpha[0];
-        o[mt][i][2] *= alpha[1];
-        o[mt][i][3] *= alpha[1];
+        for (int i = 0; i < D / 8; ++i) {
+          o[mt][i][0] *= alpha[0];
+          o[mt][i][1] *= alpha[0];
+          o[mt][i][2] *= alpha[1];
+          o[mt][i][3] *= alpha[1];
+        }
       }
     }
 
