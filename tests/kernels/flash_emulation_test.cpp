@@ -160,6 +160,9 @@ std::vector<FlashCase> cases() {
   a.causal = false;
   a.softcap = 5;
   c.push_back({"mqa_noncausal_t20_softcap5", a});
+  // A negative scale: the forward then scales before the row max (max(c s) = c min(s) for c < 0).
+  a = {1, 20, 2, 1, 64, -0.5};
+  c.push_back({"mqa_t20_negative_scale", a});
   a = {1, 65, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
   c.push_back({"mqa_t65_dh128_softcap30", a});
