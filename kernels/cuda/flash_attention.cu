@@ -77,7 +77,7 @@ struct CudaThread {
 };
 
 template <int D, bool kDropout>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(flash::kFwdThreads)
     flash_forward(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                   float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window,
                   bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
@@ -160,8 +160,14 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
   const cudaError_t err = cudaFuncSetAttribute(flash_forward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + kBlockM - 1) / kBlockM), static_cast<unsigned>(a.batch * a.n_heads));
-  flash_forward<D, kDropout><<<grid, kThreads, smem, stream>>>(
+  // 128-query blocks; causal, (batch, head) in x and the query blocks in y, heaviest first.
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  if (y > 65535)
+    throw std::invalid_argument("flash_attention_forward: " + std::to_string(y) +
+                                " grid rows (query blocks or (batch, head) pairs) exceed CUDA's 65535");
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
+  flash_forward<D, kDropout><<<grid, flash::kFwdThreads, smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
       a.dropout_seed, a.dropout_step_at);

@@ -73,13 +73,14 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
                                       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
                                       static_cast<float>(a.dropout), a.dropout_seed);
   };
-  launch((a.seq + kBlockM - 1) / kBlockM, a.batch * a.n_heads, kThreads, flash::forward_smem_bytes<D>(),
-         [&](EmulatedThread& th) {
-           if (a.dropout > 0)
-             body.template operator()<true>(th);
-           else
-             body.template operator()<false>(th);
-         });
+  int64_t grid_x = 0, grid_y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
+  launch(grid_x, grid_y, flash::kFwdThreads, flash::forward_smem_bytes<D>(), [&](EmulatedThread& th) {
+    if (a.dropout > 0)
+      body.template operator()<true>(th);
+    else
+      body.template operator()<false>(th);
+  });
 }
 
 template <int D>
@@ -161,6 +162,9 @@ std::vector<FlashCase> cases() {
   a.causal = false;
   a.softcap = 5;
   c.push_back({"mqa_noncausal_t20_softcap5", a});
+  // A negative scale: the forward then scales before the row max (max(c s) = c min(s) for c < 0).
+  a = {1, 20, 2, 1, 64, -0.5};
+  c.push_back({"mqa_t20_negative_scale", a});
   a = {1, 65, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.softcap = 30;
   c.push_back({"mqa_t65_dh128_softcap30", a});
@@ -188,6 +192,21 @@ std::vector<FlashCase> cases() {
   a.causal = false;
   a.softcap = 10;
   c.push_back({"mha_noncausal_t64_softcap10", a});
+  // The forward's 128-query blocks (two m16 tiles a warp, causal blocks in reverse order): a
+  // sequence shorter than one block (warp 1 partly, warps 2 and 3 wholly past its end), a last
+  // block of 2 rows under a window of 66 (warps that skip a tile the window or the sequence's end
+  // hides from all their rows, and a window edge one key inside a tile: row 128 sees key 63), and
+  // dropout with the soft-cap at d_head 128 across a partial block.
+  a = {1, 40, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  c.push_back({"mha_t40_dh128", a});
+  a = {1, 130, 2, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 66;
+  c.push_back({"mqa_t130_dh128_window66", a});
+  a = {1, 130, 2, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.softcap = 20;
+  a.dropout = 0.1;
+  a.dropout_seed = 5;
+  c.push_back({"mqa_t130_dh128_softcap20_dropout", a});
   return c;
 }
 
