@@ -497,7 +497,8 @@ TEST(AttentionCore, TheCoreKeySelectsWhatTheKernelKeyDid) {
   const std::vector<Bad> bad = {
       {"attention = { type = \"causal\", core = \"flash\" }\n",
        "core = \"flash\": the attention at blocks.0.attn: our flash kernels run on CUDA in bfloat16 and float32 only"},
-      {"attention = { type = \"causal\", core = \"nope\" }\n", "core = \"nope\" is not an attention core: the cores are auto, "},
+      {"attention = { type = \"causal\", core = \"nope\" }\n",
+       "core = \"nope\" is not an attention core: the cores are auto, "},
       {"attention = { type = \"causal\", core = \"tiled\", kernel = \"ours\" }\n",
        "set the attention core with one key"},
   };

@@ -190,7 +190,8 @@ TEST(RowwiseCore, RefusedOnADeviceAndListedWhenTheKeyNamesNoCore) {
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("rowwise_core.toml:9:"), std::string::npos) << what;
-    EXPECT_NE(what.find("core = \"rowwize\" is not an attention core: the cores are auto, "), std::string::npos) << what;
+    EXPECT_NE(what.find("core = \"rowwize\" is not an attention core: the cores are auto, "), std::string::npos)
+        << what;
     EXPECT_NE(what.find(", rowwise"), std::string::npos) << what;
   }
 }
@@ -223,7 +224,8 @@ TEST(RowwiseCore, FromTheCommandLine) {
   const test::Output bad = test::bench_cli("validate " + bad_file);
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find(bad_file + ":9:"), std::string::npos) << bad.err;
-  EXPECT_NE(bad.err.find("core = \"nope\" is not an attention core: the cores are auto, "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("core = \"nope\" is not an attention core: the cores are auto, "), std::string::npos)
+      << bad.err;
   EXPECT_NE(bad.err.find("rowwise"), std::string::npos) << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 
