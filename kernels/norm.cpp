@@ -14,21 +14,6 @@ BENCH_KERNEL(norm_forward_residual,
              "norm_forward with the residual add folded in: y = norm(x + x2) (x + x2 kept), or y = res + norm(x)");
 BENCH_KERNEL(norm_backward_residual, "norm_backward with the residual gradient folded in: dx = dres + dnorm");
 
-namespace {
-
-/// Call f.template operator()<kCenter>() for the run-time flag: one compiled program each, so
-/// RMSNorm's programs carry no centring. (unit_offset is a run-time member of the programs.)
-template <class F>
-void dispatch_norm(bool center, F&& f) {
-  if (center) {
-    f.template operator()<true>();
-  } else {
-    f.template operator()<false>();
-  }
-}
-
-}  // namespace
-
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset) {
@@ -42,24 +27,21 @@ void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x
                            int64_t cols, double eps, bool unit_offset) {
   if (x2 != nullptr && sum == nullptr)
     throw std::invalid_argument("norm_forward_residual: a second input needs `sum` for x + x2");
+  // LayerNorm and RMSNorm are one program each width (`center` a run-time member, as `unit_offset`).
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    const tile::Grid grid{rows};
-    const auto e = static_cast<acc_t<T>>(eps);
-    dispatch_norm(center, [&]<bool kCenter>() {
-      tile::launch(
-          exec, grid,
-          programs::NormForward<T, B, kCenter>{x, weight, bias, y, mean, rstd, cols, e, x2, sum, res, unit_offset});
-    });
+    tile::launch(exec, tile::Grid{rows},
+                 programs::NormForward<T, B>{x, weight, bias, y, mean, rstd, cols, static_cast<acc_t<T>>(eps), x2, sum,
+                                             res, unit_offset, center});
   });
 }
 
 int64_t norm_backward_workspace(int64_t rows, int64_t cols) {
-  constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
+  constexpr int64_t kGroup = programs::NormBackward<float, 32>::kRowsPerGroup;
   return 2 * ((rows + kGroup - 1) / kGroup) * cols;
 }
 
 int64_t norm_backward_rows_per_group(const Exec& exec, int64_t rows) {
-  constexpr int64_t kGroup = programs::NormBackward<float, 32, true>::kRowsPerGroup;
+  constexpr int64_t kGroup = programs::NormBackward<float, 32>::kRowsPerGroup;
   constexpr int64_t kDeviceGroups = 512;
   if (!tile::runs_as_device(exec)) return kGroup;
   const int64_t groups = (rows + kGroup - 1) / kGroup;
@@ -113,12 +95,9 @@ void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T*
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
   acc_t<T>* db_part = dbias != nullptr ? workspace + groups * cols : nullptr;
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    const tile::Grid grid{groups};
-    dispatch_norm(center, [&]<bool kCenter>() {
-      tile::launch(exec, grid,
-                   programs::NormBackward<T, B, kCenter>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols,
-                                                         per_group, dres, unit_offset});
-    });
+    tile::launch(exec, tile::Grid{groups},
+                 programs::NormBackward<T, B>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols, per_group,
+                                              dres, unit_offset, center});
   });
   gradient_sums<T>(exec, dw_part, dweight, db_part, dbias, groups, cols);
 }

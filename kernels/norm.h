@@ -83,8 +83,11 @@ BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w, bool unit_offset) {
   return w;
 }
 
-/// One row per program; columns in chunks of B.
-template <class T, int B, bool kCenter>
+/// One row per program; columns in chunks of B. `center` (LayerNorm: the row's mean subtracted;
+/// RMSNorm: not, the mean taken as 0) is a run-time member, as `unit_offset` is: one program serves
+/// both, and RMSNorm's x - 0 is x exactly, so its results are those of a program compiled without
+/// the subtraction; half the programs to compile (norm.cpp was the kernels' longest compile).
+template <class T, int B>
 struct NormForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -102,6 +105,7 @@ struct NormForward {
   T* sum = nullptr;          // [rows, cols], with x2
   const T* res = nullptr;    // y = res + norm(x) (a norm on a sublayer's output, added to the stream)
   bool unit_offset = false;  // the gain is 1 + w (Gemma's RMSNorm)
+  bool center = true;        // LayerNorm (the mean subtracted); RMSNorm: false
 
   /// One row per program. Per element: the mean's add and the subtraction (LayerNorm), the
   /// square and its add, xhat's multiply, the gain's multiply (and its 1 +), the bias; per row:
@@ -114,8 +118,8 @@ struct NormForward {
     const double folded = (x2 != nullptr ? 3 : 0) + (res != nullptr ? 3 : 0);
     return {tile::traffic_bytes<T>((2 + folded) * elements + params) +
                 tile::traffic_bytes<A>(rows * (mean != nullptr ? 2 : 1)),
-            elements * (3 + (kCenter ? 2 : 0) + affine_ops + (x2 != nullptr ? 1 : 0) + (res != nullptr ? 1 : 0)) +
-                rows * (kCenter ? 4 : 3)};
+            elements * (3 + (center ? 2 : 0) + affine_ops + (x2 != nullptr ? 1 : 0) + (res != nullptr ? 1 : 0)) +
+                rows * (center ? 4 : 3)};
   }
 
   template <class Ctx>
@@ -135,7 +139,7 @@ struct NormForward {
     if (cols <= B) {  // one chunk: keep the row in registers
       auto xv = tl::load<B>(c, xr, cols);
       A mu = A(0);
-      if constexpr (kCenter) mu = tl::sum(c, xv) / A(cols);
+      if (center) mu = tl::sum(c, xv) / A(cols);
       auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));
       const A rs = tile::math::rsqrt(tl::sum(c, d * d) / A(cols) + eps);
       tl::store(c, yr, affine(c, d * rs, 0), cols);
@@ -144,7 +148,7 @@ struct NormForward {
       return;
     }
     A mu = A(0);
-    if constexpr (kCenter) {
+    if (center) {
       auto acc = tl::full<B>(c, A(0));
       for (int64_t c0 = 0; c0 < cols; c0 += B) acc = acc + tl::load<B>(c, xr + c0, cols - c0);
       mu = tl::sum(c, acc) / A(cols);
@@ -197,7 +201,7 @@ struct NormForward {
 /// sum adds its rows in increasing order, starting from zero, and each product dy xhat rounded on
 /// its own (no_fma), as when the partials were loaded, added and stored per row: the CPU's results
 /// are bit for bit those of that form.
-template <class T, int B, bool kCenter>
+template <class T, int B>
 struct NormBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
@@ -216,6 +220,7 @@ struct NormBackward {
   int64_t per_group = kRowsPerGroup;  // rows per program, a multiple of kRowsPerGroup
   const T* dres = nullptr;            // dx = dres + the norm's gradient (norm_backward_residual); may be null
   bool unit_offset = false;           // the gain is 1 + w (Gemma's RMSNorm)
+  bool center = true;                 // LayerNorm (mean and mean g subtracted); RMSNorm: false
 
   /// grid.x groups. Per element: xhat (its subtraction with LayerNorm, its multiply), g = dy w
   /// (and w's 1 +), the sums of g (LayerNorm) and of g xhat, dx = (g - mean g - xhat mean gx)
@@ -223,7 +228,7 @@ struct NormBackward {
   tile::Traffic traffic(const tile::Grid& grid) const {
     const double elements = static_cast<double>(rows * cols), parts = static_cast<double>(grid.x * cols);
     const int gain_ops = w != nullptr ? (unit_offset ? 2 : 1) : 0;
-    const double stats = static_cast<double>(rows) * (kCenter && mean != nullptr ? 2 : 1);
+    const double stats = static_cast<double>(rows) * (center && mean != nullptr ? 2 : 1);
     // Wide rows store a group's partials once per kRowsPerGroup rows and read them back after.
     const int64_t subgroups = per_group / kRowsPerGroup;
     const double passes = cols > B ? 2.0 * static_cast<double>(subgroups) - 1 : 1.0;
@@ -232,9 +237,9 @@ struct NormBackward {
     const double folded = dres != nullptr ? 3 : 0;
     return {tile::traffic_bytes<T>((3 + folded) * elements + (w != nullptr ? static_cast<double>(cols) : 0)) +
                 tile::traffic_bytes<A>(stats + partials),
-            elements * (6 + (kCenter ? 3 : 0) + gain_ops + (dw_part != nullptr ? 2 : 0) + (db_part != nullptr ? 1 : 0) +
+            elements * (6 + (center ? 3 : 0) + gain_ops + (dw_part != nullptr ? 2 : 0) + (db_part != nullptr ? 1 : 0) +
                         (dres != nullptr ? 1 : 0)) +
-                static_cast<double>(rows) * (kCenter ? 2 : 1)};
+                static_cast<double>(rows) * (center ? 2 : 1)};
   }
 
   template <class Ctx>
@@ -263,12 +268,12 @@ struct NormBackward {
     auto wv = tl::full<B>(c, A(1));
     if (w != nullptr) wv = gain(tl::load<B>(c, w, cols), unit_offset);
     for (int64_t r = r0; r < r1; ++r) {
-      const A mu = kCenter ? mean[r] : A(0);
+      const A mu = center ? mean[r] : A(0);
       const A rs = rstd[r];
       auto xhat = (tl::load<B>(c, x + r * cols, cols, mu) - mu) * rs;  // masked elements: 0
       auto dyv = tl::load<B>(c, dy + r * cols, cols);
       auto g = w != nullptr ? dyv * wv : dyv;
-      const A mean_g = kCenter ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
+      const A mean_g = center ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
       const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
       tl::store(c, dx + r * cols, (g - mean_g - xhat * mean_gx) * rs, cols);
       if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
@@ -287,7 +292,7 @@ struct NormBackward {
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * cols;
       const T* dyr = dy + r * cols;
-      const A mu = kCenter ? mean[r] : A(0);
+      const A mu = center ? mean[r] : A(0);
       const A rs = rstd[r];
       auto sum_g = tl::full<B>(c, A(0));
       auto sum_gx = tl::full<B>(c, A(0));
@@ -299,7 +304,7 @@ struct NormBackward {
         sum_g = sum_g + g;
         sum_gx = sum_gx + g * xhat;
       }
-      mean_g[r - r0] = kCenter ? tl::sum(c, sum_g) / A(cols) : A(0);
+      mean_g[r - r0] = center ? tl::sum(c, sum_g) / A(cols) : A(0);
       mean_gx[r - r0] = tl::sum(c, sum_gx) / A(cols);
     }
     for (int64_t c0 = 0; c0 < cols; c0 += B) {
@@ -309,7 +314,7 @@ struct NormBackward {
       if (more && dw_part != nullptr) dw_acc = tl::load<B>(c, dw_part + group * cols + c0, n);
       if (more && db_part != nullptr) db_acc = tl::load<B>(c, db_part + group * cols + c0, n);
       for (int64_t r = r0; r < r1; ++r) {
-        const A mu = kCenter ? mean[r] : A(0);
+        const A mu = center ? mean[r] : A(0);
         const A rs = rstd[r];
         auto xhat = (tl::load<B>(c, x + r * cols + c0, n, mu) - mu) * rs;
         auto dyv = tl::load<B>(c, dy + r * cols + c0, n);

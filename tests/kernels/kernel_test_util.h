@@ -125,6 +125,18 @@ struct Target {
   GTEST_SKIP() << ((t).float64() ? "the guarded target runs the cpu target's arithmetic" \
                                  : "float64 has no CUDA path: the float-against-float64 tests cover CUDA")
 
+/// Skips a costly finite-difference test on every target but the cpu one, naming the test that
+/// covers the others: there the emulated target's float64 backward is compared element by element,
+/// within 1e-10 (reduction orders differ), with one that the cpu target's differences check (the
+/// cpu target's backward, or a float64 reference the cpu target's backward matches), where the
+/// differences resolve about 1e-6. So it holds the same property, at every element instead of a
+/// sample, for one launch instead of two forwards per sampled element through the lane-by-lane
+/// emulator (under the sanitizers the longest kernel tests: attention's alone took 76 s).
+#define SKIP_FINITE_DIFFERENCES_OFF_CPU(t, covered_by)                                                \
+  if ((t).backend != ::bench::tile::Backend::kCpu)                                                    \
+  GTEST_SKIP() << "this target's float64 backward is compared with one that the cpu target's finite " \
+                  "differences check: " covered_by
+
 /// Why this process has no CUDA target ("" when it has one).
 inline std::string cuda_target_missing() {
   if (!cuda_built()) return "this build has no CUDA backend (configured without nvcc)";

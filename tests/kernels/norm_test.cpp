@@ -167,9 +167,39 @@ TEST_P(NormTest, FloatWeightGradientOnTheHostIsThePlainSum) {
   EXPECT_EQ(gdb.host(), db);
 }
 
+// The float64 forward and backward on the emulated target against the cpu target's, every element
+// (y, dx, and the weight and bias gradients added into their inputs): the cpu target's backward is
+// checked by finite differences below, so the emulated target's is too.
+TEST_P(NormTest, Float64BackwardMatchesTheCpuTarget) {
+  const NormCase p = GetParam();
+  SKIP_UNLESS_FINITE_DIFFERENCES(p.target);
+  if (p.target.backend == tile::Backend::kCpu) GTEST_SKIP() << "the cpu target is the one compared with";
+  const auto x = random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3);
+  const auto w = p.affine ? random_vector(static_cast<size_t>(p.cols), 5) : std::vector<double>{};
+  const auto b = p.affine ? random_vector(static_cast<size_t>(p.cols), 6) : std::vector<double>{};
+  const auto dy = random_vector(x.size(), 7);
+  // y, dx, dw, db one after another.
+  auto run = [&](const Exec& exec) {
+    std::vector<double> y(x.size()), mean(static_cast<size_t>(p.rows)), rstd(static_cast<size_t>(p.rows));
+    norm_forward<double>(exec, p.center, x.data(), p.affine ? w.data() : nullptr, p.affine ? b.data() : nullptr,
+                         y.data(), mean.data(), rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
+    std::vector<double> dx(x.size()), dw(w.size(), 0.25), db(b.size(), -0.5);
+    std::vector<double> ws(static_cast<size_t>(norm_backward_workspace(p.rows, p.cols)));
+    norm_backward<double>(exec, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
+                          dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
+                          ws.data(), p.unit_offset);
+    y.insert(y.end(), dx.begin(), dx.end());
+    y.insert(y.end(), dw.begin(), dw.end());
+    y.insert(y.end(), db.begin(), db.end());
+    return y;
+  };
+  EXPECT_TRUE(all_near(run(p.target.exec()), run(Exec{}), 1e-12, 1e-10));
+}
+
 TEST_P(NormTest, BackwardMatchesFiniteDifferences) {
   const NormCase p = GetParam();
   SKIP_UNLESS_FINITE_DIFFERENCES(p.target);
+  SKIP_FINITE_DIFFERENCES_OFF_CPU(p.target, "Float64BackwardMatchesTheCpuTarget");
   const auto x0 = random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3);
   const auto w = p.affine ? random_vector(static_cast<size_t>(p.cols), 5) : std::vector<double>{};
   const auto b = p.affine ? random_vector(static_cast<size_t>(p.cols), 6) : std::vector<double>{};

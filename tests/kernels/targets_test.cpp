@@ -70,9 +70,9 @@ TEST(Catalog, ACudaBuildRegistersEveryTileKernelForCuda) {
   const auto programs = tile::cuda_programs("bench");
   EXPECT_GT(programs.size(), 100U);
   for (const char* p :
-       {"bench::kernels::programs::NormForward<float, 1024, true>",
-        "bench::kernels::programs::NormBackward<bench::tile::bf16, 32, false>",
-        "bench::kernels::programs::NormForward<bench::tile::bf16, 4096, false>",
+       {"bench::kernels::programs::NormForward<float, 1024>",
+        "bench::kernels::programs::NormBackward<bench::tile::bf16, 32>",
+        "bench::kernels::programs::NormForward<bench::tile::bf16, 4096>",
         "bench::kernels::programs::RopeInterleaved<float, 1024, true>",
         "bench::kernels::programs::EmbeddingForward<bench::tile::bf16, 1024, true>",
         "bench::kernels::programs::EmbeddingBackward<float, 768, true>", "bench::kernels::programs::Block<float, 64>"})

@@ -33,7 +33,7 @@ double ms_between(Clock::time_point a, Clock::time_point b) {
 
 /// The readable name of what a KernelScope reported: a launcher's own label ("gemm NT") as it
 /// is; a tile program's mangled type name (from tile::launch) demangled, without its namespaces
-/// ("NormForward<float, 128, false>").
+/// ("NormForward<float, 128>").
 std::string kernel_label(const char* name) {
   std::string raw = name;
   if (raw.find(' ') != std::string::npos) return raw;  // mangled names have no spaces

@@ -40,7 +40,7 @@ struct ProfileRow {
   std::string slot;       ///< the component's slot ("norm", "attention" ...); "model", "optimizer"
   std::string component;  ///< the component's type ("rmsnorm"); "" for the model and the optimizer
   std::string pass;       ///< forward, backward, optimizer, or step (around them: zeroing, waiting)
-  /// A tile program's readable name ("NormForward<float, 128, false>"), a GEMM
+  /// A tile program's readable name ("NormForward<float, 128>"), a GEMM
   /// ("gemm NT"), a launcher's label ("attention forward (materializing)"), or "(host)": the
   /// component's time outside its kernels (on the CPU), "(between kernels)" on a GPU.
   std::string kernel;
