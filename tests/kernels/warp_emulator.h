@@ -25,7 +25,10 @@ namespace bench::kernels::emulator {
 using test::FiberTeam;
 
 /// One thread block being emulated: its fibers, its shared memory, its barrier, and per warp the
-/// slots the lanes exchange registers through.
+/// slots the lanes exchange registers through, two of each: a warp-wide operation writes the slots
+/// of its parity, waits for the warp, and reads them; the next operation uses the other parity, so
+/// no second wait is needed before the slots are written again (a lane can write this parity's
+/// slots again only two operations later, past a wait that every lane reaches after its reads).
 class Block {
  public:
   Block(int threads, size_t shared_bytes)
@@ -36,10 +39,10 @@ class Block {
   struct Warp {
     explicit Warp(FiberTeam& team) : barrier(team, 32) {}
     FiberTeam::Barrier barrier;
-    float value[32] = {};
-    uint32_t a[32][4] = {};
-    uint32_t b[32][2] = {};
-    const uint16_t* row[32] = {};
+    float value[2][32] = {};
+    uint32_t a[2][32][4] = {};
+    uint32_t b[2][32][2] = {};
+    const uint16_t* row[2][32] = {};
   };
 
   FiberTeam& team() { return team_; }
@@ -70,12 +73,10 @@ class EmulatedThread {
   void sync() const { block_.barrier().arrive_and_wait(); }
   float shfl_xor(float v, int mask) const {
     Block::Warp& w = block_.warp(tid_);
-    const int lane = tid_ % 32;
-    w.value[lane] = v;
+    const int lane = tid_ % 32, p = parity();
+    w.value[p][lane] = v;
     w.barrier.arrive_and_wait();
-    const float r = w.value[lane ^ mask];
-    w.barrier.arrive_and_wait();
-    return r;
+    return w.value[p][lane ^ mask];
   }
   /// d += A B for this lane's part of D (16 x 8), A (16 x 16) and B (16 x 8) held by the warp's
   /// lanes: A(row, k) is in lane (row % 8) * 4 + (k % 8) / 2, register row / 8 + 2 (k / 8), half
@@ -83,20 +84,19 @@ class EmulatedThread {
   /// D(lane / 4 + 8 (r / 2), 2 (lane % 4) + r % 2).
   void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) const {
     Block::Warp& w = block_.warp(tid_);
-    const int lane = tid_ % 32;
-    std::memcpy(w.a[lane], a, sizeof a);
-    w.b[lane][0] = b0;
-    w.b[lane][1] = b1;
+    const int lane = tid_ % 32, p = parity();
+    std::memcpy(w.a[p][lane], a, sizeof a);
+    w.b[p][lane][0] = b0;
+    w.b[p][lane][1] = b1;
     w.barrier.arrive_and_wait();
     for (int r = 0; r < 4; ++r) {
       const int row = lane / 4 + 8 * (r / 2), col = 2 * (lane % 4) + r % 2;
       float sum = 0.f;
       for (int k = 0; k < 16; ++k)
-        sum += bf16_at(w.a[(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2) *
-               bf16_at(w.b[col * 4 + (k % 8) / 2][k / 8], k % 2);
+        sum += bf16_at(w.a[p][(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2) *
+               bf16_at(w.b[p][col * 4 + (k % 8) / 2][k / 8], k % 2);
       d[r] += sum;
     }
-    w.barrier.arrive_and_wait();
   }
   /// ldmatrix.x4: row r of matrix m is at the address lane 8 m + r gave; this lane receives,
   /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
@@ -150,28 +150,33 @@ class EmulatedThread {
 
   void ldmatrix(uint32_t (&r)[4], const uint16_t* row, bool trans) const {
     Block::Warp& w = block_.warp(tid_);
-    const int lane = tid_ % 32;
-    w.row[lane] = row;
+    const int lane = tid_ % 32, p = parity();
+    w.row[p][lane] = row;
     w.barrier.arrive_and_wait();
+    const uint16_t* const* rows = w.row[p];
     for (int m = 0; m < 4; ++m) {
       uint16_t lo = 0, hi = 0;
       if (trans) {
-        lo = w.row[8 * m + 2 * (lane % 4)][lane / 4];
-        hi = w.row[8 * m + 2 * (lane % 4) + 1][lane / 4];
+        lo = rows[8 * m + 2 * (lane % 4)][lane / 4];
+        hi = rows[8 * m + 2 * (lane % 4) + 1][lane / 4];
       } else {
-        lo = w.row[8 * m + lane / 4][2 * (lane % 4)];
-        hi = w.row[8 * m + lane / 4][2 * (lane % 4) + 1];
+        lo = rows[8 * m + lane / 4][2 * (lane % 4)];
+        hi = rows[8 * m + lane / 4][2 * (lane % 4) + 1];
       }
       r[m] = static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
     }
-    w.barrier.arrive_and_wait();
   }
+
+  /// This warp operation's slot parity: every lane runs the same warp operations in the same
+  /// order (they are warp-synchronous), so the lanes' counts agree.
+  int parity() const { return static_cast<int>(warp_ops_++ & 1); }
 
   Block& block_;
   int tid_, bx_, by_, dim_;
   std::vector<Copy> open_;
   std::vector<std::vector<Copy>> groups_;
   int commits_ = 0;
+  mutable uint64_t warp_ops_ = 0;
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
