@@ -67,28 +67,6 @@ static_assert(kBwdBlockN == 16 * kBwdWarps, "one warp per 16 keys");
 static_assert(kBwdWarps == 2 * (kBwdBlockM / 16), "dQ: 4 slabs of 16 queries x 2 halves of D");
 static_assert(2 * kBwdBlockM <= kBwdThreads, "one thread per lse and per D of a tile");
 
-/// Two floats as a bf16 pair (lo in the lower half), rounded to nearest even: one
-/// cvt.rn.bf16x2.f32 on the GPU, where float_to_bf16 (the emulator's) costs about a dozen
-/// instructions an element; the two differ only in a NaN's payload.
-BENCH_FLASH_FN uint32_t bwd_pack(float lo, float hi) {
-#if defined(__CUDA_ARCH__)
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-#else
-  return pack_floats(lo, hi);
-#endif
-}
-
-/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
-/// after), rounded to bf16 (bwd_pack): how P^T and dS^T go into dV and dK.
-BENCH_FLASH_FN void bwd_a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
-  a[0] = bwd_pack(lo[0], lo[1]);
-  a[1] = bwd_pack(lo[2], lo[3]);
-  a[2] = bwd_pack(hi[0], hi[1]);
-  a[3] = bwd_pack(hi[2], hi[3]);
-}
-
 /// Issues cp.async copies (16 bytes each, kBwdThreads threads) of rows [row0, row0 + kRows) of
 /// one head (D elements at `base`, rows `width` apart) into shared memory, zeros past `rows`;
 /// the caller commits and waits. row0 < rows.
@@ -367,8 +345,8 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
 #pragma unroll
       for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
         uint32_t ap[4], ad[4];
-        bwd_a_fragment(ap, s[2 * ks], s[2 * ks + 1]);
-        bwd_a_fragment(ad, dp[2 * ks], dp[2 * ks + 1]);
+        a_fragment_rn(ap, s[2 * ks], s[2 * ks + 1]);
+        a_fragment_rn(ad, dp[2 * ks], dp[2 * ks + 1]);
         store_pair(&ds_s[warp * 16 + g][ks * 16 + 2 * t], ad[0]);
         store_pair(&ds_s[warp * 16 + g + 8][ks * 16 + 2 * t], ad[1]);
         store_pair(&ds_s[warp * 16 + g][ks * 16 + 8 + 2 * t], ad[2]);
@@ -426,8 +404,8 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
       const int d = i * 8 + 2 * t;
-      store_pair(dst_k + d, bwd_pack(dk[i][2 * row], dk[i][2 * row + 1]));
-      store_pair(dst_v + d, bwd_pack(dv[i][2 * row], dv[i][2 * row + 1]));
+      store_pair(dst_k + d, pack_rn(dk[i][2 * row], dk[i][2 * row + 1]));
+      store_pair(dst_v + d, pack_rn(dv[i][2 * row], dv[i][2 * row + 1]));
     }
   }
 }

@@ -178,8 +178,9 @@ BENCH_FLASH_FN uint32_t pack_rn(float lo, float hi) {
 #endif
 }
 
-/// a_fragment's P (two score accumulators of 16 x 8 as one A fragment), packed with pack_rn.
-BENCH_FLASH_FN void p_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
+/// a_fragment's A fragment of two float accumulators of 16 x 8, packed with pack_rn: how the
+/// forward's P goes into P V and the backward's P^T and dS^T into dV and dK.
+BENCH_FLASH_FN void a_fragment_rn(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
   a[0] = pack_rn(lo[0], lo[1]);
   a[1] = pack_rn(lo[2], lo[3]);
   a[2] = pack_rn(hi[0], hi[1]);
@@ -489,7 +490,7 @@ BENCH_FLASH_FN void flash_forward(Thread& th, const uint16_t* __restrict__ qkv, 
       }
       uint32_t a[kFwdTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < kFwdTiles; ++mt) p_fragment(a[mt], s[mt][2 * kb], s[mt][2 * kb + 1]);
+      for (int mt = 0; mt < kFwdTiles; ++mt) a_fragment_rn(a[mt], s[mt][2 * kb], s[mt][2 * kb + 1]);
 #pragma unroll
       for (int i = 0; i < D / 8; i += 2) {
         uint32_t vb[4];
