@@ -72,17 +72,6 @@ BENCH_FLASH_FN uint32_t pack_floats(float lo, float hi) {
   return pack(tile::float_to_bf16(lo).bits, tile::float_to_bf16(hi).bits);
 }
 
-/// Two adjacent bf16 of shared memory as one register.
-BENCH_FLASH_FN uint32_t pair(const uint16_t* p) {
-#if defined(__CUDACC__)
-  return *reinterpret_cast<const uint32_t*>(p);
-#else
-  uint32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-#endif
-}
-
 /// Stores two bf16 (packed in one register) at p.
 BENCH_FLASH_FN void store_pair(uint16_t* p, uint32_t v) {
 #if defined(__CUDACC__)
@@ -90,63 +79,6 @@ BENCH_FLASH_FN void store_pair(uint16_t* p, uint32_t v) {
 #else
   std::memcpy(p, &v, sizeof v);
 #endif
-}
-
-/// The A fragment of rows r, r + 8 and columns c, c + 8 (c = 16 k + 2t) of a row-major bf16 tile.
-template <int W>
-BENCH_FLASH_FN void a_fragment(uint32_t (&a)[4], const uint16_t (*tile)[W], int r, int c) {
-  a[0] = pair(&tile[r][c]);
-  a[1] = pair(&tile[r + 8][c]);
-  a[2] = pair(&tile[r][c + 8]);
-  a[3] = pair(&tile[r + 8][c + 8]);
-}
-
-/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
-/// after), rounded to bf16: how P and dS go from one product into the next.
-BENCH_FLASH_FN void a_fragment(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
-  a[0] = pack_floats(lo[0], lo[1]);
-  a[1] = pack_floats(lo[2], lo[3]);
-  a[2] = pack_floats(hi[0], hi[1]);
-  a[3] = pack_floats(hi[2], hi[3]);
-}
-
-/// Copies rows [row0, row0 + 64) of one head (d elements at `col` of rows `width` apart) into
-/// shared memory, zeros past the sequence's end. 16-byte accesses: head offsets are multiples of
-/// 8 elements (d is 64 or 128) and rows are 16-byte aligned when the base pointer is.
-template <int D, class Thread>
-BENCH_FLASH_FN void load_tile(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0, int64_t rows,
-                              int64_t width) {
-  constexpr int kChunks = D / 8;  // 8 bf16 = 16 bytes
-  for (int c = th.tid(); c < kBlockM * kChunks; c += kThreads) {
-    const int r = c / kChunks, k = (c % kChunks) * 8;
-#if defined(__CUDACC__)
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (row0 + r < rows) v = *reinterpret_cast<const uint4*>(base + (row0 + r) * width + k);
-    *reinterpret_cast<uint4*>(&dst[r][k]) = v;
-#else
-    if (row0 + r < rows)
-      std::memcpy(&dst[r][k], base + (row0 + r) * width + k, 16);
-    else
-      std::memset(&dst[r][k], 0, 16);
-#endif
-  }
-}
-
-static_assert(kBlockM == kBlockN, "load_tile and load_tile_async copy 64-row tiles of queries and keys alike");
-
-/// Issues asynchronous 16-byte copies (cp.async) of rows [row0, row0 + 64) of one head into
-/// shared memory, zeros past the sequence's end; the caller commits and waits for them.
-template <int D, class Thread>
-BENCH_FLASH_FN void load_tile_async(Thread& th, uint16_t (*dst)[D + kPad], const uint16_t* base, int64_t row0,
-                                    int64_t rows, int64_t width) {
-  constexpr int kChunks = D / 8;
-  const int valid = rows - row0 < kBlockN ? static_cast<int>(rows - row0) : kBlockN;
-  const uint16_t* src = base + row0 * width;
-  for (int c = th.tid(); c < kBlockN * kChunks; c += kThreads) {
-    const int r = c / kChunks, k = (c % kChunks) * 8;
-    // Rows past the end copy nothing (zero fill) from the tile's first row, which is in bounds.
-    th.cp_async_16(&dst[r][k], src + (r < valid ? static_cast<int64_t>(r) * width + k : 0), r < valid);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -178,8 +110,9 @@ BENCH_FLASH_FN uint32_t pack_rn(float lo, float hi) {
 #endif
 }
 
-/// a_fragment's A fragment of two float accumulators of 16 x 8, packed with pack_rn: how the
-/// forward's P goes into P V and the backward's P^T and dS^T into dV and dK.
+/// The A fragment made of two float accumulators of 16 x 8 (columns 16 k .. 16 k + 7 and the 8
+/// after), rounded by pack_rn: how the forward's P goes into P V and the backward's P^T and dS^T
+/// into dV and dK.
 BENCH_FLASH_FN void a_fragment_rn(uint32_t (&a)[4], const float (&lo)[4], const float (&hi)[4]) {
   a[0] = pack_rn(lo[0], lo[1]);
   a[1] = pack_rn(lo[2], lo[3]);
