@@ -524,8 +524,15 @@ inline int64_t attention_flash_state_size(const AttentionArgs& a) {
   return 2 * (attention_flash_workspace_offset(a) + a.batch * a.n_heads * a.seq * (a.d_head + 1));
 }
 
+/// CUDA's limit on a grid's y dimension, which the flash kernels' launches meet.
+inline constexpr int64_t kCudaMaxGridY = 65535;
+/// Queries per block of the bf16 flash forward (flash::kFwdBlockM, checked where both are seen).
+inline constexpr int64_t kAttentionFlashForwardRows = 128;
+
 /// Whether attention on CUDA in bf16 takes the flash kernels (kernels/cuda/flash_attention.cuh)
-/// for these arguments: d_head 64 or 128, a window only when causal, `materialize` off, and a
+/// for these arguments: d_head 64 or 128, a window only when causal, `materialize` off, grids
+/// within CUDA's 65535 rows (the forward's query blocks when causal, else its (batch, head)
+/// pairs; the backward's (batch, kv head) pairs), and a
 /// state no larger than the probabilities (attention_flash_state_size <= attention_probs_size,
 /// from T >= 2 (d_head + 2) or so), so that a buffer sized for either path holds it. Then
 /// `probs` holds that state instead of probabilities (attention_flash_state_size elements are
@@ -533,6 +540,12 @@ inline int64_t attention_flash_state_size(const AttentionArgs& a) {
 /// `out`. Otherwise CUDA runs the cuBLASLt path, which materializes them like the CPU.
 inline bool attention_uses_flash(const AttentionArgs& a) {
   if (a.materialize || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal)) return false;
+  // Their grids' y (kernels/cuda/flash_attention.cu): the forward's, the blocks of
+  // kAttentionFlashForwardRows queries when causal, else the (batch, head) pairs; the backward's,
+  // the (batch, kv head) pairs.
+  const int64_t forward_y =
+      a.causal ? (a.seq + kAttentionFlashForwardRows - 1) / kAttentionFlashForwardRows : a.batch * a.n_heads;
+  if (forward_y > kCudaMaxGridY || a.batch * a.n_kv_heads > kCudaMaxGridY) return false;
   return attention_flash_state_size(a) <= attention_probs_size(a);
 }
 

@@ -17,8 +17,8 @@ namespace bench::kernels {
 
 /// Why the float32 flash kernels (kernels/cuda/flash_attention_f32_kernels.cuh: CUDA, float32,
 /// FFMA in float32) cannot run `a`; "" when they can. Every variant runs (causal or not, a window
-/// with or without causal masking, soft-cap, GQA/MQA, dropout); the limits are d_head (64 or 128)
-/// and a consistent shape. Pure C++ on any build.
+/// with or without causal masking, soft-cap, GQA/MQA, dropout); the limits are d_head (64 or 128),
+/// a consistent shape and at most 65535 (batch, head) pairs (grid y). Pure C++ on any build.
 inline std::string attention_flash_f32_unsupported(const AttentionArgs& a) {
   if (a.batch < 0 || a.seq < 0 || a.n_heads <= 0 || a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return "the shape is inconsistent (positive sizes, n_heads a multiple of n_kv_heads)";
@@ -27,6 +27,9 @@ inline std::string attention_flash_f32_unsupported(const AttentionArgs& a) {
            ": the float32 flash kernels take 64 or 128 (each thread keeps 8 x d_head / 16 accumulators per "
            "product; dK and dV's at 128 already fill the registers)";
   if (a.dropout < 0 || a.dropout >= 1) return "the dropout rate is outside [0, 1)";
+  if (a.batch * a.n_heads > kCudaMaxGridY)
+    return std::to_string(a.batch * a.n_heads) +
+           " (batch, head) pairs: the kernels' grid y takes at most 65535 (CUDA's limit); split the batch";
   return "";
 }
 

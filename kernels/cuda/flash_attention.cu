@@ -112,23 +112,25 @@ __global__ void flash_backward_dq(const float* __restrict__ dq_accum, uint16_t* 
   flash::flash_backward_dq<D>(th, dq_accum, dqkv, n_t, n_h, n_kv, pairs);
 }
 
-/// Refuses, with the reason, what the flash kernels cannot launch: a grid dimension over CUDA's
-/// limits (x: 2^31 - 1 blocks; y, the (batch, head) pairs: 65535), or a base pointer that is not
-/// 16-byte aligned (tiles move with 16-byte loads; rows are multiples of 64 elements).
-void check_launchable(const char* what, const AttentionArgs& a, int64_t y,
+/// Refuses, with the reason, what the flash kernels cannot launch: a grid over CUDA's limits (x:
+/// 2^31 - 1 blocks; y: 65535; `y_is` names what y counts), or a base pointer that is not 16-byte
+/// aligned (tiles move with 16-byte loads; rows are multiples of 64 elements). attention_uses_flash
+/// (kernels/attention.h) keeps `auto` off the flash kernels past the same limits.
+void check_launchable(const char* what, int64_t x, int64_t y, const char* y_is,
                       std::initializer_list<std::pair<const char*, const void*>> pointers) {
-  const int64_t x = (a.seq + kBlockM - 1) / kBlockM;
-  if (y > 65535)
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(y) +
-                                " (batch, head) pairs exceed CUDA's 65535 blocks in grid y: split the batch");
+  if (y > kernels::kCudaMaxGridY)
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(y) + " " + y_is +
+                                " exceed CUDA's 65535 blocks in grid y: split the batch");
   if (x > 2147483647)
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(x) +
-                                " query tiles exceed CUDA's grid x limit");
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(x) + " blocks exceed CUDA's grid x limit");
   for (const auto& [name, p] : pointers)
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0)
       throw std::invalid_argument(std::string(what) + ": " + name +
                                   " is not 16-byte aligned (the flash kernels load 16 bytes at a time)");
 }
+
+static_assert(flash::kFwdBlockM == kernels::kAttentionFlashForwardRows,
+              "attention_uses_flash computes the forward's grid with the forward's block of queries");
 
 template <int D, bool kDropout>
 cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* out,
@@ -163,9 +165,6 @@ cudaError_t launch_forward(cudaStream_t stream, const AttentionArgs& a, const ui
   // 128-query blocks; causal, (batch, head) in x and the query blocks in y, heaviest first.
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
-  if (y > 65535)
-    throw std::invalid_argument("flash_attention_forward: " + std::to_string(y) +
-                                " grid rows (query blocks or (batch, head) pairs) exceed CUDA's 65535");
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
   flash_forward<D, kDropout><<<grid, flash::kFwdThreads, smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
@@ -182,7 +181,10 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
-  check_launchable("flash_attention_forward", a, a.batch * a.n_heads, {{"qkv", qkv}, {"out", out}});
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  check_launchable("flash_attention_forward", x, y, a.causal ? "query blocks" : "(batch, head) pairs",
+                   {{"qkv", qkv}, {"out", out}});
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
   // Dropout is a template parameter: its index arithmetic and hashing cost registers that the
@@ -205,7 +207,8 @@ cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
-  check_launchable("flash_attention_backward", a, a.batch * std::max(a.n_heads, a.n_kv_heads),
+  check_launchable("flash_attention_backward", (a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN,
+                   a.batch * a.n_kv_heads, "(batch, kv head) pairs",
                    {{"qkv", qkv}, {"out", out}, {"dout", dout}, {"dqkv", dqkv}, {"workspace", workspace}});
   auto* dq_accum = static_cast<float*>(workspace);
   float* dvec = dq_accum + a.batch * a.n_heads * a.seq * a.d_head;

@@ -23,7 +23,8 @@ namespace bench::kernels::cuda {
 /// the softmax in float. d_head 64 or 128. Dropout on the probabilities with the CPU path's mask
 /// (a.dropout, a.dropout_seed: kernels/attention.h), recomputed, never stored. A rate outside
 /// [0, 1), another d_head or a window with causal = false return cudaErrorNotSupported without
-/// launching; a grid over CUDA's limits (more than 65535 (batch, head) pairs) or a base pointer
+/// launching; a grid over CUDA's limits (more than 65535 blocks of 128 queries when causal, else
+/// more than 65535 (batch, head) pairs; attention_uses_flash is false there) or a base pointer
 /// that is not 16-byte aligned throws std::invalid_argument saying which.
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse);
@@ -35,8 +36,8 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a);
 /// [B, H, T]) and dout ([B*T, H*dh]), writes all of dqkv ([B*T, (H + 2 Hkv) dh]): dQ, and dK, dV
 /// summed over the query heads of each kv head. Recomputes the probabilities tile by tile;
 /// `workspace` (flash_attention_backward_workspace bytes, any contents) holds a float dQ
-/// accumulator and D = rowsum(dO * O). The same variants (dropout with the forward's mask) and
-/// limits as the forward.
+/// accumulator and D = rowsum(dO * O). The same variants (dropout with the forward's mask) as the
+/// forward; its grid's y is the (batch, kv head) pairs, at most 65535.
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace);

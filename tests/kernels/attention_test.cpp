@@ -369,6 +369,25 @@ TEST(AttentionFlash, KeepsProbabilitiesOffTheFlashPathOnly) {
   EXPECT_EQ(attention_flash_state_size(a), 2 * (2 * 4 * 256 + 2 * 4 * 256 * 65));
 }
 
+// The flash kernels' grids have at most 65535 rows (CUDA's grid y): the forward's are its blocks of
+// 128 queries when causal, else the (batch, head) pairs; the backward's the (batch, kv head) pairs.
+// Past them the bf16 path keeps the probabilities (the cuBLASLt path), so `auto` never launches a
+// grid that throws.
+TEST(AttentionFlash, StaysWithinCudasGridRows) {
+  AttentionArgs a = make_args(16384, 256, 8, 2, 64);  // 131,072 (batch, head) pairs, 32,768 kv pairs
+  EXPECT_TRUE(attention_uses_flash(a)) << "causal: the pairs are the forward grid's x";
+  a.causal = false;
+  EXPECT_FALSE(attention_uses_flash(a)) << "not causal: the pairs are the forward grid's y";
+  a = make_args(16384, 256, 8, 8, 64);  // 131,072 kv pairs: the backward's grid
+  EXPECT_FALSE(attention_uses_flash(a));
+  a = make_args(8191, 256, 8, 8, 64);  // 65,528 kv pairs
+  EXPECT_TRUE(attention_uses_flash(a));
+  a = make_args(1, 65535 * 128 + 1, 1, 1, 64);  // 65,536 blocks of 128 queries
+  EXPECT_FALSE(attention_uses_flash(a));
+  a = make_args(1, 65535 * 128, 1, 1, 64);
+  EXPECT_TRUE(attention_uses_flash(a));
+}
+
 // The float64 backward reference (what the CUDA flash backward is checked against) against the
 // kernel, itself checked by finite differences above: in double where the target runs it, in
 // float elsewhere. On the emulated target this is what checks the float64 backward: equal to the

@@ -213,6 +213,11 @@ TEST(Flash32Limits, RefusalsNameTheReason) {
   a.dropout = 1;
   EXPECT_NE(attention_flash_f32_unsupported(a).find("dropout"), std::string::npos);
   a.dropout = 0;
+  a.batch = 16384;  // 65,536 (batch, head) pairs: one past CUDA's grid y
+  EXPECT_NE(attention_flash_f32_unsupported(a).find("65536 (batch, head) pairs"), std::string::npos);
+  a.batch = 16383;
+  EXPECT_EQ(attention_flash_f32_unsupported(a), "");
+  a.batch = 2;
   // The log-sum-exp's 800 floats, D from the next multiple of 64 (832, 256-byte aligned) on.
   EXPECT_EQ(attention_flash_f32_state_size(a), 832 + 800);
   std::vector<float> qkv(static_cast<size_t>(2 * 100 * 8 * 64)), out(static_cast<size_t>(2 * 100 * 4 * 64)),
