@@ -112,15 +112,17 @@ class CudaCtx {
 #pragma unroll
     for (int i = 0; i < L::kPer; i += L::kVec) {
       const int e = L::element(threadIdx.x, i);
-      const int64_t f = first + e, col = f % width;
-      const T* at = p + (f / width) * stride + col;
+      const int64_t f = first + e;
+      int64_t row = 0, col = 0;
+      split_row(f, width, row, col);
+      const T* at = p + row * stride + col;
       if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
         load_vec<T, L::kVec>(at, &r.v[i]);
       } else {
 #pragma unroll
-        for (int j = 0; j < L::kVec; ++j) {
-          const int64_t g = f + j;
-          r.v[i + j] = e + j < n ? to_acc(p[(g / width) * stride + g % width]) : other;
+        for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
+          if (col == width) ++row, col = 0;
+          r.v[i + j] = e + j < n ? to_acc(p[row * stride + col]) : other;
         }
       }
     }
@@ -134,15 +136,17 @@ class CudaCtx {
 #pragma unroll
     for (int i = 0; i < P; i += L::kVec) {
       const int e = L::element(threadIdx.x, i);
-      const int64_t f = first + e, col = f % width;
-      T* at = p + (f / width) * stride + col;
+      const int64_t f = first + e;
+      int64_t row = 0, col = 0;
+      split_row(f, width, row, col);
+      T* at = p + row * stride + col;
       if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
         store_vec<T, L::kVec>(at, &x.v[i]);
       } else {
 #pragma unroll
-        for (int j = 0; j < L::kVec; ++j) {
-          const int64_t g = f + j;
-          if (e + j < n) p[(g / width) * stride + g % width] = from_acc<T>(x.v[i + j]);
+        for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
+          if (col == width) ++row, col = 0;
+          if (e + j < n) p[row * stride + col] = from_acc<T>(x.v[i + j]);
         }
       }
     }
@@ -212,6 +216,17 @@ class CudaCtx {
     const U out = result;
     __syncthreads();  // `temp` and `result` may be reused by the next reduction
     return out;
+  }
+
+  // Row and column of flat element f in rows of `width`: one 32-bit division where both fit (a
+  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise.
+  __device__ static void split_row(int64_t f, int64_t width, int64_t& row, int64_t& col) {
+    if (f <= 0x7fffffff && width <= 0x7fffffff) {
+      row = static_cast<uint32_t>(f) / static_cast<uint32_t>(width);
+    } else {
+      row = f / width;
+    }
+    col = f - row * width;
   }
 
   // A run of V elements of T moves as V * sizeof(T) / kWord words of kWord bytes (at most 16).
