@@ -1,7 +1,6 @@
 // Flash attention forward and backward (kernels/cuda/flash_attention.cuh): the kernels of
 // flash_attention_kernels.cuh and flash_attention_backward_kernels.cuh (which describe them) with
 // the hardware as their Thread, and their launchers.
-#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -16,8 +15,6 @@ namespace bench::kernels::cuda {
 
 namespace {
 
-using flash::kBlockM;
-using flash::kBlockN;
 using flash::kThreads;
 using flash::kWarps;
 

@@ -55,9 +55,8 @@
 
 namespace bench::kernels::flash {
 
-constexpr int kBlockM = 64;  // queries per block
-constexpr int kBlockN = 64;  // keys per tile
-constexpr int kWarps = 4;
+constexpr int kBlockN = 64;  // keys per tile of the forward
+constexpr int kWarps = 4;    // the backward's prep kernel: a warp a row
 constexpr int kThreads = kWarps * 32;
 /// Shared-memory rows of D elements are D + kPad long: with rows 16 bytes longer than a multiple
 /// of 128, the 8 rows a fragment load touches (lanes g = 0..7, or 2t for t = 0..3) start in
@@ -87,8 +86,8 @@ BENCH_FLASH_FN void store_pair(uint16_t* p, uint32_t v) {
 
 // The forward's own shape (issue 31): 128 queries a block of 4 warps, so that each warp owns 32
 // query rows (two m16 tiles) and every K or V fragment read from shared memory feeds two mma
-// instead of one (FlashAttention-2's hdim-128 forward is 128 x 64 with 4 warps). The backward
-// keeps kBlockM, kBlockN, kWarps and kThreads above.
+// instead of one (FlashAttention-2's hdim-128 forward is 128 x 64 with 4 warps). The backward has
+// its own shape (kBwd*, flash_attention_backward_kernels.cuh); kWarps and kThreads size its prep.
 constexpr int kFwdBlockM = 128;                       // queries per forward block
 constexpr int kFwdWarps = 4;                          // warps per forward block
 constexpr int kFwdThreads = kFwdWarps * 32;           // threads per forward block

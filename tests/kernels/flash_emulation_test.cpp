@@ -20,8 +20,6 @@
 namespace bench::kernels {
 namespace {
 
-using flash::kBlockM;
-using flash::kBlockN;
 using flash::kThreads;
 
 using emulator::EmulatedThread;
