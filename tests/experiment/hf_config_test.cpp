@@ -342,6 +342,14 @@ TEST(HfConfig, Gpt2GemmaAndOlmoReadIntoOurKeys) {
 })")
                 .find("config.json:4:3: field 'clip_qkv' = 0 must be > 0 (or null: no clipping)"),
             std::string::npos);
+  // Another type is one error, the type's.
+  const std::string typed = errors_of("hf_olmo_clip_type", R"({
+  "model_type": "olmo", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 128, "vocab_size": 300,
+  "clip_qkv": "8"
+})");
+  EXPECT_NE(typed.find("config.json:4:3: field 'clip_qkv' must be a number, found \"8\""), std::string::npos) << typed;
+  EXPECT_EQ(typed.find("must be > 0"), std::string::npos) << typed;
   // GPT-2's variants bench does not reproduce are refused.
   const std::string bad = errors_of("hf_gpt2_bad", R"({
   "model_type": "gpt2", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 300, "n_positions": 32,

@@ -80,7 +80,7 @@ void llama_like(Reader& r, const std::string& type, Value& m) {
     const double clip = r.number("clip_qkv", 0.0);
     if (clip > 0)
       attn["clip_qkv"] = r.at("clip_qkv", Value::number(clip));
-    else
+    else if (r.take("clip_qkv")->is_number())  // another type: r.number has said so
       r.fail("clip_qkv", "field 'clip_qkv' = " + r.take("clip_qkv")->dump() + " must be > 0 (or null: no clipping)");
   }
   if (qwen) {
