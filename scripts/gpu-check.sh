@@ -3,7 +3,8 @@
 # nothing: it runs the prebuilt programs of the bundle that scripts/gpu-bundle.sh made here
 # (carried as .gpu-bundle.tar.xz): `kernels_test` (every kernel on every executor, CUDA included,
 # against float64 references), `cuda_check` (the timings: GEMM ceilings, copy bandwidth, row
-# kernels' GB/s, attention TFLOP/s, ours and cuDNN's) and `bench` (the model on the GPU against
+# kernels' GB/s, attention TFLOP/s, ours and cuDNN's) and `bench` (the per-kernel profile of a
+# model at cuda_check's shapes beside cuda_check's GB/s, the model on the GPU against
 # the CPU, cuDNN's attention inside the model against ours, GPT-2-small's MFU with and without
 # CUDA graphs, norms.toml's model at its own size against PyTorch eager, torch.compile and CUDA
 # graphs (`small`), experiments/norms.toml with its wall time), then PyTorch's figures beside ours
@@ -39,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-all_sections=(facts kernels timing model cudnn mfu small norms torch cpu)
+all_sections=(facts kernels timing profile model cudnn mfu small norms torch cpu)
 only="" skip="" dry=0 budget=460 bin=build/bin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -218,6 +219,85 @@ section_timing() {
     77) row timing cuda_check SKIPPED "" "" "$(tail -n 1 "$work/cuda_check.txt")" ;;
     *) grep -q "| timing |.*| FAIL |" "$md" || row timing cuda_check FAIL "" "" "exit $s: $(tail -n 1 "$work/cuda_check.txt")" ;;
   esac
+}
+
+# The per-kernel profile against cuda_check (issue 31, item 4): tests/cuda/profile_rows.toml's
+# one-layer model, whose row kernels run at cuda_check's 16384 x 4096 shapes, is profiled per
+# kernel (`bench results --profile`: events around each kernel of the train step, in the model's
+# order, the L2 as the step leaves it); each bandwidth row of the timing section above (that
+# kernel alone, the L2 flushed, the median) gets the profile's GB/s of the same kernel and dtype
+# beside it, and their ratio. Where the model's shape is cuda_check's (the norms, the GLU
+# forward, the adds) the two must agree within 15 % on a GPU (PASS / FAIL); RoPE (on fused qkv
+# rows), AdamW (the model's parameters) and the cross-entropy (16384 logit rows) run at other
+# shapes and are INFO. The dry run checks the path: its figures are the CPU's, always INFO.
+section_profile() {
+  local dev=$device s
+  [ "$dry" -eq 1 ] && dev=cpu
+  rm -f "$work/profile-rows.db"
+  run_capped 120 20 profile bench --db "$work/profile-rows.db" -q run --device "$dev" --threads "$cpu_threads" \
+    tests/cuda/profile_rows.toml > "$work/profile-rows.txt" 2>&1
+  s=$?
+  timed_out profile "$s" && return
+  [ "$s" -eq 75 ] && return
+  if [ "$s" -ne 0 ]; then
+    row profile "bench profile_rows" FAIL "" "" "exit $s: $(tail -n 1 "$work/profile-rows.txt")"
+    return
+  fi
+  bench --db "$work/profile-rows.db" query "SELECT c.label, p.component, p.pass, p.kernel, p.ms, p.bytes FROM profile p
+    JOIN cases c ON c.id = p.case_id WHERE p.mode = 'train_step' AND p.bytes > 0" --format csv \
+    > "$work/profile-rows.csv" 2>> "$log"
+  local verdict check value detail
+  # ("-": an empty value; tabs are whitespace to read, empty fields between them would collapse)
+  while IFS=$'\t' read -r verdict check value detail; do
+    [ "$value" = - ] && value=""
+    row profile "$check" "$verdict" "$value" "x cuda_check" "$detail"
+  done < <(python3 - "$work/profile-rows.csv" "$rows" "$dry" << 'PY' 2>> "$log"
+import csv, json, re, sys
+prof = list(csv.DictReader(open(sys.argv[1], newline="")))
+timed = {}  # (kernel, dtype) -> (GB/s, ms) of cuda_check's bandwidth rows
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    if r["section"] == "timing" and r["check"].startswith("bandwidth/") and r["value"] is not None:
+        _, kernel, dt = r["check"].split("/")
+        ms = re.search(r"([0-9.]+) ms", r["detail"])
+        timed[(kernel, dt)] = (r["value"], ms.group(1) if ms else "?")
+dry = sys.argv[3] == "1"
+# cuda_check's row: (the case's norm or None for both, component or None, pass or None, kernel
+# name prefixes, whether the model runs it at cuda_check's shape)
+checks = [
+    ("rmsnorm forward", "rmsnorm", "rmsnorm", "forward", ("NormForward",), True),
+    ("rmsnorm backward", "rmsnorm", "rmsnorm", "backward", ("NormBackward", "ColumnSum"), True),
+    ("layernorm forward", "layernorm", "layernorm", "forward", ("NormForward",), True),
+    ("layernorm backward (+dw, db)", "layernorm", "layernorm", "backward", ("NormBackward", "ColumnSum"), True),
+    ("swiglu forward", None, "swiglu", "forward", ("GluForward",), True),
+    ("add", None, None, None, ("Add<",), True),
+    ("rope (in place)", None, "rope", None, ("Rope",), False),
+    ("adamw", None, None, "optimizer", ("AdamW<",), False),
+    ("cross_entropy fwd+bwd", None, None, None, ("CrossEntropy<",), False),
+]
+for dtype, dt in (("float32", "float"), ("bfloat16", "bf16")):
+    for name, norm, comp, pas, prefixes, same in checks:
+        rows = [r for r in prof if f"dtype={dtype}" in r["label"] and (norm is None or f"norm={norm}" in r["label"])
+                and (comp is None or r["component"] == comp) and (pas is None or r["pass"] == pas)
+                and r["kernel"].startswith(prefixes)]
+        check = f"{name}/{dt}"
+        if not rows:
+            print(f"FAIL\t{check}\t-\tno kernel {'|'.join(prefixes)} in the profile")
+            continue
+        ms = sum(float(r["ms"]) for r in rows)
+        gbps = sum(float(r["bytes"]) for r in rows) / (ms * 1e-3) * 1e-9
+        kernels = ", ".join(sorted({r["kernel"] for r in rows}))
+        if (name, dt) not in timed:
+            print(f"INFO\t{check}\t-\tprofile {gbps:.4g} GB/s ({ms:.4f} ms a step: {kernels}); no cuda_check row to compare")
+            continue
+        ref, ref_ms = timed[(name, dt)]
+        ratio = gbps / ref if ref > 0 else float("inf")
+        verdict = "INFO" if dry or not same else ("PASS" if 0.85 <= ratio <= 1.15 else "FAIL")
+        shape = "the dry run's sizes" if dry else "cuda_check's shape" if same else "another shape than cuda_check's"
+        print(f"{verdict}\t{check}\t{ratio:.3f}\tprofile {gbps:.4g} GB/s ({ms:.4f} ms a step: {kernels}) against "
+              f"cuda_check {ref:.4g} GB/s ({ref_ms} ms a call); {shape}")
+PY
+  )
 }
 
 # The dry run checks the path, not the figures: an experiment it runs times each throughput mode

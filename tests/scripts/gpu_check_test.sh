@@ -44,7 +44,7 @@ check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf
 for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
   check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
 done
-for s in facts kernels timing model cudnn mfu small norms torch cpu; do
+for s in facts kernels timing profile model cudnn mfu small norms torch cpu; do
   check "a row of section $s" grep -q "^| $s | " "$md"
   check "the wall time row of section $s" grep -Eq "^\| $s \| \(section wall time\) \| INFO \| [0-9]+ \| s \|" "$md"
 done
@@ -61,6 +61,18 @@ check "small: PyTorch SKIPPED in the dry run, with the reason" grep -q "^| small
 check "cpu: the train step at 1 thread, with copy bandwidth and GEMM rate" \
   grep -Eq "^\| cpu \| train step at 1 threads \| INFO \| [0-9.]+ \| ms \| d256: 1\.00x, d128: [0-9.]+ ms, 1\.00x; copy [0-9.]+ GB/s, fp32 GEMM [0-9]+ GFLOP/s; [0-9]+ threads" "$md"
 check "cpu: no failed scaling run" bash -c "! grep -q '^| cpu | cpu-scaling.sh | FAIL' '$md'"
+# The profile section: the model's per-kernel GB/s beside every bandwidth row of cuda_check, in
+# both dtypes; INFO in a dry run, with the ratio where cuda_check's row finished (the float rows
+# before the hung check; not the failed one).
+for k in "rmsnorm forward" "rmsnorm backward" "layernorm forward" "layernorm backward (+dw, db)" "swiglu forward" add \
+  "rope (in place)" adamw "cross_entropy fwd+bwd"; do
+  for dt in float bf16; do
+    check "profile: the row of $k/$dt" grep -Fq "| profile | $k/$dt | INFO | " "$md"
+  done
+done
+check "profile: the ratio to cuda_check's row" \
+  grep -Eq "^\| profile \| rmsnorm backward/float \| INFO \| [0-9.]+ \| x cuda_check \| profile [0-9.]+ GB/s \(.*NormBackward.*\) against cuda_check [0-9.]+ GB/s" "$md"
+check "profile: no ratio to the failed check" grep -Eq "^\| profile \| add/float \| INFO \| - \| .*no cuda_check row" "$md"
 check "norms: the row has the run's wall time" grep -Eq "^\| norms \| .*\| wall [0-9]+ s" "$md"
 check "the failed check's FAIL row, with its message" grep -q "^| timing | $fail_check | FAIL | .*failed on purpose" "$md"
 # shellcheck disable=SC2016  # awk's own $0
@@ -75,9 +87,9 @@ check "cuDNN on the guarded device is SKIPPED with the reason" grep -q "^| cudnn
 # The timing section starts within seconds; the next one must start within its cap (20 s), the
 # 10 s between timeout's SIGTERM and its SIGKILL, and some slack for a loaded machine.
 timing_at=$(sed -n 's/^== section timing at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
-model_at=$(sed -n 's/^== section model at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
-gap=$((${model_at:-9999} - ${timing_at:-0}))
-check "the hung check was killed within its cap plus the grace period (timing at ${timing_at}s, next at ${model_at}s)" \
+next_at=$(sed -n 's/^== section profile at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
+gap=$((${next_at:-9999} - ${timing_at:-0}))
+check "the hung check was killed within its cap plus the grace period (timing at ${timing_at}s, next at ${next_at}s)" \
   [ "$gap" -lt 53 ]
 rows_md=$(grep '^| [a-z-]* | ' "$md" | grep -vc '^| section | check |')
 rows_json=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))))' "$tmp/out/gpu-check.json" 2>&1)
