@@ -239,10 +239,8 @@ section_profile() {
   s=$?
   timed_out profile "$s" && return
   [ "$s" -eq 75 ] && return
-  if [ "$s" -ne 0 ]; then
-    row profile "bench profile_rows" FAIL "" "" "exit $s: $(tail -n 1 "$work/profile-rows.txt")"
-    return
-  fi
+  # A failed case (its row says why) leaves the others' profiles to compare.
+  [ "$s" -ne 0 ] && row profile "bench profile_rows" FAIL "" "" "exit $s: $(tail -n 1 "$work/profile-rows.txt")"
   bench --db "$work/profile-rows.db" query "SELECT c.label, p.component, p.pass, p.kernel, p.ms, p.bytes FROM profile p
     JOIN cases c ON c.id = p.case_id WHERE p.mode = 'train_step' AND p.bytes > 0" --format csv \
     > "$work/profile-rows.csv" 2>> "$log"
