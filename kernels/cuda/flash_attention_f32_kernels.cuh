@@ -378,6 +378,25 @@ BENCH_FLASH32_FN void backward_prep(Thread& th, const float* __restrict__ out, c
   if (lane == 0) dvec[row] = acc;
 }
 
+/// One (query, key) element as both backward kernels recompute it from s = q.k, dp = dO.v, the
+/// query's lse (base 2) and D: P M (the mask's 1 / (1 - p) or 0) and dS times the scale, both 0
+/// where the key is hidden. `row` = (b H + h) T + query, the dropout mask's row.
+struct Grad {
+  float p_kept, ds;
+};
+template <bool kDropout, class Thread>
+BENCH_FLASH32_FN Grad element_grad(Thread& th, const Params& p, int64_t row, int64_t key, bool visible, float s,
+                                   float dp, float lse2, float d, float keep_scale) {
+  float x = s * p.scale;
+  if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
+  const float prob = visible ? th.exp2(x * kLog2e - lse2) : 0.f;
+  float keep = 1.f;
+  if constexpr (kDropout) keep = dropout_keep(p.seed, row * p.n_t + key, p.dropout) ? keep_scale : 0.f;
+  float ds = prob * (dp * keep - d);
+  if (p.softcap > 0.f) ds *= 1.f - (x / p.softcap) * (x / p.softcap);
+  return {prob * keep, visible ? ds * p.scale : 0.f};
+}
+
 /// dK, dV (see the file comment): block (key tile, b Hkv + kv).
 template <int D, bool kDropout, class Thread>
 BENCH_FLASH32_FN void backward_dkdv(Thread& th, const Params& p, const float* __restrict__ qkv,
@@ -440,21 +459,11 @@ BENCH_FLASH32_FN void backward_dkdv(Thread& th, const Params& p, const float* __
         for (int j = 0; j < 4; ++j) {
           const int ql = tx + kCols * j;
           const int64_t key = n0 + r0 + i, query = m0 + ql;
-          const bool visible = query < n_t && key < n_t && mask.visible(query, key);
-          float x = s[i][j] * p.scale;
-          if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
-          const float prob = visible ? th.exp2(x * kLog2e - lse_s[ql]) : 0.f;
-          // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the
-          // same mask; D = rowsum(dO O) already holds it (O was computed with it).
-          float keep = 1.f;
-          if constexpr (kDropout) {
-            const int64_t at = ((static_cast<int64_t>(b) * p.n_h + h) * n_t + query) * n_t + key;
-            keep = dropout_keep(p.seed, at, p.dropout) ? keep_scale : 0.f;
-          }
-          float ds = prob * (dp[i][j] * keep - d_s[ql]);
-          if (p.softcap > 0.f) ds *= 1.f - (x / p.softcap) * (x / p.softcap);
-          s[i][j] = prob * keep;
-          dp[i][j] = visible ? ds * p.scale : 0.f;
+          const Grad g = element_grad<kDropout>(th, p, (static_cast<int64_t>(b) * p.n_h + h) * n_t + query, key,
+                                                query < n_t && key < n_t && mask.visible(query, key), s[i][j], dp[i][j],
+                                                lse_s[ql], d_s[ql], keep_scale);
+          s[i][j] = g.p_kept;
+          dp[i][j] = g.ds;
         }
         // (P M)^T and dS^T to shared memory as [query][key], then dV += (P M)^T dO, dK += dS^T Q.
 #pragma unroll
@@ -553,18 +562,10 @@ BENCH_FLASH32_FN void backward_dq(Thread& th, const Params& p, const float* __re
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int64_t query = m0 + r0 + i, key = n0 + tx + kCols * j;
-        const bool visible = query < n_t && key < n_t && mask.visible(query, key);
-        float x = s[i][j] * p.scale;
-        if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
-        const float prob = visible ? th.exp2(x * kLog2e - lse_s[r0 + i]) : 0.f;
-        float keep = 1.f;
-        if constexpr (kDropout) {
-          const int64_t at = ((static_cast<int64_t>(b) * p.n_h + h) * n_t + query) * n_t + key;
-          keep = dropout_keep(p.seed, at, p.dropout) ? keep_scale : 0.f;
-        }
-        float ds = prob * (dp[i][j] * keep - d_s[r0 + i]);
-        if (p.softcap > 0.f) ds *= 1.f - (x / p.softcap) * (x / p.softcap);
-        s[i][j] = visible ? ds * p.scale : 0.f;
+        s[i][j] = element_grad<kDropout>(th, p, (static_cast<int64_t>(b) * p.n_h + h) * n_t + query, key,
+                                         query < n_t && key < n_t && mask.visible(query, key), s[i][j], dp[i][j],
+                                         lse_s[r0 + i], d_s[r0 + i], keep_scale)
+                      .ds;
       }
       // dS^T to shared memory ([key][query]), then dQ += dS K.
 #pragma unroll
