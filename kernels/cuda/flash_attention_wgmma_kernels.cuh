@@ -7,7 +7,9 @@
 // Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15):
 // smem_addr(p) (cvta.to.shared), fence_proxy_async() (fence.proxy.async.shared::cta: this thread's
 // cp.async writes become visible to wgmma, which reads shared memory through the async proxy),
-// wgmma_fence(), wgmma_commit(), wgmma_wait<n>() (wgmma.fence / commit_group / wait_group), and
+// wgmma_fence(), wgmma_commit(), wgmma_wait<n>() (wgmma.fence / commit_group / wait_group),
+// wgmma_hold(registers) (keeps the compiler from moving other uses of registers that a wgmma in
+// flight reads or writes across this point: an empty asm on the GPU, nothing on the CPU), and
 // wgmma_ss<N, kTransB>(d, desc_a, desc_b, accumulate) and wgmma_rs<N, kTransB>(d, a, desc_b,
 // accumulate) (wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 with A from shared memory or
 // registers; B from shared memory, N-major when kTransB).
@@ -149,6 +151,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
     th.wgmma_commit();
     th.template wgmma_wait<0>();
+    th.wgmma_hold(s);
 
     // The mma.sync forward's softmax (flash_forward), on one m16 tile of 8 n8 blocks a warp.
     float fac = scale2;
@@ -219,12 +222,15 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       pa[kb][3] = pack_rn(s[8 * kb + 6], s[8 * kb + 7]);
     }
     // O += P V: V (keys x D) as an N-major B.
+    th.wgmma_hold(o);
+    th.wgmma_hold(pa);
     th.wgmma_fence();
 #pragma unroll
     for (int kb = 0; kb < kBlockN / 16; ++kb)
       th.template wgmma_rs<D, 1>(o, pa[kb], wgmma::mn_major<D>(v_addr, kb), true);
     th.wgmma_commit();
     th.template wgmma_wait<0>();
+    th.wgmma_hold(o);
   }
 
   // Normalize and write this thread's two rows; the max and log-sum-exp in natural units.

@@ -166,6 +166,9 @@ class EmulatedThread {
     for (const size_t at : landed_) std::memset(block_.unfenced() + at, 0, 16);
     landed_.clear();
   }
+  /// The GPU's compiler barrier on registers a wgmma uses (flash_attention_wgmma.cu): nothing to do here.
+  template <class R>
+  void wgmma_hold(R& /*registers*/) const {}
   /// wgmma.fence.sync.aligned: the registers written since are ordered before the next wgmma.
   void wgmma_fence() { wgmma_.fenced = true; }
   /// wgmma.mma_async m64nNk16 f32 bf16 with A and B in shared memory (A K-major; B K-major, or
