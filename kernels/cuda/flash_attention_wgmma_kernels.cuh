@@ -2,7 +2,7 @@
 //          warpgroup MMA (wgmma.mma_async, sm_90a), a function of a `Thread` like the mma.sync
 //          forward of flash_attention_kernels.cuh, whose helpers it shares (tile_mask,
 //          forward_grid, pack_rn, the dropout hash), compiled by flash_attention_wgmma.cu and run
-//          on the CPU by the warp emulator (tests/kernels/flash_wgmma_emulation_test.cpp)
+//          on the CPU by the warp emulator (tests/kernels/flash_emulation_test.cpp)
 //
 // Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15):
 // smem_addr(p) (cvta.to.shared), fence_proxy_async() (fence.proxy.async.shared::cta: this thread's
@@ -15,21 +15,24 @@
 // registers; B from shared memory, N-major when kTransB).
 //
 // Shape: a block of two warpgroups (256 threads) takes 128 queries of one (batch, head), 64 a
-// warpgroup (wgmma's m64), in forward_grid's order. Q and two stages of K and V tiles of 64 keys
+// warpgroup (wgmma's m64), in forward_grid's order. Q and three stages of K and V tiles of 64 keys
 // sit in shared memory in the core-matrix layout of wgmma_layout.cuh (interleaved, no swizzle:
 // every 16-byte chunk a thread copies lands next to its neighbour's, and each 8 x 16-byte core
 // matrix the tensor core reads is 128 contiguous bytes), brought in by cp.async by all threads,
-// the next tile's copy overlapping this tile's products. Per tile and warpgroup: S = Q K^T by D / 16
-// wgmma m64n64k16 (Q and K both K-major from shared memory), one commit and wait; the online
-// softmax on S's accumulators in registers (each warp owns 16 rows of the 64, in the m16n8 C
-// layout that the mma.sync forward's softmax uses: the same masking, soft-cap, negative-scale and
-// dropout arithmetic); P rounded to bf16 straight into wgmma's A register fragments (the m16n8k16
-// A layout: the accumulators of keys 16 kb .. 16 kb + 15 are exactly one); O += P V by 4 wgmma
-// m64nDk16 with V from shared memory as an N-major B (the transpose bit, so V needs no transposed
-// copy). Not done: TMA, warp specialization (a producer warp with mbarriers), overlapping one
-// tile's softmax with another's wgmma (FlashAttention-3's ping-pong and intra-warpgroup
-// pipelining): each warpgroup waits for its own wgmma before it goes on, and the other
-// warpgroup's (and another block's) work is what hides it. Compiled for sm_90a, checked by the
+// the next tile's copy overlapping this tile's products. Per tile j and warpgroup:
+//   1. S_j = Q K_j^T by D / 16 wgmma m64n64k16 (Q and K both K-major from shared memory), one
+//      commit group; then O += P_{j-1} V_{j-1} by 4 wgmma m64nDk16 (P from registers, V an
+//      N-major B: the transpose bit, no transposed copy), a second group.
+//   2. wait_group 1 (S_j complete, P V still running), and the online softmax of S_j in registers
+//      (each warp owns 16 rows of the 64 in the m16n8 C layout the mma.sync forward's softmax
+//      uses: the same masking, soft-cap, negative-scale and dropout arithmetic), P_j rounded to
+//      bf16 into wgmma's A fragments (the m16n8k16 A layout: the accumulators of keys
+//      16 kb .. 16 kb + 15 are exactly one), while the tensor cores run P_{j-1} V_{j-1}
+//      (FlashAttention-3's intra-warpgroup pipelining).
+//   3. wait_group 0, O rescaled by the new maxima, P_j kept for the next tile.
+// Three stages because tile j-1's V is read until step 3 of tile j, while tile j + 1 is copied.
+// Not done: TMA, warp specialization (a producer warp with mbarriers, setmaxnreg), the ping-pong
+// of two warpgroups' softmax and products by named barriers. Compiled for sm_90a, checked by the
 // CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
 #pragma once
 
@@ -49,13 +52,15 @@ namespace bench::kernels::flash {
 constexpr int kWgRows = 64;                      // query rows per warpgroup (wgmma's m64)
 constexpr int kWgGroups = kFwdBlockM / kWgRows;  // warpgroups per block: 2
 constexpr int kWgThreads = kWgGroups * 128;      // threads per block: 256
+// K/V stages: the tile being multiplied, the one whose P V is still in flight, the next one.
+constexpr int kWgStages = 3;
 static_assert(kBlockN == 64, "S is one wgmma n64 a k16 step, P four A fragments");
 
-/// Shared memory of flash_forward_wgmma<D>: Q (128 rows) and two stages of K and V (64 rows each),
-/// no padding (the core-matrix layout needs none).
+/// Shared memory of flash_forward_wgmma<D>: Q (128 rows) and kWgStages stages of K and V (64 rows
+/// each), no padding (the core-matrix layout needs none).
 template <int D>
 constexpr size_t wgmma_forward_smem_bytes() {
-  return static_cast<size_t>(kFwdBlockM + 4 * kBlockN) * D * sizeof(uint16_t);
+  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t);
 }
 
 /// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
@@ -124,11 +129,26 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
   const int row0 = 16 * warp + g;  // this thread's first row within its warpgroup's 64
 
-  int stage = 0;
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN, stage ^= 1) {
-    th.sync();  // every warpgroup's wgmma on the other stage completed (each waits for its own)
+  // P of the previous tile as A fragments, waiting for its P V (issued with this tile's S), and
+  // that tile's V. Before the first tile P is 0 (and V stage 0's, loaded by then): the P V issued
+  // with the first S adds nothing, and every wgmma is issued on every path.
+  uint32_t pa[kBlockN / 16][4] = {};
+  uint32_t pv_addr = th.smem_addr(k_s + kBlockN * D);
+  // O += P V for the previous tile: 4 wgmma m64nDk16, V as an N-major B; one commit group.
+  const auto issue_pv = [&] {
+#pragma unroll
+    for (int kb = 0; kb < kBlockN / 16; ++kb)
+      th.template wgmma_rs<D, 1>(o, pa[kb], wgmma::mn_major<D>(pv_addr, kb), true);
+    th.wgmma_commit();
+  };
+
+  int stage = 0;  // tile i sits in stage i % kWgStages
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN, stage = stage + 1 == kWgStages ? 0 : stage + 1) {
+    // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
+    // after it), so its stage, the next tile's, may be written.
+    th.sync();
     if (n0 + kBlockN < n_end) {
-      uint16_t* next = k_s + 2 * kBlockN * D * (stage ^ 1);
+      uint16_t* next = k_s + 2 * kBlockN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
       wgmma_rows_async<D, kBlockN>(th, next, next + kBlockN * D, v_off, k_base, n0 + kBlockN, n_t, width);
       th.cp_async_commit();
       th.cp_async_wait(1);
@@ -137,23 +157,31 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     }
     th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (the async proxy)
     th.sync();
-    // Warpgroup-uniform (wgmma is a warpgroup's instruction): skip a tile none of its 64 rows sees.
+    // No tile is skipped, not even one that none of the warpgroup's rows sees (the mask makes its
+    // P 0): a wgmma under a branch that depends on the thread index is one ptxas cannot prove
+    // warpgroup-uniform, and it then serializes every wgmma of the kernel (C7520). The cost is the
+    // causal diagonal's second tile for warpgroup 0, about 3 % of the products at T 4096.
     const TileMask mask = tile_mask<kWgRows>(q0, n0, n_t, window, causal);
-    if (mask.empty) continue;
     const uint16_t* ks = k_s + 2 * kBlockN * D * stage;
-    const uint32_t k_addr = th.smem_addr(ks), v_addr = th.smem_addr(ks + kBlockN * D);
+    const uint32_t k_addr = th.smem_addr(ks);
 
-    // S = Q K^T: D / 16 wgmma chained on one accumulator, the first one overwriting it.
+    // S = Q K^T (D / 16 wgmma chained on one accumulator, the first one overwriting it), then the
+    // previous tile's P V: the softmax below overlaps P V on the tensor cores (FlashAttention-3's
+    // intra-warpgroup pipelining). wait_group 1 completes S, the older group, and leaves P V.
     float s[kBlockN / 2];
+    th.wgmma_hold(o);
+    th.wgmma_hold(pa);
     th.wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
     th.wgmma_commit();
-    th.template wgmma_wait<0>();
+    issue_pv();
+    th.template wgmma_wait<1>();
     th.wgmma_hold(s);
 
-    // The mma.sync forward's softmax (flash_forward), on one m16 tile of 8 n8 blocks a warp.
+    // The mma.sync forward's softmax (flash_forward), on one m16 tile of 8 n8 blocks a warp; O's
+    // rescale waits for the pending P V.
     float fac = scale2;
     if (softcap > 0.f || scale2 < 0.f) {
 #pragma unroll
@@ -189,10 +217,6 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       }
       l[r] = l[r] * alpha[r] + sum;
     }
-    if (alpha[0] != 1.f || alpha[1] != 1.f) {
-#pragma unroll
-      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i % 4) / 2];
-    }
 
     // Dropout: flash_forward's hash arguments, i = ((b H + h) T + query) T + key, for this
     // thread's rows (row0 + 8 r of the warpgroup's) and keys.
@@ -212,26 +236,39 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       }
     }
 
-    // P's A fragments: keys 16 kb .. 16 kb + 15 are the accumulators of n8 blocks 2 kb and 2 kb + 1.
-    uint32_t pa[kBlockN / 16][4];
+    // This tile's P as A fragments (keys 16 kb .. 16 kb + 15 are the accumulators of n8 blocks
+    // 2 kb and 2 kb + 1), kept apart from the pending P until its P V has completed.
+    uint32_t pn[kBlockN / 16][4];
 #pragma unroll
     for (int kb = 0; kb < kBlockN / 16; ++kb) {
-      pa[kb][0] = pack_rn(s[8 * kb], s[8 * kb + 1]);
-      pa[kb][1] = pack_rn(s[8 * kb + 2], s[8 * kb + 3]);
-      pa[kb][2] = pack_rn(s[8 * kb + 4], s[8 * kb + 5]);
-      pa[kb][3] = pack_rn(s[8 * kb + 6], s[8 * kb + 7]);
+      pn[kb][0] = pack_rn(s[8 * kb], s[8 * kb + 1]);
+      pn[kb][1] = pack_rn(s[8 * kb + 2], s[8 * kb + 3]);
+      pn[kb][2] = pack_rn(s[8 * kb + 4], s[8 * kb + 5]);
+      pn[kb][3] = pack_rn(s[8 * kb + 6], s[8 * kb + 7]);
     }
-    // O += P V: V (keys x D) as an N-major B.
-    th.wgmma_hold(o);
-    th.wgmma_hold(pa);
-    th.wgmma_fence();
-#pragma unroll
-    for (int kb = 0; kb < kBlockN / 16; ++kb)
-      th.template wgmma_rs<D, 1>(o, pa[kb], wgmma::mn_major<D>(v_addr, kb), true);
-    th.wgmma_commit();
     th.template wgmma_wait<0>();
     th.wgmma_hold(o);
+    // P V's A fragments stay live until it has completed: else the register allocator may give
+    // their registers to pn while P V still reads them, and ptxas then serializes every wgmma of
+    // the kernel (C7513, "non wgmma instructions defining input registers of a wgmma").
+    th.wgmma_hold(pa);
+    if (alpha[0] != 1.f || alpha[1] != 1.f) {
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i % 4) / 2];
+    }
+#pragma unroll
+    for (int kb = 0; kb < kBlockN / 16; ++kb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pa[kb][e] = pn[kb][e];
+    pv_addr = th.smem_addr(ks + kBlockN * D);
   }
+  // The last tile's P V (P is 0 when the block saw no tile).
+  th.wgmma_hold(o);
+  th.wgmma_hold(pa);
+  th.wgmma_fence();
+  issue_pv();
+  th.template wgmma_wait<0>();
+  th.wgmma_hold(o);
 
   // Normalize and write this thread's two rows; the max and log-sum-exp in natural units.
 #pragma unroll

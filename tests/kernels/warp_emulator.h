@@ -262,6 +262,10 @@ class EmulatedThread {
     op.a_in_regs = a != nullptr;
     op.trans_b = trans_b;
     op.accumulate = accumulate;
+    if (a != nullptr) {
+      op.a_regs = a;
+      std::memcpy(op.a_issued, a, sizeof op.a_issued);
+    }
     wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced());
     wgmma_push(wgmma_, std::move(op));
   }

@@ -130,7 +130,14 @@ void store_d(const float (&d)[N / 2], int me, std::vector<double>& out) {
 }
 
 /// Faults the kernel below can commit on purpose.
-enum class Fault { kNone, kNoFence, kReadBeforeWait, kWriteSharedInFlight, kWriteAccumulatorInFlight };
+enum class Fault {
+  kNone,
+  kNoFence,
+  kReadBeforeWait,
+  kWriteSharedInFlight,
+  kWriteAccumulatorInFlight,
+  kWriteARegistersInFlight
+};
 
 /// One warpgroup: places the operands (thread 0, plain stores), then d = A B (+ d0 when
 /// `accumulate`, d0 = 1 everywhere) by one wgmma.
@@ -147,9 +154,9 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
     if (wrong_sbo != 0) desc_b = (desc_b & ~(uint64_t{0x3FFF} << 32)) | wgmma::encode(wrong_sbo) << 32;
     float d[N / 2];
     for (float& x : d) x = 1.f;
+    uint32_t a[4];  // lives until the wait: the wgmma reads it while in flight
     if (fault != Fault::kNoFence) th.wgmma_fence();
     if (a_in_regs) {
-      uint32_t a[4];
       a_fragment(p, th.tid(), a);
       th.template wgmma_rs<N, kTransB>(d, a, desc_b, accumulate);
     } else {
@@ -159,6 +166,7 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
     if (fault == Fault::kReadBeforeWait) store_d<N>(d, th.tid(), out);
     if (fault == Fault::kWriteSharedInFlight && th.tid() == 0) th.shared()[pl.b_at] ^= 1;
     if (fault == Fault::kWriteAccumulatorInFlight) d[0] = 2.f;
+    if (fault == Fault::kWriteARegistersInFlight) a[0] ^= 1;
     th.template wgmma_wait<0>();
     if (fault != Fault::kReadBeforeWait) store_d<N>(d, th.tid(), out);
   });
@@ -227,6 +235,8 @@ TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
                      "shared memory it reads changed"));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, true, Fault::kWriteAccumulatorInFlight); },
                      "accumulator registers"));
+  EXPECT_TRUE(
+      throws([&] { run<64, 0>(p, Layout::kCore, true, false, Fault::kWriteARegistersInFlight); }, "A registers"));
 }
 
 TEST(WgmmaEmulation, ChainedWgmmaAccumulateAndCpAsyncNeedsProxyFence) {

@@ -17,7 +17,8 @@
 //   values and its result is wrong.
 // - At the wait, the operands are read from shared memory again: if they changed while the
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
-//   it throws. So does an accumulator that the kernel wrote while its wgmma was in flight.
+//   it throws. So does an accumulator, or an A fragment in registers, that the kernel wrote
+//   while its wgmma was in flight.
 // - Every shared-memory byte a wgmma reads must not hold a cp.async write that its thread has not
 //   yet fenced with fence.proxy.async (cp.async writes through the generic proxy, wgmma reads
 //   through the async proxy).
@@ -48,11 +49,13 @@ struct WgmmaOp {
   int me = 0;  // the thread's index in its warpgroup
   uint64_t desc_a = 0, desc_b = 0;
   bool a_in_regs = false, trans_b = false, accumulate = false;
-  int group = -1;             // the commit group (-1: not yet committed)
-  float a[2][16] = {};        // A's rows of this thread's D: its warp's g and g + 8
-  std::vector<float> b;       // B's columns of this thread's D: (N / 4) x 16
-  std::vector<float> expect;  // what D must still hold at the wait (the input)
-  std::vector<float> result;  // D after this wgmma
+  int group = -1;                    // the commit group (-1: not yet committed)
+  float a[2][16] = {};               // A's rows of this thread's D: its warp's g and g + 8
+  const uint32_t* a_regs = nullptr;  // this thread's A fragment (A in registers), checked at the wait
+  uint32_t a_issued[4] = {};         // ... against what it held at the issue
+  std::vector<float> b;              // B's columns of this thread's D: (N / 4) x 16
+  std::vector<float> expect;         // what D must still hold at the wait (the input)
+  std::vector<float> result;         // D after this wgmma
 };
 
 /// A thread's wgmma in flight, in issue order.
@@ -167,6 +170,8 @@ inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size
     wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr);
     if (std::memcmp(again.a, op.a, sizeof op.a) != 0 || again.b != op.b)
       throw std::logic_error("wgmma: shared memory it reads changed while it was in flight (before its wait_group)");
+    if (op.a_regs != nullptr && std::memcmp(op.a_regs, op.a_issued, sizeof op.a_issued) != 0)
+      throw std::logic_error("wgmma: its A registers were written while it was in flight");
     if (std::memcmp(op.d, op.expect.data(), op.expect.size() * sizeof(float)) != 0)
       throw std::logic_error("wgmma: its accumulator registers were written while it was in flight");
     std::memcpy(op.d, op.result.data(), op.result.size() * sizeof(float));
