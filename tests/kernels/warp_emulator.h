@@ -71,11 +71,14 @@ class Block {
   /// Per byte of shared memory: written by a cp.async (the generic proxy) that no
   /// fence.proxy.async of its thread has yet made visible to the async proxy (wgmma's reads).
   uint8_t* unfenced() { return unfenced_.data(); }
+  /// The first wgmma violation of this launch (wgmma_emulator.h), "" while none.
+  std::string& violation() { return violation_; }
 
  private:
   FiberTeam team_;
   std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
   std::vector<uint8_t> unfenced_;
+  std::string violation_;
   FiberTeam::Barrier barrier_;
   std::vector<Warp> warps_;
   std::vector<Group> groups_;
@@ -189,11 +192,13 @@ class EmulatedThread {
   /// results reach the accumulators.
   template <int kPending>
   void wgmma_wait() {
-    wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes());
+    wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes(), block_.violation());
   }
   /// At the end of the kernel: nothing may be left in flight.
-  void wgmma_finish() const {
-    if (!wgmma_.ops.empty()) throw std::logic_error("wgmma: the kernel ended with wgmma in flight (no wait_group)");
+  void wgmma_finish() {
+    if (!wgmma_.ops.empty())
+      wgmma_error(block_.violation(), "wgmma: the kernel ended with wgmma in flight (no wait_group)");
+    wgmma_.ops.clear();
   }
 
  private:
@@ -243,7 +248,8 @@ class EmulatedThread {
 
   void wgmma_issue(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_b,
                    bool accumulate) {
-    if (!wgmma_.fenced) throw std::logic_error("wgmma: issued without a wgmma.fence since the last wait_group");
+    if (!wgmma_.fenced)
+      wgmma_error(block_.violation(), "wgmma: issued without a wgmma.fence since the last wait_group");
     Block::Group& grp = block_.group(tid_);
     const int me = tid_ % 128, p = static_cast<int>(group_ops_++ & 1);
     if (a != nullptr) std::memcpy(grp.a[p][me], a, 4 * sizeof(uint32_t));
@@ -252,7 +258,7 @@ class EmulatedThread {
     grp.barrier.arrive_and_wait();
     for (int i = 0; i < 128; ++i)
       if (grp.desc_a[p][i] != desc_a || grp.desc_b[p][i] != desc_b)
-        throw std::logic_error("wgmma: descriptors differ between the threads of a warpgroup");
+        wgmma_error(block_.violation(), "wgmma: descriptors differ between the threads of a warpgroup");
     WgmmaOp op;
     op.d = d;
     op.n = n;
@@ -266,8 +272,9 @@ class EmulatedThread {
       op.a_regs = a;
       std::memcpy(op.a_issued, a, sizeof op.a_issued);
     }
-    wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced());
-    wgmma_push(wgmma_, std::move(op));
+    wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced(),
+                 block_.violation());
+    wgmma_push(wgmma_, std::move(op), block_.violation());
   }
 
   Block& block_;
@@ -296,6 +303,7 @@ void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, co
         block.barrier().arrive_and_wait();
       }
   });
+  if (!block.violation().empty()) throw std::logic_error(block.violation());
 }
 
 }  // namespace bench::kernels::emulator

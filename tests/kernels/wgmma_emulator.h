@@ -11,14 +11,16 @@
 // 16 w .. 16 w + 15; D's register 4 j + e holds (16 w + g + 8 (e / 2), 8 j + 2 t + e % 2), with
 // g = lane / 4 and t = lane % 4.
 //
-// What the asynchrony checks (a violation throws std::logic_error out of launch()):
+// What the asynchrony checks (a violation is recorded, the first one per launch, and launch()
+// throws it as std::logic_error once every thread has ended: a thread that threw instead would
+// leave the others suspended at barriers forever, with what they own):
 // - The product is computed when the wgmma is issued, but reaches the accumulator registers only
 //   at the wgmma.wait_group that completes it: a kernel that reads D before its wait sees the old
 //   values and its result is wrong.
 // - At the wait, the operands are read from shared memory again: if they changed while the
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
-//   it throws. So does an accumulator, or an A fragment in registers, that the kernel wrote
-//   while its wgmma was in flight.
+//   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
+//   wrote while its wgmma was in flight.
 // - Every shared-memory byte a wgmma reads must not hold a cp.async write that its thread has not
 //   yet fenced with fence.proxy.async (cp.async writes through the generic proxy, wgmma reads
 //   through the async proxy).
@@ -33,7 +35,7 @@
 
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,14 +67,19 @@ struct WgmmaState {
   bool fenced = false;
 };
 
+/// Records `what` in `error` unless an earlier violation is there.
+inline void wgmma_error(std::string& error, const char* what) {
+  if (error.empty()) error = what;
+}
+
 /// Byte address of element (mn, k) of a bf16 operand: mn along M or N, k along K; `mn_major`
 /// for B with the transpose bit. The canonical layouts of the PTX ISA, T = 8 elements of 16 bytes.
-inline uint32_t wgmma_element_address(uint64_t desc, bool mn_major, int mn, int k) {
+inline uint32_t wgmma_element_address(uint64_t desc, bool mn_major, int mn, int k, std::string& error) {
   const auto start = static_cast<uint32_t>(desc & 0x3FFF) << 4;
   const auto lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4;
   const auto sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
   const auto swizzle = static_cast<uint32_t>(desc >> 62);
-  if (((desc >> 49) & 7) != 0) throw std::logic_error("wgmma: a base offset is not emulated");
+  if (((desc >> 49) & 7) != 0) wgmma_error(error, "wgmma: a base offset is not emulated");
   const auto m = static_cast<uint32_t>(mn), kk = static_cast<uint32_t>(k);
   if (swizzle == wgmma::kNoSwizzle) {
     // K-major ((8, m), (T, 2k)) : ((T, SBO), (1, LBO)); MN-major ((T, 1, m), (8, k)) : ((1, T, SBO), (T, LBO)).
@@ -86,15 +93,19 @@ inline uint32_t wgmma_element_address(uint64_t desc, bool mn_major, int mn, int 
                                 : start + (m % 8) * 128 + (m / 8) * sbo + kk * 2;
     return a ^ (((a >> 7) & 7) << 4);
   }
-  throw std::logic_error("wgmma: the 64- and 32-byte swizzles are not emulated");
+  wgmma_error(error, "wgmma: the 64- and 32-byte swizzles are not emulated");
+  return 0;
 }
 
 /// The bf16 at shared-memory byte `at`, which must lie inside the block's shared memory and hold
 /// no unfenced cp.async write (when `fenced` is checked).
-inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfenced, uint32_t at) {
-  if (at + 2 > bytes || at % 2 != 0) throw std::logic_error("wgmma: a descriptor addresses outside shared memory");
+inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfenced, uint32_t at, std::string& error) {
+  if (at + 2 > bytes || at % 2 != 0) {
+    wgmma_error(error, "wgmma: a descriptor addresses outside shared memory");
+    return 0.f;
+  }
   if (unfenced != nullptr && unfenced[at] != 0)
-    throw std::logic_error("wgmma: reads a cp.async write that no fence.proxy.async made visible");
+    wgmma_error(error, "wgmma: reads a cp.async write that no fence.proxy.async made visible");
   uint16_t v = 0;
   std::memcpy(&v, shared + at, sizeof v);
   return tile::bf16_to_float(tile::bf16{v});
@@ -103,7 +114,7 @@ inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfe
 /// Fills op.a (from the warpgroup's registers `regs`, or shared memory) and op.b for thread `me`
 /// of its warpgroup.
 inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const uint8_t* shared, size_t bytes,
-                         const uint8_t* unfenced) {
+                         const uint8_t* unfenced, std::string& error) {
   const int warp = me / 32, g = (me % 32) / 4, t = me % 4;
   for (int r = 0; r < 2; ++r) {
     const int row = 16 * warp + g + 8 * r;
@@ -113,7 +124,7 @@ inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const u
         const uint32_t reg = regs[32 * (row / 16) + (row % 8) * 4 + (k % 8) / 2][(row % 16) / 8 + 2 * (k / 8)];
         op.a[r][k] = tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * (k % 2)))});
       } else if (!op.a_in_regs) {
-        op.a[r][k] = wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_a, false, row, k));
+        op.a[r][k] = wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_a, false, row, k, error), error);
       }
     }
   }
@@ -122,19 +133,21 @@ inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const u
     const int col = 8 * (jj / 2) + 2 * t + jj % 2;
     for (int k = 0; k < 16; ++k)
       op.b[static_cast<size_t>(jj * 16 + k)] =
-          wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_b, op.trans_b, col, k));
+          wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_b, op.trans_b, col, k, error), error);
   }
 }
 
 /// Queues an issued wgmma: its input is D as the registers hold it, or the result of the newest
 /// wgmma in flight on the same registers (the hardware chains them).
-inline void wgmma_push(WgmmaState& s, WgmmaOp op) {
+inline void wgmma_push(WgmmaState& s, WgmmaOp op, std::string& error) {
   const auto half = static_cast<size_t>(op.n / 2);
   op.expect.assign(op.d, op.d + half);
   for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
     if (it->d == op.d) {
-      if (it->n != op.n) throw std::logic_error("wgmma: chained on registers of another shape");
-      op.expect = it->result;
+      if (it->n == op.n)
+        op.expect = it->result;
+      else
+        wgmma_error(error, "wgmma: chained on registers of another shape");
       break;
     }
   op.result.resize(half);
@@ -155,7 +168,7 @@ inline void wgmma_commit_group(WgmmaState& s) {
 
 /// wgmma.wait_group: completes the committed groups older than the `pending` newest, in order:
 /// their operands must not have changed in shared memory, their accumulators not been written.
-inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size_t bytes) {
+inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size_t bytes, std::string& error) {
   const int limit = s.groups - pending;  // groups below this one complete
   size_t done = 0;
   for (; done < s.ops.size() && s.ops[done].group >= 0 && s.ops[done].group < limit; ++done) {
@@ -167,13 +180,13 @@ inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size
     again.a_in_regs = op.a_in_regs;
     again.trans_b = op.trans_b;
     std::memcpy(again.a, op.a, sizeof op.a);
-    wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr);
+    wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr, error);
     if (std::memcmp(again.a, op.a, sizeof op.a) != 0 || again.b != op.b)
-      throw std::logic_error("wgmma: shared memory it reads changed while it was in flight (before its wait_group)");
+      wgmma_error(error, "wgmma: shared memory it reads changed while it was in flight (before its wait_group)");
     if (op.a_regs != nullptr && std::memcmp(op.a_regs, op.a_issued, sizeof op.a_issued) != 0)
-      throw std::logic_error("wgmma: its A registers were written while it was in flight");
+      wgmma_error(error, "wgmma: its A registers were written while it was in flight");
     if (std::memcmp(op.d, op.expect.data(), op.expect.size() * sizeof(float)) != 0)
-      throw std::logic_error("wgmma: its accumulator registers were written while it was in flight");
+      wgmma_error(error, "wgmma: its accumulator registers were written while it was in flight");
     std::memcpy(op.d, op.result.data(), op.result.size() * sizeof(float));
   }
   s.ops.erase(s.ops.begin(), s.ops.begin() + static_cast<std::ptrdiff_t>(done));
