@@ -32,8 +32,8 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 
 /// The bf16 forward on Hopper's warpgroup MMA (flash_attention_wgmma_kernels.cuh: wgmma, sm_90a
 /// only): the contract of flash_attention_forward, every variant, d_head 64 or 128. Compiled and
-/// checked by the CPU emulator, NOT yet run on a GPU: nothing selects it by default (the `flash`
-/// core's `wgmma = true`, docs/kernels.md). What flash_attention_wgmma_refusal names returns
+/// checked by the CPU emulator, NOT yet run on a GPU: nothing selects it by default (it runs where
+/// a layer sets `core = "flash_wgmma"`; docs/kernels.md). What flash_attention_wgmma_refusal names returns
 /// cudaErrorNotSupported without launching; a base pointer not 16-byte aligned throws
 /// std::invalid_argument.
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
