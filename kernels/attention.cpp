@@ -4,6 +4,7 @@
 #include <string>
 
 #include "attention_flash_f32.h"
+#include "attention_flash_wgmma.h"
 #include "catalog.h"
 #include "cuda_backend.h"
 #include "elementwise.h"
@@ -22,6 +23,10 @@ BENCH_KERNEL_TYPES(flash_attention,
                    "fused attention on CUDA, every variant: bf16 on the tensor cores (mma.sync: attention_forward and "
                    "_backward where attention_uses_flash says so), float32 in FFMA (attention_flash_f32_forward, "
                    "_backward: the flash core)",
+                   0);
+BENCH_KERNEL_TYPES(flash_attention_wgmma,
+                   "the bf16 flash forward on Hopper's wgmma (sm_90a; compiled, not yet run on a GPU: only core = "
+                   "\"flash_wgmma\" runs it)",
                    0);
 BENCH_KERNEL_TYPES(attention_cudnn_forward, "cuDNN's fused SDPA on the qkv rows, the baseline (CUDA, bf16)", 0);
 BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
@@ -439,6 +444,26 @@ void attention_flash_f32_backward(const Exec& exec, const AttentionArgs& a, cons
   tile::KernelScope scope(exec, "attention backward (flash f32)");
   if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(float), true, false));
   require_cuda_backend("attention_flash_f32_backward").flash_f32_backward(exec.stream, a, qkv, out, dout, state, dqkv);
+}
+
+// --- the bf16 flash forward on wgmma: the checks here, the kernel in kernels/cuda ------------------
+
+std::string attention_flash_wgmma_refusal(const Exec& exec, const AttentionArgs& a) {
+  std::string why;
+  if (!supports<tile::bf16>(exec, "flash_attention_wgmma", &why)) return why;
+  if (!attention_uses_flash(a))
+    return "the bf16 flash kernels do not take this variant (d_head 64 or 128, a window only when causal, "
+           "materialize off, grids within CUDA's limits)";
+  return require_cuda_backend("attention_flash_wgmma_forward").flash_wgmma_refusal(a);
+}
+
+void attention_flash_wgmma_forward(const Exec& exec, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
+                                   float* row_max, tile::bf16* state) {
+  if (const std::string why = attention_flash_wgmma_refusal(exec, a); !why.empty())
+    throw std::invalid_argument("attention_flash_wgmma_forward: " + why);
+  tile::KernelScope scope(exec, "attention forward (flash wgmma)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(tile::bf16), false, false));
+  require_cuda_backend("attention_flash_wgmma_forward").flash_wgmma_forward(exec.stream, a, qkv, out, row_max, state);
 }
 
 // --- the cuDNN SDPA baseline: the checks here, cuDNN in kernels/cuda --------------------------

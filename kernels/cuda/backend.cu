@@ -103,6 +103,13 @@ class Backend final : public CudaBackend {
                                 lse + attention_flash_workspace_offset(a)),
        "attention: flash backward");
   }
+  void flash_wgmma_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out, float* row_max,
+                           void* state) const override {
+    ok(flash_attention_wgmma_forward(static_cast<cudaStream_t>(stream), a, qkv, out, row_max,
+                                     static_cast<float*>(state)),
+       "attention: flash forward (wgmma)");
+  }
+  std::string flash_wgmma_refusal(const AttentionArgs& a) const override { return flash_attention_wgmma_refusal(a); }
   void flash_f32_forward(void* stream, const AttentionArgs& a, const float* qkv, float* out, float* row_max,
                          float* state) const override {
     ok(flash_attention_f32_forward(static_cast<cudaStream_t>(stream), a, qkv, out, row_max, state),
@@ -144,6 +151,9 @@ std::string cudnn_unavailable() {
 // The catalog rows' CUDA side for the kernels that are not tile programs.
 const CudaKernelRegistration gemm_row{"gemm", kF32 | kBf16};
 const CudaKernelRegistration flash_row{"flash_attention", kF32 | kBf16};
+// The wgmma forward (sm_90a) is in this library whatever the device; whether the device runs it
+// is flash_wgmma_refusal's to say, per call.
+const CudaKernelRegistration flash_wgmma_row{"flash_attention_wgmma", kBf16};
 const CudaKernelRegistration cudnn_forward_row{"attention_cudnn_forward", kBf16, &cudnn_unavailable};
 const CudaKernelRegistration cudnn_backward_row{"attention_cudnn_backward", kBf16, &cudnn_unavailable};
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 
 #include "../attention.h"
 
@@ -28,6 +29,19 @@ namespace bench::kernels::cuda {
 /// that is not 16-byte aligned throws std::invalid_argument saying which.
 cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                     float* row_max, float* lse);
+
+/// The bf16 forward on Hopper's warpgroup MMA (flash_attention_wgmma_kernels.cuh: wgmma, sm_90a
+/// only): the contract of flash_attention_forward, every variant, d_head 64 or 128. Compiled and
+/// checked by the CPU emulator, NOT yet run on a GPU: nothing selects it by default (it runs where
+/// a layer sets `core = "flash_wgmma"`; docs/kernels.md). What flash_attention_wgmma_refusal names returns
+/// cudaErrorNotSupported without launching; a base pointer not 16-byte aligned throws
+/// std::invalid_argument.
+cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                          tile::bf16* out, float* row_max, float* lse);
+
+/// Why flash_attention_wgmma_forward cannot run `a` on the current device (one line), or "":
+/// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too tall.
+std::string flash_attention_wgmma_refusal(const AttentionArgs& a);
 
 /// Bytes of float workspace flash_attention_backward needs: B H T (d_head + 1).
 size_t flash_attention_backward_workspace(const AttentionArgs& a);

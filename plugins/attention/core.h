@@ -4,9 +4,10 @@
 //          rotation, probes, cost)
 //
 // A core is one class in one file of this plugin (core_materializing.cpp, core_flash.cpp,
-// core_cudnn.cpp, core_tiled.cpp, core_fused.cpp), registered under its name by BENCH_ATTENTION_CORE at load:
-// the frame's `core` key names it, and `core = "auto"` takes the first of kAutoOrder that runs
-// the layer's variant on the target and prefers it (docs/variants/attention.md, "Cores").
+// core_flash_wgmma.cpp, core_cudnn.cpp, core_tiled.cpp, core_fused.cpp), registered under its
+// name by BENCH_ATTENTION_CORE at load: the frame's `core` key names it, and `core = "auto"`
+// takes the first of kAutoOrder that runs the layer's variant on the target and prefers it
+// (docs/variants/attention.md, "Cores").
 #pragma once
 
 #include <string>

@@ -4,7 +4,8 @@
 // kernels and cuDNN's SDPA); and the checks only CUDA has, which kernels_test cannot make on the
 // host targets: the caching allocator on cudaMalloc, event timing and the L2 flush, an optimizer
 // step captured into a CUDA graph and replayed, cuBLASLt's epilogues and misaligned views, and
-// cuDNN's SDPA and our float32 flash attention (cuda_check_flash32.cuh) against float64. Every
+// cuDNN's SDPA, our float32 flash attention (cuda_check_flash32.cuh) and the bf16 forward on wgmma
+// (cuda_check_wgmma.cuh, last: written without a GPU) against float64. Every
 // other kernel's correctness on CUDA is kernels_test's (the cuda target of tests/kernels): not
 // repeated here.
 //
@@ -351,6 +352,7 @@ void bandwidth_rows(test::CheckTable& t) {
 
 #include "cuda_check_device.cuh"   // the CUDA-only checks and the attention rates
 #include "cuda_check_flash32.cuh"  // the float32 flash attention against float64, and its rates
+#include "cuda_check_wgmma.cuh"    // the bf16 wgmma flash forward (sm_90a) against float64, and its rate
 
 namespace {
 
@@ -377,7 +379,9 @@ void list() {
                         "flash32/<case>/backward",
                         "flash32/deterministic",
                         "attention/flash f32 forward/<norms|big>",
-                        "attention/flash f32 backward/<norms|big>"})
+                        "attention/flash f32 backward/<norms|big>",
+                        "wgmma/<case>/forward",
+                        "attention/flash wgmma forward"})
     std::printf("%s\n", c);
 }
 
@@ -451,5 +455,8 @@ int main(int argc, char** argv) {
   bandwidth<bf16>(t);
   attention_rates(t);
   flash32_rates(t);
+  // Last: never run on a GPU before, so a fault (a sticky error ends the program) costs no other row.
+  wgmma_checks(t);
+  wgmma_rates(t);
   return t.failures() == 0 ? 0 : 1;
 }

@@ -15,6 +15,7 @@
 #include "attention.h"
 #include "cuda/flash_attention_backward_kernels.cuh"
 #include "cuda/flash_attention_kernels.cuh"
+#include "cuda/flash_attention_wgmma_kernels.cuh"
 #include "warp_emulator.h"
 
 namespace bench::kernels {
@@ -81,12 +82,38 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
   });
 }
 
+/// Emulated forward on wgmma (flash_attention_wgmma_kernels.cuh): the same outputs.
 template <int D>
+void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vector<uint16_t>& out,
+                   std::vector<float>& row_max, std::vector<float>& lse) {
+  out.assign(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 0xffff);
+  row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), NAN);
+  lse.assign(row_max.size(), NAN);
+  const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
+  const auto body = [&]<bool kDropout>(EmulatedThread& th) {
+    flash::flash_forward_wgmma<D, kDropout>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv,
+                                            static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window,
+                                            a.causal, static_cast<float>(a.dropout), a.dropout_seed);
+  };
+  int64_t grid_x = 0, grid_y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
+  launch(grid_x, grid_y, flash::kWgThreads, flash::wgmma_forward_smem_bytes<D>(), [&](EmulatedThread& th) {
+    if (a.dropout > 0)
+      body.template operator()<true>(th);
+    else
+      body.template operator()<false>(th);
+  });
+}
+
+template <int D, bool kWgmma = false>
 void check_forward(const AttentionArgs& a) {
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
-  forward<D>(a, qkv, out, row_max, lse);
+  if constexpr (kWgmma)
+    forward_wgmma<D>(a, qkv, out, row_max, lse);
+  else
+    forward<D>(a, qkv, out, row_max, lse);
   std::vector<double> out_ref, max_ref;
   attention_forward_reference(a, widen(qkv), out_ref, &max_ref);
   EXPECT_TRUE(close(out_ref, widen(out), 2e-2, 2e-2)) << "output";
@@ -140,6 +167,14 @@ TEST_P(FlashEmulation, ForwardMatchesFloat64Reference) {
     check_forward<64>(a);
   else
     check_forward<128>(a);
+}
+
+TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
+  const AttentionArgs& a = GetParam().args;
+  if (a.d_head == 64)
+    check_forward<64, true>(a);
+  else
+    check_forward<128, true>(a);
 }
 
 TEST_P(FlashEmulation, BackwardMatchesFloat64Reference) {

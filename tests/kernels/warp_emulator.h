@@ -1,6 +1,7 @@
 // defines: bench::kernels::emulator::Block, EmulatedThread, launch — a CPU warp emulator for the
 //          CUDA kernels written as functions of a `Thread` (kernels/cuda/flash_attention_kernels.cuh,
-//          kernels/cuda/flash_attention_f32_kernels.cuh), shared by their emulation tests
+//          kernels/cuda/flash_attention_f32_kernels.cuh, kernels/cuda/flash_attention_wgmma_kernels.cuh),
+//          shared by their emulation tests
 //
 // Every CUDA thread of a block is a fiber of one OS thread (support/fibers.h), __syncthreads is a
 // barrier of the block, and the warp-wide operations (shuffles, mma.sync.m16n8k16, ldmatrix)
@@ -8,17 +9,24 @@
 // PTX ISA. Between two __syncthreads one warp at a time does all its work, the warps in a new
 // order each time (a fixed pseudo-random one), so a missing barrier lets a warp read shared
 // memory before or after another's write and fails.
+//
+// Hopper's warpgroup MMA (wgmma.mma_async, 4 warps = 128 threads) is emulated in
+// wgmma_emulator.h, which this header includes: EmulatedThread's wgmma_* members.
 #pragma once
 
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "cuda/wgmma_layout.cuh"
 #include "support/fibers.h"
 #include "tile/defs.h"
+#include "wgmma_emulator.h"
 
 namespace bench::kernels::emulator {
 
@@ -32,8 +40,9 @@ using test::FiberTeam;
 class Block {
  public:
   Block(int threads, size_t shared_bytes)
-      : team_(threads, 32), shared_(shared_bytes, 0), barrier_(team_, threads, true) {
+      : team_(threads, 32), shared_(shared_bytes, 0), unfenced_(shared_bytes, 0), barrier_(team_, threads, true) {
     for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
+    for (int g = 0; g < threads / 128; ++g) groups_.emplace_back(team_);
   }
 
   struct Warp {
@@ -45,16 +54,34 @@ class Block {
     const uint16_t* row[2][32] = {};
   };
 
+  /// A warpgroup's slots for wgmma: the A fragments (when A is in registers) and descriptors.
+  struct Group {
+    explicit Group(FiberTeam& team) : barrier(team, 128) {}
+    FiberTeam::Barrier barrier;
+    uint32_t a[2][128][4] = {};
+    uint64_t desc_a[2][128] = {}, desc_b[2][128] = {};
+  };
+
   FiberTeam& team() { return team_; }
   uint8_t* shared() { return shared_.data(); }
   FiberTeam::Barrier& barrier() { return barrier_; }
   Warp& warp(int tid) { return warps_[static_cast<size_t>(tid / 32)]; }
+  Group& group(int tid) { return groups_.at(static_cast<size_t>(tid / 128)); }
+  size_t shared_bytes() const { return shared_.size(); }
+  /// Per byte of shared memory: written by a cp.async (the generic proxy) that no
+  /// fence.proxy.async of its thread has yet made visible to the async proxy (wgmma's reads).
+  uint8_t* unfenced() { return unfenced_.data(); }
+  /// The first wgmma violation of this launch (wgmma_emulator.h), "" while none.
+  std::string& violation() { return violation_; }
 
  private:
   FiberTeam team_;
   std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
+  std::vector<uint8_t> unfenced_;
+  std::string violation_;
   FiberTeam::Barrier barrier_;
   std::vector<Warp> warps_;
+  std::vector<Group> groups_;
 };
 
 inline float bf16_at(uint32_t reg, int half) {
@@ -131,6 +158,49 @@ class EmulatedThread {
     atomic_add(p + 1, b);
   }
 
+  // --- Hopper: wgmma.mma_async of a warpgroup (wgmma_emulator.h describes what is checked) ---
+
+  /// Shared-window address of p (cvta.to.shared): its offset in the block's shared memory.
+  uint32_t smem_addr(const void* p) const {
+    return static_cast<uint32_t>(static_cast<const uint8_t*>(p) - block_.shared());
+  }
+  /// fence.proxy.async.shared::cta: this thread's landed cp.async writes become visible to wgmma.
+  void fence_proxy_async() {
+    for (const size_t at : landed_) std::memset(block_.unfenced() + at, 0, 16);
+    landed_.clear();
+  }
+  /// The GPU's compiler barrier on registers a wgmma uses (flash_attention_wgmma.cu): nothing to do here.
+  template <class R>
+  void wgmma_hold(R& /*registers*/) const {}
+  /// wgmma.fence.sync.aligned: the registers written since are ordered before the next wgmma.
+  void wgmma_fence() { wgmma_.fenced = true; }
+  /// wgmma.mma_async m64nNk16 f32 bf16 with A and B in shared memory (A K-major; B K-major, or
+  /// N-major when kTransB): d = A B + (accumulate ? d : 0) for this thread's fragment of D.
+  template <int N, int kTransB>
+  void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
+    wgmma_issue(d, N, nullptr, desc_a, desc_b, kTransB != 0, accumulate);
+  }
+  /// The same with A in registers (this thread's fragment: the m16n8k16 A layout of its warp's
+  /// 16 rows).
+  template <int N, int kTransB>
+  void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool accumulate) {
+    wgmma_issue(d, N, a, 0, desc_b, kTransB != 0, accumulate);
+  }
+  /// wgmma.commit_group: the wgmma issued since the last commit form a group.
+  void wgmma_commit() { wgmma_commit_group(wgmma_); }
+  /// wgmma.wait_group kPending: all but the kPending newest groups complete; only now do their
+  /// results reach the accumulators.
+  template <int kPending>
+  void wgmma_wait() {
+    wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes(), block_.violation());
+  }
+  /// At the end of the kernel: nothing may be left in flight.
+  void wgmma_finish() {
+    if (!wgmma_.ops.empty())
+      wgmma_error(block_.violation(), "wgmma: the kernel ended with wgmma in flight (no wait_group)");
+    wgmma_.ops.clear();
+  }
+
  private:
   struct Copy {
     void* dst;
@@ -138,12 +208,17 @@ class EmulatedThread {
     bool valid;
   };
 
-  static void land(std::vector<Copy>& group) {
+  void land(std::vector<Copy>& group) {
     for (const Copy& c : group) {
       if (c.valid)
         std::memcpy(c.dst, c.src, 16);
       else
         std::memset(c.dst, 0, 16);
+      const auto at = static_cast<size_t>(static_cast<uint8_t*>(c.dst) - block_.shared());
+      if (at < block_.shared_bytes()) {
+        std::memset(block_.unfenced() + at, 1, 16);
+        landed_.push_back(at);
+      }
     }
     group.clear();
   }
@@ -171,12 +246,46 @@ class EmulatedThread {
   /// order (they are warp-synchronous), so the lanes' counts agree.
   int parity() const { return static_cast<int>(warp_ops_++ & 1); }
 
+  void wgmma_issue(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_b,
+                   bool accumulate) {
+    if (!wgmma_.fenced)
+      wgmma_error(block_.violation(), "wgmma: issued without a wgmma.fence since the last wait_group");
+    Block::Group& grp = block_.group(tid_);
+    const int me = tid_ % 128, p = static_cast<int>(group_ops_++ & 1);
+    if (a != nullptr) std::memcpy(grp.a[p][me], a, 4 * sizeof(uint32_t));
+    grp.desc_a[p][me] = desc_a;
+    grp.desc_b[p][me] = desc_b;
+    grp.barrier.arrive_and_wait();
+    for (int i = 0; i < 128; ++i)
+      if (grp.desc_a[p][i] != desc_a || grp.desc_b[p][i] != desc_b)
+        wgmma_error(block_.violation(), "wgmma: descriptors differ between the threads of a warpgroup");
+    WgmmaOp op;
+    op.d = d;
+    op.n = n;
+    op.me = me;
+    op.desc_a = desc_a;
+    op.desc_b = desc_b;
+    op.a_in_regs = a != nullptr;
+    op.trans_b = trans_b;
+    op.accumulate = accumulate;
+    if (a != nullptr) {
+      op.a_regs = a;
+      std::memcpy(op.a_issued, a, sizeof op.a_issued);
+    }
+    wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced(),
+                 block_.violation());
+    wgmma_push(wgmma_, std::move(op), block_.violation());
+  }
+
   Block& block_;
   int tid_, bx_, by_, dim_;
   std::vector<Copy> open_;
   std::vector<std::vector<Copy>> groups_;
   int commits_ = 0;
   mutable uint64_t warp_ops_ = 0;
+  uint64_t group_ops_ = 0;
+  std::vector<size_t> landed_;  // shared-memory offsets this thread's copies wrote, not yet fenced
+  WgmmaState wgmma_;
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
@@ -190,9 +299,11 @@ void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, co
       for (int64_t bx = 0; bx < grid_x; ++bx) {
         EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
         kernel(th);
+        th.wgmma_finish();
         block.barrier().arrive_and_wait();
       }
   });
+  if (!block.violation().empty()) throw std::logic_error(block.violation());
 }
 
 }  // namespace bench::kernels::emulator

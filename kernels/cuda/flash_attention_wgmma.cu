@@ -1,0 +1,196 @@
+// The flash attention forward on wgmma (kernels/cuda/flash_attention_wgmma_kernels.cuh, which
+// describes it) with the hardware as its Thread, and its launcher (flash_attention.cuh:
+// flash_attention_wgmma_forward). wgmma is an sm_90a feature: kernels/CMakeLists.txt compiles this
+// file alone for sm_90a (every other .cu for sm_90); where __CUDA_ARCH_FEAT_SM90_ALL is not
+// defined (a device pass for another target) the kernel's body is empty and the launcher is
+// refused at run time by the device check. Compiled, not run on a GPU.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "flash_attention.cuh"
+#include "flash_attention_wgmma_kernels.cuh"
+#include "flash_thread.cuh"
+
+namespace bench::kernels::cuda {
+
+namespace {
+
+/// CudaThread and the warpgroup MMA of sm_90a (PTX ISA 9.7.15): the Thread of flash_forward_wgmma.
+struct CudaWgThread : CudaThread {
+  __device__ __forceinline__ uint32_t smem_addr(const void* p) const {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  }
+  __device__ __forceinline__ void fence_proxy_async() const {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __device__ __forceinline__ void wgmma_fence() const { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+  __device__ __forceinline__ void wgmma_commit() const {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  }
+  template <int kPending>
+  __device__ __forceinline__ void wgmma_wait() const {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+  }
+  /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
+  /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
+  /// after each wait and before each wgmma.fence, on P's fragments before theirs.
+  template <int K>
+  __device__ __forceinline__ void wgmma_hold(float (&r)[K]) const {
+#pragma unroll
+    for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
+  }
+  template <int K, int J>
+  __device__ __forceinline__ void wgmma_hold(uint32_t (&r)[K][J]) const {
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+#pragma unroll
+      for (int j = 0; j < J; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
+  }
+  /// d (64 x N, this thread's N / 2) = A B + (accumulate ? d : 0), A and B from shared memory.
+  template <int N, int kTransB>
+  __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) const {
+    static_assert(N == 64 || N == 128, "the shapes the forward uses");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (N == 64) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, "
+          "%33, p, 1, 1, 0, %35;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+            "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, "
+          "%33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, "
+          "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+            "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+            "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+            "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+            "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    }
+#else
+    (void)d, (void)desc_a, (void)desc_b, (void)accumulate;
+#endif
+  }
+  /// The same with A from registers (this thread's m16n8k16 A fragment of its warp's 16 rows).
+  template <int N, int kTransB>
+  __device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b,
+                                           bool accumulate) const {
+    static_assert(N == 64 || N == 128, "the shapes the forward uses");
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    if constexpr (N == 64) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, "
+          "%33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+            "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    } else {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, "
+          "%33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, "
+          "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+            "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+            "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+            "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+            "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    }
+#else
+    (void)d, (void)a, (void)desc_b, (void)accumulate;
+#endif
+  }
+};
+
+template <int D, bool kDropout>
+__global__ void __launch_bounds__(flash::kWgThreads, 1)
+    flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
+                        float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
+                        int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_forward_wgmma<D, kDropout>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal,
+                                          dropout, dropout_seed_of(seed, step_at));
+#else
+  (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale, (void)softcap;
+  (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
+#endif
+}
+
+template <int D, bool kDropout>
+cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
+                                 float* row_max, float* lse) {
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
+  flash_forward_wgmma<D, kDropout><<<grid, flash::kWgThreads, smem, stream>>>(
+      qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
+      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+      a.dropout_seed, a.dropout_step_at);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
+  if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
+      a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
+    return "the wgmma flash forward takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
+           "H a multiple of Hkv, a dropout rate in [0, 1)";
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+    return "the wgmma flash forward: no CUDA device";
+  // sm_90a code runs on compute capability 9.0 alone.
+  if (major != 9 || minor != 0)
+    return "the wgmma flash forward needs an sm_90a device (compute capability 9.0, Hopper); this one is " +
+           std::to_string(major) + "." + std::to_string(minor);
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  if (y > kernels::kCudaMaxGridY) return "the wgmma flash forward: grid y of " + std::to_string(y) + " > 65535";
+  return "";
+}
+
+cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                          tile::bf16* out, float* row_max, float* lse) {
+  if (!flash_attention_wgmma_refusal(a).empty()) return cudaErrorNotSupported;
+  if (a.batch == 0 || a.seq == 0) return cudaSuccess;
+  if (reinterpret_cast<uintptr_t>(qkv) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
+    throw std::invalid_argument("flash_attention_wgmma_forward: qkv and out must be 16-byte aligned");
+  const auto* in = reinterpret_cast<const uint16_t*>(qkv);
+  auto* o = reinterpret_cast<uint16_t*>(out);
+  if (a.dropout > 0)
+    return a.d_head == 64 ? launch_forward_wgmma<64, true>(stream, a, in, o, row_max, lse)
+                          : launch_forward_wgmma<128, true>(stream, a, in, o, row_max, lse);
+  return a.d_head == 64 ? launch_forward_wgmma<64, false>(stream, a, in, o, row_max, lse)
+                        : launch_forward_wgmma<128, false>(stream, a, in, o, row_max, lse);
+}
+
+}  // namespace bench::kernels::cuda

@@ -1,0 +1,297 @@
+// defines: bench::kernels::flash::flash_forward_wgmma — the flash attention forward on Hopper's
+//          warpgroup MMA (wgmma.mma_async, sm_90a), a function of a `Thread` like the mma.sync
+//          forward of flash_attention_kernels.cuh, whose helpers it shares (tile_mask,
+//          forward_grid, pack_rn, the dropout hash), compiled by flash_attention_wgmma.cu and run
+//          on the CPU by the warp emulator (tests/kernels/flash_emulation_test.cpp)
+//
+// Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15):
+// smem_addr(p) (cvta.to.shared), fence_proxy_async() (fence.proxy.async.shared::cta: this thread's
+// cp.async writes become visible to wgmma, which reads shared memory through the async proxy),
+// wgmma_fence(), wgmma_commit(), wgmma_wait<n>() (wgmma.fence / commit_group / wait_group),
+// wgmma_hold(registers) (keeps the compiler from moving other uses of registers that a wgmma in
+// flight reads or writes across this point: an empty asm on the GPU, nothing on the CPU), and
+// wgmma_ss<N, kTransB>(d, desc_a, desc_b, accumulate) and wgmma_rs<N, kTransB>(d, a, desc_b,
+// accumulate) (wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16 with A from shared memory or
+// registers; B from shared memory, N-major when kTransB).
+//
+// Shape: a block of two warpgroups (256 threads) takes 128 queries of one (batch, head), 64 a
+// warpgroup (wgmma's m64), in forward_grid's order. Q and three stages of K and V tiles of 64 keys
+// sit in shared memory in the core-matrix layout of wgmma_layout.cuh (interleaved, no swizzle:
+// every 16-byte chunk a thread copies lands next to its neighbour's, and each 8 x 16-byte core
+// matrix the tensor core reads is 128 contiguous bytes), brought in by cp.async by all threads,
+// the next tile's copy overlapping this tile's products. Per tile j and warpgroup:
+//   1. S_j = Q K_j^T by D / 16 wgmma m64n64k16 (Q and K both K-major from shared memory), one
+//      commit group; then O += P_{j-1} V_{j-1} by 4 wgmma m64nDk16 (P from registers, V an
+//      N-major B: the transpose bit, no transposed copy), a second group.
+//   2. wait_group 1 (S_j complete, P V still running), and the online softmax of S_j in registers
+//      (each warp owns 16 rows of the 64 in the m16n8 C layout the mma.sync forward's softmax
+//      uses: the same masking, soft-cap, negative-scale and dropout arithmetic), P_j rounded to
+//      bf16 into wgmma's A fragments (the m16n8k16 A layout: the accumulators of keys
+//      16 kb .. 16 kb + 15 are exactly one), while the tensor cores run P_{j-1} V_{j-1}
+//      (FlashAttention-3's intra-warpgroup pipelining).
+//   3. wait_group 0, O rescaled by the new maxima, P_j kept for the next tile.
+// Three stages because tile j-1's V is read until step 3 of tile j, while tile j + 1 is copied.
+// Not done: TMA, warp specialization (a producer warp with mbarriers, setmaxnreg), the ping-pong
+// of two warpgroups' softmax and products by named barriers. Compiled for sm_90a, checked by the
+// CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "flash_attention_kernels.cuh"
+#include "wgmma_layout.cuh"
+
+#if !defined(__CUDACC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#endif
+
+namespace bench::kernels::flash {
+
+constexpr int kWgRows = 64;                      // query rows per warpgroup (wgmma's m64)
+constexpr int kWgGroups = kFwdBlockM / kWgRows;  // warpgroups per block: 2
+constexpr int kWgThreads = kWgGroups * 128;      // threads per block: 256
+// K/V stages: the tile being multiplied, the one whose P V is still in flight, the next one.
+constexpr int kWgStages = 3;
+static_assert(kBlockN == 64, "S is one wgmma n64 a k16 step, P four A fragments");
+
+/// Shared memory of flash_forward_wgmma<D>: Q (128 rows) and kWgStages stages of K and V (64 rows
+/// each), no padding (the core-matrix layout needs none).
+template <int D>
+constexpr size_t wgmma_forward_smem_bytes() {
+  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t);
+}
+
+/// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
+/// `width` apart) into `dst` in wgmma_layout.cuh's core-matrix layout, and when `second` is set
+/// the head `off` elements further into `second`; rows at or past `rows` become zeros (copying
+/// nothing, from row 0). Chunk u of 16 bytes (row 8 (u / D) + u % 8, columns 8 ((u / 8) % (D / 8)))
+/// lands at element 8 u: the 32 chunks of a warp fill 512 contiguous bytes of shared memory (no
+/// bank conflict beyond the 4 wavefronts that 512 bytes take) and read 8 rows of 64 bytes, whole
+/// 32-byte sectors. The caller commits and waits.
+template <int D, int kRows, class Thread>
+BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second, int off, const uint16_t* base,
+                                     int64_t row0, int64_t rows, int64_t width) {
+  constexpr int kChunks = kRows * D / 8;
+  static_assert(kChunks % kWgThreads == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = 0; i < kChunks / kWgThreads; ++i) {
+    const int u = th.tid() + kWgThreads * i;
+    const int row = 8 * (u / D) + u % 8, col = 8 * ((u / 8) % (D / 8));
+    const bool ok = row0 + row < rows;
+    const uint16_t* src = ok ? base + (row0 + row) * width + col : base;
+    th.cp_async_16(dst + 8 * u, src, ok);
+    if (second != nullptr) th.cp_async_16(second + 8 * u, src + off, ok);
+  }
+}
+
+/// Forward on wgmma: the contract of flash_forward (flash_attention_kernels.cuh), every variant
+/// (causal or not, window, soft-cap, GQA/MQA, dropout, row_max and lse), d_head 64 or 128, for a
+/// block of kWgThreads threads with wgmma_forward_smem_bytes<D>() of shared memory.
+template <int D, bool kDropout, class Thread>
+BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
+                                        float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h,
+                                        int n_kv, float scale, float softcap, int64_t window, bool causal,
+                                        float dropout, uint64_t dropout_seed) {
+  static_assert(D == 64 || D == 128, "d_head 64 or 128");
+  // Shared memory: Q (128 rows), then stage 0's K and V, then stage 1's (64 rows each).
+  uint16_t* q_s = reinterpret_cast<uint16_t*>(th.shared());
+  uint16_t* k_s = q_s + kFwdBlockM * D;
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+
+  const int wg = th.tid() / 128, warp = (th.tid() % 128) / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
+  const int64_t n_blocks = (n_t + kFwdBlockM - 1) / kFwdBlockM;
+  const int64_t m0 = (causal ? n_blocks - 1 - th.block_y() : th.block_x()) * kFwdBlockM;
+  const int64_t q0 = m0 + wg * kWgRows;  // this warpgroup's first query
+  const int bh = causal ? th.block_x() : th.block_y(), b = bh / n_h, h = bh % n_h, kv = h / (n_h / n_kv);
+  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D;
+  const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
+  const uint16_t* k_base = seq + static_cast<int64_t>(n_h + kv) * D;
+  const int v_off = n_kv * D;
+
+  const int64_t block_end = m0 + kFwdBlockM < n_t ? m0 + kFwdBlockM : n_t;
+  const int64_t n_end = causal ? block_end : n_t;
+  const int64_t first_key = window > 0 && m0 + 1 - window > 0 ? m0 + 1 - window : 0;
+  const int64_t n_begin = first_key / kBlockN * kBlockN;
+
+  wgmma_rows_async<D, kFwdBlockM>(th, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
+  wgmma_rows_async<D, kBlockN>(th, k_s, k_s + kBlockN * D, v_off, k_base, n_begin, n_t, width);
+  th.cp_async_commit();
+
+  // This thread's two rows of its warp's 16: g and g + 8 (row index r). D's register 4 j + e holds
+  // (row g + 8 (e / 2), column 8 j + 2 t + e % 2) of its 64 x N.
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+  float o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
+  const uint32_t q_addr = th.smem_addr(q_s + wg * kWgRows * D);  // row 64 wg: core group 8 wg
+  const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
+  const int row0 = 16 * warp + g;  // this thread's first row within its warpgroup's 64
+
+  // P of the previous tile as A fragments, waiting for its P V (issued with this tile's S), and
+  // that tile's V. Before the first tile P is 0 (and V stage 0's, loaded by then): the P V issued
+  // with the first S adds nothing, and every wgmma is issued on every path.
+  uint32_t pa[kBlockN / 16][4] = {};
+  uint32_t pv_addr = th.smem_addr(k_s + kBlockN * D);
+  // O += P V for the previous tile: 4 wgmma m64nDk16, V as an N-major B; one commit group.
+  const auto issue_pv = [&] {
+#pragma unroll
+    for (int kb = 0; kb < kBlockN / 16; ++kb)
+      th.template wgmma_rs<D, 1>(o, pa[kb], wgmma::mn_major<D>(pv_addr, kb), true);
+    th.wgmma_commit();
+  };
+
+  int stage = 0;  // tile i sits in stage i % kWgStages
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN, stage = stage + 1 == kWgStages ? 0 : stage + 1) {
+    // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
+    // after it), so its stage, the next tile's, may be written.
+    th.sync();
+    if (n0 + kBlockN < n_end) {
+      uint16_t* next = k_s + 2 * kBlockN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
+      wgmma_rows_async<D, kBlockN>(th, next, next + kBlockN * D, v_off, k_base, n0 + kBlockN, n_t, width);
+      th.cp_async_commit();
+      th.cp_async_wait(1);
+    } else {
+      th.cp_async_wait(0);
+    }
+    th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (the async proxy)
+    th.sync();
+    // No tile is skipped, not even one that none of the warpgroup's rows sees (the mask makes its
+    // P 0): a wgmma under a branch that depends on the thread index is one ptxas cannot prove
+    // warpgroup-uniform, and it then serializes every wgmma of the kernel (C7520). The cost is the
+    // causal diagonal's second tile for warpgroup 0, about 3 % of the products at T 4096.
+    const TileMask mask = tile_mask<kWgRows>(q0, n0, n_t, window, causal);
+    const uint16_t* ks = k_s + 2 * kBlockN * D * stage;
+    const uint32_t k_addr = th.smem_addr(ks);
+
+    // S = Q K^T (D / 16 wgmma chained on one accumulator, the first one overwriting it), then the
+    // previous tile's P V: the softmax below overlaps P V on the tensor cores (FlashAttention-3's
+    // intra-warpgroup pipelining). wait_group 1 completes S, the older group, and leaves P V.
+    float s[kBlockN / 2];
+    th.wgmma_hold(o);
+    th.wgmma_hold(pa);
+    th.wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
+    th.wgmma_commit();
+    issue_pv();
+    th.template wgmma_wait<1>();
+    th.wgmma_hold(s);
+
+    // The mma.sync forward's softmax (flash_forward), on one m16 tile of 8 n8 blocks a warp; O's
+    // rescale waits for the pending P V.
+    float fac = scale2;
+    if (softcap > 0.f || scale2 < 0.f) {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i) s[i] = softcap > 0.f ? cap_out * tanhf(s[i] * cap_in) : s[i] * scale2;
+      fac = 1.f;
+    }
+    if (!mask.interior) {
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i) {
+        const int kl = 8 * (i / 4) + 2 * t + i % 2, d = kl - (row0 + 8 * ((i % 4) / 2));
+        const bool visible = kl < mask.end && (!causal || d <= mask.causal) && (window <= 0 || d > mask.window);
+        s[i] = visible ? s[i] : -INFINITY;
+      }
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 1));
+      tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 2));
+      const float m_new = fmaxf(m[r], tile_max * fac);
+      alpha[r] = m_new == -INFINITY ? 1.f : th.exp2(m[r] - m_new);
+      m[r] = m_new;
+      const float base = m_new == -INFINITY ? 0.f : m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < kBlockN / 8; ++j) {
+        s[4 * j + 2 * r] = th.exp2(fmaf(s[4 * j + 2 * r], fac, -base));
+        s[4 * j + 2 * r + 1] = th.exp2(fmaf(s[4 * j + 2 * r + 1], fac, -base));
+        sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
+      }
+      l[r] = l[r] * alpha[r] + sum;
+    }
+
+    // Dropout: flash_forward's hash arguments, i = ((b H + h) T + query) T + key, for this
+    // thread's rows (row0 + 8 r of the warpgroup's) and keys.
+    if constexpr (kDropout) {
+      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+      const uint64_t arg0 =
+          dropout_seed +
+          kG * static_cast<uint64_t>((static_cast<int64_t>(bh) * n_t + q0 + row0) * n_t + n0 + 2 * t + 1);
+      const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
+      const float keep_scale = 1.f / (1.f - dropout);
+#pragma unroll
+      for (int i = 0; i < kBlockN / 2; ++i) {
+        const uint64_t arg =
+            arg0 + row8 * static_cast<uint64_t>((i % 4) / 2) + kG * static_cast<uint64_t>(8 * (i / 4) + i % 2);
+        const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
+        s[i] *= keep ? keep_scale : 0.f;
+      }
+    }
+
+    // This tile's P as A fragments (keys 16 kb .. 16 kb + 15 are the accumulators of n8 blocks
+    // 2 kb and 2 kb + 1), kept apart from the pending P until its P V has completed.
+    uint32_t pn[kBlockN / 16][4];
+#pragma unroll
+    for (int kb = 0; kb < kBlockN / 16; ++kb) {
+      pn[kb][0] = pack_rn(s[8 * kb], s[8 * kb + 1]);
+      pn[kb][1] = pack_rn(s[8 * kb + 2], s[8 * kb + 3]);
+      pn[kb][2] = pack_rn(s[8 * kb + 4], s[8 * kb + 5]);
+      pn[kb][3] = pack_rn(s[8 * kb + 6], s[8 * kb + 7]);
+    }
+    th.template wgmma_wait<0>();
+    th.wgmma_hold(o);
+    // P V's A fragments stay live until it has completed: else the register allocator may give
+    // their registers to pn while P V still reads them, and ptxas then serializes every wgmma of
+    // the kernel (C7513, "non wgmma instructions defining input registers of a wgmma").
+    th.wgmma_hold(pa);
+    if (alpha[0] != 1.f || alpha[1] != 1.f) {
+#pragma unroll
+      for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i % 4) / 2];
+    }
+#pragma unroll
+    for (int kb = 0; kb < kBlockN / 16; ++kb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pa[kb][e] = pn[kb][e];
+    pv_addr = th.smem_addr(ks + kBlockN * D);
+  }
+  // The last tile's P V (P is 0 when the block saw no tile).
+  th.wgmma_hold(o);
+  th.wgmma_hold(pa);
+  th.wgmma_fence();
+  issue_pv();
+  th.template wgmma_wait<0>();
+  th.wgmma_hold(o);
+
+  // Normalize and write this thread's two rows; the max and log-sum-exp in natural units.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += th.shfl_xor(l[r], 1);
+    l[r] += th.shfl_xor(l[r], 2);
+    const int64_t query = q0 + row0 + 8 * r;
+    if (query >= n_t) continue;
+    const float inv = l[r] > 0.f ? 1.f / l[r] : 0.f;
+    uint16_t* dst = out + (static_cast<int64_t>(b) * n_t + query) * n_h * D + static_cast<int64_t>(h) * D;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i)
+      store_pair(dst + 8 * i + 2 * t, pack_rn(o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv));
+    if (t == 0) {
+      const int64_t at = (static_cast<int64_t>(b) * n_h + h) * n_t + query;
+      if (row_max != nullptr) row_max[at] = m[r] * kLn2;
+      if (lse != nullptr) lse[at] = l[r] > 0.f ? (m[r] + log2f(l[r])) * kLn2 : -INFINITY;
+    }
+  }
+}
+
+}  // namespace bench::kernels::flash
+
+#if !defined(__CUDACC__)
+#pragma GCC diagnostic pop
+#endif

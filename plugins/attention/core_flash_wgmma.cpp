@@ -1,0 +1,60 @@
+// The flash_wgmma core: the bf16 flash forward on Hopper's warpgroup MMA
+// (kernels/cuda/flash_attention_wgmma_kernels.cuh: wgmma, sm_90a) and the mma.sync flash backward
+// (the same state as the flash core: the log-sum-exp, then the backward's workspace). Compiled
+// and checked by the CPU warp emulator, NOT yet run on a GPU: `core = "auto"` never takes it (its
+// prefers answers false); a layer gets it only by `core = "flash_wgmma"`, and where it cannot run
+// (not CUDA in bf16, a variant the bf16 flash kernels refuse, a device that is not compute
+// capability 9.0) setup says why in one line. The entropy probe recomputes from qkv.
+#include "core.h"
+#include "kernels/attention_flash_wgmma.h"
+
+namespace bench::attention {
+
+namespace {
+
+class FlashWgmmaCore final : public AttentionCore {
+ public:
+  void setup(SetupContext& ctx, const kernels::AttentionArgs& args) override {
+    state_ = ctx.buffer({kernels::attention_flash_state_size(args)});
+  }
+
+  void forward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, Tensor& out,
+               void* row_max) override {
+    if (qkv.dtype() != DType::kBFloat16) throw Error("attention: the flash_wgmma core runs in bfloat16 only");
+    kernels::attention_flash_wgmma_forward(ctx.exec, args, qkv.data<tile::bf16>(), out.data<tile::bf16>(),
+                                           static_cast<float*>(row_max), state_.data<tile::bf16>());
+  }
+
+  void backward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, const Tensor& out,
+                const Tensor& dout, Tensor& dqkv) override {
+    // attention_backward takes the flash path here (attention_flash_wgmma_refusal required it).
+    kernels::attention_backward<tile::bf16>(ctx.exec, args, qkv.data<tile::bf16>(), out.data<tile::bf16>(),
+                                            state_.data<tile::bf16>(), dout.data<tile::bf16>(), dqkv.data<tile::bf16>(),
+                                            nullptr);
+  }
+
+  bool reads_dropout_step() const override { return true; }  // the kernels: dropout_seed_of
+
+ private:
+  Tensor state_;
+};
+
+std::string flash_wgmma_unsupported(const CoreQuery& q) {
+  if (q.backend != tile::Backend::kCuda || q.dtype != DType::kBFloat16)
+    return "the wgmma flash forward runs on CUDA in bfloat16 only";
+  kernels::AttentionArgs a = q.args;
+  a.materialize = false;
+  const std::string why = kernels::attention_flash_wgmma_refusal(tile::Exec{q.backend}, a);
+  return why.empty() ? "" : "the wgmma flash forward: " + why;
+}
+// Never preferred: not run on a GPU yet (docs/kernels.md, "Flash attention forward on wgmma").
+bool never(const CoreQuery&) { return false; }
+
+}  // namespace
+
+BENCH_ATTENTION_CORE(FlashWgmmaCore, "flash_wgmma",
+                     "our bf16 flash forward on Hopper's wgmma (sm_90a; compiled, NOT yet run on a GPU: never taken "
+                     "by auto) with the mma.sync flash backward",
+                     flash_wgmma_unsupported, never, nullptr)
+
+}  // namespace bench::attention

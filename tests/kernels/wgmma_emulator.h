@@ -1,0 +1,196 @@
+// defines: bench::kernels::emulator::WgmmaOp, WgmmaState and the functions behind
+//          EmulatedThread's wgmma_* members (warp_emulator.h): Hopper's warpgroup MMA
+//          (wgmma.mma_async.sync.aligned.m64nNk16.f32.bf16.bf16) on the CPU
+//
+// A warpgroup is 4 consecutive warps (128 threads, the first a multiple of 128). Each thread
+// gives its A fragment (when A is in registers) and the descriptors; they meet at a barrier of the
+// warpgroup and each computes its own part of D, decoding shared memory through the 64-bit matrix
+// descriptors with the canonical layouts of the PTX ISA (9.7.15.5.1.2; kernels/cuda/wgmma_layout.cuh):
+// no swizzle and 128-byte swizzle, K-major and MN-major (B's transpose bit). Fragments: A (64 x 16)
+// and D (64 x N) are the m16n8k16 layouts of mma.sync with warp w of the group owning rows
+// 16 w .. 16 w + 15; D's register 4 j + e holds (16 w + g + 8 (e / 2), 8 j + 2 t + e % 2), with
+// g = lane / 4 and t = lane % 4.
+//
+// What the asynchrony checks (a violation is recorded, the first one per launch, and launch()
+// throws it as std::logic_error once every thread has ended: a thread that threw instead would
+// leave the others suspended at barriers forever, with what they own):
+// - The product is computed when the wgmma is issued, but reaches the accumulator registers only
+//   at the wgmma.wait_group that completes it: a kernel that reads D before its wait sees the old
+//   values and its result is wrong.
+// - At the wait, the operands are read from shared memory again: if they changed while the
+//   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
+//   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
+//   wrote while its wgmma was in flight.
+// - Every shared-memory byte a wgmma reads must not hold a cp.async write that its thread has not
+//   yet fenced with fence.proxy.async (cp.async writes through the generic proxy, wgmma reads
+//   through the async proxy).
+// - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
+//   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
+// What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
+// without a wait (it only requires one fence after each wait), stores to shared memory other
+// than cp.async needing a proxy fence (the kernels here write shared memory only by cp.async), the
+// hardware's order of float additions inside one wgmma (summed here in float, k in order), and
+// the speed of anything.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/wgmma_layout.cuh"
+#include "tile/defs.h"
+
+namespace bench::kernels::emulator {
+
+/// One wgmma of one thread, from its issue to the wait that completes it.
+struct WgmmaOp {
+  float* d = nullptr;
+  int n = 0;
+  int me = 0;  // the thread's index in its warpgroup
+  uint64_t desc_a = 0, desc_b = 0;
+  bool a_in_regs = false, trans_b = false, accumulate = false;
+  int group = -1;                    // the commit group (-1: not yet committed)
+  float a[2][16] = {};               // A's rows of this thread's D: its warp's g and g + 8
+  const uint32_t* a_regs = nullptr;  // this thread's A fragment (A in registers), checked at the wait
+  uint32_t a_issued[4] = {};         // ... against what it held at the issue
+  std::vector<float> b;              // B's columns of this thread's D: (N / 4) x 16
+  std::vector<float> expect;         // what D must still hold at the wait (the input)
+  std::vector<float> result;         // D after this wgmma
+};
+
+/// A thread's wgmma in flight, in issue order.
+struct WgmmaState {
+  std::vector<WgmmaOp> ops;
+  int groups = 0;  // groups committed so far
+  bool fenced = false;
+};
+
+/// Records `what` in `error` unless an earlier violation is there.
+inline void wgmma_error(std::string& error, const char* what) {
+  if (error.empty()) error = what;
+}
+
+/// Byte address of element (mn, k) of a bf16 operand: mn along M or N, k along K; `mn_major`
+/// for B with the transpose bit. The canonical layouts of the PTX ISA, T = 8 elements of 16 bytes.
+inline uint32_t wgmma_element_address(uint64_t desc, bool mn_major, int mn, int k, std::string& error) {
+  const auto start = static_cast<uint32_t>(desc & 0x3FFF) << 4;
+  const auto lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4;
+  const auto sbo = static_cast<uint32_t>((desc >> 32) & 0x3FFF) << 4;
+  const auto swizzle = static_cast<uint32_t>(desc >> 62);
+  if (((desc >> 49) & 7) != 0) wgmma_error(error, "wgmma: a base offset is not emulated");
+  const auto m = static_cast<uint32_t>(mn), kk = static_cast<uint32_t>(k);
+  if (swizzle == wgmma::kNoSwizzle) {
+    // K-major ((8, m), (T, 2k)) : ((T, SBO), (1, LBO)); MN-major ((T, 1, m), (8, k)) : ((1, T, SBO), (T, LBO)).
+    return mn_major ? start + (m % 8) * 2 + (kk % 8) * 16 + (m / 8) * sbo + (kk / 8) * lbo
+                    : start + (m % 8) * 16 + (m / 8) * sbo + (kk % 8) * 2 + (kk / 8) * lbo;
+  }
+  if (swizzle == wgmma::kSwizzle128) {
+    // K-major ((8, m), (T, 2k)) : ((8T, SBO), (1, T)); MN-major ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO));
+    // then Swizzle<3, 4, 3>: address bits 4-6 ^= bits 7-9.
+    const uint32_t a = mn_major ? start + (m % 64) * 2 + (m / 64) * lbo + (kk % 8) * 128 + (kk / 8) * sbo
+                                : start + (m % 8) * 128 + (m / 8) * sbo + kk * 2;
+    return a ^ (((a >> 7) & 7) << 4);
+  }
+  wgmma_error(error, "wgmma: the 64- and 32-byte swizzles are not emulated");
+  return 0;
+}
+
+/// The bf16 at shared-memory byte `at`, which must lie inside the block's shared memory and hold
+/// no unfenced cp.async write (when `fenced` is checked).
+inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfenced, uint32_t at, std::string& error) {
+  if (at + 2 > bytes || at % 2 != 0) {
+    wgmma_error(error, "wgmma: a descriptor addresses outside shared memory");
+    return 0.f;
+  }
+  if (unfenced != nullptr && unfenced[at] != 0)
+    wgmma_error(error, "wgmma: reads a cp.async write that no fence.proxy.async made visible");
+  uint16_t v = 0;
+  std::memcpy(&v, shared + at, sizeof v);
+  return tile::bf16_to_float(tile::bf16{v});
+}
+
+/// Fills op.a (from the warpgroup's registers `regs`, or shared memory) and op.b for thread `me`
+/// of its warpgroup.
+inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const uint8_t* shared, size_t bytes,
+                         const uint8_t* unfenced, std::string& error) {
+  const int warp = me / 32, g = (me % 32) / 4, t = me % 4;
+  for (int r = 0; r < 2; ++r) {
+    const int row = 16 * warp + g + 8 * r;
+    for (int k = 0; k < 16; ++k) {
+      if (regs != nullptr) {
+        // A(row, k): lane (row % 8) 4 + (k % 8) / 2 of warp row / 16, register (row % 16) / 8 + 2 (k / 8).
+        const uint32_t reg = regs[32 * (row / 16) + (row % 8) * 4 + (k % 8) / 2][(row % 16) / 8 + 2 * (k / 8)];
+        op.a[r][k] = tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * (k % 2)))});
+      } else if (!op.a_in_regs) {
+        op.a[r][k] = wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_a, false, row, k, error), error);
+      }
+    }
+  }
+  op.b.resize(static_cast<size_t>(op.n / 4) * 16);
+  for (int jj = 0; jj < op.n / 4; ++jj) {
+    const int col = 8 * (jj / 2) + 2 * t + jj % 2;
+    for (int k = 0; k < 16; ++k)
+      op.b[static_cast<size_t>(jj * 16 + k)] =
+          wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_b, op.trans_b, col, k, error), error);
+  }
+}
+
+/// Queues an issued wgmma: its input is D as the registers hold it, or the result of the newest
+/// wgmma in flight on the same registers (the hardware chains them).
+inline void wgmma_push(WgmmaState& s, WgmmaOp op, std::string& error) {
+  const auto half = static_cast<size_t>(op.n / 2);
+  op.expect.assign(op.d, op.d + half);
+  for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
+    if (it->d == op.d) {
+      if (it->n == op.n)
+        op.expect = it->result;
+      else
+        wgmma_error(error, "wgmma: chained on registers of another shape");
+      break;
+    }
+  op.result.resize(half);
+  for (size_t i = 0; i < half; ++i) {
+    const int r = static_cast<int>(i % 4) / 2, jj = 2 * static_cast<int>(i / 4) + static_cast<int>(i % 2);
+    float sum = 0.f;
+    for (int k = 0; k < 16; ++k) sum += op.a[r][k] * op.b[static_cast<size_t>(jj * 16 + k)];
+    op.result[i] = (op.accumulate ? op.expect[i] : 0.f) + sum;
+  }
+  s.ops.push_back(std::move(op));
+}
+
+inline void wgmma_commit_group(WgmmaState& s) {
+  for (WgmmaOp& op : s.ops)
+    if (op.group < 0) op.group = s.groups;
+  ++s.groups;
+}
+
+/// wgmma.wait_group: completes the committed groups older than the `pending` newest, in order:
+/// their operands must not have changed in shared memory, their accumulators not been written.
+inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size_t bytes, std::string& error) {
+  const int limit = s.groups - pending;  // groups below this one complete
+  size_t done = 0;
+  for (; done < s.ops.size() && s.ops[done].group >= 0 && s.ops[done].group < limit; ++done) {
+    WgmmaOp& op = s.ops[done];
+    WgmmaOp again;
+    again.n = op.n;
+    again.desc_a = op.desc_a;
+    again.desc_b = op.desc_b;
+    again.a_in_regs = op.a_in_regs;
+    again.trans_b = op.trans_b;
+    std::memcpy(again.a, op.a, sizeof op.a);
+    wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr, error);
+    if (std::memcmp(again.a, op.a, sizeof op.a) != 0 || again.b != op.b)
+      wgmma_error(error, "wgmma: shared memory it reads changed while it was in flight (before its wait_group)");
+    if (op.a_regs != nullptr && std::memcmp(op.a_regs, op.a_issued, sizeof op.a_issued) != 0)
+      wgmma_error(error, "wgmma: its A registers were written while it was in flight");
+    if (std::memcmp(op.d, op.expect.data(), op.expect.size() * sizeof(float)) != 0)
+      wgmma_error(error, "wgmma: its accumulator registers were written while it was in flight");
+    std::memcpy(op.d, op.result.data(), op.result.size() * sizeof(float));
+  }
+  s.ops.erase(s.ops.begin(), s.ops.begin() + static_cast<std::ptrdiff_t>(done));
+  s.fenced = false;
+}
+
+}  // namespace bench::kernels::emulator
