@@ -262,7 +262,8 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       for (int e = 0; e < 4; ++e) pa[kb][e] = pn[kb][e];
     pv_addr = th.smem_addr(ks + kBlockN * D);
   }
-  // The last tile's P V (P is 0 when the block saw no tile).
+  // The last tile's P V. The key loop above ran at least once (a block of queries below T sees at
+  // least its first key), so its V was waited for and fenced like every tile's.
   th.wgmma_hold(o);
   th.wgmma_hold(pa);
   th.wgmma_fence();
