@@ -4,10 +4,11 @@
 # (carried as .gpu-bundle.tar.xz): `kernels_test` (every kernel on every executor, CUDA included,
 # against float64 references), `cuda_check` (the timings: GEMM ceilings, copy bandwidth, row
 # kernels' GB/s, attention TFLOP/s, ours and cuDNN's) and `bench` (the per-kernel profile of a
-# model at cuda_check's shapes beside cuda_check's GB/s, the model on the GPU against
-# the CPU, cuDNN's attention inside the model against ours, GPT-2-small's MFU with and without
-# CUDA graphs, norms.toml's model at its own size against PyTorch eager, torch.compile and CUDA
-# graphs (`small`), experiments/norms.toml with its wall time), then PyTorch's figures beside ours
+# model at cuda_check's shapes beside cuda_check's GB/s, the model on the GPU against the CPU,
+# cuDNN's attention and our wgmma flash forward inside the model against our mma.sync flash
+# kernels, GPT-2-small's MFU with and without CUDA graphs, norms.toml's model at its own size
+# against PyTorch eager, torch.compile and CUDA graphs (`small`), experiments/norms.toml with its
+# wall time), then PyTorch's figures beside ours
 # where python3 has torch, and last the host's CPU path (`cpu`: scripts/cpu-scaling.sh's train
 # steps at 1, 2, 4, ... threads, copy bandwidth, GEMM rate). Each section ends with a row of its
 # wall time.
@@ -365,40 +366,58 @@ section_model() {
   done
 }
 
-# cuDNN's SDPA inside the model against our flash kernels: the same bf16 model trained with each.
-section_cudnn() {
-  rm -f "$work/cudnn-vs-ours.db"
-  run_capped 90 10 cudnn bench --db "$work/cudnn-vs-ours.db" -q run --device "$device" tests/cuda/cudnn_vs_ours.toml \
-    > "$work/cudnn-vs-ours.txt" 2>&1
+# Two attention cores inside the same model: compare_cores NAME FILE A B REFUSED trains FILE's
+# cases (one per core) and compares the logged steps of the case labelled with core A against
+# B's (bf16: within 3e-2). A missing case is SKIPPED where the model's setup refused the core with
+# a message holding REFUSED (the core cannot run on this target), else FAIL.
+compare_cores() {
+  local name=$1 file=$2 a=$3 b=$4 refused=$5
+  rm -f "$work/$name.db"
+  run_capped 90 10 cudnn bench --db "$work/$name.db" -q run --device "$device" "$file" > "$work/$name.txt" 2>&1
   local s=$?
-  timed_out cudnn "$s" && return
-  [ "$s" -eq 75 ] && return
-  bench --db "$work/cudnn-vs-ours.db" query "$steps_sql" --format csv > "$work/cudnn-vs-ours.csv" 2>> "$log"
+  timed_out cudnn "$s" && return 1
+  [ "$s" -eq 75 ] && return 1
+  bench --db "$work/$name.db" query "$steps_sql" --format csv > "$work/$name.csv" 2>> "$log"
   local r
-  r=$(python3 - "$work/cudnn-vs-ours.csv" "$work/cudnn-vs-ours.txt" << 'PY'
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1])))[1:]
-ours = [r for r in rows if "ours" in r[0]]
-cudnn = [r for r in rows if "cudnn" in r[0]]
-if not cudnn:  # SKIPPED only where cuDNN cannot be used; any other failure fails
-    text = open(sys.argv[2]).read()
-    why = [l.strip() for l in text.splitlines() if "cudnn" in l.lower()][:1]
-    # The model's setup refuses kernel = "cudnn" where the target cannot run it (the guarded device,
-    # a machine whose cuDNN does not load): "... kernel attention_cudnn_forward cannot run on ...".
-    refused = "kernel attention_cudnn_forward cannot run on" in text
-    print(("SKIPPED" if refused else "FAIL") + "\t-\t" + (why[0] if why else "no cuDNN step"))
+  r=$(python3 - "$work/$name.csv" "$work/$name.txt" "$a" "$b" "$refused" << 'PY'
+import csv, os, sys
+path, text_path, a, b, refused = sys.argv[1:6]
+rows = list(csv.reader(open(path)))[1:] if os.path.getsize(path) > 0 else []
+# a label names its core's value as the last word of the axis ("kernel=ours", "core=flash"):
+# exact words, so that "flash" does not take "flash_wgmma"'s rows.
+def of(core):
+    return [r for r in rows if any(w.split("=")[-1] == core for w in r[0].split())]
+ra, rb = of(a), of(b)
+if not ra or not rb:
+    # SKIPPED only where the setup refused a core before any case ran (no steps at all, and its
+    # message); a case that ran and one that did not, or any other failure, fails.
+    text = open(text_path).read()
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    why = [l for l in lines if refused in l][:1] or lines[-1:]
+    skipped = not rows and refused in text
+    print(("SKIPPED" if skipped else "FAIL") + "\t-\t" + (why[0] if why else f"no step of {a} or {b}"))
     sys.exit(0)
-worst, bad = 0.0, 0 if len(ours) == len(cudnn) > 0 else 1
-for o, c in zip(ours, cudnn):
-    for x, y in zip(o[2:], c[2:]):
-        rel = abs(float(x) - float(y)) / max(abs(float(x)), 1e-3)
+worst, bad = 0.0, 0 if len(ra) == len(rb) else 1
+for x_row, y_row in zip(ra, rb):
+    for x, y in zip(x_row[2:], y_row[2:]):
+        rel = abs(float(x) - float(y)) / max(abs(float(y)), 1e-3)
         worst, bad = max(worst, rel), bad + (rel > 3e-2)
-print(f"{'PASS' if bad == 0 else 'FAIL'}\t{worst:.2e}\t{len(ours)} logged steps, {bad} over 3e-2")
+print(f"{'PASS' if bad == 0 else 'FAIL'}\t{worst:.2e}\t{len(ra)} logged steps, {bad} over 3e-2")
 PY
 )
   IFS=$'\t' read -r verdict worst what <<< "$r"
   case $verdict in PASS | FAIL | SKIPPED) ;; *) verdict=FAIL what="comparison failed: $r" ;; esac
-  row cudnn "cudnn_vs_ours (bf16 model, $device)" "$verdict" "$worst" "max rel. diff" "$what"
+  row cudnn "$name (bf16 model, $device)" "$verdict" "$worst" "max rel. diff" "$what"
+}
+
+# cuDNN's SDPA inside the model against our flash kernels (the model's setup refuses kernel =
+# "cudnn" where the target cannot run it: the guarded device, a machine whose cuDNN does not
+# load); then our wgmma flash forward against the mma.sync one (tests/cuda/wgmma_vs_flash.toml;
+# refused off CUDA and on a GPU that is not compute capability 9.0).
+section_cudnn() {
+  compare_cores cudnn_vs_ours tests/cuda/cudnn_vs_ours.toml cudnn ours "kernel attention_cudnn_forward cannot run on" ||
+    return
+  compare_cores wgmma_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma flash 'core = "flash'
 }
 
 # The MFU target: a GPT-2-small train step, bf16 and float32, with and without CUDA graphs.

@@ -83,7 +83,10 @@ check "the timing section's TIMEOUT row" grep -q "^| timing | (whole section) | 
 check "sections after the hung one ran (model rows)" grep -q "^| model | every_component f32, guarded vs cpu | PASS |" "$md"
 check "every_component bf16 on the guarded device matches the CPU" \
   grep -q "^| model | every_component bf16, guarded vs cpu | PASS |" "$md"
-check "cuDNN on the guarded device is SKIPPED with the reason" grep -q "^| cudnn | .* | SKIPPED |" "$md"
+check "cuDNN on the guarded device is SKIPPED with the reason" \
+  grep -q "^| cudnn | cudnn_vs_ours (bf16 model, guarded) | SKIPPED | .*cannot run on guarded" "$md"
+check "the wgmma forward on the guarded device is SKIPPED with the reason" \
+  grep -q '^| cudnn | wgmma_vs_flash (bf16 model, guarded) | SKIPPED | .*core = "flash.*run on CUDA' "$md"
 # The timing section starts within seconds; the next one must start within its cap (20 s), the
 # 10 s between timeout's SIGTERM and its SIGKILL, and some slack for a loaded machine.
 timing_at=$(sed -n 's/^== section timing at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")
