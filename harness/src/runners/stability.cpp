@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "bench/interfaces.h"
 #include "kernels/memory.h"
@@ -82,12 +84,14 @@ const std::vector<ParamSpec>& stability_params() {
       ParamSpec::integer("spike_window", 50, "trailing window of the spike detector (steps)").at_least(2),
       ParamSpec::number("spike_sigma", 7.0, "a spike exceeds the window mean by this many standard deviations")
           .at_least(0),
-      ParamSpec::boolean("cuda_graph", true,
-                         "on a device, capture the plain train step and the logging step (log_every) once each (after "
-                         "one uncaptured step of the kind) and replay them, the probes and series read after each "
-                         "replay; a step that cannot be captured (docs/kernels.md) runs uncaptured, with "
-                         "graph_fallback/stability = 1 and the reason in the case's notes, unless cuda_graph = true is "
-                         "given (then the case fails)"),
+      ParamSpec::boolean(
+          "cuda_graph", true,
+          "on a device, capture the plain train step and the logging step (log_every) once each (after "
+          "one uncaptured step of the kind) and replay them, the probes and series read after each "
+          "replay; a kind of step that cannot be captured (docs/kernels.md) runs uncaptured, the other kind "
+          "still replayed, with "
+          "graph_fallback/stability = 1 and the reason in the case's notes, unless cuda_graph = true is "
+          "given (then the case fails)"),
   };
   return specs;
 }
@@ -286,14 +290,20 @@ class StabilityCase {
   /// the captured graph where it can be (replayed_step), else run uncaptured.
   TrainStep train_step(int64_t step);
   /// Whether `step` replays the captured step of its kind (capturing it first): on a device with
-  /// cuda_graph, after one step of that kind (plain, logging) ran uncaptured.
+  /// cuda_graph, after one step of that kind (plain, logging) ran uncaptured, unless that kind's
+  /// capture failed (the other kind keeps its graph).
   bool replays(const TrainStep& t);
   /// Step t.step as a replay of the captured step of its kind (captured at the first call); false
-  /// when the step cannot be captured (then graph_fallback and the step runs uncaptured).
+  /// when the step cannot be captured (then graph_fallback and the steps of that kind run
+  /// uncaptured).
   bool replayed_step(TrainStep& t);
-  /// Give up on graphs for this case: why, in a note and graph_fallback/stability (or the
-  /// case's failure when cuda_graph = true was given).
-  void fall_back(const std::string& why);
+  /// Give up on the graph of one kind of step (logging or plain): why, on the console at once and
+  /// in the case's notes at its end (graph_notes), and graph_fallback/stability; or the case's
+  /// failure when cuda_graph = true was given.
+  void fall_back(bool logging, const std::string& why);
+  /// The case's notes on the graphs given up on: one where both kinds failed alike, else one per
+  /// kind that failed, saying which steps ran uncaptured where the other kind replayed its graph.
+  void graph_notes();
   /// The case's metrics, in the order they are stored.
   void emit_metrics(const FinalEvaluation& final_eval, double train_s);
 
@@ -316,12 +326,15 @@ class StabilityCase {
   /// where it leaves its values (a logging step's differ from a plain one's).
   struct Graph {
     bool warmed = false;
+    std::string failed;  // why its capture failed (its steps run uncaptured); empty while it may capture
     std::function<void()> enqueue;
     std::unique_ptr<StepReplay> replay;
     ReplayLayout layout;
   };
-  // CUDA graphs (cuda_graph): on while the case may still capture; the plain step's graph and
-  // the logging step's (layer probes, the series' sums; graphs_by_kind_[logging]).
+  // CUDA graphs (cuda_graph): on where the case may capture; the plain step's graph and the
+  // logging step's (layer probes, the series' sums; graphs_by_kind_[logging]), each given up on
+  // its own when its capture fails (a probe that reads back to the host breaks only the logging
+  // step's).
   bool graphs_ = false;
   bool fell_back_ = false;
   int64_t replayed_ = 0;
@@ -392,18 +405,37 @@ void StabilityCase::train() {
   }
 }
 
-void StabilityCase::fall_back(const std::string& why) {
+void StabilityCase::fall_back(bool logging, const std::string& why) {
   if (s_.given("cuda_graph")) throw Error("cuda_graph: the stability train step cannot be captured: " + why);
-  graphs_ = false;
+  graphs_by_kind_[logging ? 1 : 0].failed = why;
   fell_back_ = true;
-  const std::string note = "stability train step not captured into a CUDA graph, run uncaptured: " + why;
-  row_.notes += (row_.notes.empty() ? "" : "\n") + note;  // stored with the case (cases.notes)
-  env_.progress.note(env_.prefix + " · " + note);
+  if (graphs_by_kind_[logging ? 0 : 1].failed != why)  // not said already, for the other kind
+    env_.progress.note(env_.prefix + " · stability train step not captured into a CUDA graph, run uncaptured: " + why);
+}
+
+void StabilityCase::graph_notes() {
+  const std::string head = "stability train step not captured into a CUDA graph";
+  const auto note = [&](const std::string& text) { row_.notes += (row_.notes.empty() ? "" : "\n") + text; };
+  const Graph &plain = graphs_by_kind_[0], &logging = graphs_by_kind_[1];
+  if (!plain.failed.empty() && plain.failed == logging.failed) {
+    note(head + ", run uncaptured: " + plain.failed);  // cases.notes
+    return;
+  }
+  // A kind that failed while the other replayed its graph says which steps ran uncaptured.
+  for (const bool is_logging : {true, false}) {
+    const Graph &g = graphs_by_kind_[is_logging ? 1 : 0], &other = graphs_by_kind_[is_logging ? 0 : 1];
+    if (g.failed.empty()) continue;
+    if (!other.replay)
+      note(head + ", run uncaptured: " + g.failed);
+    else
+      note(head + (is_logging ? " for its logging steps" : " for its steps between logging steps") +
+           ", which ran uncaptured (the others replayed theirs): " + g.failed);
+  }
 }
 
 bool StabilityCase::replays(const TrainStep& t) {
-  if (!graphs_) return false;
   Graph& g = graphs_by_kind_[t.logging ? 1 : 0];
+  if (!graphs_ || !g.failed.empty()) return false;
   if (g.warmed) return true;
   g.warmed = true;  // this one runs uncaptured: the plans, workspaces and snapshot the capture reuses
   return false;
@@ -443,7 +475,7 @@ bool StabilityCase::replayed_step(TrainStep& t) {
     if (captured.replay && !model_.replay_has_loss())
       captured.why_not = "the head leaves no loss in device memory (bench/device_probes.h: loss_at)";
     if (!captured.why_not.empty()) {
-      fall_back(captured.why_not);
+      fall_back(t.logging, captured.why_not);
       return false;
     }
     g.replay = std::move(captured.replay);
@@ -526,6 +558,7 @@ void StabilityCase::emit_metrics(const FinalEvaluation& final_eval, double train
     m.push_back({"graph_steps", static_cast<double>(replayed_), "steps"});
     if (fell_back_) m.push_back({"graph_fallback/stability", 1.0, ""});
   }
+  graph_notes();
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // used by tests/cli/robustness_test.cpp (a failed case); the crashing two are for a test of case
 // isolation (`bench run --isolate`, not built yet). reads_back_in_forward is a norm that works
 // (the identity) but reads its output back to the host in every forward, which a CUDA-graph
-// capture forbids: tests/cli/cli_test.cpp's fallback of the throughput runner's cuda_graph.
+// capture forbids: tests/cli/cli_test.cpp's fallback of the throughput runner's cuda_graph;
+// reads_back_when_probing does so only in a step that gathers layer probes (a stability run's
+// logging steps): tests/cli/stability_graph_test.cpp's fallback of one kind of step.
 #include <cstdlib>
 #include <stdexcept>
 #include <vector>
@@ -44,6 +46,21 @@ class ReadsBackNorm final : public bench::Sublayer {
   void backward(const bench::Tensor& dy, bench::Tensor& dx, bench::RunContext&) override { bench::ops::copy(dy, dx); }
 };
 
+/// y = x, read back to the host only in a step that gathers the layer probes (ctx.layer_probes: a
+/// stability run's logging steps), as a probe that is not capturable would: the logging step
+/// cannot be captured, the plain step can (tests/cli/stability_graph_test.cpp).
+class ReadsBackWhenProbingNorm final : public bench::Sublayer {
+ public:
+  explicit ReadsBackWhenProbingNorm(const bench::Params&) {}
+  void forward(const bench::Tensor& x, bench::Tensor& y, bench::RunContext& ctx) override {
+    bench::ops::copy(x, y);
+    if (!ctx.layer_probes) return;
+    std::vector<char> storage;
+    (void)bench::ops::on_host(y, storage);
+  }
+  void backward(const bench::Tensor& dy, bench::Tensor& dx, bench::RunContext&) override { bench::ops::copy(dy, dx); }
+};
+
 }  // namespace
 
 BENCH_PLUGIN("faulty_forward", "0.1", "test plugin: norms whose forward throws, segfaults or aborts") {
@@ -55,4 +72,6 @@ BENCH_PLUGIN("faulty_forward", "0.1", "test plugin: norms whose forward throws, 
                                                             "forward calls abort()", {}));
   registrar.add(bench::make_info<ReadsBackNorm>(bench::Slot::kNorm, "reads_back_in_forward",
                                                 "the identity, read back to the host in every forward", {}));
+  registrar.add(bench::make_info<ReadsBackWhenProbingNorm>(
+      bench::Slot::kNorm, "reads_back_when_probing", "the identity, read back to the host when probing layers", {}));
 }
