@@ -123,7 +123,8 @@ def main():
                 for i in range(0, len(names), GROUP_SIZE)]
         n_units = len(jobs)
         if context:
-            jobs += [(j, None) for j in per_file(files, "-*," + ",".join(context))]
+            in_units = [n for names in groups.values() for n in names]
+            jobs += [(j, None) for j in per_file(in_units, "-*," + ",".join(context))]
         jobs += [(j, None) for j in per_file(alone, "")]
 
         output, split = [], []
