@@ -18,7 +18,10 @@ in two passes over every file, on two cores:
 - Per-file pass: the checks whose result in a file depends on the rest of its translation unit run
   on each file alone, as before: misc-unused-using-decls looks at the main file only, and in a unit
   another file could use a declaration or define a class or a function that the file alone does
-  not see (bugprone-forward-declaration-namespace, bugprone-signal-handler).
+  not see (bugprone-forward-declaration-namespace, bugprone-signal-handler). Every run also reports
+  clang's own warnings of the compile command (clang-diagnostic-*, which the check list does not
+  turn off), so this pass gives those that look at the main file only (-Wunused-function,
+  -Wunused-const-variable) for each file as before.
 
 Every check of .clang-tidy runs on every file, in one of the two passes.
 """
