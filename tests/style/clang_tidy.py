@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Runs clang-tidy (.clang-tidy: warnings are errors) over the harness, the plugins and the kernels.
+
+Usage: clang_tidy.py CLANG_TIDY BUILD_DIR SOURCE_DIR [FILE...]   (BENCH_TIDY_VERBOSE=1: the units split)
+
+Most of clang-tidy's time goes to the standard and third-party headers, which it parses and matches
+again in every file (a PCH does not help: its declarations are matched as well). So the checks run
+in two passes over every file, on two cores:
+
+- Unity pass: the files that share one compile command (one target) are checked up to GROUP_SIZE at
+  a time, as one generated translation unit that includes them, so that their common headers are
+  parsed and matched once per unit instead of once per file. .clang-tidy's HeaderFilterRegex takes
+  in `.cpp` files, so that a diagnostic in an included file is reported as in the file's own run.
+  A unit with a diagnostic reruns its files one by one, and only those runs count: a unit adds no
+  error that a file alone would not have. A unit that does not compile (one name defined in two
+  of its files, e.g. in anonymous namespaces) is split, the files its errors name from the others,
+  until its parts compile.
+- Per-file pass: the checks whose result in a file depends on the rest of its translation unit run
+  on each file alone, as before: misc-unused-using-decls looks at the main file only, and in a unit
+  another file could use a declaration or define a class or a function that the file alone does
+  not see (bugprone-forward-declaration-namespace, bugprone-signal-handler). Every run also reports
+  clang's own warnings of the compile command (clang-diagnostic-*, which the check list does not
+  turn off), so this pass gives those that look at the main file only (-Wunused-function,
+  -Wunused-const-variable) for each file as before.
+
+Every check of .clang-tidy runs on every file, in one of the two passes.
+"""
+
+import concurrent.futures
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+# The checks whose diagnostics in a file depend on what else is in its translation unit.
+CONTEXT_CHECKS = ("misc-unused-using-decls", "bugprone-forward-declaration-namespace", "bugprone-signal-handler")
+GROUP_SIZE = 12  # files per unity unit: larger saves little more and balances the two cores worse
+JOBS = 2
+BATCH = 4  # files per clang-tidy process in the per-file runs
+
+
+def tidy_files(src):
+    try:
+        out = subprocess.run(["git", "ls-files", "harness/src/*.cpp", "plugins/*.cpp", "kernels/*.cpp"],
+                             cwd=src, capture_output=True, text=True, check=True).stdout.split()
+        if out:
+            return sorted(out)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    found = []
+    for top in ("harness/src", "plugins", "kernels"):
+        for root, _, names in os.walk(os.path.join(src, top)):
+            found += [os.path.relpath(os.path.join(root, n), src) for n in names if n.endswith(".cpp")]
+    return sorted(found)
+
+
+def group_key(entry, path):
+    """The entry's compile command without its source and output files: files with one key can share a unit."""
+    args = shlex.split(entry["command"]) if "command" in entry else list(entry["arguments"])
+    key, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif a != "-c" and a != path and os.path.normpath(os.path.join(entry["directory"], a)) != path:
+            key.append(a)
+    return entry["directory"], tuple(key)
+
+
+def run(cmd, cwd):
+    r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    failed = r.returncode != 0 or "error:" in r.stdout
+    return failed, r.stdout
+
+
+def main():
+    tidy, build, src = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+    common = [tidy, "--quiet", "--extra-arg=-Wno-unknown-warning-option"]
+    listed = subprocess.run([tidy, "--list-checks", "--config-file=" + os.path.join(src, ".clang-tidy")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    context = [c for c in CONTEXT_CHECKS if c in listed]
+    rest = "".join(",-" + c for c in context)
+
+    files = sys.argv[4:] or tidy_files(src)  # files given (relative to SOURCE_DIR): only those
+    try:
+        with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
+            db = {os.path.normpath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
+    except OSError:
+        db = {}
+    groups, alone = {}, []
+    for rel in files:
+        path = os.path.join(src, rel)
+        if path in db:
+            groups.setdefault(group_key(db[path], path), []).append(rel)
+        else:
+            alone.append(rel)  # no compile command of its own: checked alone, as clang-tidy infers one
+
+    def per_file(names, checks):
+        extra = ["--checks=" + checks] if checks else []
+        return [(common + ["-p", build] + extra + names[i:i + BATCH], src) for i in range(0, len(names), BATCH)]
+
+    with tempfile.TemporaryDirectory(prefix="bench-tidy-") as tmp:
+        db_out = []
+
+        def unit_job(names):
+            """A unit of names (files of one group): its compile command goes to tmp's compile_commands.json."""
+            unit_dir = os.path.join(tmp, str(len(db_out)))  # its own compile_commands.json
+            os.mkdir(unit_dir)
+            unit = os.path.join(unit_dir, "unit.cpp")
+            with open(unit, "w", encoding="utf-8") as f:
+                f.writelines('#include "%s"  // NOLINT(bugprone-suspicious-include)\n' % os.path.join(src, n)
+                             for n in names)
+            directory, key = group_key(db[os.path.join(src, names[0])], os.path.join(src, names[0]))
+            db_out.append({"directory": directory, "file": unit,
+                           "command": shlex.join(list(key) + ["-o", unit + ".o", "-c", unit])})
+            with open(os.path.join(unit_dir, "compile_commands.json"), "w", encoding="utf-8") as f:
+                json.dump(db_out[-1:], f)
+            cmd = common + ["-p", unit_dir, "--config-file=" + os.path.join(src, ".clang-tidy")]
+            return (cmd + (["--checks=" + rest[1:]] if rest else []) + [unit], src), names
+
+        # (job, names of a unit or None): units first, the longest jobs, so that the two cores end together.
+        jobs = [unit_job(names[i:i + GROUP_SIZE]) for names in groups.values()
+                for i in range(0, len(names), GROUP_SIZE)]
+        n_units = len(jobs)
+        if context:
+            in_units = [n for names in groups.values() for n in names]
+            jobs += [(j, None) for j in per_file(in_units, "-*," + ",".join(context))]
+        jobs += [(j, None) for j in per_file(alone, "")]
+
+        output, split = [], []
+        with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
+            pending = {pool.submit(run, *job): names for job, names in jobs}
+            while pending:
+                done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    names = pending.pop(future)
+                    bad, out = future.result()
+                    if not bad:
+                        continue
+                    if names is None:  # a file's own run: it counts
+                        output.append(out)
+                        continue
+                    # A unit with a diagnostic. Its files' own runs count: a check's diagnostic is
+                    # reported as the file alone reports it. A unit that does not compile (one name
+                    # defined in two of its files) is split instead, down to files that share a unit.
+                    errors = [x for x in out.splitlines() if "error:" in x]
+                    split.append("%s: %s" % (" ".join(names), errors[0] if errors else "exit status only"))
+                    conflict = errors and all(x.endswith("[clang-diagnostic-error]") for x in errors)
+                    if len(names) == 1 or not conflict:
+                        for job in per_file(names, rest[1:]):
+                            pending[pool.submit(run, *job)] = None
+                    else:
+                        # The files of the second definitions apart from the others; halves where
+                        # the errors name none or all of them.
+                        later = [n for n in names if any(os.path.join(src, n) + ":" in x for x in errors)]
+                        if not later or len(later) == len(names):
+                            later = names[(len(names) + 1) // 2:]
+                        for part in ([n for n in names if n not in later], later):
+                            job, _ = unit_job(part)
+                            pending[pool.submit(run, *job)] = part
+
+    if os.environ.get("BENCH_TIDY_VERBOSE") or output:
+        for line in split:  # units that were split: slower, not wrong, but worth a look when clean
+            print("unit split: " + line)
+    if output:
+        lines = "".join(output).splitlines()
+        shown, seen = [], set()
+        for i, line in enumerate(lines):
+            if "error:" in line and line not in seen:  # a header's diagnostic once, not once per file
+                seen.add(line)
+                shown += lines[i:i + 4]
+        print("\n".join(shown[:100]) if shown else "clang-tidy failed without a diagnostic")
+        return 1
+    print("clang-tidy: clean (%d files, %d units, %d splits)" % (len(files), n_units, len(split)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
