@@ -10,7 +10,7 @@ BENCH_KERNEL(glu_forward, "h = act(gate) * up on [gate | up] rows (SwiGLU, GeGLU
 BENCH_KERNEL(glu_backward, "d gate = dh * up * act'(gate); d up = dh * act(gate)");
 
 namespace {
-constexpr int kFlat = programs::kActivationBlock;
+constexpr int kActivationFlat = programs::kActivationBlock;
 template <class T>
 constexpr int kGlu = programs::kGluBlock<T>;
 }  // namespace
@@ -19,7 +19,8 @@ template <class T>
 void activation_forward(const Exec& exec, Activation act, const T* x, T* y, int64_t n) {
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
-    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationForward<T, kAct, kFlat>{x, y, n});
+    tile::launch(exec, tile::Grid{(n + kActivationFlat - 1) / kActivationFlat},
+                 programs::ActivationForward<T, kAct, kActivationFlat>{x, y, n});
   });
 }
 
@@ -27,7 +28,8 @@ template <class T>
 void activation_backward(const Exec& exec, Activation act, const T* x, const T* dy, T* dx, int64_t n) {
   if (n <= 0) return;
   dispatch_activation(act, [&]<Activation kAct>() {
-    tile::launch(exec, tile::Grid{(n + kFlat - 1) / kFlat}, programs::ActivationBackward<T, kAct, kFlat>{x, dy, dx, n});
+    tile::launch(exec, tile::Grid{(n + kActivationFlat - 1) / kActivationFlat},
+                 programs::ActivationBackward<T, kAct, kActivationFlat>{x, dy, dx, n});
   });
 }
 

@@ -10,8 +10,8 @@ BENCH_KERNEL(clamp_forward, "y = min(max(x, -c), c) (OLMo's clip_qkv)");
 BENCH_KERNEL(clamp_backward, "dx = dy where |y| < c, else 0, from the clamped output");
 
 namespace {
-constexpr int kFlat = programs::kClampBlock;
-tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
+constexpr int kClampFlat = programs::kClampBlock;
+tile::Grid clamp_grid(int64_t n) { return tile::Grid{(n + kClampFlat - 1) / kClampFlat}; }
 
 /// The bound as the storage type T holds it, in T's accumulator type: a clamped element then
 /// equals it exactly, in forward and in backward.
@@ -26,14 +26,14 @@ template <class T>
 void clamp_forward(const Exec& exec, const T* x, T* y, int64_t n, double bound) {
   const acc_t<T> b = stored_bound<T>(bound);
   if (n <= 0) return;
-  tile::launch(exec, flat_grid(n), programs::ClampForward<T, kFlat>{x, y, n, b});
+  tile::launch(exec, clamp_grid(n), programs::ClampForward<T, kClampFlat>{x, y, n, b});
 }
 
 template <class T>
 void clamp_backward(const Exec& exec, const T* y, const T* dy, T* dx, int64_t n, double bound) {
   const acc_t<T> b = stored_bound<T>(bound);
   if (n <= 0) return;
-  tile::launch(exec, flat_grid(n), programs::ClampBackward<T, kFlat>{y, dy, dx, n, b});
+  tile::launch(exec, clamp_grid(n), programs::ClampBackward<T, kClampFlat>{y, dy, dx, n, b});
 }
 
 #define BENCH_INSTANTIATE(T)                                                  \

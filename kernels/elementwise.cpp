@@ -21,8 +21,8 @@ BENCH_KERNEL(copy_block, "strided 2-D copy dst[r, :cols] = src[r, :cols]");
 BENCH_KERNEL(zero_block, "strided 2-D fill x[r, :cols] = 0");
 
 namespace {
-constexpr int kFlat = programs::kFlatBlock;
-tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
+constexpr int kElementwiseFlat = programs::kFlatBlock;
+tile::Grid elementwise_grid(int64_t n) { return tile::Grid{(n + kElementwiseFlat - 1) / kElementwiseFlat}; }
 
 /// The first stage of sum_of: `parts` partial sums into `partial`.
 template <class T>
@@ -30,13 +30,13 @@ void launch_terms(const Exec& exec, SumOf what, const T* x, int64_t n, double* p
   const tile::Grid grid{parts};
   switch (what) {
     case SumOf::kSquares:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts});
+      tile::launch(exec, grid, programs::SumTerms<T, kElementwiseFlat, SumOf::kSquares>{x, partial, n, parts});
       break;
     case SumOf::kValues:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts});
+      tile::launch(exec, grid, programs::SumTerms<T, kElementwiseFlat, SumOf::kValues>{x, partial, n, parts});
       break;
     case SumOf::kEntropy:
-      tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts});
+      tile::launch(exec, grid, programs::SumTerms<T, kElementwiseFlat, SumOf::kEntropy>{x, partial, n, parts});
       break;
   }
 }
@@ -45,24 +45,24 @@ void launch_terms(const Exec& exec, SumOf what, const T* x, int64_t n, double* p
 template <class T>
 void add(const Exec& exec, const T* a, const T* b, T* out, int64_t n) {
   if (n <= 0) return;
-  tile::launch(exec, flat_grid(n), programs::Add<T, kFlat>{a, b, out, n});
+  tile::launch(exec, elementwise_grid(n), programs::Add<T, kElementwiseFlat>{a, b, out, n});
 }
 
 template <class T>
 void axpy(const Exec& exec, acc_t<T> alpha, const T* x, T* y, int64_t n) {
   if (n <= 0) return;
-  tile::launch(exec, flat_grid(n), programs::Axpy<T, kFlat>{x, y, n, alpha});
+  tile::launch(exec, elementwise_grid(n), programs::Axpy<T, kElementwiseFlat>{x, y, n, alpha});
 }
 
 template <class T>
 void scale(const Exec& exec, acc_t<T> alpha, T* x, int64_t n) {
   if (n <= 0) return;
-  tile::launch(exec, flat_grid(n), programs::Scale<T, kFlat>{x, n, alpha});
+  tile::launch(exec, elementwise_grid(n), programs::Scale<T, kElementwiseFlat>{x, n, alpha});
 }
 
 int64_t sum_squares_partials(int64_t n) {
   if (n <= 0) return 0;
-  return std::min<int64_t>(programs::kSumSquaresParts, (n + kFlat - 1) / kFlat);
+  return std::min<int64_t>(programs::kSumSquaresParts, (n + kElementwiseFlat - 1) / kElementwiseFlat);
 }
 
 template <class T>

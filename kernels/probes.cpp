@@ -10,7 +10,7 @@ BENCH_KERNEL(loss_sums, "the LM head's loss, z_mean and z_loss into device memor
 BENCH_KERNEL(target_scale, "1 / the rows with a target, into device memory");
 
 namespace {
-constexpr int kFlat = programs::kFlatBlock;
+constexpr int kProbesFlat = programs::kFlatBlock;
 }  // namespace
 
 int64_t max_of_partials(int64_t n) { return 3 * sum_squares_partials(n); }
@@ -18,7 +18,7 @@ int64_t max_of_partials(int64_t n) { return 3 * sum_squares_partials(n); }
 template <class T>
 void max_of_into(const Exec& exec, const T* x, int64_t n, double* partial, double* result) {
   const int64_t parts = sum_squares_partials(n);
-  if (parts > 0) tile::launch(exec, tile::Grid{parts}, programs::MaxTerms<T, kFlat>{x, partial, n, parts});
+  if (parts > 0) tile::launch(exec, tile::Grid{parts}, programs::MaxTerms<T, kProbesFlat>{x, partial, n, parts});
   constexpr int kParts = static_cast<int>(programs::kSumSquaresParts);
   tile::launch(exec, tile::Grid{1}, programs::MaxPartials<kParts>{partial, result, parts});
 }
@@ -29,13 +29,15 @@ void sum_in_order_into(const Exec& exec, SumOf what, const T* x, int64_t n, doub
   const tile::Grid grid{parts};
   switch (what) {
     case SumOf::kSquares:
-      if (parts > 0) tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kSquares>{x, partial, n, parts});
+      if (parts > 0)
+        tile::launch(exec, grid, programs::SumTerms<T, kProbesFlat, SumOf::kSquares>{x, partial, n, parts});
       break;
     case SumOf::kValues:
-      if (parts > 0) tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kValues>{x, partial, n, parts});
+      if (parts > 0) tile::launch(exec, grid, programs::SumTerms<T, kProbesFlat, SumOf::kValues>{x, partial, n, parts});
       break;
     case SumOf::kEntropy:
-      if (parts > 0) tile::launch(exec, grid, programs::SumTerms<T, kFlat, SumOf::kEntropy>{x, partial, n, parts});
+      if (parts > 0)
+        tile::launch(exec, grid, programs::SumTerms<T, kProbesFlat, SumOf::kEntropy>{x, partial, n, parts});
       break;
   }
   tile::launch(exec, tile::Grid{1}, programs::SumInOrder{partial, result, parts});

@@ -10,8 +10,8 @@ BENCH_KERNEL(softcap_forward, "logit soft-cap y = c tanh(x / c) (Gemma 2 output 
 BENCH_KERNEL(softcap_backward, "dx = dy (1 - (y / c)^2), from the capped output");
 
 namespace {
-constexpr int kFlat = programs::kSoftcapBlock;
-tile::Grid flat_grid(int64_t n) { return tile::Grid{(n + kFlat - 1) / kFlat}; }
+constexpr int kSoftcapFlat = programs::kSoftcapBlock;
+tile::Grid softcap_grid(int64_t n) { return tile::Grid{(n + kSoftcapFlat - 1) / kSoftcapFlat}; }
 void check_cap(double cap) {
   if (!(cap > 0)) throw std::invalid_argument("softcap: the cap must be > 0");
 }
@@ -22,8 +22,8 @@ void softcap_forward(const Exec& exec, const T* x, T* y, int64_t n, double cap) 
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;
-  tile::launch(exec, flat_grid(n),
-               programs::SoftcapForward<T, kFlat>{x, y, n, static_cast<A>(cap), static_cast<A>(1.0 / cap)});
+  tile::launch(exec, softcap_grid(n),
+               programs::SoftcapForward<T, kSoftcapFlat>{x, y, n, static_cast<A>(cap), static_cast<A>(1.0 / cap)});
 }
 
 template <class T>
@@ -31,7 +31,8 @@ void softcap_backward(const Exec& exec, const T* y, const T* dy, T* dx, int64_t 
   check_cap(cap);
   if (n <= 0) return;
   using A = acc_t<T>;
-  tile::launch(exec, flat_grid(n), programs::SoftcapBackward<T, kFlat>{y, dy, dx, n, static_cast<A>(1.0 / cap)});
+  tile::launch(exec, softcap_grid(n),
+               programs::SoftcapBackward<T, kSoftcapFlat>{y, dy, dx, n, static_cast<A>(1.0 / cap)});
 }
 
 #define BENCH_INSTANTIATE(T)                                                    \

@@ -30,6 +30,9 @@ inline const CoreInfo* find_core(const std::string& name) { return find_attentio
 /// Every registered core's name, in load order (for messages).
 inline std::vector<std::string> core_names() { return attention_core_names(); }
 
+/// The `prefers` of a core that `auto` takes wherever it runs the layer's variant.
+inline bool prefers_always(const CoreQuery&) { return true; }
+
 /// What `core = "auto"` tries, in order: the first that runs the variant and prefers it. The
 /// fused core prefers only a device in float32/float64 (bf16 on CUDA keeps cuDNN and flash first;
 /// the CPU keeps tiled past a size, else materializing). The materializing core runs everything,

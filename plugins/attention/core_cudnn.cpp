@@ -53,12 +53,11 @@ std::string cudnn_unsupported(const CoreQuery& q) {
     return reason;
   });
 }
-bool always(const CoreQuery&) { return true; }
 
 }  // namespace
 
 BENCH_ATTENTION_CORE(CudnnCore, "cudnn",
                      "cuDNN's fused SDPA, the baseline (CUDA, bf16; no soft-cap or dropout): no T x T probabilities",
-                     cudnn_unsupported, always, kernels::attention_cudnn_unsupported)
+                     cudnn_unsupported, prefers_always, kernels::attention_cudnn_unsupported)
 
 }  // namespace bench::attention

@@ -79,13 +79,12 @@ std::string flash_unsupported(const CoreQuery& q) {
     return "our flash kernels take d_head 64 or 128, a window only with causal masking, and T >= 2 (d_head + 2) or so";
   return "";
 }
-bool always(const CoreQuery&) { return true; }
 
 }  // namespace
 
 BENCH_ATTENTION_CORE(FlashCore, "flash",
                      "our fused attention on CUDA (d_head 64 or 128): bf16 on the tensor cores, float32 in FFMA; no T "
                      "x T probabilities",
-                     flash_unsupported, always, nullptr)
+                     flash_unsupported, prefers_always, nullptr)
 
 }  // namespace bench::attention

@@ -78,12 +78,11 @@ class MaterializingCore final : public AttentionCore {
 };
 
 std::string runs_everything(const CoreQuery&) { return ""; }
-bool always(const CoreQuery&) { return true; }
 
 }  // namespace
 
 BENCH_ATTENTION_CORE(MaterializingCore, "materializing",
                      "S = q k^T and P kept in B H T^2 elements; batched launches on a device; every target and "
                      "variant",
-                     runs_everything, always, nullptr)
+                     runs_everything, prefers_always, nullptr)
 }  // namespace bench::attention

@@ -84,11 +84,6 @@ std::string sheet_html(const Sheet& s) {
   return o + "</table>\n";
 }
 
-std::string figure(const std::string& kind, const std::string& chart, const std::string& caption) {
-  return fmt::format("<figure class=\"plot\" data-kind=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n", kind,
-                     chart, caption);
-}
-
 /// The table a runner declares (runners/runner.h); none for a runner this build does not have.
 ResultsTable table_of(const std::string& runner) {
   const Runner* r = find_runner(runner);
@@ -131,7 +126,7 @@ std::string throughput_section(const RunData& run, const std::vector<ResultsSect
         reps = std::max(reps, m.samples_ms.size());
         chart.bars.push_back(std::move(b));
       }
-    o += figure(
+    o += svg::figure(
         "throughput", svg::bar_chart(chart),
         fmt::format("{}: median of {} repetitions per case, ms per iteration (lower is faster).", escape(mode), reps));
   }
@@ -305,7 +300,7 @@ std::string init_figure(const CurveSpec& cv, const std::vector<const CaseRow*>& 
   if (chart.series.empty()) return "";
   std::string o = heading_done ? "" : "<h3>" + cv.heading + "</h3>\n<div class=\"plots\">\n";
   heading_done = true;
-  return o + figure(cv.kind, svg::line_chart(chart), cv.caption);
+  return o + svg::figure(cv.kind, svg::line_chart(chart), cv.caption);
 }
 
 /// The data's unigram and bigram entropies, as reference lines, where all the cases share them.
@@ -353,10 +348,11 @@ std::string final_loss_vs_lr(const std::vector<const CaseRow*>& cases, const Sta
     }
     for (auto& s : chart.series)
       std::sort(s.points.begin(), s.points.end(), [](const svg::Point& a, const svg::Point& b) { return a.x < b.x; });
-    o += figure("final-loss-vs-lr", svg::line_chart(chart),
-                "Final loss (held-out when evaluated) of each configuration at each peak learning rate; a cross on the "
-                "top edge marks a run that diverged (no final loss). Dashed lines: the data's unigram and bigram "
-                "entropies (the loss of the best context-free and previous-token-only models).");
+    o += svg::figure(
+        "final-loss-vs-lr", svg::line_chart(chart),
+        "Final loss (held-out when evaluated) of each configuration at each peak learning rate; a cross on the "
+        "top edge marks a run that diverged (no final loss). Dashed lines: the data's unigram and bigram "
+        "entropies (the loss of the best context-free and previous-token-only models).");
     o += "</div>\n";
   }
 
@@ -388,7 +384,7 @@ std::string bits_per_byte_figure(const std::vector<const CaseRow*>& cases) {
       b.value_text = fmt::format("{:.4f}", *bpb);
       chart.bars.push_back(std::move(b));
     }
-    o += figure(
+    o += svg::figure(
         "final-val-bpb", svg::bar_chart(chart),
         "Final held-out loss of each case in bits per byte: loss (nats/token) x tokens / (bytes x ln 2), "
         "over the exact bytes the held-out tokens stand for. The cases' vocabularies differ, so their "
@@ -434,7 +430,7 @@ std::string curve_figures(const std::vector<const CaseRow*>& cases, const Stabil
         const SeriesStyle& st = l.style.at(c->id);
         chart.series.push_back({st.name, st.color, st.dash, p, false, {}});
       }
-      o += figure(cv->kind, svg::line_chart(chart), cv->caption);
+      o += svg::figure(cv->kind, svg::line_chart(chart), cv->caption);
     }
     o += "</div>\n";
   }

@@ -38,8 +38,6 @@ std::optional<double> positive_metric(const CaseRow& c, const std::string& name)
   return v && *v > 0 ? v : std::nullopt;
 }
 
-Value number_or_null(const std::optional<double>& v) { return v ? Value::number(*v) : Value(); }
-
 /// A cell: the raw value and its text (`format` a fmt spec; empty: the generic 4 significant digits).
 SheetCell cell(const Value& v, std::string_view format = "") {
   if (format.empty() || !v.is_number() || !std::isfinite(v.as_double())) return {v, display_text(v)};

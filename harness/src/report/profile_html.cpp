@@ -19,11 +19,6 @@ using svg::escape;
 /// Kernels per case on the roofline: the slowest, as `bench results --profile` lists them.
 constexpr size_t kRooflineKernels = 10;
 
-std::string figure(const std::string& kind, const std::string& chart, const std::string& caption) {
-  return fmt::format("<figure class=\"plot\" data-kind=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n", kind,
-                     chart, caption);
-}
-
 std::string roofline(const std::string& mode, const std::vector<const CaseProfile*>& cases, size_t* undrawn) {
   svg::RooflineChart chart;
   chart.id = "roofline-" + mode;
@@ -119,15 +114,15 @@ std::string profile_html(const store::Store& db, const store::RunData& run) {
     size_t undrawn = 0;
     const std::string chart = roofline(mode, cases, &undrawn);
     if (chart.find("<circle class=\"marker") != std::string::npos)
-      o += figure(
+      o += svg::figure(
           "roofline", chart,
           fmt::format("{}: the ten slowest kernels of each case against the device's ceilings{}.", escape(mode),
                       undrawn > 0 ? fmt::format(" ({} of them declare no bytes or no FLOPs and are not drawn)", undrawn)
                                   : std::string()));
-    o += figure("profile-time", time_split(mode, cases),
-                fmt::format("{}: the sum of each case's profile rows by slot, against the profiled step's time; a "
-                            "pale bar: the mode's timing was noisy.",
-                            escape(mode)));
+    o += svg::figure("profile-time", time_split(mode, cases),
+                     fmt::format("{}: the sum of each case's profile rows by slot, against the profiled step's time; a "
+                                 "pale bar: the mode's timing was noisy.",
+                                 escape(mode)));
     o += "</div>\n";
   }
   return o;

@@ -31,7 +31,6 @@ std::string styled(const Value& v, std::string_view format) {
   return fmt::format(fmt::runtime(format), v.as_double());
 }
 
-Value number_or_null(std::optional<double> v) { return v ? Value::number(*v) : Value(); }
 Value text_or_null(const std::string& s) { return s.empty() ? Value() : Value::string(s); }
 
 /// An error message on one line (a traceback would break the list under the table).

@@ -91,6 +91,8 @@ std::string csv_text(const Value& v) {
 
 }  // namespace
 
+Value number_or_null(const std::optional<double>& v) { return v ? Value::number(*v) : Value(); }
+
 std::string display_text(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kNull:

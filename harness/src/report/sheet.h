@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct Sheet {
   std::vector<SheetColumn> columns;
   std::vector<std::vector<SheetCell>> rows;
 };
+
+/// A cell's value from a number that may be absent: the number, or NULL.
+Value number_or_null(const std::optional<double>& v);
 
 /// Display text of a value in the generic format: NULL "-", integers as they are, floats with 4
 /// significant digits (whole numbers from 10^4 up without an exponent), strings as they are.

@@ -135,6 +135,11 @@ std::string escape(std::string_view s) {
   return out;
 }
 
+std::string figure(const std::string& kind, const std::string& chart, const std::string& caption) {
+  return fmt::format("<figure class=\"plot\" data-kind=\"{}\">\n{}<figcaption>{}</figcaption>\n</figure>\n", kind,
+                     chart, caption);
+}
+
 std::vector<double> linear_ticks(double lo, double hi, int target) {
   if (!(hi > lo)) return {lo};
   const double raw = (hi - lo) / std::max(1, target);

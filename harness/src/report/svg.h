@@ -60,6 +60,10 @@ struct BarChart {
   std::string color = "#4e79a7";
 };
 
+/// A chart (one of the functions below) as a report's <figure class="plot" data-kind="kind">
+/// with its caption (HTML, escaped by the caller).
+std::string figure(const std::string& kind, const std::string& chart, const std::string& caption);
+
 /// The chart as an <svg class="chart"> element: each series a <path class="series"> (and
 /// <circle class="marker"> dots), a legend, ticks and grid lines, axis labels.
 std::string line_chart(const LineChart& c);
