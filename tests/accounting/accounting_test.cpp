@@ -10,6 +10,7 @@
 #include "support/toml_case.h"
 
 namespace bench::accounting {
+namespace accounting_test {
 namespace {
 
 const Architecture& model(const char* name) {
@@ -287,4 +288,5 @@ TEST(DtypeBytes, Names) {
 }
 
 }  // namespace
+}  // namespace accounting_test
 }  // namespace bench::accounting

@@ -18,6 +18,7 @@
 #include "support/shell.h"
 
 namespace bench {
+namespace bad_input_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -127,4 +128,5 @@ TEST_F(BadInput, MissingFilesAndDirectoriesAreOneLine) {
 }
 
 }  // namespace
+}  // namespace bad_input_test
 }  // namespace bench

@@ -20,6 +20,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace cli_test {
 namespace {
 
 const std::string kBench = test::bench_program();
@@ -504,4 +505,5 @@ TEST(Cli, InterruptMarksTheRunAndExits130) {
 }
 
 }  // namespace
+}  // namespace cli_test
 }  // namespace bench

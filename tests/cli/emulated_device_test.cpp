@@ -12,6 +12,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace emulated_device_test {
 namespace {
 
 constexpr int64_t kLayers = 2;  // batch 3, heads 2: no count below depends on them
@@ -66,4 +67,5 @@ TEST(Cli, EmulatedIsADeviceOfTheFileAndOfValidate) {
 }
 
 }  // namespace
+}  // namespace emulated_device_test
 }  // namespace bench

@@ -11,6 +11,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace match_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -74,4 +75,5 @@ TEST(MatchCli, RunStoresTheBudgetOfEveryCase) {
 }
 
 }  // namespace
+}  // namespace match_cli_test
 }  // namespace bench

@@ -15,6 +15,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace pipeline_test {
 namespace {
 
 const char* const kExperiment =
@@ -136,4 +137,5 @@ TEST(Pipeline, ValidateCountsEveryRunnersCasesAndTheChildCommandIsNotInTheHelp) 
 }
 
 }  // namespace
+}  // namespace pipeline_test
 }  // namespace bench

@@ -17,6 +17,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace report_cli_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -423,4 +424,5 @@ TEST(CalcCli, AnySizeAndFilesWithOnlyAModel) {
 }
 
 }  // namespace
+}  // namespace report_cli_test
 }  // namespace bench

@@ -21,6 +21,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace robustness_test {
 namespace {
 
 const std::string kBench = test::bench_program();
@@ -395,4 +396,5 @@ TEST(Robustness, HugeLearningRateIsStoredAsDivergedAndTheSweepGoesOn) {
 }
 
 }  // namespace
+}  // namespace robustness_test
 }  // namespace bench

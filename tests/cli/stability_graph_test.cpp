@@ -14,6 +14,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace stability_graph_test {
 namespace {
 
 using Result = test::Output;
@@ -192,4 +193,5 @@ TEST(Cli, AStepKindThatCannotBeCapturedLeavesTheOtherKindsGraph) {
 }
 
 }  // namespace
+}  // namespace stability_graph_test
 }  // namespace bench

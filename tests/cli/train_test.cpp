@@ -16,6 +16,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace train_test {
 namespace {
 
 const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
@@ -131,4 +132,5 @@ TEST(TrainFromWeights, MismatchedWeightsFailTheCaseNamingEachTensor) {
 }
 
 }  // namespace
+}  // namespace train_test
 }  // namespace bench

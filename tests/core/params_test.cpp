@@ -6,6 +6,7 @@
 #include <cmath>
 
 namespace bench {
+namespace params_test {
 namespace {
 
 const std::vector<ParamSpec> kSpecs = {
@@ -65,4 +66,5 @@ TEST(Params, DidYouMeanOnlyWhenClose) {
 }
 
 }  // namespace
+}  // namespace params_test
 }  // namespace bench

@@ -12,6 +12,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace case_json_test {
 namespace {
 
 void expect_same(const ResolvedCase& a, const ResolvedCase& b) {
@@ -78,4 +79,5 @@ TEST(CaseJson, NumbersKeepTheirBitsAndPathsTheirDirectory) {
 }
 
 }  // namespace
+}  // namespace case_json_test
 }  // namespace bench

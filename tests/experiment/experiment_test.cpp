@@ -7,6 +7,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace experiment_test {
 namespace {
 
 /// The error an experiment's cases give when resolved and validated, from its file name on;
@@ -198,4 +199,5 @@ TEST(Experiment, ACaseReportsEveryIndependentMistake) {
 }
 
 }  // namespace
+}  // namespace experiment_test
 }  // namespace bench

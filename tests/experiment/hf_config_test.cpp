@@ -17,6 +17,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace hf_config_test {
 namespace {
 
 /// Writes `json` as DIR/config.json under the temp directory; returns DIR.
@@ -412,4 +413,5 @@ TEST(HfConfig, EveryTransformersActivationNameComputesItsFormula) {
 }
 
 }  // namespace
+}  // namespace hf_config_test
 }  // namespace bench

@@ -11,6 +11,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace match_test {
 namespace {
 
 struct Matched {
@@ -203,4 +204,5 @@ TEST(Match, ImpossibleMatchesAndBadKeysAreErrorsAtTheKey) {
 }
 
 }  // namespace
+}  // namespace match_test
 }  // namespace bench

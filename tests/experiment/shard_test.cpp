@@ -11,6 +11,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace shard_test {
 namespace {
 
 /// Four named variants, each over a grid of three learning rates, and throughput over two widths.
@@ -119,4 +120,5 @@ TEST(Shard, OneShardIsEverything) {
 }
 
 }  // namespace
+}  // namespace shard_test
 }  // namespace bench

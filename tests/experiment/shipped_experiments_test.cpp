@@ -12,6 +12,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace shipped_experiments_test {
 namespace {
 
 std::vector<std::string> shipped_files() {
@@ -37,4 +38,5 @@ TEST(ShippedExperiments, EveryFileResolvesOnTheCpuAndOnCuda) {
 }
 
 }  // namespace
+}  // namespace shipped_experiments_test
 }  // namespace bench

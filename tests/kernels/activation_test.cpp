@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace activation_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -190,4 +191,5 @@ INSTANTIATE_TEST_SUITE_P(Targets, ActivationTest, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return act_name(tp.param.act) + "_" + tp.param.target.name; });
 
 }  // namespace
+}  // namespace activation_test
 }  // namespace bench::kernels

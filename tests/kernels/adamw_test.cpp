@@ -11,6 +11,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace adamw_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -242,4 +243,5 @@ TEST_P(AdamWTest, RatesReadFromMemoryMatchTheFoldedRates) {
 INSTANTIATE_TEST_SUITE_P(Targets, AdamWTest, ::testing::ValuesIn(targets()), target_name);
 
 }  // namespace
+}  // namespace adamw_test
 }  // namespace bench::kernels

@@ -21,6 +21,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace attention_fused_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -260,4 +261,5 @@ TEST(AttentionFused, Refusals) {
 }
 
 }  // namespace
+}  // namespace attention_fused_test
 }  // namespace bench::kernels

@@ -24,6 +24,7 @@
 #include "tile/parallel.h"
 
 namespace bench::kernels {
+namespace attention_tiled_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -307,4 +308,5 @@ TEST(AttentionTiledTiming, DISABLED_PeakMemoryTiled1024) { peak_memory(1024, tru
 TEST(AttentionTiledTiming, DISABLED_PeakMemoryTiled4096) { peak_memory(4096, true); }
 
 }  // namespace
+}  // namespace attention_tiled_test
 }  // namespace bench::kernels

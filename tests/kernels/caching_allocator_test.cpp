@@ -10,6 +10,7 @@
 #include <vector>
 
 namespace bench::kernels {
+namespace caching_allocator_test {
 namespace {
 
 /// The heap, counting calls and bytes, with an optional capacity (beyond it: out of memory).
@@ -153,4 +154,5 @@ TEST(CachingAllocator, TheDestructorGivesEverythingBack) {
 }
 
 }  // namespace
+}  // namespace caching_allocator_test
 }  // namespace bench::kernels

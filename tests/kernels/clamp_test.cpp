@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace clamp_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -127,4 +128,5 @@ TEST(Clamp, RefusesABoundThatIsNotPositive) {
 }
 
 }  // namespace
+}  // namespace clamp_test
 }  // namespace bench::kernels

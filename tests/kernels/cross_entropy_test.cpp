@@ -17,6 +17,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace cross_entropy_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -216,4 +217,5 @@ INSTANTIATE_TEST_SUITE_P(Targets, CrossEntropyTest, ::testing::ValuesIn(cases())
 });
 
 }  // namespace
+}  // namespace cross_entropy_test
 }  // namespace bench::kernels

@@ -11,6 +11,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace dropout_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -131,4 +132,5 @@ TEST(Dropout, RateZeroCopiesAndSitesDiffer) {
 }
 
 }  // namespace
+}  // namespace dropout_test
 }  // namespace bench::kernels

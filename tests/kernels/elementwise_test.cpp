@@ -17,6 +17,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace elementwise_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -441,4 +442,5 @@ TEST_P(ElementwiseTest, BlockCopyAndFillTouchExactlyTheirElements) {
 INSTANTIATE_TEST_SUITE_P(Targets, ElementwiseTest, ::testing::ValuesIn(targets()), target_name);
 
 }  // namespace
+}  // namespace elementwise_test
 }  // namespace bench::kernels

@@ -8,6 +8,7 @@
 #include <limits>
 
 namespace bench::kernels {
+namespace fast_math_test {
 namespace {
 
 TEST(FastMath, ExpWithinThreeTenthsOfAMillionthRelative) {
@@ -54,4 +55,5 @@ TEST(FastMath, TanhSpecialValues) {
 }
 
 }  // namespace
+}  // namespace fast_math_test
 }  // namespace bench::kernels

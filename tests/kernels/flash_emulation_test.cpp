@@ -19,6 +19,7 @@
 #include "warp_emulator.h"
 
 namespace bench::kernels {
+namespace flash_emulation_test {
 namespace {
 
 using flash::kThreads;
@@ -247,4 +248,5 @@ INSTANTIATE_TEST_SUITE_P(All, FlashEmulation, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<FlashCase>& i) { return i.param.name; });
 
 }  // namespace
+}  // namespace flash_emulation_test
 }  // namespace bench::kernels

@@ -22,6 +22,7 @@
 #include "warp_emulator.h"
 
 namespace bench::kernels {
+namespace flash_f32_emulation_test {
 namespace {
 
 using emulator::EmulatedThread;
@@ -227,4 +228,5 @@ TEST(Flash32Limits, RefusalsNameTheReason) {
 }
 
 }  // namespace
+}  // namespace flash_f32_emulation_test
 }  // namespace bench::kernels

@@ -18,6 +18,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace gemm_epilogue_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -251,4 +252,5 @@ TEST(GemmEpilogue, RefusesAKindWithoutItsOperands) {
 }
 
 }  // namespace
+}  // namespace gemm_epilogue_test
 }  // namespace bench::kernels

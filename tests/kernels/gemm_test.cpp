@@ -17,6 +17,7 @@
 #include "tile/parallel.h"
 
 namespace bench::kernels {
+namespace gemm_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -214,4 +215,5 @@ TEST(Gemm, DISABLED_Timing) {
 }
 
 }  // namespace
+}  // namespace gemm_test
 }  // namespace bench::kernels

@@ -13,6 +13,7 @@
 #include "gemm.h"
 
 namespace bench::kernels {
+namespace memory_test {
 namespace {
 
 TEST(Memory, MemoryOfFindsEveryByteOfAnAllocationAndNothingElse) {
@@ -128,4 +129,5 @@ TEST_F(MemoryDeathTest, HostCodeThatTouchesGuardedMemoryFaults) {
 }
 
 }  // namespace
+}  // namespace memory_test
 }  // namespace bench::kernels

@@ -17,6 +17,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace norm_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -450,4 +451,5 @@ INSTANTIATE_TEST_SUITE_P(Targets, NormTest, ::testing::ValuesIn(cases()), [](con
 });
 
 }  // namespace
+}  // namespace norm_test
 }  // namespace bench::kernels

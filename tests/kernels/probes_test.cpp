@@ -12,6 +12,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace probes_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -110,4 +111,5 @@ TEST_P(ProbesTest, LossSumsAndTargetScaleMatchTheHostLoop) {
 INSTANTIATE_TEST_SUITE_P(Targets, ProbesTest, ::testing::ValuesIn(targets()), target_name);
 
 }  // namespace
+}  // namespace probes_test
 }  // namespace bench::kernels

@@ -16,6 +16,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace rope_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -227,4 +228,5 @@ INSTANTIATE_TEST_SUITE_P(Targets, RopePartialTest, ::testing::ValuesIn(partial_c
                          [](const auto& tp) { return case_name(tp.param); });
 
 }  // namespace
+}  // namespace rope_test
 }  // namespace bench::kernels

@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace softcap_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -153,4 +154,5 @@ TEST(Softcap, RejectsANonPositiveCap) {
 }
 
 }  // namespace
+}  // namespace softcap_test
 }  // namespace bench::kernels

@@ -15,6 +15,7 @@
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
+namespace softmax_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -217,4 +218,5 @@ INSTANTIATE_TEST_SUITE_P(Targets, SoftmaxTest, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace softmax_test
 }  // namespace bench::kernels

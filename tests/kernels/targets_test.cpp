@@ -17,6 +17,7 @@
 #include "norm.h"
 
 namespace bench::kernels {
+namespace targets_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
@@ -144,4 +145,5 @@ TEST(Launch, HostTargetsRefuseATileWiderThanTheirWidest) {
 }
 
 }  // namespace
+}  // namespace targets_test
 }  // namespace bench::kernels

@@ -16,6 +16,7 @@
 #include "kernels/tile/parallel.h"
 
 namespace bench::tile {
+namespace threads_test {
 namespace {
 
 /// The CPUs in the calling thread's affinity mask.
@@ -103,4 +104,5 @@ TEST(Threads, MoreThreadsThanCpusRunEveryPartOnOneThreadPerCpu) {
 }
 
 }  // namespace
+}  // namespace threads_test
 }  // namespace bench::tile

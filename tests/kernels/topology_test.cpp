@@ -13,6 +13,7 @@
 #include <vector>
 
 namespace bench::tile {
+namespace topology_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -244,4 +245,5 @@ TEST_F(FakeRoot, NoQuotaAndMissingFilesLeaveFieldsUnknown) {
 }
 
 }  // namespace
+}  // namespace topology_test
 }  // namespace bench::tile

@@ -21,6 +21,7 @@
 #include "tile/profile.h"
 
 namespace bench::kernels {
+namespace traffic_test {
 namespace {
 
 /// One reported launch: the program's (mangled) name and what it declared.
@@ -307,4 +308,5 @@ TEST(Traffic, OnlyOutermostLaunchesAreReported) {
 }
 
 }  // namespace
+}  // namespace traffic_test
 }  // namespace bench::kernels

@@ -19,6 +19,7 @@
 #include "warp_emulator.h"
 
 namespace bench::kernels {
+namespace wgmma_emulation_test {
 namespace {
 
 using emulator::EmulatedThread;
@@ -420,4 +421,5 @@ TEST(WgmmaIsa, StridesOppositeToTheKernelsStillMatchFloat64) {
                                                  wgmma::descriptor(4096, 256, 128))));
 }
 }  // namespace
+}  // namespace wgmma_emulation_test
 }  // namespace bench::kernels

@@ -18,6 +18,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace bf16_test {
 namespace {
 
 struct Bf16Case {
@@ -196,9 +197,11 @@ TEST(Bf16Model, TrainsLikeFloat32WithMasterWeights) {
 }
 
 }  // namespace
+}  // namespace bf16_test
 }  // namespace bench
 
 namespace bench {
+namespace bf16_test {
 namespace {
 
 // Where the flash kernels will run (CUDA, bf16, d_head 64), each attention keeps their state
@@ -269,4 +272,5 @@ TEST(Bf16Model, OnCudaTheAttentionKeepsTheFlashStateNotTheProbabilities) {
 }
 
 }  // namespace
+}  // namespace bf16_test
 }  // namespace bench

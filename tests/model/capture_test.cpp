@@ -18,6 +18,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace capture_test {
 namespace {
 
 using test::Batch;
@@ -387,4 +388,5 @@ TEST(CaptureScope, ForbidsWhatCaptureForbidsAndNests) {
 }
 
 }  // namespace
+}  // namespace capture_test
 }  // namespace bench

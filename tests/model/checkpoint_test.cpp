@@ -20,6 +20,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace checkpoint_test {
 namespace {
 
 // Llama: pre-RMSNorm, SwiGLU, RoPE (rotate-half), GQA, untied head.
@@ -454,4 +455,5 @@ TEST(Checkpoint, TiedHeadAcceptsAnEqualLmHead) {
 }
 
 }  // namespace
+}  // namespace checkpoint_test
 }  // namespace bench

@@ -16,6 +16,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace decay_groups_test {
 namespace {
 
 /// A float64 model with parameters in every built-in group; `groups` is the TOML list (or
@@ -125,4 +126,5 @@ TEST(DecayGroups, QkNormGainsAndBiasesAreGainsAndBiases) {
 TEST(DecayGroups, UnknownGroupIsAnError) { EXPECT_THROW(decay_case("[\"weights\"]"), ConfigError); }
 
 }  // namespace
+}  // namespace decay_groups_test
 }  // namespace bench

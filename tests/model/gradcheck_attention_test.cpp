@@ -10,6 +10,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_attention_test {
 namespace {
 
 struct GradCase {
@@ -109,4 +110,5 @@ INSTANTIATE_TEST_SUITE_P(Attention, AttentionBiasGradCheck, ::testing::ValuesIn(
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_attention_test
 }  // namespace bench

@@ -8,6 +8,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_blocks_test {
 namespace {
 
 struct BlockGradCase {
@@ -98,4 +99,5 @@ INSTANTIATE_TEST_SUITE_P(Blocks, RealModelGradCheck, ::testing::ValuesIn(real_mo
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_blocks_test
 }  // namespace bench

@@ -5,6 +5,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_ffn_test {
 namespace {
 
 struct FfnGradCase {
@@ -71,4 +72,5 @@ INSTANTIATE_TEST_SUITE_P(Ffn, FfnBiasGradCheck, ::testing::ValuesIn(ffn_bias_cas
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_ffn_test
 }  // namespace bench

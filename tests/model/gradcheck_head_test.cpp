@@ -8,6 +8,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_head_test {
 namespace {
 
 struct GradCase {
@@ -39,4 +40,5 @@ INSTANTIATE_TEST_SUITE_P(Head, HeadGradCheck, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_head_test
 }  // namespace bench

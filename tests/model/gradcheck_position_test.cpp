@@ -8,6 +8,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_position_test {
 namespace {
 
 struct PositionGradCase {
@@ -63,4 +64,5 @@ INSTANTIATE_TEST_SUITE_P(Position, PositionGradCheck, ::testing::ValuesIn(cases(
                          [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_position_test
 }  // namespace bench

@@ -4,6 +4,7 @@
 #include "support/gradcheck.h"
 
 namespace bench {
+namespace gradcheck_test {
 namespace {
 
 struct GradCase {
@@ -42,4 +43,5 @@ std::vector<GradCase> cases() {
 INSTANTIATE_TEST_SUITE_P(Model, GradCheck, ::testing::ValuesIn(cases()), [](const auto& tp) { return tp.param.name; });
 
 }  // namespace
+}  // namespace gradcheck_test
 }  // namespace bench

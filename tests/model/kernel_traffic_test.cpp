@@ -14,6 +14,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace kernel_traffic_test {
 namespace {
 
 /// The names of the outermost launches of the calling thread while it exists, and those that
@@ -150,4 +151,5 @@ TEST(KernelTraffic, AutoTakesTheFusedCoreOnADeviceInFloat32AndFloat64) {
 }
 
 }  // namespace
+}  // namespace kernel_traffic_test
 }  // namespace bench

@@ -18,6 +18,7 @@
 #include "support/train_step_launches.h"
 
 namespace bench {
+namespace launch_budget_test {
 namespace {
 
 using Counts = test::LaunchCounter::Counts;
@@ -109,4 +110,5 @@ TEST(LaunchBudget, TrainStepOnTheDeviceStaysWithinTheBudget) {
 }
 
 }  // namespace
+}  // namespace launch_budget_test
 }  // namespace bench

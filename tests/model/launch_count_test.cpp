@@ -17,6 +17,7 @@
 #include "support/train_step_launches.h"
 
 namespace bench {
+namespace launch_count_test {
 namespace {
 
 /// THE FORMULA: the kernel launches of one train step (zero_grad, forward, backward, AdamW with
@@ -106,4 +107,5 @@ TEST(LaunchCount, NormsTrainStepOnTheEmulatedDeviceFollowsItsFormula) {
 }
 
 }  // namespace
+}  // namespace launch_count_test
 }  // namespace bench

@@ -9,6 +9,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace model_test {
 namespace {
 
 const char* kBase =
@@ -198,4 +199,5 @@ TEST(Model, ThePlanOfAnySizeAllocatesNothing) {
 }
 
 }  // namespace
+}  // namespace model_test
 }  // namespace bench

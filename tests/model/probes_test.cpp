@@ -11,6 +11,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace probes_test {
 namespace {
 
 constexpr int64_t kSeq = 8;
@@ -138,4 +139,5 @@ TEST(Probes, LayerSquaresSumTheBlocksParameters) {
 }
 
 }  // namespace
+}  // namespace probes_test
 }  // namespace bench

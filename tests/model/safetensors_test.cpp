@@ -12,6 +12,7 @@
 #include "support/errors.h"
 
 namespace bench::safetensors {
+namespace safetensors_test {
 namespace {
 
 /// Append n raw bytes (resize + memcpy: GCC 12 warns falsely about insert() into small vectors).
@@ -163,4 +164,5 @@ TEST(Safetensors, NonFloatTensorsParseButDoNotConvert) {
 }
 
 }  // namespace
+}  // namespace safetensors_test
 }  // namespace bench::safetensors

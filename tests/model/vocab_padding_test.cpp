@@ -20,6 +20,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace vocab_padding_test {
 namespace {
 
 constexpr int64_t kVocab = 100;  // padded to 128
@@ -239,4 +240,5 @@ TEST(VocabPaddingDims, DescribeNamesThePadding) {
 }
 
 }  // namespace
+}  // namespace vocab_padding_test
 }  // namespace bench

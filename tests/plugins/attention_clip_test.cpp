@@ -14,6 +14,7 @@
 #include "bench/interfaces.h"
 
 namespace bench {
+namespace attention_clip_test {
 namespace {
 
 using namespace test_attention;  // NOLINT: the attention rig
@@ -103,4 +104,5 @@ TEST(AttentionClipQkv, NegativeIsAnErrorAtItsKey) {
 }
 
 }  // namespace
+}  // namespace attention_clip_test
 }  // namespace bench

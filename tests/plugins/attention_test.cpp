@@ -27,6 +27,7 @@
 #include "support/component_rig.h"
 
 namespace bench {
+namespace attention_test {
 namespace {
 
 using namespace test_attention;  // NOLINT: the attention rig
@@ -591,4 +592,5 @@ TEST(AttentionQueryPreAttnScalar, NegativeIsAnErrorAtItsKey) {
 }
 
 }  // namespace
+}  // namespace attention_test
 }  // namespace bench

@@ -14,6 +14,7 @@
 #include "support/component_rig.h"
 
 namespace bench {
+namespace blocks_test {
 namespace {
 
 // Components of a resolved float64 case built outside a model, as the model would (children from
@@ -326,4 +327,5 @@ TEST(BlocksPlugin, ParallelDeclaresLessWorkThanSerial) {
 }
 
 }  // namespace
+}  // namespace blocks_test
 }  // namespace bench

@@ -11,6 +11,7 @@
 #include "bench/error.h"
 
 namespace bench::data {
+namespace bpe_test {
 namespace {
 
 /// A few KB of English-like lines with what a byte-exact tokenizer must keep: runs of spaces, a
@@ -107,4 +108,5 @@ TEST(Bpe, ATrainerErrorSaysWhy) {
 }
 
 }  // namespace
+}  // namespace bpe_test
 }  // namespace bench::data

@@ -10,6 +10,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace data_test {
 namespace {
 
 struct Loaded {
@@ -178,4 +179,5 @@ TEST(Data, SequentialSamplingTakesWindowsInOrderAndWraps) {
 }
 
 }  // namespace
+}  // namespace data_test
 }  // namespace bench

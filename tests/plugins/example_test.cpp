@@ -17,6 +17,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace example_test {
 namespace {
 
 /// The built-in plugins, the in-tree relu2 example and the unsupported-kernel fixture.
@@ -129,4 +130,5 @@ TEST(ExamplePlugin, AnUnsupportedKernelNamesTheComponentTheKernelAndTheDevice) {
 }
 
 }  // namespace
+}  // namespace example_test
 }  // namespace bench

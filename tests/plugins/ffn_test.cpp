@@ -13,6 +13,7 @@
 #include "support/component_rig.h"
 
 namespace bench {
+namespace ffn_test {
 namespace {
 
 // One FFN in a rig of its own (layer 0, scope "ffn"); with `allocate`, weights from N(0, init_std^2)
@@ -251,4 +252,5 @@ TEST(FfnPlugin, UnknownActivationIsAConfigError) {
 }
 
 }  // namespace
+}  // namespace ffn_test
 }  // namespace bench

@@ -24,6 +24,7 @@
 #include "support/errors.h"
 
 namespace bench {
+namespace head_test {
 namespace {
 
 constexpr int64_t kRows = 12, kWidth = 8, kVocab = 16;
@@ -368,4 +369,5 @@ TEST(TokenEmbedding, BadScalesAreErrorsAtTheirKey) {
 }
 
 }  // namespace
+}  // namespace head_test
 }  // namespace bench

@@ -8,6 +8,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace loader_test {
 namespace {
 
 const std::string kDir = std::string(BENCH_BINARY_DIR) + "/test_plugins/";
@@ -179,4 +180,5 @@ TEST(Loader, MissingDirectoryAndDoubleLoads) {
 }
 
 }  // namespace
+}  // namespace loader_test
 }  // namespace bench

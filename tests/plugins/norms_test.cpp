@@ -17,6 +17,7 @@
 #include "support/errors.h"
 
 namespace bench {
+namespace norms_test {
 namespace {
 
 constexpr int64_t kRows = 6, kWidth = 20;
@@ -200,4 +201,5 @@ TEST(NormUnitOffset, WithoutAWeightIsAnErrorAtItsKey) {
 }
 
 }  // namespace
+}  // namespace norms_test
 }  // namespace bench

@@ -23,6 +23,7 @@
 #include "support/errors.h"
 
 namespace bench {
+namespace position_test {
 namespace {
 
 std::string model_toml(const std::string& position, int64_t d_model, int64_t n_heads, int64_t seq_len,
@@ -520,4 +521,5 @@ TEST(PositionLongContext, LearnedCannotMoveToTwiceTheLengthTheOthersCan) {
 }
 
 }  // namespace
+}  // namespace position_test
 }  // namespace bench

@@ -21,6 +21,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace rowwise_core_test {
 namespace {
 
 const std::string kPluginDir = BENCH_BINARY_DIR "/test_plugins/rowwise_core";
@@ -258,4 +259,5 @@ TEST(RowwiseCore, FromTheCommandLine) {
 }
 
 }  // namespace
+}  // namespace rowwise_core_test
 }  // namespace bench

@@ -13,6 +13,7 @@
 #include "report/significance.h"
 
 namespace bench::report {
+namespace compare_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -332,4 +333,5 @@ TEST_F(CompareRuns, Rendering) {
 }
 
 }  // namespace
+}  // namespace compare_test
 }  // namespace bench::report

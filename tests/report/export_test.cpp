@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 namespace bench::report {
+namespace export_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -85,4 +86,5 @@ TEST_F(ExportProfile, EachNumberOfARowIsARowOfItsOwn) {
 }
 
 }  // namespace
+}  // namespace export_test
 }  // namespace bench::report

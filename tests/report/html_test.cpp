@@ -16,6 +16,7 @@
 #include "support/declared_plots.h"
 
 namespace bench::report {
+namespace html_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -286,4 +287,5 @@ TEST_F(HtmlReport, ExportIsOneNumberPerRow) {
 }
 
 }  // namespace
+}  // namespace html_test
 }  // namespace bench::report

@@ -18,6 +18,7 @@
 #include "support/declared_plots.h"
 
 namespace bench::report {
+namespace profile_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -328,4 +329,5 @@ TEST_F(Profile, TheReportDrawsTheRooflineAndTheTimeSplit) {
 }
 
 }  // namespace
+}  // namespace profile_test
 }  // namespace bench::report

@@ -16,6 +16,7 @@
 #include "support/errors.h"
 
 namespace bench::report {
+namespace report_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -444,4 +445,5 @@ TEST(ResultsSeeds, OneSeedCannotTell) {
 }
 
 }  // namespace
+}  // namespace report_test
 }  // namespace bench::report

@@ -17,6 +17,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace child_test {
 namespace {
 
 const char* const kToml =
@@ -143,4 +144,5 @@ TEST(ChildSlots, EachSlotHasItsOwnCoresWhileThereAreEnough) {
 }
 
 }  // namespace
+}  // namespace child_test
 }  // namespace bench

@@ -9,6 +9,7 @@
 #include "bench/random.h"
 
 namespace bench {
+namespace demos_test {
 namespace {
 
 TEST(Demos, ZLossShiftCostsBf16PrecisionNotFp32) {
@@ -77,4 +78,5 @@ TEST(Demos, SoftcapTableIsThirtyTanh) {
 }
 
 }  // namespace
+}  // namespace demos_test
 }  // namespace bench

@@ -12,6 +12,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace gemm_ceiling_test {
 namespace {
 
 using kernels::GemmCall;
@@ -114,4 +115,5 @@ TEST(GemmCeiling, TheThroughputRunnerReportsMfuAgainstTheModelsOwnGemms) {
 }
 
 }  // namespace
+}  // namespace gemm_ceiling_test
 }  // namespace bench

@@ -7,6 +7,7 @@
 #include "runners/stats.h"
 
 namespace bench {
+namespace lr_grid_test {
 namespace {
 
 TEST(LrGrid, GroupsCasesThatDifferOnlyInLr) {
@@ -32,4 +33,5 @@ TEST(LrGrid, GroupsCasesThatDifferOnlyInLr) {
 }
 
 }  // namespace
+}  // namespace lr_grid_test
 }  // namespace bench

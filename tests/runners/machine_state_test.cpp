@@ -14,6 +14,7 @@
 #include <utility>
 
 namespace bench {
+namespace machine_state_test {
 namespace {
 
 // user nice system idle iowait irq softirq steal guest guest_nice
@@ -131,4 +132,5 @@ TEST(MachineState, AChildSpinningOnOurCoreIsOtherOurOwnSpinIsNot) {
 }
 
 }  // namespace
+}  // namespace machine_state_test
 }  // namespace bench

@@ -18,6 +18,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace profile_test {
 namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
@@ -135,4 +136,5 @@ TEST(Profile, ANormIsMemoryBoundAndALargeGemmComputeBound) {
 }
 
 }  // namespace
+}  // namespace profile_test
 }  // namespace bench

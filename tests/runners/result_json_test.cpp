@@ -8,6 +8,7 @@
 #include <limits>
 
 namespace bench {
+namespace result_json_test {
 namespace {
 
 TEST(ResultJson, ATimingRoundTripsWithItsNoiseAndMachineState) {
@@ -107,4 +108,5 @@ TEST(ResultJson, ProfileRowsRoundTripWithTheirNaN) {
 }
 
 }  // namespace
+}  // namespace result_json_test
 }  // namespace bench

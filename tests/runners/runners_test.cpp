@@ -14,6 +14,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace runners_test {
 namespace {
 
 const char* const kModel =
@@ -228,4 +229,5 @@ TEST(Runners, BitsPerByteIsTheLossPerTokenOverTheBytesTheTokensStandFor) {
 }
 
 }  // namespace
+}  // namespace runners_test
 }  // namespace bench

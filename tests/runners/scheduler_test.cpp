@@ -13,6 +13,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace scheduler_test {
 namespace {
 
 /// Job i runs for durations[i] ticks; wait() moves the clock to the next end. A job that is
@@ -214,4 +215,5 @@ TEST(InProcessExecutor, RunsEachCaseWhenItStartsAndRecordsAFailureAsAResult) {
 }
 
 }  // namespace
+}  // namespace scheduler_test
 }  // namespace bench

@@ -17,6 +17,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace sinks_test {
 namespace {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
@@ -249,4 +250,5 @@ TEST_F(Sinks, AResumedCaseIsReplacedWhenItStartsAgain) {
 }
 
 }  // namespace
+}  // namespace sinks_test
 }  // namespace bench

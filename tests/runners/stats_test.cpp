@@ -6,6 +6,7 @@
 #include <cmath>
 
 namespace bench {
+namespace stats_test {
 namespace {
 
 TEST(Schedule, WarmupThenCosineToTheFloor) {
@@ -118,4 +119,5 @@ TEST(LrSensitivity, HandComputedGrid) {
 }
 
 }  // namespace
+}  // namespace stats_test
 }  // namespace bench

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace bench {
+namespace threads_test {
 namespace {
 
 TEST(ThreadRequest, CommandLineThenFileThenShareThenDefault) {
@@ -37,4 +38,5 @@ TEST(ThreadRequest, UsedTeamIsWhatWasAskedFor) {
 }
 
 }  // namespace
+}  // namespace threads_test
 }  // namespace bench

@@ -10,6 +10,7 @@
 #include "support/toml_case.h"
 
 namespace bench {
+namespace throughput_noise_test {
 namespace {
 
 CaseResult run_throughput(const std::string& settings) {
@@ -76,4 +77,5 @@ TEST(ThroughputNoise, AMetTargetOrNoTimeLeftStopsAfterTheFirstRound) {
 }
 
 }  // namespace
+}  // namespace throughput_noise_test
 }  // namespace bench

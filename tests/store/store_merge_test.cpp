@@ -25,6 +25,7 @@
 #include "support/errors.h"
 
 namespace bench::store {
+namespace store_merge_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -321,4 +322,5 @@ TEST_F(StoreTest, MergeCopiesTheProfileWithItsCase) {
 }
 
 }  // namespace
+}  // namespace store_merge_test
 }  // namespace bench::store

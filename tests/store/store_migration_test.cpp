@@ -24,6 +24,7 @@
 #include "support/errors.h"
 
 namespace bench::store {
+namespace store_migration_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -284,4 +285,5 @@ TEST_F(StoreTest, VersionOneDatabaseGainsArtifacts) {
 }
 
 }  // namespace
+}  // namespace store_migration_test
 }  // namespace bench::store

@@ -26,6 +26,7 @@
 #include "support/errors.h"
 
 namespace bench::store {
+namespace store_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -341,4 +342,5 @@ TEST_F(StoreTest, AddMetricsAddsAndReplaces) {
 }
 
 }  // namespace
+}  // namespace store_test
 }  // namespace bench::store

@@ -22,6 +22,7 @@
 #include "store/store.h"
 
 namespace bench::store {
+namespace tables_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -212,4 +213,5 @@ TEST_F(TablesTest, ExportReadsTheDeclaredValueColumns) {
 }
 
 }  // namespace
+}  // namespace tables_test
 }  // namespace bench::store
