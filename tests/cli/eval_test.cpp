@@ -2,9 +2,7 @@
 // (tests/cli/hf_reference.py) evaluate to the logits the script computes in float64, and a
 // checkpoint saved by bench evaluates bit for bit as the model that saved it.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -16,31 +14,22 @@
 #include "bench/sha256.h"
 #include "model/checkpoint.h"
 #include "runners/evaluate.h"
+#include "support/shell.h"
 #include "support/toml_case.h"
 
 namespace bench {
+namespace eval_test {
 namespace {
 
-const std::string kBench = std::string(BENCH_BINARY_DIR) + "/bin/bench";
+const std::string kBench = test::bench_program();
 // Debian's python3 with python3-numpy (scripts/setup.sh), not whatever python3 is first on PATH.
 const std::string kPython = "/usr/bin/python3";
 const std::string kScript = std::string(BENCH_SOURCE_DIR) + "/tests/cli/hf_reference.py";
 
-struct Output {
-  int code;
-  std::string out;
-};
+using test::Output;
 
-Output shell(const std::string& cmd) {
-  Output r{0, ""};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
+/// Runs `cmd` with its stderr merged into what it printed (test::shell keeps them apart).
+Output shell(const std::string& cmd) { return test::shell("{ " + cmd + " 2>&1; }"); }
 
 struct Npy {
   std::string descr;
@@ -413,4 +402,5 @@ TEST(EvalHuggingFaceFolder, SavedUnderEachLayoutReadsBack) {
 }
 
 }  // namespace
+}  // namespace eval_test
 }  // namespace bench
