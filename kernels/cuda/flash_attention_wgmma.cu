@@ -9,6 +9,7 @@
 #include <string>
 
 #include "flash_attention.cuh"
+#include "flash_attention_wgmma_backward_kernels.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
 #include "flash_thread.cuh"
 
@@ -32,6 +33,8 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void wgmma_wait() const {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   }
+  /// A 16-bit st.shared (generic proxy: fence_proxy_async before a wgmma reads it).
+  __device__ __forceinline__ void store_shared_b16(uint16_t* p, uint16_t v) const { *p = v; }
   /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
   /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
   /// after each wait and before each wgmma.fence, on P's fragments before theirs.
@@ -50,9 +53,17 @@ struct CudaWgThread : CudaThread {
   /// d (64 x N, this thread's N / 2) = A B + (accumulate ? d : 0), A and B from shared memory.
   template <int N, int kTransB>
   __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) const {
-    static_assert(N == 64 || N == 128, "the shapes the forward uses");
+    static_assert(N == 32 || N == 64 || N == 128, "the shapes the kernels use (32: the backward's dQ at d 64)");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if constexpr (N == 64) {
+    if constexpr (N == 32) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    } else if constexpr (N == 64) {
       asm volatile(
           "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
@@ -156,26 +167,88 @@ cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, co
   return cudaGetLastError();
 }
 
-}  // namespace
+template <int D, bool kDropout>
+__global__ void __launch_bounds__(flash::kWgThreads, 1)
+    flash_backward_wgmma(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
+                         const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dq_accum,
+                         uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
+                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_backward_wgmma<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap,
+                                           window, causal, dropout, dropout_seed_of(seed, step_at));
+#else
+  (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t, (void)n_h, (void)n_kv;
+  (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
+#endif
+}
 
-std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
+template <int D, bool kDropout>
+cudaError_t launch_backward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv,
+                                  const uint16_t* dout, const float* lse, const float* dvec, float* dq_accum,
+                                  uint16_t* dqkv) {
+  constexpr size_t smem = flash::wgmma_backward_smem_bytes<D>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_backward_wgmma<D, kDropout>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  // The mma.sync backward's grid: 128-key blocks in x (causal, the first ones see the most query
+  // tiles and start first), (batch, kv head) in y.
+  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
+                  static_cast<unsigned>(a.batch * a.n_kv_heads));
+  flash_backward_wgmma<D, kDropout><<<grid, flash::kWgThreads, smem, stream>>>(
+      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
+      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+      a.dropout_seed, a.dropout_step_at);
+  return cudaGetLastError();
+}
+
+/// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain.
+cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
+                                const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
+  if (a.dropout > 0)
+    return a.d_head == 64 ? launch_backward_wgmma<64, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
+                          : launch_backward_wgmma<128, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  return a.d_head == 64 ? launch_backward_wgmma<64, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
+                        : launch_backward_wgmma<128, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+}
+
+/// What both wgmma kernels refuse, `what` naming which: the variants the mma.sync kernels refuse,
+/// a device that is not compute capability 9.0 (sm_90a code runs there alone), a grid y past 65535.
+std::string wgmma_refusal(const AttentionArgs& a, const char* what, int64_t grid_y) {
+  const std::string name = what;
   if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
-    return "the wgmma flash forward takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
-           "H a multiple of Hkv, a dropout rate in [0, 1)";
+    return name + " takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
+                  "H a multiple of Hkv, a dropout rate in [0, 1)";
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return "the wgmma flash forward: no CUDA device";
-  // sm_90a code runs on compute capability 9.0 alone.
+    return name + ": no CUDA device";
   if (major != 9 || minor != 0)
-    return "the wgmma flash forward needs an sm_90a device (compute capability 9.0, Hopper); this one is " +
-           std::to_string(major) + "." + std::to_string(minor);
+    return name + " needs an sm_90a device (compute capability 9.0, Hopper); this one is " + std::to_string(major) +
+           "." + std::to_string(minor);
+  if (grid_y > kernels::kCudaMaxGridY) return name + ": grid y of " + std::to_string(grid_y) + " > 65535";
+  return "";
+}
+
+}  // namespace
+
+std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
-  if (y > kernels::kCudaMaxGridY) return "the wgmma flash forward: grid y of " + std::to_string(y) + " > 65535";
-  return "";
+  return wgmma_refusal(a, "the wgmma flash forward", y);
+}
+
+std::string flash_attention_wgmma_backward_refusal(const AttentionArgs& a) {
+  return wgmma_refusal(a, "the wgmma flash backward", a.batch * a.n_kv_heads);
+}
+
+cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                           const tile::bf16* out, const tile::bf16* dout, const float* lse,
+                                           tile::bf16* dqkv, void* workspace) {
+  if (!flash_attention_wgmma_backward_refusal(a).empty()) return cudaErrorNotSupported;
+  return flash_attention_backward_with(stream, a, qkv, out, dout, lse, dqkv, workspace, backward_wgmma_main);
 }
 
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
