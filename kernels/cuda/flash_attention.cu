@@ -79,8 +79,8 @@ template <int D, bool kDropout>
 cudaError_t launch_backward_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                  const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   constexpr size_t smem = flash::backward_smem_bytes<D>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  const cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
                   static_cast<unsigned>(a.batch * a.n_kv_heads));

@@ -33,8 +33,11 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void wgmma_wait() const {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   }
-  /// A 16-bit st.shared (generic proxy: fence_proxy_async before a wgmma reads it).
-  __device__ __forceinline__ void store_shared_b16(uint16_t* p, uint16_t v) const { *p = v; }
+  /// st.shared.b16 at a shared-window address (the generic proxy: fence_proxy_async before a
+  /// wgmma reads it).
+  __device__ __forceinline__ void store_shared_b16(uint32_t address, uint16_t v) const {
+    asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(address), "h"(v) : "memory");
+  }
   /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
   /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
   /// after each wait and before each wgmma.fence, on P's fragments before theirs.
@@ -43,6 +46,7 @@ struct CudaWgThread : CudaThread {
 #pragma unroll
     for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
   }
+  __device__ __forceinline__ void wgmma_hold(uint32_t& r) const { asm volatile("" : "+r"(r)::"memory"); }
   template <int K, int J>
   __device__ __forceinline__ void wgmma_hold(uint32_t (&r)[K][J]) const {
 #pragma unroll
@@ -218,8 +222,9 @@ std::string wgmma_refusal(const AttentionArgs& a, const char* what, int64_t grid
   const std::string name = what;
   if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
-    return name + " takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
-                  "H a multiple of Hkv, a dropout rate in [0, 1)";
+    return name +
+           " takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
+           "H a multiple of Hkv, a dropout rate in [0, 1)";
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||

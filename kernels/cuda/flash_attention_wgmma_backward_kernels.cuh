@@ -4,10 +4,11 @@
 //          step p_and_ds, workspace) with its products on wgmma, the layouts and copies of the wgmma
 //          forward (flash_attention_wgmma_kernels.cuh, wgmma_layout.cuh); compiled by
 //          flash_attention_wgmma.cu, run on the CPU by the warp emulator
-//          (tests/kernels/flash_wgmma_backward_emulation_test.cpp)
+//          (tests/kernels/flash_emulation_test.cpp, FlashEmulation.BackwardWgmma*)
 //
-// Beyond the wgmma forward's Thread it asks store_shared_b16(p, v) (a 16-bit st.shared, which
-// reaches wgmma through the async proxy only after fence_proxy_async, like a cp.async write).
+// Beyond the wgmma forward's Thread it asks store_shared_b16(address, v) (st.shared.b16 at a
+// shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
+// after fence_proxy_async, like a cp.async write).
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -26,10 +27,12 @@
 //      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as a K-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
 //      with red.global.add.v2.f32 as the mma.sync backward does.
-// Registers (D 128, per thread): dV and dK 64 + 64 accumulators for the whole walk, S^T and dP^T
-// 32 + 32 (dead once packed), P^T and dS^T fragments 16 + 16, dQ 32 (after S^T and dP^T are dead):
-// at most 128 + 64 + 32 live. D 64: half of the accumulators. No N split is needed beyond dQ's (a
-// warpgroup has only the tile's 64 queries as M, so the two share N).
+// Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
+// dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
+// complete); dQ 32. At most 192 of them live at once (dV, dK with S^T, dP^T; or with the
+// fragments and dQ), the rest of the 255 for addresses, the element step and the loop's state.
+// Only dQ splits N: its M is the tile's 64 queries, which both warpgroups share, so each takes
+// half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
 // and dS^T are masked to zero. Not done: TMA, warp specialization, overlapping the element step of
@@ -96,8 +99,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // K, V and the first tile's Q and dO in one group.
   const int h_first = kv * group;
   wgmma_rows_async<D, kBwdBlockN>(th, k_s, v_s, n_kv * D, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
-  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s, nullptr, 0, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t,
-                                  width);
+  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s, nullptr, 0, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t, width);
   wgmma_rows_async<D, kBwdBlockM>(th, qdo_s + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h_first) * D,
                                   m_begin, n_t, out_width);
   th.cp_async_commit();
@@ -110,10 +112,13 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   float dk[D / 2], dv[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) dk[i] = dv[i] = 0.f;
-  const uint32_t k_addr = th.smem_addr(k_s + wg * kWgRows * D), v_addr = th.smem_addr(v_s + wg * kWgRows * D);
+  uint32_t k_addr = th.smem_addr(k_s + wg * kWgRows * D), v_addr = th.smem_addr(v_s + wg * kWgRows * D);
   // dQ's B: K's columns [wg D / 2, (wg + 1) D / 2), the core matrices D / 16 wg on along N.
-  const uint32_t kq_addr = th.smem_addr(k_s) + static_cast<uint32_t>(wg * (D / 16) * 128);
-  const uint32_t ds_addr = th.smem_addr(ds_s);
+  uint32_t kq_addr = th.smem_addr(k_s) + static_cast<uint32_t>(wg * (D / 16) * 128);
+  uint32_t ds_addr = th.smem_addr(ds_s);
+  // dS element (query 2 t, key 16 warp + g), this thread's first: its others are compile-time
+  // offsets from it (core_offset is additive while neither row % 8 nor column % 8 carries).
+  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockN>(2 * t, 16 * warp + g));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
 
   // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
@@ -136,6 +141,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.cp_async_commit();
       stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
     }
+    // The descriptors of K, V, dS are recomputed from these each tile (a few adds), not hoisted
+    // out of the loop as one register per k16 step (which spilled).
+    th.wgmma_hold(k_addr);
+    th.wgmma_hold(v_addr);
+    th.wgmma_hold(kq_addr);
+    th.wgmma_hold(ds_addr);
     const uint32_t q_addr = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * stage);
     const uint32_t do_addr = q_addr + static_cast<uint32_t>(kBwdBlockM * D * sizeof(uint16_t));
 
@@ -156,8 +167,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(dp);
 
     // 2. P^T and dS^T in place (the accumulators are the mma.sync backward's [n8 block][4]).
-    auto& s8 = reinterpret_cast<float (&)[kBwdBlockM / 8][4]>(s);
-    auto& dp8 = reinterpret_cast<float (&)[kBwdBlockM / 8][4]>(dp);
+    auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
+    auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
     const ElementArgs ea{lse_s,
                          scale,
@@ -182,7 +193,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
         p_and_ds<true, false, kDropout>(th, s8, dp8, ea, g, t);
     }
     // A fragments of queries 16 ks .. 16 ks + 15; register e holds (key g + 8 (e % 2), queries
-    // 16 ks + 8 (e / 2) + 2 t and the next), which dS stores at [query][key] of the block's keys.
+    // 16 ks + 8 (e / 2) + 2 t and the next) of this warp's 16 keys, which dS stores at
+    // [query][key] of the block's 128 (core_offset<kBwdBlockN>).
     uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
@@ -190,10 +202,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int key = 16 * warp + g + 8 * (e % 2), query = 16 * ks + 8 * (e / 2) + 2 * t;
-        th.store_shared_b16(ds_s + wgmma::core_offset<kBwdBlockN>(query, key), static_cast<uint16_t>(da[ks][e]));
-        th.store_shared_b16(ds_s + wgmma::core_offset<kBwdBlockN>(query + 1, key),
-                            static_cast<uint16_t>(da[ks][e] >> 16));
+        const uint32_t at = ds_mine + 2u * wgmma::core_offset<kBwdBlockN>(16 * ks + 8 * (e / 2), 8 * (e % 2));
+        th.store_shared_b16(at, static_cast<uint16_t>(da[ks][e]));
+        th.store_shared_b16(at + 16, static_cast<uint16_t>(da[ks][e] >> 16));  // the next query: the next row
       }
     }
 

@@ -169,11 +169,16 @@ class EmulatedThread {
     for (const auto& [at, bytes] : landed_) std::memset(block_.unfenced() + at, 0, bytes);
     landed_.clear();
   }
-  /// A 16-bit st.shared: like a cp.async write, wgmma sees it only after this thread's
-  /// fence.proxy.async (the generic proxy's write, the async proxy's read).
-  void store_shared_b16(uint16_t* p, uint16_t v) {
-    std::memcpy(p, &v, sizeof v);
-    const auto at = static_cast<size_t>(reinterpret_cast<uint8_t*>(p) - block_.shared());
+  /// st.shared.b16 at a shared-window address (smem_addr's): like a cp.async write, wgmma sees
+  /// it only after this thread's fence.proxy.async (the generic proxy's write, the async proxy's
+  /// read).
+  void store_shared_b16(uint32_t address, uint16_t v) {
+    const size_t at = address;
+    if (at + sizeof v > block_.shared_bytes() || at % 2 != 0) {
+      wgmma_error(block_.violation(), "st.shared: an address outside shared memory");
+      return;
+    }
+    std::memcpy(block_.shared() + at, &v, sizeof v);
     std::memset(block_.unfenced() + at, 1, sizeof v);
     landed_.emplace_back(at, sizeof v);
   }

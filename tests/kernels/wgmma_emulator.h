@@ -27,10 +27,10 @@
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
 // What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
-// without a wait (it only requires one fence after each wait), plain stores to shared memory
-// other than the Thread's store_shared_b16 needing a proxy fence (the kernels write the shared
-// memory wgmma reads only by cp.async and store_shared_b16, both tracked), the hardware's order of float additions inside one wgmma (summed here in float, k in order), and
-// the speed of anything.
+// without a wait (it only requires one fence after each wait), stores to shared memory other than
+// cp.async and the Thread's store_shared_b16 needing a proxy fence (the kernels write the shared
+// memory that wgmma reads only by those two, both tracked), the hardware's order of float
+// additions inside one wgmma (summed here in float, k in order), and the speed of anything.
 #pragma once
 
 #include <cstdint>
@@ -105,7 +105,7 @@ inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfe
     return 0.f;
   }
   if (unfenced != nullptr && unfenced[at] != 0)
-    wgmma_error(error, "wgmma: reads a cp.async write that no fence.proxy.async made visible");
+    wgmma_error(error, "wgmma: reads a cp.async write or a store that no fence.proxy.async made visible");
   uint16_t v = 0;
   std::memcpy(&v, shared + at, sizeof v);
   return tile::bf16_to_float(tile::bf16{v});
