@@ -13,14 +13,17 @@
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
 // two warpgroups of 64 keys each (wgmma's m64): warp w of the block still owns keys 16 w .. 16 w +
-// 15, so the element step is the mma.sync backward's p_and_ds on the same fragments. K and V (128
+// 15, so the element step is the mma.sync backward's on the same fragments. K and V (128
 // rows) and two stages of Q and dO (64 rows) sit in shared memory in the core-matrix layout
 // (wgmma_rows_async), dS as [query][key] in the same layout. Per tile and warpgroup:
-//   1. S^T = K Q^T and dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
-//      K-major B (their rows are the n dimension), one commit group, waited for.
-//   2. P^T and dS^T in registers (p_and_ds: masks, soft-cap, dropout, negative scale), rounded
-//      into A fragments (the accumulators of queries 16 ks .. 16 ks + 15 are one m64k16 A), and dS
-//      stored to shared memory as [query][key] (16-bit stores) for dQ.
+//   1. S^T = K Q^T, then dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
+//      K-major B (their rows are the n dimension), a commit group each.
+//   2. P^T and dS^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout,
+//      negative scale). Without dropout in two halves: wait_group 1 (S^T), element_first (the
+//      exponentials, or the soft-cap's tanh) while dP^T's products run, wait_group 0,
+//      element_second; with dropout p_and_ds after wait_group 0. Then rounded into A fragments
+//      (the accumulators of queries 16 ks .. 16 ks + 15 are one m64k16 A), and dS stored to
+//      shared memory as [query][key] (16-bit stores) for dQ.
 //   3. dV += P^T dO and dK += dS^T Q: 2 x 4 wgmma m64nDk16, A from registers, dO / Q as N-major B
 //      (the transpose bit: their rows are the k dimension), one group left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
@@ -35,9 +38,9 @@
 // half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
-// and dS^T are masked to zero. Not done: TMA, warp specialization, overlapping the element step of
-// one tile with the products of the last. Compiled for sm_90a, checked by the CPU emulator; not run
-// on a GPU (docs/kernels.md, "Flash attention backward on wgmma").
+// and dS^T are masked to zero. Not done: TMA, warp specialization, the two warpgroups out of
+// lockstep, dQ by bulk reductions rather than per-thread atomics. Compiled for sm_90a, checked by
+// the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention backward on wgmma").
 #pragma once
 
 #include <cmath>
@@ -150,7 +153,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     const uint32_t q_addr = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * stage);
     const uint32_t do_addr = q_addr + static_cast<uint32_t>(kBwdBlockM * D * sizeof(uint16_t));
 
-    // 1. S^T = K Q^T and dP^T = V dO^T (64 keys x 64 queries each), one group.
+    // 1. S^T = K Q^T, then dP^T = V dO^T (64 keys x 64 queries each), a commit group each.
     float s[kBwdBlockM / 2], dp[kBwdBlockM / 2];
     th.wgmma_hold(dv);
     th.wgmma_hold(dk);
@@ -158,18 +161,51 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       th.template wgmma_ss<kBwdBlockM, 0>(s, wgmma::k_major<D>(k_addr, kk), wgmma::k_major<D>(q_addr, kk), kk > 0);
+    th.wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
       th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), wgmma::k_major<D>(do_addr, kk), kk > 0);
     th.wgmma_commit();
-    th.template wgmma_wait<0>();
-    th.wgmma_hold(s);
-    th.wgmma_hold(dp);
 
-    // 2. P^T and dS^T in place (the accumulators are the mma.sync backward's [n8 block][4]).
+    // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
+    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout in two
+    // halves: what needs S^T alone (element_first: the exponentials, or the soft-cap's tanh) while
+    // dP^T's products run, the rest (element_second) once they have completed. With dropout
+    // p_and_ds after both: its hash beside the split spilled 72 bytes at d 128 (32 this way).
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
+    const auto by_variant = [&](const auto& step) {
+      if (softcap > 0.f) {
+        if (mine.interior)
+          step.template operator()<false, true>();
+        else
+          step.template operator()<true, true>();
+      } else {
+        if (mine.interior)
+          step.template operator()<false, false>();
+        else
+          step.template operator()<true, false>();
+      }
+    };
+    if constexpr (!kDropout) {
+      th.template wgmma_wait<1>();
+      th.wgmma_hold(s);
+      const auto first = [&]<bool kSoftcap>() {
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, 8 * j + 2 * t + e % 2);
+      };
+      if (softcap > 0.f)
+        first.template operator()<true>();
+      else
+        first.template operator()<false>();
+    }
+    th.template wgmma_wait<0>();
+    th.wgmma_hold(s);
+    th.wgmma_hold(dp);
     const ElementArgs ea{lse_s,
                          scale,
                          scale2,
@@ -181,17 +217,18 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                          dropout_seed,
                          ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0,
                          n_t};
-    if (softcap > 0.f) {
-      if (mine.interior)
-        p_and_ds<false, true, kDropout>(th, s8, dp8, ea, g, t);
-      else
-        p_and_ds<true, true, kDropout>(th, s8, dp8, ea, g, t);
-    } else {
-      if (mine.interior)
-        p_and_ds<false, false, kDropout>(th, s8, dp8, ea, g, t);
-      else
-        p_and_ds<true, false, kDropout>(th, s8, dp8, ea, g, t);
-    }
+    by_variant([&]<bool kMasked, bool kSoftcap>() {
+      if constexpr (kDropout) {
+        p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            element_second<kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
+                                                        g + 8 * (e / 2));
+      }
+    });
     // A fragments of queries 16 ks .. 16 ks + 15; register e holds (key g + 8 (e % 2), queries
     // 16 ks + 8 (e / 2) + 2 t and the next) of this warp's 16 keys, which dS stores at
     // [query][key] of the block's 128 (core_offset<kBwdBlockN>).
