@@ -1,9 +1,12 @@
-// The flash attention forward on wgmma (kernels/cuda/flash_attention_wgmma_kernels.cuh, which
-// describes it) with the hardware as its Thread, and its launcher (flash_attention.cuh:
-// flash_attention_wgmma_forward). wgmma is an sm_90a feature: kernels/CMakeLists.txt compiles this
-// file alone for sm_90a (every other .cu for sm_90); where __CUDA_ARCH_FEAT_SM90_ALL is not
-// defined (a device pass for another target) the kernel's body is empty and the launcher is
-// refused at run time by the device check. Compiled, not run on a GPU.
+// The flash attention forward and the backward's main kernel on wgmma
+// (kernels/cuda/flash_attention_wgmma_kernels.cuh, flash_attention_wgmma_backward_kernels.cuh,
+// which describe them) with the hardware as their Thread, and their launchers (flash_attention.cuh:
+// flash_attention_wgmma_forward, flash_attention_wgmma_backward, which runs the mma.sync
+// backward's prep and dQ kernels around its own). wgmma is an sm_90a feature:
+// kernels/CMakeLists.txt compiles this file alone for sm_90a (every other .cu for sm_90); where
+// __CUDA_ARCH_FEAT_SM90_ALL is not defined (a device pass for another target) the kernels' bodies
+// are empty and the launchers are refused at run time by the device check. Compiled, not run on a
+// GPU.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -17,7 +20,8 @@ namespace bench::kernels::cuda {
 
 namespace {
 
-/// CudaThread and the warpgroup MMA of sm_90a (PTX ISA 9.7.15): the Thread of flash_forward_wgmma.
+/// CudaThread and the warpgroup MMA of sm_90a (PTX ISA 9.7.15): the Thread of flash_forward_wgmma
+/// and flash_backward_wgmma.
 struct CudaWgThread : CudaThread {
   __device__ __forceinline__ uint32_t smem_addr(const void* p) const {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -46,6 +50,8 @@ struct CudaWgThread : CudaThread {
 #pragma unroll
     for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
   }
+  /// The same on one address: the backward holds its shared-memory bases at the top of each tile,
+  /// so that the descriptors built from them are recomputed there, not hoisted out of the loop.
   __device__ __forceinline__ void wgmma_hold(uint32_t& r) const { asm volatile("" : "+r"(r)::"memory"); }
   template <int K, int J>
   __device__ __forceinline__ void wgmma_hold(uint32_t (&r)[K][J]) const {
