@@ -10,6 +10,7 @@
 #include "flash_attention.cuh"
 #include "flash_attention_backward_kernels.cuh"
 #include "flash_attention_kernels.cuh"
+#include "flash_backward_launch.cuh"
 #include "flash_thread.cuh"
 
 namespace bench::kernels::cuda {
@@ -75,32 +76,13 @@ void check_launchable(const char* what, int64_t x, int64_t y, const char* y_is,
 static_assert(flash::kFwdBlockM == kernels::kAttentionFlashForwardRows,
               "attention_uses_flash computes the forward's grid with the forward's block of queries");
 
-template <int D, bool kDropout>
-cudaError_t launch_backward_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
-                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
-  constexpr size_t smem = flash::backward_smem_bytes<D>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
-                  static_cast<unsigned>(a.batch * a.n_kv_heads));
-  flash_backward<D, kDropout><<<grid, flash::kBwdThreads, smem, stream>>>(
-      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
-      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
-      a.dropout_seed, a.dropout_step_at);
-  return cudaGetLastError();
-}
-
 /// The mma.sync main kernel (flash_backward) as flash_attention_backward_with's FlashBackwardMain.
 cudaError_t backward_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                           const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
-  // Dropout is a template parameter: its index arithmetic and hashing cost registers that the
-  // kernels without it should not pay.
-  if (a.dropout > 0)
-    return a.d_head == 64 ? launch_backward_main<64, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
-                          : launch_backward_main<128, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
-  return a.d_head == 64 ? launch_backward_main<64, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
-                        : launch_backward_main<128, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
+    return launch_backward_main(flash_backward<D, kDropout>, flash::backward_smem_bytes<D>(), flash::kBwdThreads,
+                                stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  });
 }
 
 /// The prep kernel, `main`, and the dQ kernel.

@@ -14,6 +14,7 @@
 #include "flash_attention.cuh"
 #include "flash_attention_wgmma_backward_kernels.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
+#include "flash_backward_launch.cuh"
 #include "flash_thread.cuh"
 
 namespace bench::kernels::cuda {
@@ -193,33 +194,13 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
 #endif
 }
 
-template <int D, bool kDropout>
-cudaError_t launch_backward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv,
-                                  const uint16_t* dout, const float* lse, const float* dvec, float* dq_accum,
-                                  uint16_t* dqkv) {
-  constexpr size_t smem = flash::wgmma_backward_smem_bytes<D>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_backward_wgmma<D, kDropout>,
-                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (err != cudaSuccess) return err;
-  // The mma.sync backward's grid: 128-key blocks in x (causal, the first ones see the most query
-  // tiles and start first), (batch, kv head) in y.
-  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
-                  static_cast<unsigned>(a.batch * a.n_kv_heads));
-  flash_backward_wgmma<D, kDropout><<<grid, flash::kWgThreads, smem, stream>>>(
-      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
-      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
-      a.dropout_seed, a.dropout_step_at);
-  return cudaGetLastError();
-}
-
 /// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain.
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
-  if (a.dropout > 0)
-    return a.d_head == 64 ? launch_backward_wgmma<64, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
-                          : launch_backward_wgmma<128, true>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
-  return a.d_head == 64 ? launch_backward_wgmma<64, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv)
-                        : launch_backward_wgmma<128, false>(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
+    return launch_backward_main(flash_backward_wgmma<D, kDropout>, flash::wgmma_backward_smem_bytes<D>(),
+                                flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  });
 }
 
 /// What both wgmma kernels refuse, `what` naming which: the variants the mma.sync kernels refuse,
