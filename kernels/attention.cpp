@@ -25,8 +25,8 @@ BENCH_KERNEL_TYPES(flash_attention,
                    "_backward: the flash core)",
                    0);
 BENCH_KERNEL_TYPES(flash_attention_wgmma,
-                   "the bf16 flash forward on Hopper's wgmma (sm_90a; compiled, not yet run on a GPU: only core = "
-                   "\"flash_wgmma\" runs it)",
+                   "the bf16 flash forward and backward on Hopper's wgmma (sm_90a; compiled, not yet run on a GPU: "
+                   "only core = \"flash_wgmma\" runs them)",
                    0);
 BENCH_KERNEL_TYPES(attention_cudnn_forward, "cuDNN's fused SDPA on the qkv rows, the baseline (CUDA, bf16)", 0);
 BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
@@ -464,6 +464,26 @@ void attention_flash_wgmma_forward(const Exec& exec, const AttentionArgs& a, con
   tile::KernelScope scope(exec, "attention forward (flash wgmma)");
   if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(tile::bf16), false, false));
   require_cuda_backend("attention_flash_wgmma_forward").flash_wgmma_forward(exec.stream, a, qkv, out, row_max, state);
+}
+
+std::string attention_flash_wgmma_backward_refusal(const Exec& exec, const AttentionArgs& a) {
+  std::string why;
+  if (!supports<tile::bf16>(exec, "flash_attention_wgmma", &why)) return why;
+  if (!attention_uses_flash(a))
+    return "the bf16 flash kernels do not take this variant (d_head 64 or 128, a window only when causal, "
+           "materialize off, grids within CUDA's limits)";
+  return require_cuda_backend("attention_flash_wgmma_backward").flash_wgmma_backward_refusal(a);
+}
+
+void attention_flash_wgmma_backward(const Exec& exec, const AttentionArgs& a, const tile::bf16* qkv,
+                                    const tile::bf16* out, tile::bf16* state, const tile::bf16* dout,
+                                    tile::bf16* dqkv) {
+  if (const std::string why = attention_flash_wgmma_backward_refusal(exec, a); !why.empty())
+    throw std::invalid_argument("attention_flash_wgmma_backward: " + why);
+  tile::KernelScope scope(exec, "attention backward (flash wgmma)");
+  if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(tile::bf16), true, false));
+  require_cuda_backend("attention_flash_wgmma_backward")
+      .flash_wgmma_backward(exec.stream, a, qkv, out, dout, state, dqkv);
 }
 
 // --- the cuDNN SDPA baseline: the checks here, cuDNN in kernels/cuda --------------------------

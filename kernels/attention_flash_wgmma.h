@@ -1,10 +1,13 @@
-// defines: attention_flash_wgmma_refusal, attention_flash_wgmma_forward — the bf16 flash forward
-//          on Hopper's warpgroup MMA (kernels/cuda/flash_attention_wgmma_kernels.cuh: wgmma,
-//          sm_90a), as the flash_wgmma core calls it; the launcher is in attention.cpp
+// defines: attention_flash_wgmma_refusal, attention_flash_wgmma_forward,
+//          attention_flash_wgmma_backward_refusal, attention_flash_wgmma_backward — the bf16 flash
+//          forward and backward on Hopper's warpgroup MMA (kernels/cuda/flash_attention_wgmma_kernels.cuh,
+//          flash_attention_wgmma_backward_kernels.cuh: wgmma, sm_90a), as the flash_wgmma core calls
+//          them; the launchers are in attention.cpp
 //
 // Compiled for sm_90a and checked by the CPU warp emulator, NOT yet run on a GPU: nothing takes
-// it by default (core = "auto" never picks it); `core = "flash_wgmma"` asks for it, with the
-// mma.sync backward of attention_backward (the same state: the log-sum-exp, then the workspace).
+// them by default (core = "auto" never picks them); `core = "flash_wgmma"` asks for them. They
+// share the flash path's state (the log-sum-exp, then the backward's workspace) with the mma.sync
+// kernels, whose backward the core runs where the wgmma one refuses.
 #pragma once
 
 #include <string>
@@ -26,5 +29,16 @@ std::string attention_flash_wgmma_refusal(const Exec& exec, const AttentionArgs&
 /// std::invalid_argument with attention_flash_wgmma_refusal's reason where it cannot run.
 void attention_flash_wgmma_forward(const Exec& exec, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                    float* row_max, tile::bf16* state);
+
+/// Why attention_flash_wgmma_backward cannot run `a` on `exec`'s target in bf16, one line; "" when
+/// it can (the same conditions as the forward's, with the backward's grid). Never throws.
+std::string attention_flash_wgmma_backward_refusal(const Exec& exec, const AttentionArgs& a);
+
+/// attention_backward's bf16 flash contract (`state` as the flash forward left it: the
+/// log-sum-exp, then the workspace it writes) with the main kernel on wgmma
+/// (kernels/cuda/flash_attention_wgmma_backward_kernels.cuh). Throws std::invalid_argument with
+/// attention_flash_wgmma_backward_refusal's reason where it cannot run.
+void attention_flash_wgmma_backward(const Exec& exec, const AttentionArgs& a, const tile::bf16* qkv,
+                                    const tile::bf16* out, tile::bf16* state, const tile::bf16* dout, tile::bf16* dqkv);
 
 }  // namespace bench::kernels

@@ -76,6 +76,11 @@ class CudaBackend {
   virtual void flash_wgmma_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
                                    float* row_max, void* state) const = 0;
   virtual std::string flash_wgmma_refusal(const AttentionArgs& a) const = 0;
+  /// The bf16 flash backward with its main kernel on wgmma (flash_attention_wgmma_backward;
+  /// sm_90a), flash_backward's contract and `state`, and why it cannot run `a` here ("" when it can).
+  virtual void flash_wgmma_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,
+                                    const tile::bf16* dout, void* state, tile::bf16* dqkv) const = 0;
+  virtual std::string flash_wgmma_backward_refusal(const AttentionArgs& a) const = 0;
   /// The float32 flash attention (kernels/cuda/flash_attention.cuh, flash_attention_f32_*):
   /// `state` holds the log-sum-exp [B, H, T], then (attention_flash_workspace_offset floats on)
   /// the backward's workspace (attention_flash_f32_state_size floats in all).

@@ -110,6 +110,16 @@ class Backend final : public CudaBackend {
        "attention: flash forward (wgmma)");
   }
   std::string flash_wgmma_refusal(const AttentionArgs& a) const override { return flash_attention_wgmma_refusal(a); }
+  void flash_wgmma_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,
+                            const tile::bf16* dout, void* state, tile::bf16* dqkv) const override {
+    auto* lse = static_cast<float*>(state);
+    ok(flash_attention_wgmma_backward(static_cast<cudaStream_t>(stream), a, qkv, out, dout, lse, dqkv,
+                                      lse + attention_flash_workspace_offset(a)),
+       "attention: flash backward (wgmma)");
+  }
+  std::string flash_wgmma_backward_refusal(const AttentionArgs& a) const override {
+    return flash_attention_wgmma_backward_refusal(a);
+  }
   void flash_f32_forward(void* stream, const AttentionArgs& a, const float* qkv, float* out, float* row_max,
                          float* state) const override {
     ok(flash_attention_f32_forward(static_cast<cudaStream_t>(stream), a, qkv, out, row_max, state),

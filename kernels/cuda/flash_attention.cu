@@ -10,6 +10,7 @@
 #include "flash_attention.cuh"
 #include "flash_attention_backward_kernels.cuh"
 #include "flash_attention_kernels.cuh"
+#include "flash_backward_launch.cuh"
 #include "flash_thread.cuh"
 
 namespace bench::kernels::cuda {
@@ -75,23 +76,26 @@ void check_launchable(const char* what, int64_t x, int64_t y, const char* y_is,
 static_assert(flash::kFwdBlockM == kernels::kAttentionFlashForwardRows,
               "attention_uses_flash computes the forward's grid with the forward's block of queries");
 
-template <int D, bool kDropout>
+/// The mma.sync main kernel (flash_backward) as flash_attention_backward_with's FlashBackwardMain.
+cudaError_t backward_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
+                          const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
+  return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
+    return launch_backward_main(flash_backward<D, kDropout>, flash::backward_smem_bytes<D>(), flash::kBwdThreads,
+                                stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  });
+}
+
+/// The prep kernel, `main`, and the dQ kernel.
+template <int D>
 cudaError_t launch_backward(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* out,
-                            const uint16_t* dout, const float* lse, uint16_t* dqkv, float* dvec, float* dq_accum) {
+                            const uint16_t* dout, const float* lse, uint16_t* dqkv, float* dvec, float* dq_accum,
+                            FlashBackwardMain main) {
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
   const int64_t rows = a.batch * a.n_heads * a.seq;
   flash_backward_prep<D><<<static_cast<unsigned>((rows + kWarps - 1) / kWarps), kThreads, 0, stream>>>(
       out, dout, dvec, dq_accum, a.seq, n_h, rows);
-  constexpr size_t smem = flash::backward_smem_bytes<D>();
-  cudaError_t err = cudaFuncSetAttribute(flash_backward<D, kDropout>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(smem));
+  const cudaError_t err = main(stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
   if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
-                  static_cast<unsigned>(a.batch * n_kv));
-  flash_backward<D, kDropout><<<grid, flash::kBwdThreads, smem, stream>>>(
-      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, n_h, n_kv, static_cast<float>(a.scale),
-      static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed,
-      a.dropout_step_at);
   const int64_t pairs = rows * D / 2;
   flash_backward_dq<D>
       <<<static_cast<unsigned>((pairs + 255) / 256), 256, 0, stream>>>(dq_accum, dqkv, a.seq, n_h, n_kv, pairs);
@@ -146,6 +150,12 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a) {
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace) {
+  return flash_attention_backward_with(stream, a, qkv, out, dout, lse, dqkv, workspace, backward_main);
+}
+
+cudaError_t flash_attention_backward_with(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                          const tile::bf16* out, const tile::bf16* dout, const float* lse,
+                                          tile::bf16* dqkv, void* workspace, FlashBackwardMain main) {
   if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
     return cudaErrorNotSupported;
@@ -159,11 +169,8 @@ cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a
   const auto* o = reinterpret_cast<const uint16_t*>(out);
   const auto* d_o = reinterpret_cast<const uint16_t*>(dout);
   auto* dx = reinterpret_cast<uint16_t*>(dqkv);
-  if (a.dropout > 0)
-    return a.d_head == 64 ? launch_backward<64, true>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
-                          : launch_backward<128, true>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
-  return a.d_head == 64 ? launch_backward<64, false>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum)
-                        : launch_backward<128, false>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum);
+  return a.d_head == 64 ? launch_backward<64>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum, main)
+                        : launch_backward<128>(stream, a, in, o, d_o, lse, dx, dvec, dq_accum, main);
 }
 
 }  // namespace bench::kernels::cuda

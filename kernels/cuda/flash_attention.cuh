@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "../attention.h"
@@ -55,6 +56,34 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a);
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace);
+
+/// The main kernel of a flash backward (dK, dV into dqkv, dQ added to dq_accum), launched by
+/// flash_attention_backward_with between the prep kernel (dvec = D, dq_accum zeroed) and the dQ
+/// kernel (dq_accum to bf16), on raw bf16 bits; it returns cudaSuccess or the launch's error.
+using FlashBackwardMain = cudaError_t (*)(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv,
+                                          const uint16_t* dout, const float* lse, const float* dvec, float* dq_accum,
+                                          uint16_t* dqkv);
+
+/// flash_attention_backward with another main kernel (`main`): the same checks, workspace, prep
+/// and dQ kernels. flash_attention_backward passes the mma.sync one, and
+/// flash_attention_wgmma_backward the wgmma one.
+cudaError_t flash_attention_backward_with(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                          const tile::bf16* out, const tile::bf16* dout, const float* lse,
+                                          tile::bf16* dqkv, void* workspace, FlashBackwardMain main);
+
+/// The bf16 backward with its main kernel on Hopper's warpgroup MMA
+/// (flash_attention_wgmma_backward_kernels.cuh: wgmma, sm_90a only): the contract of
+/// flash_attention_backward, every variant, d_head 64 or 128, the same workspace. Compiled and
+/// checked by the CPU emulator, NOT yet run on a GPU (docs/kernels.md, "Flash attention backward
+/// on wgmma"). What flash_attention_wgmma_backward_refusal names returns cudaErrorNotSupported
+/// without launching.
+cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                           const tile::bf16* out, const tile::bf16* dout, const float* lse,
+                                           tile::bf16* dqkv, void* workspace);
+
+/// Why flash_attention_wgmma_backward cannot run `a` on the current device (one line), or "": a
+/// shape the mma.sync backward refuses, a device other than compute capability 9.0, a grid too tall.
+std::string flash_attention_wgmma_backward_refusal(const AttentionArgs& a);
 
 /// Float32 flash attention forward (kernels/cuda/flash_attention_f32_kernels.cuh): the contract of
 /// flash_attention_forward in float32, computed in float32 with FFMA (no TF32, no bf16 rounding),

@@ -155,43 +155,59 @@ struct ElementArgs {
   int64_t drop0, n_t;  // dropout's index of (query m0, key k0): ((b H + h) T + m0) T + k0
 };
 
-/// P^T and dS^T in place of S^T and dP^T for one warp's 16 keys x 64 queries. Logits in base 2:
-/// the scale and log2 e are one factor (lse_s holds lse log2 e); with a soft-cap (kSoftcap),
-/// x = cap tanh(s scale / cap) and its derivative scale (1 - tanh^2) are exact. kMasked: the
-/// slab is not interior, so every pair is checked.
+/// The element step's part that needs S^T alone, for one element (query ql of the tile): with a
+/// soft-cap (kSoftcap) c = tanh(s cap_in), cap_in = scale / cap; else p = exp2(s scale2 -
+/// lse_s[ql]), scale2 = scale log2 e and lse_s holding lse log2 e (logits in base 2), unmasked (a
+/// masked one may be +inf). ElementArgs's fields, passed alone: the rest of it is not needed yet.
+template <bool kSoftcap, class Thread>
+BENCH_FLASH_FN float element_first(Thread& th, float s, const float* lse_s, float scale2, float cap_in, int ql) {
+  if constexpr (kSoftcap)
+    return tanhf(s * cap_in);
+  else
+    return th.exp2(s * scale2 - lse_s[ql]);
+}
+
+/// The rest for one element (query ql, key kl of the slab): P^T and dS^T in place of
+/// element_first's result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale
+/// (1 - c^2) are exact. kMasked: the slab is not interior, so the pair is checked.
+template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
+BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, int kl) {
+  float x2 = s, dscale = a.scale;
+  if constexpr (kSoftcap) {
+    x2 = a.cap_out * s;
+    dscale = (1.f - s * s) * a.scale;
+  }
+  float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
+  if constexpr (kMasked) {
+    const int diff = a.rel.diff + kl - ql;  // key - query
+    const bool visible =
+        kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) && (a.rel.window == 0 || diff > -a.rel.window);
+    p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
+  }
+  // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
+  // mask; D = rowsum(dO O) already holds it (O was computed with it).
+  float keep = 1.f;
+  if constexpr (kDropout) {
+    const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
+    keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
+  }
+  s = p * keep;
+  dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
+}
+
+/// P^T and dS^T in place of S^T and dP^T for one warp's 16 keys x 64 queries: element_first and
+/// element_second, element by element (the wgmma backward runs the first on all of S^T while
+/// dP^T's products are in flight). Register j, e holds (key g + 8 (e / 2), query 8 j + 2 t + e % 2).
 template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
 BENCH_FLASH_FN void p_and_ds(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&dp)[kBwdBlockM / 8][4],
                              const ElementArgs& a, int g, int t) {
-  const float* d_s = a.lse_s + kBwdBlockM;
 #pragma unroll
   for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
-      float x2, dscale = a.scale;
-      if constexpr (kSoftcap) {
-        const float c = tanhf(s[j][e] * a.cap_in);
-        x2 = a.cap_out * c;
-        dscale = (1.f - c * c) * a.scale;
-      } else {
-        x2 = s[j][e] * a.scale2;
-      }
-      float p = th.exp2(x2 - a.lse_s[ql]);
-      if constexpr (kMasked) {
-        const int diff = a.rel.diff + kl - ql;  // key - query
-        const bool visible = kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) &&
-                             (a.rel.window == 0 || diff > -a.rel.window);
-        p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
-      }
-      // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
-      // mask; D = rowsum(dO O) already holds it (O was computed with it).
-      float keep = 1.f;
-      if constexpr (kDropout) {
-        const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
-        keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
-      }
-      s[j][e] = p * keep;
-      dp[j][e] = p * (dp[j][e] * keep - d_s[ql]) * dscale;
+      s[j][e] = element_first<kSoftcap>(th, s[j][e], a.lse_s, a.scale2, a.cap_in, ql);
+      element_second<kMasked, kSoftcap, kDropout>(th, s[j][e], dp[j][e], a, ql, kl);
     }
 }
 

@@ -1,22 +1,28 @@
-// The flash attention forward on wgmma (kernels/cuda/flash_attention_wgmma_kernels.cuh, which
-// describes it) with the hardware as its Thread, and its launcher (flash_attention.cuh:
-// flash_attention_wgmma_forward). wgmma is an sm_90a feature: kernels/CMakeLists.txt compiles this
-// file alone for sm_90a (every other .cu for sm_90); where __CUDA_ARCH_FEAT_SM90_ALL is not
-// defined (a device pass for another target) the kernel's body is empty and the launcher is
-// refused at run time by the device check. Compiled, not run on a GPU.
+// The flash attention forward and the backward's main kernel on wgmma
+// (kernels/cuda/flash_attention_wgmma_kernels.cuh, flash_attention_wgmma_backward_kernels.cuh,
+// which describe them) with the hardware as their Thread, and their launchers (flash_attention.cuh:
+// flash_attention_wgmma_forward, flash_attention_wgmma_backward, which runs the mma.sync
+// backward's prep and dQ kernels around its own). wgmma is an sm_90a feature:
+// kernels/CMakeLists.txt compiles this file alone for sm_90a (every other .cu for sm_90); where
+// __CUDA_ARCH_FEAT_SM90_ALL is not defined (a device pass for another target) the kernels' bodies
+// are empty and the launchers are refused at run time by the device check. Compiled, not run on a
+// GPU.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "flash_attention.cuh"
+#include "flash_attention_wgmma_backward_kernels.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
+#include "flash_backward_launch.cuh"
 #include "flash_thread.cuh"
 
 namespace bench::kernels::cuda {
 
 namespace {
 
-/// CudaThread and the warpgroup MMA of sm_90a (PTX ISA 9.7.15): the Thread of flash_forward_wgmma.
+/// CudaThread and the warpgroup MMA of sm_90a (PTX ISA 9.7.15): the Thread of flash_forward_wgmma
+/// and flash_backward_wgmma.
 struct CudaWgThread : CudaThread {
   __device__ __forceinline__ uint32_t smem_addr(const void* p) const {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -32,6 +38,11 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void wgmma_wait() const {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   }
+  /// st.shared.b16 at a shared-window address (the generic proxy: fence_proxy_async before a
+  /// wgmma reads it).
+  __device__ __forceinline__ void store_shared_b16(uint32_t address, uint16_t v) const {
+    asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(address), "h"(v) : "memory");
+  }
   /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
   /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
   /// after each wait and before each wgmma.fence, on P's fragments before theirs.
@@ -40,6 +51,9 @@ struct CudaWgThread : CudaThread {
 #pragma unroll
     for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
   }
+  /// The same on one address: the backward holds its shared-memory bases at the top of each tile,
+  /// so that the descriptors built from them are recomputed there, not hoisted out of the loop.
+  __device__ __forceinline__ void wgmma_hold(uint32_t& r) const { asm volatile("" : "+r"(r)::"memory"); }
   template <int K, int J>
   __device__ __forceinline__ void wgmma_hold(uint32_t (&r)[K][J]) const {
 #pragma unroll
@@ -50,9 +64,17 @@ struct CudaWgThread : CudaThread {
   /// d (64 x N, this thread's N / 2) = A B + (accumulate ? d : 0), A and B from shared memory.
   template <int N, int kTransB>
   __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) const {
-    static_assert(N == 64 || N == 128, "the shapes the forward uses");
+    static_assert(N == 32 || N == 64 || N == 128, "the shapes the kernels use (32: the backward's dQ at d 64)");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    if constexpr (N == 64) {
+    if constexpr (N == 32) {
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+          "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
+          "%12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+            "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+    } else if constexpr (N == 64) {
       asm volatile(
           "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
@@ -156,26 +178,69 @@ cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, co
   return cudaGetLastError();
 }
 
-}  // namespace
+template <int D, bool kDropout>
+__global__ void __launch_bounds__(flash::kWgThreads, 1)
+    flash_backward_wgmma(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
+                         const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dq_accum,
+                         uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
+                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_backward_wgmma<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap,
+                                           window, causal, dropout, dropout_seed_of(seed, step_at));
+#else
+  (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t, (void)n_h, (void)n_kv;
+  (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
+#endif
+}
 
-std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
+/// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain.
+cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
+                                const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
+  return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
+    return launch_backward_main(flash_backward_wgmma<D, kDropout>, flash::wgmma_backward_smem_bytes<D>(),
+                                flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+  });
+}
+
+/// What both wgmma kernels refuse, `what` naming which: the variants the mma.sync kernels refuse,
+/// a device that is not compute capability 9.0 (sm_90a code runs there alone), a grid y past 65535.
+std::string wgmma_refusal(const AttentionArgs& a, const char* what, int64_t grid_y) {
+  const std::string name = what;
   if (a.dropout < 0 || a.dropout >= 1 || (a.d_head != 64 && a.d_head != 128) || (a.window > 0 && !a.causal) ||
       a.n_kv_heads <= 0 || a.n_heads % a.n_kv_heads != 0)
-    return "the wgmma flash forward takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
+    return name +
+           " takes what the mma.sync one does: d_head 64 or 128, a window only when causal, "
            "H a multiple of Hkv, a dropout rate in [0, 1)";
   int device = 0, major = 0, minor = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-    return "the wgmma flash forward: no CUDA device";
-  // sm_90a code runs on compute capability 9.0 alone.
+    return name + ": no CUDA device";
   if (major != 9 || minor != 0)
-    return "the wgmma flash forward needs an sm_90a device (compute capability 9.0, Hopper); this one is " +
-           std::to_string(major) + "." + std::to_string(minor);
+    return name + " needs an sm_90a device (compute capability 9.0, Hopper); this one is " + std::to_string(major) +
+           "." + std::to_string(minor);
+  if (grid_y > kernels::kCudaMaxGridY) return name + ": grid y of " + std::to_string(grid_y) + " > 65535";
+  return "";
+}
+
+}  // namespace
+
+std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
-  if (y > kernels::kCudaMaxGridY) return "the wgmma flash forward: grid y of " + std::to_string(y) + " > 65535";
-  return "";
+  return wgmma_refusal(a, "the wgmma flash forward", y);
+}
+
+std::string flash_attention_wgmma_backward_refusal(const AttentionArgs& a) {
+  return wgmma_refusal(a, "the wgmma flash backward", a.batch * a.n_kv_heads);
+}
+
+cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
+                                           const tile::bf16* out, const tile::bf16* dout, const float* lse,
+                                           tile::bf16* dqkv, void* workspace) {
+  if (!flash_attention_wgmma_backward_refusal(a).empty()) return cudaErrorNotSupported;
+  return flash_attention_backward_with(stream, a, qkv, out, dout, lse, dqkv, workspace, backward_wgmma_main);
 }
 
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,

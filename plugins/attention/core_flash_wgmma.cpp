@@ -1,10 +1,12 @@
-// The flash_wgmma core: the bf16 flash forward on Hopper's warpgroup MMA
-// (kernels/cuda/flash_attention_wgmma_kernels.cuh: wgmma, sm_90a) and the mma.sync flash backward
-// (the same state as the flash core: the log-sum-exp, then the backward's workspace). Compiled
-// and checked by the CPU warp emulator, NOT yet run on a GPU: `core = "auto"` never takes it (its
-// prefers answers false); a layer gets it only by `core = "flash_wgmma"`, and where it cannot run
-// (not CUDA in bf16, a variant the bf16 flash kernels refuse, a device that is not compute
-// capability 9.0) setup says why in one line. The entropy probe recomputes from qkv.
+// The flash_wgmma core: the bf16 flash forward and backward on Hopper's warpgroup MMA
+// (kernels/cuda/flash_attention_wgmma_kernels.cuh, flash_attention_wgmma_backward_kernels.cuh:
+// wgmma, sm_90a), with the flash core's state (the log-sum-exp, then the backward's workspace);
+// where the wgmma backward refuses a call (its refusal is not empty) the mma.sync flash backward
+// runs, as before it existed. Compiled and checked by the CPU warp emulator, NOT yet run on a GPU:
+// `core = "auto"` never takes it (its prefers answers false); a layer gets it only by
+// `core = "flash_wgmma"`, and where it cannot run (not CUDA in bf16, a variant the bf16 flash
+// kernels refuse, a device that is not compute capability 9.0) setup says why in one line. The
+// entropy probe recomputes from qkv.
 #include "core.h"
 #include "kernels/attention_flash_wgmma.h"
 
@@ -27,7 +29,14 @@ class FlashWgmmaCore final : public AttentionCore {
 
   void backward(RunContext& ctx, const kernels::AttentionArgs& args, const Tensor& qkv, const Tensor& out,
                 const Tensor& dout, Tensor& dqkv) override {
-    // attention_backward takes the flash path here (attention_flash_wgmma_refusal required it).
+    if (kernels::attention_flash_wgmma_backward_refusal(ctx.exec, args).empty()) {
+      kernels::attention_flash_wgmma_backward(ctx.exec, args, qkv.data<tile::bf16>(), out.data<tile::bf16>(),
+                                              state_.data<tile::bf16>(), dout.data<tile::bf16>(),
+                                              dqkv.data<tile::bf16>());
+      return;
+    }
+    // The mma.sync flash backward (attention_backward takes the flash path: attention_flash_wgmma_refusal
+    // required it).
     kernels::attention_backward<tile::bf16>(ctx.exec, args, qkv.data<tile::bf16>(), out.data<tile::bf16>(),
                                             state_.data<tile::bf16>(), dout.data<tile::bf16>(), dqkv.data<tile::bf16>(),
                                             nullptr);
@@ -53,8 +62,8 @@ bool never(const CoreQuery&) { return false; }
 }  // namespace
 
 BENCH_ATTENTION_CORE(FlashWgmmaCore, "flash_wgmma",
-                     "our bf16 flash forward on Hopper's wgmma (sm_90a; compiled, NOT yet run on a GPU: never taken "
-                     "by auto) with the mma.sync flash backward",
+                     "our bf16 flash forward and backward on Hopper's wgmma (sm_90a; compiled, NOT yet run on a GPU: "
+                     "never taken by auto; the mma.sync flash backward where the wgmma one refuses)",
                      flash_wgmma_unsupported, never, nullptr)
 
 }  // namespace bench::attention

@@ -352,7 +352,7 @@ void bandwidth_rows(test::CheckTable& t) {
 
 #include "cuda_check_device.cuh"   // the CUDA-only checks and the attention rates
 #include "cuda_check_flash32.cuh"  // the float32 flash attention against float64, and its rates
-#include "cuda_check_wgmma.cuh"    // the bf16 wgmma flash forward (sm_90a) against float64, and its rate
+#include "cuda_check_wgmma.cuh"    // the bf16 wgmma flash forward, backward (sm_90a) against float64, their rates
 
 namespace {
 
@@ -381,7 +381,9 @@ void list() {
                         "attention/flash f32 forward/<norms|big>",
                         "attention/flash f32 backward/<norms|big>",
                         "wgmma/<case>/forward",
-                        "attention/flash wgmma forward"})
+                        "wgmma/<case>/backward",
+                        "attention/flash wgmma forward",
+                        "attention/flash wgmma backward"})
     std::printf("%s\n", c);
 }
 

@@ -1,15 +1,19 @@
-// The part of tests/cuda/cuda_check.cu for the bf16 flash forward on wgmma
-// (kernels/cuda/flash_attention_wgmma_kernels.cuh, sm_90a): its outputs against the float64
-// references for the variants of the mma.sync forward, and its rate at the issue's shape beside
-// the mma.sync forward's. Written without a GPU (compiled for sm_90a, checked by the CPU
-// emulator): these rows are its first run on one. Where it cannot run (not compute capability
-// 9.0), every row is skipped with the reason. Included by cuda_check.cu only, after its helpers.
+// The part of tests/cuda/cuda_check.cu for the bf16 flash forward and backward on wgmma
+// (kernels/cuda/flash_attention_wgmma_kernels.cuh, flash_attention_wgmma_backward_kernels.cuh,
+// sm_90a): their outputs against the float64 references for the variants of the mma.sync
+// kernels, and their rates at the issue's shape beside the mma.sync kernels'. Written without a
+// GPU (compiled for sm_90a, checked by the CPU emulator): these rows are their first run on one. Where it cannot run
+// (not compute capability 9.0), every row is skipped with the reason. Included by cuda_check.cu only, after its
+// helpers.
 #pragma once
 
 namespace {
 
 /// "wgmma/<case>/forward": out (bf16 tolerances of the mma.sync forward: 2e-2), row max and lse
 /// (1e-3: float softmax statistics; lse from bf16 scores) against float64, on NaN-poisoned outputs.
+/// "wgmma/<case>/backward": dqkv of the wgmma backward (after the mma.sync forward, whose out and
+/// lse it takes, so that a failure is the backward's) against float64 with the tolerances of the
+/// mma.sync backward's emulation test (2e-2 of the largest |reference| + 3e-2 relative), NaN-poisoned.
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -53,12 +57,36 @@ void wgmma_checks(test::CheckTable& t) {
         return CheckResult::fail("lse: " + l.detail);
       return r;
     });
+    t.run("wgmma/" + name + "/backward", [&, args = args] {
+      if (!g_setup.cuda) return cuda_only();
+      if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
+        return CheckResult::skipped(why);
+      const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+      const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
+      const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
+      const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 48);
+      const auto dout = random_vec<bf16>(n_out, 49);
+      std::vector<double> qkv64, dout64, ref;
+      for (const bf16 v : qkv) qkv64.push_back(to_double(v));
+      for (const bf16 v : dout) dout64.push_back(to_double(v));
+      kernels::attention_backward_reference(args, qkv64, dout64, ref);
+      Buf<bf16> in(qkv), d_o(dout), out(n_out), dqkv(std::vector<bf16>(qkv.size(), tile::float_to_bf16(NAN)));
+      Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
+      Buf<char> work(kernels::cuda::flash_attention_backward_workspace(args));
+      CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, in.get(), out.get(), nullptr, lse.get()));
+      CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, in.get(), out.get(), d_o.get(), lse.get(),
+                                                            dqkv.get(), work.get()));
+      double scale = 0;
+      for (const double v : ref) scale = std::max(scale, std::abs(v));
+      return compare(ref, dqkv.host(), 2e-2 * scale, 3e-2);
+    });
   }
 }
 
-/// "attention/flash wgmma forward": TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
-/// "attention/flash forward" is the mma.sync forward at the same shape), and how far its output
-/// is from the mma.sync forward's there (the float64 reference is too slow at this size).
+/// "attention/flash wgmma forward" and "... backward": TFLOP/s at B=4 H=16 T=4096 dh=128 causal
+/// (the issue's shape; "attention/flash forward" and "... backward" are the mma.sync kernels at
+/// the same shape), and how far their outputs are from the mma.sync kernels' there (the float64
+/// reference is too slow at this size).
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
@@ -87,6 +115,44 @@ void wgmma_rates(test::CheckTable& t) {
       return CheckResult::fail(fmt("output differs from the mma.sync forward's by up to %.3g", worst));
     return CheckResult::info(flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
                              fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal; |out - mma.sync's| <= %.3g",
+                                 ms.median, ms.min, ms.max, worst));
+  });
+  // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
+  // backward" is the mma.sync backward at the same shape). Both run after the mma.sync forward.
+  t.run("attention/flash wgmma backward", [&] {
+    if (!g_setup.cuda) return cuda_only();
+    if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(big); !why.empty())
+      return CheckResult::skipped(why);
+    const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+    const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
+    const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
+    const size_t n_in = static_cast<size_t>(big.batch * big.seq * width);
+    Buf<bf16> qkv(random_vec<bf16>(n_in, 32)), out(n_out), dout(random_vec<bf16>(n_out, 33)), dqkv(n_in), ref(n_in);
+    Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
+    Buf<char> work(kernels::cuda::flash_attention_backward_workspace(big));
+    CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
+    CUDA_OK(kernels::cuda::flash_attention_backward(stream, big, qkv.get(), out.get(), dout.get(), lse.get(), ref.get(),
+                                                    work.get()));
+    const Times ms = time_ms(
+        [&] {
+          CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, big, qkv.get(), out.get(), dout.get(),
+                                                                lse.get(), dqkv.get(), work.get()));
+        },
+        10);
+    // dQ sums atomics in another order, dK and dV come from other tensor-core instructions: bf16
+    // gradients of this size agree to a few units of their last place, measured against the largest.
+    const std::vector<bf16> a = dqkv.host(), b = ref.host();
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double d = std::abs(to_double(a[i]) - to_double(b[i]));
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+      largest = std::max(largest, std::abs(to_double(b[i])));
+    }
+    if (!(worst <= 2e-2 * largest))
+      return CheckResult::fail(
+          fmt("dqkv differs from the mma.sync backward's by up to %.3g (largest |dqkv| %.3g)", worst, largest));
+    return CheckResult::info(2.5 * flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
+                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal; |dqkv - mma.sync's| <= %.3g",
                                  ms.median, ms.min, ms.max, worst));
   });
 }

@@ -15,6 +15,7 @@
 #include "attention.h"
 #include "cuda/flash_attention_backward_kernels.cuh"
 #include "cuda/flash_attention_kernels.cuh"
+#include "cuda/flash_attention_wgmma_backward_kernels.cuh"
 #include "cuda/flash_attention_wgmma_kernels.cuh"
 #include "warp_emulator.h"
 
@@ -123,7 +124,9 @@ void check_forward(const AttentionArgs& a) {
   for (size_t i = 0; i < lse.size(); ++i) ASSERT_TRUE(lse[i] >= row_max[i] - 1e-5f) << i;
 }
 
-template <int D>
+/// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
+/// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh, against float64.
+template <int D, bool kWgmma = false>
 void check_backward(const AttentionArgs& a) {
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * D;
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * width), 33);
@@ -139,13 +142,19 @@ void check_backward(const AttentionArgs& a) {
     flash::flash_backward_prep<D>(th, out.data(), dout.data(), dvec.data(), dq_accum.data(), a.seq, n_h, rows);
   });
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
-    flash::flash_backward<D, kDropout>(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(),
-                                       dqkv.data(), a.seq, n_h, n_kv, static_cast<float>(a.scale),
-                                       static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
-                                       a.dropout_seed);
+    const auto run = [&](auto kernel) {
+      kernel(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv,
+             static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+             static_cast<float>(a.dropout), a.dropout_seed);
+    };
+    if constexpr (kWgmma)
+      run(flash::flash_backward_wgmma<D, kDropout, EmulatedThread>);
+    else
+      run(flash::flash_backward<D, kDropout, EmulatedThread>);
   };
-  launch((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN, a.batch * a.n_kv_heads, flash::kBwdThreads,
-         flash::backward_smem_bytes<D>(), [&](EmulatedThread& th) {
+  const size_t smem = kWgmma ? flash::wgmma_backward_smem_bytes<D>() : flash::backward_smem_bytes<D>();
+  launch((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN, a.batch * a.n_kv_heads, flash::kBwdThreads, smem,
+         [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
            else
@@ -184,6 +193,14 @@ TEST_P(FlashEmulation, BackwardMatchesFloat64Reference) {
     check_backward<64>(a);
   else
     check_backward<128>(a);
+}
+
+TEST_P(FlashEmulation, BackwardWgmmaMatchesFloat64Reference) {
+  const AttentionArgs& a = GetParam().args;
+  if (a.d_head == 64)
+    check_backward<64, true>(a);
+  else
+    check_backward<128, true>(a);
 }
 
 std::vector<FlashCase> cases() {

@@ -166,8 +166,21 @@ class EmulatedThread {
   }
   /// fence.proxy.async.shared::cta: this thread's landed cp.async writes become visible to wgmma.
   void fence_proxy_async() {
-    for (const size_t at : landed_) std::memset(block_.unfenced() + at, 0, 16);
+    for (const auto& [at, bytes] : landed_) std::memset(block_.unfenced() + at, 0, bytes);
     landed_.clear();
+  }
+  /// st.shared.b16 at a shared-window address (smem_addr's): like a cp.async write, wgmma sees
+  /// it only after this thread's fence.proxy.async (the generic proxy's write, the async proxy's
+  /// read).
+  void store_shared_b16(uint32_t address, uint16_t v) {
+    const size_t at = address;
+    if (at + sizeof v > block_.shared_bytes() || at % 2 != 0) {
+      wgmma_error(block_.violation(), "st.shared: an address outside shared memory");
+      return;
+    }
+    std::memcpy(block_.shared() + at, &v, sizeof v);
+    std::memset(block_.unfenced() + at, 1, sizeof v);
+    landed_.emplace_back(at, sizeof v);
   }
   /// The GPU's compiler barrier on registers a wgmma uses (flash_attention_wgmma.cu): nothing to do here.
   template <class R>
@@ -217,7 +230,7 @@ class EmulatedThread {
       const auto at = static_cast<size_t>(static_cast<uint8_t*>(c.dst) - block_.shared());
       if (at < block_.shared_bytes()) {
         std::memset(block_.unfenced() + at, 1, 16);
-        landed_.push_back(at);
+        landed_.emplace_back(at, 16);
       }
     }
     group.clear();
@@ -284,7 +297,8 @@ class EmulatedThread {
   int commits_ = 0;
   mutable uint64_t warp_ops_ = 0;
   uint64_t group_ops_ = 0;
-  std::vector<size_t> landed_;  // shared-memory offsets this thread's copies wrote, not yet fenced
+  // Shared-memory offsets and lengths this thread's copies and stores wrote, not yet fenced.
+  std::vector<std::pair<size_t, size_t>> landed_;
   WgmmaState wgmma_;
 };
 

@@ -21,16 +21,16 @@
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
 //   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
 //   wrote while its wgmma was in flight.
-// - Every shared-memory byte a wgmma reads must not hold a cp.async write that its thread has not
-//   yet fenced with fence.proxy.async (cp.async writes through the generic proxy, wgmma reads
-//   through the async proxy).
+// - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b16)
+//   that its thread has not yet fenced with fence.proxy.async (both write through the generic
+//   proxy, wgmma reads through the async proxy).
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
 // What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
-// without a wait (it only requires one fence after each wait), stores to shared memory other
-// than cp.async needing a proxy fence (the kernels here write shared memory only by cp.async), the
-// hardware's order of float additions inside one wgmma (summed here in float, k in order), and
-// the speed of anything.
+// without a wait (it only requires one fence after each wait), stores to shared memory other than
+// cp.async and the Thread's store_shared_b16 needing a proxy fence (the kernels write the shared
+// memory that wgmma reads only by those two, both tracked), the hardware's order of float
+// additions inside one wgmma (summed here in float, k in order), and the speed of anything.
 #pragma once
 
 #include <cstdint>
@@ -105,7 +105,7 @@ inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfe
     return 0.f;
   }
   if (unfenced != nullptr && unfenced[at] != 0)
-    wgmma_error(error, "wgmma: reads a cp.async write that no fence.proxy.async made visible");
+    wgmma_error(error, "wgmma: reads a cp.async write or a store that no fence.proxy.async made visible");
   uint16_t v = 0;
   std::memcpy(&v, shared + at, sizeof v);
   return tile::bf16_to_float(tile::bf16{v});

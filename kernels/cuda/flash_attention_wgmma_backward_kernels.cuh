@@ -1,0 +1,311 @@
+// defines: bench::kernels::flash::flash_backward_wgmma — the main kernel of the flash attention
+//          backward on Hopper's warpgroup MMA (wgmma.mma_async, sm_90a): the mma.sync backward of
+//          flash_attention_backward_kernels.cuh (its prep and dQ kernels, walk, masks, element
+//          step p_and_ds, workspace) with its products on wgmma, the layouts and copies of the wgmma
+//          forward (flash_attention_wgmma_kernels.cuh, wgmma_layout.cuh); compiled by
+//          flash_attention_wgmma.cu, run on the CPU by the warp emulator
+//          (tests/kernels/flash_emulation_test.cpp, FlashEmulation.BackwardWgmma*)
+//
+// Beyond the wgmma forward's Thread it asks store_shared_b16(address, v) (st.shared.b16 at a
+// shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
+// after fence_proxy_async, like a cp.async write).
+//
+// Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
+// head), the same grid and walk over the query heads of the group and their 64-query tiles), now
+// two warpgroups of 64 keys each (wgmma's m64): warp w of the block still owns keys 16 w .. 16 w +
+// 15, so the element step is the mma.sync backward's on the same fragments. K and V (128
+// rows) and two stages of Q and dO (64 rows) sit in shared memory in the core-matrix layout
+// (wgmma_rows_async), dS as [query][key] in the same layout. Per tile and warpgroup:
+//   1. S^T = K Q^T, then dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
+//      K-major B (their rows are the n dimension), a commit group each.
+//   2. P^T and dS^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout,
+//      negative scale). Without dropout in two halves: wait_group 1 (S^T), element_first (the
+//      exponentials, or the soft-cap's tanh) while dP^T's products run, wait_group 0,
+//      element_second; with dropout p_and_ds after wait_group 0. Then rounded into A fragments
+//      (the accumulators of queries 16 ks .. 16 ks + 15 are one m64k16 A), and dS stored to
+//      shared memory as [query][key] (16-bit stores) for dQ.
+//   3. dV += P^T dO and dK += dS^T Q: 2 x 4 wgmma m64nDk16, A from registers, dO / Q as N-major B
+//      (the transpose bit: their rows are the k dimension), one group left in flight.
+//   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
+//      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as a K-major A from shared memory
+//      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
+//      with red.global.add.v2.f32 as the mma.sync backward does.
+// Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
+// dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
+// complete); dQ 32. At most 192 of them live at once (dV, dK with S^T, dP^T; or with the
+// fragments and dQ), the rest of the 255 for addresses, the element step and the loop's state.
+// Only dQ splits N: its M is the tile's 64 queries, which both warpgroups share, so each takes
+// half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
+// No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
+// depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
+// and dS^T are masked to zero. Not done: TMA, warp specialization, the two warpgroups out of
+// lockstep, dQ by bulk reductions rather than per-thread atomics. Compiled for sm_90a, checked by
+// the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention backward on wgmma").
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "flash_attention_backward_kernels.cuh"
+#include "flash_attention_wgmma_kernels.cuh"
+#include "wgmma_layout.cuh"
+
+#if !defined(__CUDACC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#endif
+
+namespace bench::kernels::flash {
+
+static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
+              "the mma.sync backward's block: two warpgroups of 64 keys");
+static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
+
+/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
+/// (kBwdBlockM rows each), dS (kBwdBlockM x kBwdBlockN) and the tile's lse (base 2) and D.
+template <int D>
+constexpr size_t wgmma_backward_smem_bytes() {
+  return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
+         2 * kBwdBlockM * sizeof(float);
+}
+
+/// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
+/// added to dq_accum; after flash_backward_prep, before flash_backward_dq) on wgmma: every variant
+/// (causal or not, window, soft-cap, GQA/MQA, dropout, negative scale), d_head 64 or 128, for a
+/// block of kWgThreads threads with wgmma_backward_smem_bytes<D>() of shared memory.
+template <int D, bool kDropout, class Thread>
+BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict__ qkv,
+                                         const uint16_t* __restrict__ dout, const float* __restrict__ lse,
+                                         const float* __restrict__ dvec, float* __restrict__ dq_accum,
+                                         uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale,
+                                         float softcap, int64_t window, bool causal, float dropout,
+                                         uint64_t dropout_seed) {
+  static_assert(D == 64 || D == 128, "d_head 64 or 128");
+  // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
+  // further, then dS, then lse and D.
+  uint16_t* k_s = reinterpret_cast<uint16_t*>(th.shared());
+  uint16_t* v_s = k_s + kBwdBlockN * D;
+  uint16_t* qdo_s = v_s + kBwdBlockN * D;
+  uint16_t* ds_s = qdo_s + 4 * kBwdBlockM * D;
+  auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockM * kBwdBlockN);
+  constexpr float kLog2e = 1.4426950408889634f;
+
+  const int warp = th.tid() / 32, wg = th.tid() / 128, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
+  const int64_t n0 = static_cast<int64_t>(th.block_x()) * kBwdBlockN;
+  const int bkv = th.block_y(), b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
+  const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
+  const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
+  const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;
+  const int64_t m_begin = causal ? n0 : 0;
+  const int64_t m_end = window > 0 && n0 + kBwdBlockN + window - 1 < n_t ? n0 + kBwdBlockN + window - 1 : n_t;
+
+  // K, V and the first tile's Q and dO in one group.
+  const int h_first = kv * group;
+  wgmma_rows_async<D, kBwdBlockN>(th, k_s, v_s, n_kv * D, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
+  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s, nullptr, 0, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t, width);
+  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h_first) * D,
+                                  m_begin, n_t, out_width);
+  th.cp_async_commit();
+  float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
+
+  // This warp's 16 keys (rows g and g + 8 of them are this thread's), its warpgroup's 64 (wgmma's
+  // M: rows 64 wg of K and V, core group 8 wg) and their dK, dV: register 4 i + e holds (key
+  // g + 8 (e / 2), column 8 i + 2 t + e % 2).
+  const int64_t k0 = n0 + warp * 16;
+  float dk[D / 2], dv[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) dk[i] = dv[i] = 0.f;
+  uint32_t k_addr = th.smem_addr(k_s + wg * kWgRows * D), v_addr = th.smem_addr(v_s + wg * kWgRows * D);
+  // dQ's B: K's columns [wg D / 2, (wg + 1) D / 2), the core matrices D / 16 wg on along N.
+  uint32_t kq_addr = th.smem_addr(k_s) + static_cast<uint32_t>(wg * (D / 16) * 128);
+  uint32_t ds_addr = th.smem_addr(ds_s);
+  // dS element (query 2 t, key 16 warp + g), this thread's first: its others are compile-time
+  // offsets from it (core_offset is additive while neither row % 8 nor column % 8 carries).
+  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockN>(2 * t, 16 * warp + g));
+  const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
+
+  // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
+  int h = h_first, stage = 0;
+  int64_t m0 = m_begin;
+  for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end), stage ^= 1) {
+    const int h1 = h1_of(h, m0, m_end);
+    const int64_t m1 = m1_of(m0, m_begin, m_end);
+    th.cp_async_wait(0);  // this tile's Q and dO (the only group in flight)
+    if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    th.fence_proxy_async();  // this thread's landed copies, visible to wgmma
+    // Every warpgroup's products of the tile before completed (each waits for its own before its
+    // atomics), so the other stage, which they read, may be written; and this tile is here.
+    th.sync();
+    if (h1 < h_first + group) {
+      uint16_t* next = qdo_s + 2 * kBwdBlockM * D * (stage ^ 1);
+      wgmma_rows_async<D, kBwdBlockM>(th, next, nullptr, 0, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
+      wgmma_rows_async<D, kBwdBlockM>(th, next + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h1) * D, m1,
+                                      n_t, out_width);
+      th.cp_async_commit();
+      stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
+    }
+    // The descriptors of K, V, dS are recomputed from these each tile (a few adds), not hoisted
+    // out of the loop as one register per k16 step (which spilled).
+    th.wgmma_hold(k_addr);
+    th.wgmma_hold(v_addr);
+    th.wgmma_hold(kq_addr);
+    th.wgmma_hold(ds_addr);
+    const uint32_t q_addr = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * stage);
+    const uint32_t do_addr = q_addr + static_cast<uint32_t>(kBwdBlockM * D * sizeof(uint16_t));
+
+    // 1. S^T = K Q^T, then dP^T = V dO^T (64 keys x 64 queries each), a commit group each.
+    float s[kBwdBlockM / 2], dp[kBwdBlockM / 2];
+    th.wgmma_hold(dv);
+    th.wgmma_hold(dk);
+    th.wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      th.template wgmma_ss<kBwdBlockM, 0>(s, wgmma::k_major<D>(k_addr, kk), wgmma::k_major<D>(q_addr, kk), kk > 0);
+    th.wgmma_commit();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), wgmma::k_major<D>(do_addr, kk), kk > 0);
+    th.wgmma_commit();
+
+    // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
+    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout in two
+    // halves: what needs S^T alone (element_first: the exponentials, or the soft-cap's tanh) while
+    // dP^T's products run, the rest (element_second) once they have completed. With dropout
+    // p_and_ds after both: its hash beside the split spilled 72 bytes at d 128 (32 this way).
+    auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
+    auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
+    const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
+    const auto by_variant = [&](const auto& step) {
+      if (softcap > 0.f) {
+        if (mine.interior)
+          step.template operator()<false, true>();
+        else
+          step.template operator()<true, true>();
+      } else {
+        if (mine.interior)
+          step.template operator()<false, false>();
+        else
+          step.template operator()<true, false>();
+      }
+    };
+    if constexpr (!kDropout) {
+      th.template wgmma_wait<1>();
+      th.wgmma_hold(s);
+      const auto first = [&]<bool kSoftcap>() {
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, 8 * j + 2 * t + e % 2);
+      };
+      if (softcap > 0.f)
+        first.template operator()<true>();
+      else
+        first.template operator()<false>();
+    }
+    th.template wgmma_wait<0>();
+    th.wgmma_hold(s);
+    th.wgmma_hold(dp);
+    const ElementArgs ea{lse_s,
+                         scale,
+                         scale2,
+                         cap_in,
+                         cap_out,
+                         dropout,
+                         slab_limits(k0, m0, n_t, window),
+                         causal,
+                         dropout_seed,
+                         ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0,
+                         n_t};
+    by_variant([&]<bool kMasked, bool kSoftcap>() {
+      if constexpr (kDropout) {
+        p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            element_second<kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
+                                                        g + 8 * (e / 2));
+      }
+    });
+    // A fragments of queries 16 ks .. 16 ks + 15; register e holds (key g + 8 (e % 2), queries
+    // 16 ks + 8 (e / 2) + 2 t and the next) of this warp's 16 keys, which dS stores at
+    // [query][key] of the block's 128 (core_offset<kBwdBlockN>).
+    uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
+#pragma unroll
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
+      a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
+      a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const uint32_t at = ds_mine + 2u * wgmma::core_offset<kBwdBlockN>(16 * ks + 8 * (e / 2), 8 * (e % 2));
+        th.store_shared_b16(at, static_cast<uint16_t>(da[ks][e]));
+        th.store_shared_b16(at + 16, static_cast<uint16_t>(da[ks][e] >> 16));  // the next query: the next row
+      }
+    }
+
+    // 3. dV += P^T dO and dK += dS^T Q, left in flight.
+    th.wgmma_hold(pa);
+    th.wgmma_hold(da);
+    th.wgmma_hold(dv);
+    th.wgmma_hold(dk);
+    th.wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
+      th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
+#pragma unroll
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
+      th.template wgmma_rs<D, 1>(dk, da[ks], wgmma::mn_major<D>(q_addr, ks), true);
+    th.wgmma_commit();
+
+    // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS is in shared memory.
+    th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
+    th.sync();
+    float dq[D / 4];
+    th.wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kBwdBlockN / 16; ++kk)
+      th.template wgmma_ss<D / 2, 1>(dq, wgmma::k_major<kBwdBlockN>(ds_addr, kk), wgmma::mn_major<D>(kq_addr, kk),
+                                     kk > 0);
+    th.wgmma_commit();
+    th.template wgmma_wait<0>();
+    th.wgmma_hold(dq);
+    th.wgmma_hold(dv);
+    th.wgmma_hold(dk);
+    // The fragments stay live until their wgmma completed (else ptxas may reuse their registers
+    // in flight: C7513, see the forward).
+    th.wgmma_hold(pa);
+    th.wgmma_hold(da);
+    // dq register 4 j + e: (query 16 (warp % 4) + g + 8 (e / 2), column wg D / 2 + 8 j + 2 t + e % 2).
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int64_t query = m0 + 16 * (warp % 4) + g + 8 * r;
+      if (query >= n_t) continue;
+      float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D + wg * (D / 2) + 2 * t;
+#pragma unroll
+      for (int j = 0; j < D / 16; ++j) th.atomic_add2(dst + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+    }
+  }
+
+  // dK and dV of this warp's keys, summed over the group's query heads.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int64_t key = k0 + g + 8 * r;
+    if (key >= n_t) continue;
+    uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
+    uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      const int d = i * 8 + 2 * t;
+      store_pair(dst_k + d, pack_rn(dk[4 * i + 2 * r], dk[4 * i + 2 * r + 1]));
+      store_pair(dst_v + d, pack_rn(dv[4 * i + 2 * r], dv[4 * i + 2 * r + 1]));
+    }
+  }
+}
+
+}  // namespace bench::kernels::flash
+
+#if !defined(__CUDACC__)
+#pragma GCC diagnostic pop
+#endif
