@@ -13,7 +13,7 @@ namespace bench::cli {
 namespace {
 
 std::mutex g_mutex;
-std::atomic<bool>* g_stop = nullptr;
+std::atomic<bool>* g_armed_stop = nullptr;
 std::atomic<int>* g_which = nullptr;
 bool g_second_ends = true;
 
@@ -42,8 +42,8 @@ void receive() {
     int sig = 0;
     if (sigwait(&set, &sig) != 0) continue;
     const std::lock_guard lock(g_mutex);
-    if (g_stop == nullptr) end_by(sig);
-    const bool again = g_stop->exchange(true);
+    if (g_armed_stop == nullptr) end_by(sig);
+    const bool again = g_armed_stop->exchange(true);
     if (!again) {
       g_which->store(sig);
     } else if (g_second_ends) {
@@ -62,14 +62,14 @@ void start_signal_thread() {
 
 void arm_stop(std::atomic<bool>* stop, std::atomic<int>* which, bool second_ends) {
   const std::lock_guard lock(g_mutex);
-  g_stop = stop;
+  g_armed_stop = stop;
   g_which = which;
   g_second_ends = second_ends;
 }
 
 void disarm_stop() {
   const std::lock_guard lock(g_mutex);
-  g_stop = nullptr;
+  g_armed_stop = nullptr;
   g_which = nullptr;
 }
 

@@ -124,10 +124,10 @@ std::string DeviceInfo::json() const {
   return j.dump();
 }
 
-DeviceInfo device_from_json(const std::string& json) {
+DeviceInfo device_from_json(const std::string& text) {
   DeviceInfo d;
   try {
-    const nlohmann::json j = nlohmann::json::parse(json);
+    const nlohmann::json j = nlohmann::json::parse(text);
     d.kind = j.at("kind").get<std::string>();
     d.name = j.at("name").get<std::string>();
     d.cores = j.at("cores").get<int>();

@@ -53,8 +53,8 @@ DeviceInfo describe_cuda(const std::string& note);
 /// describe_cuda for device "cuda", else describe_cpu.
 DeviceInfo describe_device(const std::string& device, const std::string& note);
 
-/// The DeviceInfo whose json() is `json` (how `bench run --jobs` hands its measured device to the
+/// The DeviceInfo whose json() is `text` (how `bench run --jobs` hands its measured device to the
 /// processes it starts). Throws bench::Error on text that is not such an object.
-DeviceInfo device_from_json(const std::string& json);
+DeviceInfo device_from_json(const std::string& text);
 
 }  // namespace bench

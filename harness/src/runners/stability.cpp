@@ -30,6 +30,8 @@ namespace bench {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 /// The final weights of case `c` as <weights_dir>/case-<ordinal>.safetensors, described for the
 /// case's row with a path relative to the database's directory.
 Artifact save_final_weights(const Case& c, const Model& model, const RunnerEnv& env) {
@@ -442,7 +444,6 @@ bool StabilityCase::replays(const TrainStep& t) {
 }
 
 bool StabilityCase::replayed_step(TrainStep& t) {
-  using Clock = std::chrono::steady_clock;
   const auto ts = Clock::now();
   dataset_->batch(Split::kTrain, t.step, d_.batch_size, d_.seq_len, inputs_.data(), targets_.data());
   settings_.set_step(t.step);
@@ -496,7 +497,6 @@ bool StabilityCase::replayed_step(TrainStep& t) {
 }
 
 TrainStep StabilityCase::train_step(int64_t step) {
-  using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
