@@ -84,6 +84,7 @@ template <class T, int B>
 struct RopeHalf {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  static constexpr int kMinBlocks = 4;          // 80 (float), 72 (bf16) registers by default, 64
   using A = acc_t<T>;
   T* x;
   const A* cos;

@@ -403,6 +403,15 @@ __global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
   program(ctx);
 }
 
+/// tile_kernel for a program that declares kMinBlocks (layout.h, min_blocks_of). A separate
+/// kernel, not __launch_bounds__(TH, 1) for the others: ptxas allocates differently with an
+/// explicit 1 (GluBackward's bf16 build: 56 registers without it, 61 with it).
+template <int TH, int Run, int MinBlocks, class Program>
+__global__ void __launch_bounds__(TH, MinBlocks) tile_kernel_blocks(const Program program) {
+  CudaCtx<TH, Run> ctx;
+  program(ctx);
+}
+
 /// Launch one thread block per program of `grid` on `stream`. An empty grid launches nothing; a
 /// grid beyond CUDA's limits (2^31 - 1 blocks in x, 65535 in y and z) is
 /// cudaErrorInvalidConfiguration.
@@ -413,7 +422,11 @@ cudaError_t launch_cuda(const Grid& grid, const Program& program, cudaStream_t s
   if (grid.x <= 0 || grid.y <= 0 || grid.z <= 0) return cudaSuccess;
   if (grid.x > 2147483647 || grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
-  tile_kernel<kThreads, kRun, Program><<<blocks, kThreads, 0, stream>>>(program);
+  if constexpr (min_blocks_of<Program>() > 1) {
+    tile_kernel_blocks<kThreads, kRun, min_blocks_of<Program>(), Program><<<blocks, kThreads, 0, stream>>>(program);
+  } else {
+    tile_kernel<kThreads, kRun, Program><<<blocks, kThreads, 0, stream>>>(program);
+  }
   return cudaGetLastError();
 }
 
