@@ -50,12 +50,11 @@ template <>
 struct Word<16> {
   using type = uint4;
 };
-/// The word of a vector access from its 32-bit components.
+/// The word of a 4- or 8-byte vector access from its 32-bit components (16-byte ones are stored
+/// as an unsigned __int128, CudaCtx::store_vec).
 template <class W>
 __device__ __forceinline__ W make_word(const uint32_t* u) {
-  if constexpr (std::is_same_v<W, uint4>) {
-    return make_uint4(u[0], u[1], u[2], u[3]);
-  } else if constexpr (std::is_same_v<W, uint2>) {
+  if constexpr (std::is_same_v<W, uint2>) {
     return make_uint2(u[0], u[1]);
   } else {
     return u[0];
@@ -363,10 +362,12 @@ class CudaCtx {
 #pragma unroll
     for (int w = 0; w < V / kEach; ++w) {
       if constexpr (kBytes >= 4) {
-        // The word is built from its 32-bit components (not written through a T* into a W).
-        // NVVM still splits some 16-byte stores into four 4-byte ones (GluForward's); storing
-        // with __stwb (st.global.wb.v4) fixed that but, as an asm with a memory clobber, took
-        // the bf16 LayerNorm backward from 128 registers to 169 (one block an SM, not two).
+        // The word is built from its 32-bit components (not written through a T* into a W), and
+        // a 16-byte one is stored as one unsigned __int128 (st.global.v2.u64, STG.E.128): as a
+        // uint4 (a struct to NVVM) some were split into four 4-byte stores (GluForward's and
+        // GluBackward's) or two 8-byte ones (CrossEntropy's float). Storing with __stwb
+        // (st.global.wb.v4) fixed that too but, as an asm with a memory clobber, took the bf16
+        // LayerNorm backward from 128 registers to 169 (one block an SM, not two).
         uint32_t u[kBytes / 4];
         if constexpr (std::is_same_v<T, bf16> && std::is_same_v<U, float>) {
           // Two floats to a bf16 pair in one cvt.rn.bf16x2.f32: round to nearest even, as
@@ -385,7 +386,12 @@ class CudaCtx {
             memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
           }
         }
-        reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+        if constexpr (kBytes == 16) {
+          using U128 = unsigned __int128;
+          reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
+        } else {
+          reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+        }
       } else {
         W q;
         T* t = reinterpret_cast<T*>(&q);
