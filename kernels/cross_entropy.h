@@ -69,6 +69,7 @@ template <class T, int B>
 struct CrossEntropy {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  static constexpr int kMinBlocks = 4;          // float: 80 registers by default, 64
   using A = acc_t<T>;
   const T* logits;
   const int32_t* targets;

@@ -95,9 +95,16 @@ void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T*
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
   acc_t<T>* db_part = dbias != nullptr ? workspace + groups * cols : nullptr;
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    tile::launch(exec, tile::Grid{groups},
-                 programs::NormBackward<T, B>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols, per_group,
-                                              dres, unit_offset, center});
+    const programs::NormBackward<T, B> program{dy,      x,    weight, mean,      rstd, dx,          dw_part,
+                                               db_part, rows, cols,   per_group, dres, unit_offset, center};
+    // Only the widest tile of a target (1024 on the host, 4096 on a device) sees wider rows.
+    if constexpr (B == tile::kHostMaxTile || B == tile::kDeviceRowTile) {
+      if (cols > B) {
+        tile::launch(exec, tile::Grid{groups}, programs::NormBackwardWide<T, B>{program});
+        return;
+      }
+    }
+    tile::launch(exec, tile::Grid{groups}, program);
   });
   gradient_sums<T>(exec, dw_part, dweight, db_part, dbias, groups, cols);
 }

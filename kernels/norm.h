@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "tile/exec.h"
@@ -91,6 +92,9 @@ template <class T, int B>
 struct NormForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  // bf16's 4096-wide tile: 90 registers (2 blocks an SM) by default, 77 without spills at 3;
+  // float's 105 (2) would spill at 3.
+  static constexpr int kMinBlocks = std::is_same_v<T, tile::bf16> ? 3 : 1;
   using A = acc_t<T>;
   const T* x;
   const T* w;  // may be null
@@ -194,8 +198,10 @@ struct NormForward {
 /// A group of `per_group` rows per program (kRowsPerGroup on the host; a multiple of it on a
 /// device, norm_backward_rows_per_group): writes dx for its rows and its own row of the partial
 /// sums of dy * xhat (and dy) for the weight (and bias) gradients. The partial sums stay in
-/// registers over the group's rows and are stored once. A row that fits one tile is read once and
-/// kept in registers; wider rows take two passes per kRowsPerGroup rows of the group: the row
+/// registers over the group's rows and are stored once. A row that fits one tile (cols <= B: this
+/// program) is read once and kept in registers; wider rows (NormBackwardWide, below: a kernel of
+/// its own on a device, so that its registers do not count against this one's) take two passes
+/// per kRowsPerGroup rows of the group: the row
 /// means of g and g xhat for those rows, then, chunk by chunk, dx and the partial sums of the
 /// chunk over them (added to what the earlier rows of the group stored). Either way each partial
 /// sum adds its rows in increasing order, starting from zero, and each product dy xhat rounded on
@@ -205,6 +211,9 @@ template <class T, int B>
 struct NormBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  // The 4096-wide tile: 122 (float) and 120 (bf16) registers without spills at 2 blocks an SM,
+  // where the compiler's choice was 141 and 168 (1 block).
+  static constexpr int kMinBlocks = 2;
   static constexpr int64_t kRowsPerGroup = 32;
   using A = acc_t<T>;
   const T* dy;
@@ -242,23 +251,36 @@ struct NormBackward {
                 static_cast<double>(rows) * (center ? 2 : 1)};
   }
 
+  /// Rows of at most B columns (NormBackwardWide takes wider ones).
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t group = tl::program_id(c, 0);
     const int64_t r0 = group * per_group;
     const int64_t r1 = r0 + per_group < rows ? r0 + per_group : rows;
-    if (cols <= B) {
-      one_tile(c, group, r0, r1);
-    } else {
-      for (int64_t s0 = r0; s0 < r1; s0 += kRowsPerGroup)
-        chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);
-    }
-    if (dres != nullptr)  // dx as stored (rounded to T, as a separate add would read it) + dres
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c0 = 0; c0 < cols; c0 += B)
-          tl::store(c, dx + r * cols + c0,
-                    tl::load<B>(c, dx + r * cols + c0, cols - c0) + tl::load<B>(c, dres + r * cols + c0, cols - c0),
-                    cols - c0);
+    one_tile(c, group, r0, r1);
+    add_residual(c, r0, r1);
+  }
+
+  /// Rows of more than B columns.
+  template <class Ctx>
+  BENCH_HD void wide(Ctx& c) const {
+    const int64_t group = tl::program_id(c, 0);
+    const int64_t r0 = group * per_group;
+    const int64_t r1 = r0 + per_group < rows ? r0 + per_group : rows;
+    for (int64_t s0 = r0; s0 < r1; s0 += kRowsPerGroup)
+      chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);
+    add_residual(c, r0, r1);
+  }
+
+  /// dx as stored (rounded to T, as a separate add would read it) + dres, for rows [r0, r1).
+  template <class Ctx>
+  BENCH_HD void add_residual(Ctx& c, int64_t r0, int64_t r1) const {
+    if (dres == nullptr) return;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t c0 = 0; c0 < cols; c0 += B)
+        tl::store(c, dx + r * cols + c0,
+                  tl::load<B>(c, dx + r * cols + c0, cols - c0) + tl::load<B>(c, dres + r * cols + c0, cols - c0),
+                  cols - c0);
   }
 
   template <class Ctx>
@@ -270,8 +292,11 @@ struct NormBackward {
     for (int64_t r = r0; r < r1; ++r) {
       const A mu = center ? mean[r] : A(0);
       const A rs = rstd[r];
-      auto xhat = (tl::load<B>(c, x + r * cols, cols, mu) - mu) * rs;  // masked elements: 0
+      // Both loads before any arithmetic on them: on a device a thread then has x's and dy's
+      // accesses in flight together (xhat computed between them waited for x).
+      auto xv = tl::load<B>(c, x + r * cols, cols, mu);  // masked elements: mu, so xhat 0
       auto dyv = tl::load<B>(c, dy + r * cols, cols);
+      auto xhat = (xv - mu) * rs;
       auto g = w != nullptr ? dyv * wv : dyv;
       const A mean_g = center ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
       const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
@@ -326,6 +351,19 @@ struct NormBackward {
       if (dw_part != nullptr) tl::store(c, dw_part + group * cols + c0, dw_acc, n);
       if (db_part != nullptr) tl::store(c, db_part + group * cols + c0, db_acc, n);
     }
+  }
+};
+
+/// NormBackward on rows wider than its tile (cols > B), the same arithmetic, as a program of its
+/// own: its per-row means (kRowsPerGroup of them a pass) and chunk loops take registers that the
+/// one-tile program, which every row of up to 4096 columns runs on a device, then does not pay.
+template <class T, int B>
+struct NormBackwardWide : NormBackward<T, B> {
+  static constexpr int kMinBlocks = 1;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    this->wide(c);
   }
 };
 
@@ -402,6 +440,7 @@ struct ColumnSums {
   static constexpr int kBlock = B;
   static constexpr int kCols = 8;
   static constexpr int kParts = B / kCols;
+  static constexpr int kMinBlocks = 4;  // bf16: 107 registers by default, 64
   using A = acc_t<T>;
   const A* part0;
   T* out0;

@@ -84,6 +84,9 @@ template <class T, int B>
 struct RopeHalf {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  // Up to 2048 pairs (32 heads of 128): 80 (float) and 72 (bf16) registers by default, 64 at 4
+  // blocks without spills; the 4096-pair tile would spill 248-712 bytes there.
+  static constexpr int kMinBlocks = B <= 2048 ? 4 : 1;
   using A = acc_t<T>;
   T* x;
   const A* cos;

@@ -136,6 +136,7 @@ template <class T, int B>
 struct SoftmaxForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  static constexpr int kMinBlocks = 4;          // float: 128 registers by default, 64
   using A = acc_t<T>;
   const T* s;
   T* p;        // may alias s
@@ -215,6 +216,7 @@ template <class T, int B>
 struct SoftmaxBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
+  static constexpr int kMinBlocks = 3;          // float: 116 registers by default, 78
   using A = acc_t<T>;
   const T* p;
   const T* dp;

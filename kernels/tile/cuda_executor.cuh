@@ -8,8 +8,9 @@
 // every tile in registers; each contiguous run (Run elements: 16 bytes of the program's storage
 // type when it declares kRun) is moved with vector accesses of up to 16 bytes when the pointer is
 // aligned and the run is in bounds (bf16 converted two to a 32-bit word: a shift or a mask up,
-// one cvt.rn.bf16x2.f32 down); reductions go through cub::BlockReduce and are broadcast to every
-// thread (the barriers live here, never in a program).
+// one cvt.rn.bf16x2.f32 down; a bf16 load issues every run's access before it converts any, so
+// that a thread has all its runs in flight); reductions go through cub::BlockReduce and are
+// broadcast to every thread (the barriers live here, never in a program).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -49,12 +50,11 @@ template <>
 struct Word<16> {
   using type = uint4;
 };
-/// The word of a vector access from its 32-bit components.
+/// The word of a 4- or 8-byte vector access from its 32-bit components (16-byte ones are stored
+/// as an unsigned __int128, CudaCtx::store_vec).
 template <class W>
 __device__ __forceinline__ W make_word(const uint32_t* u) {
-  if constexpr (std::is_same_v<W, uint4>) {
-    return make_uint4(u[0], u[1], u[2], u[3]);
-  } else if constexpr (std::is_same_v<W, uint2>) {
+  if constexpr (std::is_same_v<W, uint2>) {
     return make_uint2(u[0], u[1]);
   } else {
     return u[0];
@@ -88,18 +88,33 @@ class CudaCtx {
   template <int N, class T>
   __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load(const T* p, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    Tile<acc_t<T>, N, L::kPer> r;
+    if constexpr (kPacked<T, L::kVec>) {
+      uint32_t raw[L::kPer / 2];
 #pragma unroll
-    for (int i = 0; i < L::kPer; i += L::kVec) {
-      const int e = L::element(threadIdx.x, i);
-      if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {
-        load_vec<T, L::kVec>(p + e, &r.v[i]);
-      } else {
+      for (int i = 0; i < L::kPer; i += L::kVec) {
+        const int e = L::element(threadIdx.x, i);
+        if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {
+          load_raw<L::kVec>(p + e, &raw[i / 2]);
+        } else {
 #pragma unroll
-        for (int j = 0; j < L::kVec; ++j) r.v[i + j] = e + j < n ? to_acc(p[e + j]) : other;
+          for (int j = 0; j < L::kVec; ++j) set_half(raw, i + j, e + j < n ? p[e + j].bits : uint16_t{0});
+        }
       }
+      return unpack<N, L::kPer>(raw, n, other);
+    } else {
+      Tile<acc_t<T>, N, L::kPer> r;
+#pragma unroll
+      for (int i = 0; i < L::kPer; i += L::kVec) {
+        const int e = L::element(threadIdx.x, i);
+        if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {
+          load_vec<T, L::kVec>(p + e, &r.v[i]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < L::kVec; ++j) r.v[i + j] = e + j < n ? to_acc(p[e + j]) : other;
+        }
+      }
+      return r;
     }
-    return r;
   }
 
   // A run starts at a multiple of kVec within the tile; it moves as one access when it lies in
@@ -108,25 +123,46 @@ class CudaCtx {
   __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load_rows(const T* p, int64_t width, int64_t stride,
                                                                    int64_t first, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    Tile<acc_t<T>, N, L::kPer> r;
+    if constexpr (kPacked<T, L::kVec>) {
+      uint32_t raw[L::kPer / 2];
 #pragma unroll
-    for (int i = 0; i < L::kPer; i += L::kVec) {
-      const int e = L::element(threadIdx.x, i);
-      const int64_t f = first + e;
-      int64_t row = 0, col = 0;
-      split_row(f, width, row, col);
-      const T* at = p + row * stride + col;
-      if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
-        load_vec<T, L::kVec>(at, &r.v[i]);
-      } else {
+      for (int i = 0; i < L::kPer; i += L::kVec) {
+        const int e = L::element(threadIdx.x, i);
+        int64_t row = 0, col = 0;
+        split_row(first + e, width, row, col);
+        const T* at = p + row * stride + col;
+        if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
+          load_raw<L::kVec>(at, &raw[i / 2]);
+        } else {
 #pragma unroll
-        for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
-          if (col == width) ++row, col = 0;
-          r.v[i + j] = e + j < n ? to_acc(p[row * stride + col]) : other;
+          for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
+            if (col == width) ++row, col = 0;
+            set_half(raw, i + j, e + j < n ? p[row * stride + col].bits : uint16_t{0});
+          }
         }
       }
+      return unpack<N, L::kPer>(raw, n, other);
+    } else {
+      Tile<acc_t<T>, N, L::kPer> r;
+#pragma unroll
+      for (int i = 0; i < L::kPer; i += L::kVec) {
+        const int e = L::element(threadIdx.x, i);
+        const int64_t f = first + e;
+        int64_t row = 0, col = 0;
+        split_row(f, width, row, col);
+        const T* at = p + row * stride + col;
+        if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
+          load_vec<T, L::kVec>(at, &r.v[i]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
+            if (col == width) ++row, col = 0;
+            r.v[i + j] = e + j < n ? to_acc(p[row * stride + col]) : other;
+          }
+        }
+      }
+      return r;
     }
-    return r;
   }
 
   template <class T, class U, int N, int P>
@@ -233,6 +269,58 @@ class CudaCtx {
   template <class T, int V>
   static constexpr int kWord = sizeof(T) * V >= 16 ? 16 : static_cast<int>(sizeof(T) * V);
 
+  // bf16 runs of at least two elements: every run loaded as raw 32-bit words (two bf16 each)
+  // first, then all unpacked (unpack). Unpacked inside the branch that chose the vector access,
+  // each run's shift and mask read its load before the next run's branch, and in the SASS every
+  // LDG.E.128 was followed by its first use: one 16-byte load a thread in flight, where float
+  // (whose loads write the tile's registers directly) had all of its runs in flight.
+  template <class T, int V>
+  static constexpr bool kPacked = kWord<T, V> >= 4 && std::is_same_v<T, bf16>;
+
+  // Element k of a thread's raw bf16 words: the low half of word k / 2 when k is even.
+  __device__ static void set_half(uint32_t* raw, int k, uint16_t bits) {
+    if (k % 2 == 0) {
+      raw[k / 2] = bits;
+    } else {
+      raw[k / 2] |= static_cast<uint32_t>(bits) << 16;
+    }
+  }
+
+  // A run of V bf16 at p (aligned) into V / 2 raw words, as kWord-byte accesses.
+  template <int V>
+  __device__ static void load_raw(const bf16* p, uint32_t* raw) {
+    constexpr int kBytes = kWord<bf16, V>;
+    using W = typename detail::Word<kBytes>::type;
+#pragma unroll
+    for (int w = 0; w < V * 2 / kBytes; ++w) {
+      const W q = reinterpret_cast<const W*>(p)[w];
+      memcpy(raw + w * (kBytes / 4), &q, kBytes);
+    }
+  }
+
+  // The thread's raw words as floats (the low half shifted up, the high one masked: exact), and
+  // `other` for its elements at or past n.
+  template <int N, int P>
+  __device__ static Tile<float, N, P> unpack(const uint32_t* raw, int64_t n, float other) {
+    using L = Layout<N, TH, Run>;
+    Tile<float, N, P> r;
+#pragma unroll
+    for (int k = 0; k < P / 2; ++k) {
+      r.v[2 * k] = __uint_as_float(raw[k] << 16);
+      r.v[2 * k + 1] = __uint_as_float(raw[k] & 0xffff0000u);
+    }
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (e + L::kVec > n) {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j)
+          if (e + j >= n) r.v[i + j] = other;
+      }
+    }
+    return r;
+  }
+
   template <class T, int V>
   __device__ static bool vector_ok(const T* p) {
     constexpr int kBytes = kWord<T, V>;
@@ -274,10 +362,12 @@ class CudaCtx {
 #pragma unroll
     for (int w = 0; w < V / kEach; ++w) {
       if constexpr (kBytes >= 4) {
-        // The word is built from its 32-bit components (not written through a T* into a W).
-        // NVVM still splits some 16-byte stores into four 4-byte ones (GluForward's); storing
-        // with __stwb (st.global.wb.v4) fixed that but, as an asm with a memory clobber, took
-        // the bf16 LayerNorm backward from 128 registers to 169 (one block an SM, not two).
+        // The word is built from its 32-bit components (not written through a T* into a W), and
+        // a 16-byte one is stored as one unsigned __int128 (st.global.v2.u64, STG.E.128): as a
+        // uint4 (a struct to NVVM) some were split into four 4-byte stores (GluForward's and
+        // GluBackward's) or two 8-byte ones (CrossEntropy's float). Storing with __stwb
+        // (st.global.wb.v4) fixed that too but, as an asm with a memory clobber, took the bf16
+        // LayerNorm backward from 128 registers to 169 (one block an SM, not two).
         uint32_t u[kBytes / 4];
         if constexpr (std::is_same_v<T, bf16> && std::is_same_v<U, float>) {
           // Two floats to a bf16 pair in one cvt.rn.bf16x2.f32: round to nearest even, as
@@ -296,7 +386,12 @@ class CudaCtx {
             memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
           }
         }
-        reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+        if constexpr (kBytes == 16) {
+          using U128 = unsigned __int128;
+          reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
+        } else {
+          reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+        }
       } else {
         W q;
         T* t = reinterpret_cast<T*>(&q);
@@ -314,6 +409,15 @@ __global__ void __launch_bounds__(TH) tile_kernel(const Program program) {
   program(ctx);
 }
 
+/// tile_kernel for a program that declares kMinBlocks (layout.h, min_blocks_of). A separate
+/// kernel, not __launch_bounds__(TH, 1) for the others: ptxas allocates differently with an
+/// explicit 1 (GluBackward's bf16 build: 56 registers without it, 61 with it).
+template <int TH, int Run, int MinBlocks, class Program>
+__global__ void __launch_bounds__(TH, MinBlocks) tile_kernel_blocks(const Program program) {
+  CudaCtx<TH, Run> ctx;
+  program(ctx);
+}
+
 /// Launch one thread block per program of `grid` on `stream`. An empty grid launches nothing; a
 /// grid beyond CUDA's limits (2^31 - 1 blocks in x, 65535 in y and z) is
 /// cudaErrorInvalidConfiguration.
@@ -324,7 +428,11 @@ cudaError_t launch_cuda(const Grid& grid, const Program& program, cudaStream_t s
   if (grid.x <= 0 || grid.y <= 0 || grid.z <= 0) return cudaSuccess;
   if (grid.x > 2147483647 || grid.y > 65535 || grid.z > 65535) return cudaErrorInvalidConfiguration;
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
-  tile_kernel<kThreads, kRun, Program><<<blocks, kThreads, 0, stream>>>(program);
+  if constexpr (min_blocks_of<Program>() > 1) {
+    tile_kernel_blocks<kThreads, kRun, min_blocks_of<Program>(), Program><<<blocks, kThreads, 0, stream>>>(program);
+  } else {
+    tile_kernel<kThreads, kRun, Program><<<blocks, kThreads, 0, stream>>>(program);
+  }
   return cudaGetLastError();
 }
 

@@ -1,4 +1,4 @@
-// defines: bench::tile::Layout, threads_for_tile, run_of, kRun16
+// defines: bench::tile::Layout, threads_for_tile, run_of, min_blocks_of, kRun16
 //
 // The element-to-thread mapping of the CUDA executor. It lives in plain C++ so that the
 // emulated-block executor (kernels/tile/emulated_executor.h) runs exactly this mapping on the
@@ -22,6 +22,18 @@ constexpr int run_of() {
     return Program::kRun;
   } else {
     return 4;
+  }
+}
+
+/// The blocks of Program that the CUDA build is compiled to fit on one SM at once: its
+/// `kMinBlocks` when it declares one, else 1 (__launch_bounds__'s minimum blocks: ptxas then keeps
+/// the kernel within 65,536 / (kMinBlocks x threads) registers a thread, rounded down to 8).
+template <class Program>
+constexpr int min_blocks_of() {
+  if constexpr (requires { Program::kMinBlocks; }) {
+    return Program::kMinBlocks;
+  } else {
+    return 1;
   }
 }
 

@@ -308,9 +308,17 @@ void bandwidth_rows(test::CheckTable& t) {
     kernels::norm_backward<T>(exec, true, dy.get(), x.get(), w.get(), mean.get(), rstd.get(), y.get(), w.get(), w.get(),
                               rows, cols, ws.get());
   });
+  row("rmsnorm backward (+dw)", 3 * n * e, shape, [&] {
+    kernels::norm_backward<T>(exec, false, dy.get(), x.get(), w.get(), mean.get(), rstd.get(), y.get(), w.get(),
+                              nullptr, rows, cols, ws.get());
+  });
   row("softmax forward", 2 * n * e, shape, [&] {
     kernels::softmax_forward<T>(exec, x.get(), y.get(), rows, cols, cols, 1.0, 0.0, kernels::SoftmaxMask{false, 0, 0},
                                 nullptr);
+  });
+  row("softmax backward", 3 * n * e, shape, [&] {
+    kernels::softmax_backward<T>(exec, x.get(), dy.get(), nullptr, y.get(), rows, cols, cols, 1.0, 0.0,
+                                 kernels::SoftmaxMask{false, 0, 0});
   });
   row("swiglu forward", 1.5 * n * e, shape,
       [&] { kernels::glu_forward<T>(exec, kernels::Activation::kSilu, x.get(), y.get(), rows, cols / 2); });

@@ -275,9 +275,17 @@ std::vector<NormCase> cases() {
       for (bool affine : {false, true})
         // 768: the 768-wide tile; 771: a row not a multiple of 8 (no 16-byte bf16 run at its end);
         // 200 and 1061 rows: 7 and 34 groups of 32 rows (on a device too, below 64 groups), whose
-        // partial sums one launch adds there for both gradients (NormManyRowsTest: more rows).
-        for (auto [rows, cols] :
-             {std::pair<int64_t, int64_t>{3, 5}, {40, 128}, {33, 300}, {5, 2500}, {200, 64}, {70, 771}, {1061, 768}})
+        // partial sums one launch adds there for both gradients (NormManyRowsTest: more rows);
+        // 2500 columns: wider than the host's widest tile (NormBackwardWide there), one tile on a
+        // device; 4500: wider than a device's too (NormBackwardWide on the emulated target).
+        for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5},
+                                  {40, 128},
+                                  {33, 300},
+                                  {5, 2500},
+                                  {200, 64},
+                                  {70, 771},
+                                  {1061, 768},
+                                  {3, 4500}})
           out.push_back({center, affine, rows, cols, t});
   // The unit offset (1 + w) with weight and bias: one tile, chunked rows, and many row groups.
   for (const Target& t : targets())
