@@ -18,32 +18,21 @@
 #include <tuple>
 #include <vector>
 
+#include "attention_test_util.h"
 #include "kernel_test_util.h"
 
 namespace bench::kernels {
 namespace attention_fused_test {
 namespace {
 
-using namespace testing;  // NOLINT: the kernel test helpers
+using namespace testing;         // NOLINT: the kernel test helpers
+using namespace test_attention;  // NOLINT: the attention tests' helpers
 
 struct FusedCase {
   std::string name;
   AttentionArgs args;
 };
 
-AttentionArgs fused_args(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t dh, double softcap = 0,
-                         int64_t window = 0, bool causal = true, double dropout = 0) {
-  AttentionArgs a{b, t, h, hkv, dh, 1.0 / std::sqrt(static_cast<double>(dh))};
-  a.softcap = softcap;
-  a.window = window;
-  a.causal = causal;
-  a.dropout = dropout;
-  a.dropout_seed = 0x5eed;
-  return a;
-}
-
-int64_t n_qkv(const AttentionArgs& a) { return a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head; }
-int64_t n_out(const AttentionArgs& a) { return a.batch * a.seq * a.n_heads * a.d_head; }
 int64_t n_rows(const AttentionArgs& a) { return attention_fused_state_size(a); }
 
 template <class T>
@@ -57,7 +46,7 @@ template <class T>
 FusedRun<T> run_fused(const Target& tg, const AttentionArgs& a, const std::vector<T>& qkv, const std::vector<T>* dout) {
   using A = tile::acc_t<T>;
   const Dev<T> x(tg, qkv);
-  Dev<T> out(tg, static_cast<size_t>(n_out(a)));
+  Dev<T> out(tg, static_cast<size_t>(out_size(a)));
   Dev<A> lse(tg, static_cast<size_t>(n_rows(a))), row_max(tg, static_cast<size_t>(n_rows(a)));
   attention_fused_forward<T>(tg.exec(), a, x.get(), out.get(), lse.get(), row_max.get());
   FusedRun<T> r;
@@ -81,8 +70,8 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInDouble) {
   const auto& [tg, c] = GetParam();
   if (!tg.float64()) GTEST_SKIP() << "float64 has no CUDA path";
   const AttentionArgs& a = c.args;
-  const auto qkv = random_vector(static_cast<size_t>(n_qkv(a)), 41, 1.5);
-  const auto dout = random_vector(static_cast<size_t>(n_out(a)), 42);
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 41, 1.5);
+  const auto dout = random_vector(static_cast<size_t>(out_size(a)), 42);
   std::vector<double> ref_out, ref_max, ref_dqkv;
   attention_forward_reference(a, qkv, ref_out, &ref_max);
   attention_backward_reference(a, qkv, dout, ref_dqkv);
@@ -97,8 +86,8 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInDouble) {
 TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInFloat) {
   const auto& [tg, c] = GetParam();
   const AttentionArgs& a = c.args;
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 43, 1.5));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 44));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 43, 1.5));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 44));
   std::vector<double> ref_out, ref_max, ref_dqkv;  // of the float-rounded inputs
   attention_forward_reference(a, to_double(qkv), ref_out, &ref_max);
   attention_backward_reference(a, to_double(qkv), to_double(dout), ref_dqkv);
@@ -115,8 +104,8 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInFloat) {
 TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInBf16) {
   const auto& [tg, c] = GetParam();
   const AttentionArgs& a = c.args;
-  const auto qkv = to_storage<tile::bf16>(random_vector(static_cast<size_t>(n_qkv(a)), 45));
-  const auto dout = to_storage<tile::bf16>(random_vector(static_cast<size_t>(n_out(a)), 46));
+  const auto qkv = to_storage<tile::bf16>(random_vector(static_cast<size_t>(qkv_size(a)), 45));
+  const auto dout = to_storage<tile::bf16>(random_vector(static_cast<size_t>(out_size(a)), 46));
   std::vector<double> ref_out, ref_max, ref_dqkv;
   attention_forward_reference(a, to_double(qkv), ref_out, &ref_max);
   attention_backward_reference(a, to_double(qkv), to_double(dout), ref_dqkv);
@@ -130,8 +119,8 @@ TEST_P(AttentionFusedTest, MatchesFloat64ReferenceInBf16) {
 TEST_P(AttentionFusedTest, SameBitsOnASecondRun) {
   const auto& [tg, c] = GetParam();
   const AttentionArgs& a = c.args;
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 47));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 48));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 47));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 48));
   const auto r1 = run_fused<float>(tg, a, qkv, &dout);
   const auto r2 = run_fused<float>(tg, a, qkv, &dout);
   EXPECT_EQ(r1.out, r2.out);
@@ -147,9 +136,9 @@ TEST_P(AttentionFusedTest, AgreesWithMaterializingPath) {
   const auto& [tg, c] = GetParam();
   if (tg.backend != tile::Backend::kCpu) GTEST_SKIP() << "once, on the cpu target";
   const AttentionArgs& a = c.args;
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 49, 1.5));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 50));
-  std::vector<float> out(static_cast<size_t>(n_out(a))), probs(static_cast<size_t>(attention_probs_size(a)));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 49, 1.5));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 50));
+  std::vector<float> out(static_cast<size_t>(out_size(a))), probs(static_cast<size_t>(attention_probs_size(a)));
   std::vector<float> row_max(static_cast<size_t>(n_rows(a))), dqkv(qkv.size());
   std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
   attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
@@ -166,9 +155,9 @@ TEST_P(AttentionFusedTest, GradientMatchesCentralDifferences) {
   const auto& [tg, c] = GetParam();
   SKIP_UNLESS_FINITE_DIFFERENCES(tg);
   const AttentionArgs& a = c.args;
-  if (n_qkv(a) > 20000) GTEST_SKIP() << "a small case suffices (each sample runs two forwards)";
-  const auto qkv = random_vector(static_cast<size_t>(n_qkv(a)), 51);
-  const auto w = random_vector(static_cast<size_t>(n_out(a)), 52);
+  if (qkv_size(a) > 20000) GTEST_SKIP() << "a small case suffices (each sample runs two forwards)";
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 51);
+  const auto w = random_vector(static_cast<size_t>(out_size(a)), 52);
   const auto loss = [&](const std::vector<double>& x) {
     const auto r = run_fused<double>(tg, a, x, nullptr);
     double l = 0;
@@ -184,21 +173,21 @@ TEST_P(AttentionFusedTest, GradientMatchesCentralDifferences) {
 
 std::vector<FusedCase> fused_cases() {
   return {
-      {"mha", fused_args(2, 37, 2, 2, 16)},
-      {"gqa", fused_args(1, 45, 4, 2, 8)},
-      {"mqa_d12", fused_args(1, 33, 3, 1, 12)},  // d_head not a power of two
-      {"window", fused_args(1, 50, 2, 2, 8, 0, 7)},
-      {"window_not_causal", fused_args(1, 40, 2, 1, 8, 0, 9, false)},  // keys before the band get no gradient
-      {"not_causal", fused_args(2, 29, 2, 2, 20, 0, 0, false)},
-      {"softcap", fused_args(1, 40, 2, 2, 16, 2.0)},  // logits of 1.5^2 * 16 / 4 reach the cap
-      {"dropout", fused_args(2, 41, 2, 1, 8, 0, 0, true, 0.2)},
-      {"everything", fused_args(2, 47, 4, 2, 24, 3.0, 13, true, 0.1)},
-      {"one_token", fused_args(3, 1, 2, 1, 4, 1.0, 0, true, 0.5)},
-      {"d64", fused_args(1, 21, 2, 2, 64)},
-      {"d200_gqa", fused_args(1, 19, 4, 2, 200, 0, 0, true, 0.3)},  // the 256-wide tile, masked past 200
+      {"mha", make_args(2, 37, 2, 2, 16)},
+      {"gqa", make_args(1, 45, 4, 2, 8)},
+      {"mqa_d12", make_args(1, 33, 3, 1, 12)},  // d_head not a power of two
+      {"window", make_args(1, 50, 2, 2, 8, 0, 7)},
+      {"window_not_causal", make_args(1, 40, 2, 1, 8, 0, 9, false)},  // keys before the band get no gradient
+      {"not_causal", make_args(2, 29, 2, 2, 20, 0, 0, false)},
+      {"softcap", make_args(1, 40, 2, 2, 16, 2.0)},  // logits of 1.5^2 * 16 / 4 reach the cap
+      {"dropout", make_args(2, 41, 2, 1, 8, 0, 0, true, 0.2)},
+      {"everything", make_args(2, 47, 4, 2, 24, 3.0, 13, true, 0.1)},
+      {"one_token", make_args(3, 1, 2, 1, 4, 1.0, 0, true, 0.5)},
+      {"d64", make_args(1, 21, 2, 2, 64)},
+      {"d200_gqa", make_args(1, 19, 4, 2, 200, 0, 0, true, 0.3)},  // the 256-wide tile, masked past 200
       {"scale_2",
        [] {
-         AttentionArgs a = fused_args(1, 30, 2, 1, 8, 1.5);
+         AttentionArgs a = make_args(1, 30, 2, 1, 8, 1.5);
          a.scale = 2.0;  // any scale, not only 1 / sqrt(d_head)
          return a;
        }()},
@@ -214,9 +203,9 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionFusedTest,
 // Dropout acts: the seed changes the mask and the output, not the log-sum-exp (of the undropped
 // probabilities), so the references above check the mask itself.
 TEST(AttentionFused, DropoutMaskMatters) {
-  AttentionArgs a = fused_args(1, 40, 2, 2, 8, 0, 0, true, 0.3);
+  AttentionArgs a = make_args(1, 40, 2, 2, 8, 0, 0, true, 0.3);
   const Target cpu = targets().front();
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 53));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 53));
   const auto r1 = run_fused<float>(cpu, a, qkv, nullptr);
   a.dropout_seed += 1;
   const auto r2 = run_fused<float>(cpu, a, qkv, nullptr);
@@ -226,10 +215,10 @@ TEST(AttentionFused, DropoutMaskMatters) {
 
 // Each program runs on one thread: the same bits for one and two threads.
 TEST(AttentionFused, SameBitsAcrossThreadCounts) {
-  const AttentionArgs a = fused_args(2, 60, 4, 2, 16, 4.0, 30, true, 0.1);
+  const AttentionArgs a = make_args(2, 60, 4, 2, 16, 4.0, 30, true, 0.1);
   const Target cpu = targets().front();
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 54));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 55));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 54));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 55));
   FusedRun<float> one, two;
   {
     const ThreadCountGuard g(1);
@@ -244,11 +233,11 @@ TEST(AttentionFused, SameBitsAcrossThreadCounts) {
 }
 
 TEST(AttentionFused, Refusals) {
-  EXPECT_EQ(attention_fused_unsupported(fused_args(1, 8, 2, 2, 256)), "");
-  EXPECT_NE(attention_fused_unsupported(fused_args(1, 8, 2, 2, 257)), "");
+  EXPECT_EQ(attention_fused_unsupported(make_args(1, 8, 2, 2, 256)), "");
+  EXPECT_NE(attention_fused_unsupported(make_args(1, 8, 2, 2, 257)), "");
   const Exec cpu{};
-  AttentionArgs a = fused_args(1, 8, 2, 2, 4);
-  std::vector<float> x(static_cast<size_t>(n_qkv(a))), o(static_cast<size_t>(n_out(a))), l(16);
+  AttentionArgs a = make_args(1, 8, 2, 2, 4);
+  std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a))), l(16);
   AttentionArgs bad = a;
   bad.n_kv_heads = 3;
   EXPECT_THROW(attention_fused_forward<float>(cpu, bad, x.data(), o.data(), l.data(), nullptr), std::invalid_argument);

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention_test_util.h"
 #include "kernel_test_util.h"
 #include "tile/parallel.h"
 
@@ -27,7 +28,8 @@ namespace bench::kernels {
 namespace attention_tiled_test {
 namespace {
 
-using namespace testing;  // NOLINT: the kernel test helpers
+using namespace testing;         // NOLINT: the kernel test helpers
+using namespace test_attention;  // NOLINT: the attention tests' helpers
 
 struct TiledCase {
   std::string name;
@@ -35,19 +37,13 @@ struct TiledCase {
 };
 void PrintTo(const TiledCase& c, std::ostream* os) { *os << c.name; }
 
+/// make_args with this file's dropout seed.
 AttentionArgs tiled_args(int64_t b, int64_t t, int64_t h, int64_t hkv, int64_t dh, double softcap = 0,
                          int64_t window = 0, bool causal = true, double dropout = 0) {
-  AttentionArgs a{b, t, h, hkv, dh, 1.0 / std::sqrt(static_cast<double>(dh))};
-  a.softcap = softcap;
-  a.window = window;
-  a.causal = causal;
-  a.dropout = dropout;
+  AttentionArgs a = make_args(b, t, h, hkv, dh, softcap, window, causal, dropout);
   a.dropout_seed = 0xf1a5;
   return a;
 }
-
-int64_t n_qkv(const AttentionArgs& a) { return a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head; }
-int64_t n_out(const AttentionArgs& a) { return a.batch * a.seq * a.n_heads * a.d_head; }
 
 template <class T>
 struct TiledRun {
@@ -59,7 +55,7 @@ template <class T>
 TiledRun<T> run_tiled(const Exec& exec, const AttentionArgs& a, const std::vector<T>& qkv, const std::vector<T>* dout) {
   const T poison = std::nan("");
   TiledRun<T> r;
-  r.out.assign(static_cast<size_t>(n_out(a)), poison);
+  r.out.assign(static_cast<size_t>(out_size(a)), poison);
   r.lse.assign(static_cast<size_t>(attention_tiled_state_size(a)), poison);
   r.row_max.assign(r.lse.size(), poison);
   attention_tiled_forward<T>(exec, a, qkv.data(), r.out.data(), r.lse.data(), r.row_max.data());
@@ -79,8 +75,8 @@ class AttentionTiledTest : public ::testing::TestWithParam<TiledCase> {};
 
 TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInDouble) {
   const AttentionArgs& a = GetParam().args;
-  const auto qkv = random_vector(static_cast<size_t>(n_qkv(a)), 21, 1.5);
-  const auto dout = random_vector(static_cast<size_t>(n_out(a)), 22);
+  const auto qkv = random_vector(static_cast<size_t>(qkv_size(a)), 21, 1.5);
+  const auto dout = random_vector(static_cast<size_t>(out_size(a)), 22);
   std::vector<double> ref_out, ref_max, ref_dqkv;
   attention_forward_reference(a, qkv, ref_out, &ref_max);
   attention_backward_reference(a, qkv, dout, ref_dqkv);
@@ -99,8 +95,8 @@ TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInDouble) {
 
 TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInFloat) {
   const AttentionArgs& a = GetParam().args;
-  const auto qkvf = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 23, 1.5));
-  const auto doutf = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 24));
+  const auto qkvf = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 23, 1.5));
+  const auto doutf = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 24));
   std::vector<double> ref_out, ref_max, ref_dqkv;  // of the float-rounded inputs
   attention_forward_reference(a, to_double(qkvf), ref_out, &ref_max);
   attention_backward_reference(a, to_double(qkvf), to_double(doutf), ref_dqkv);
@@ -116,9 +112,9 @@ TEST_P(AttentionTiledTest, MatchesFloat64ReferenceInFloat) {
 // the summation order differs), and the row max, which both compute the same way, exactly.
 TEST_P(AttentionTiledTest, AgreesWithMaterializingPath) {
   const AttentionArgs& a = GetParam().args;
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 25, 1.5));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 26));
-  std::vector<float> out(static_cast<size_t>(n_out(a))), probs(static_cast<size_t>(attention_probs_size(a)));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 25, 1.5));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 26));
+  std::vector<float> out(static_cast<size_t>(out_size(a))), probs(static_cast<size_t>(attention_probs_size(a)));
   std::vector<float> row_max(static_cast<size_t>(attention_tiled_state_size(a))), dqkv(qkv.size());
   std::vector<float> ws(static_cast<size_t>(attention_workspace_size<float>(Exec{}, a)));
   attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
@@ -152,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Variants, AttentionTiledTest, ::testing::ValuesIn(tiled
 // check the mask itself, not an all-ones one).
 TEST(AttentionTiled, DropoutMaskMatters) {
   AttentionArgs a = tiled_args(1, 80, 2, 2, 8, 0, 0, true, 0.3);
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 27));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 27));
   const auto r1 = run_tiled<float>(Exec{}, a, qkv, nullptr);
   a.dropout_seed += 1;
   const auto r2 = run_tiled<float>(Exec{}, a, qkv, nullptr);
@@ -163,8 +159,8 @@ TEST(AttentionTiled, DropoutMaskMatters) {
 // Each task's result is computed on one thread in a fixed order: the same bits for 1 and 2 threads.
 TEST(AttentionTiled, BitwiseAcrossThreadCounts) {
   const AttentionArgs a = tiled_args(2, 200, 4, 2, 16, 4.0, 100, true, 0.1);
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 28));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 29));
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 28));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 29));
   const int before = tile::num_threads();
   tile::set_num_threads(1);
   const auto one = run_tiled<float>(Exec{}, a, qkv, &dout);
@@ -183,7 +179,7 @@ TEST(AttentionTiled, Refusals) {
   EXPECT_NE(attention_tiled_unsupported<float>(Exec{tile::Backend::kEmulated}), "");
   EXPECT_NE(attention_tiled_unsupported<float>(Exec{tile::Backend::kCuda}), "");
   const AttentionArgs a = tiled_args(1, 8, 2, 2, 4);
-  std::vector<float> x(static_cast<size_t>(n_qkv(a))), o(static_cast<size_t>(n_out(a))), l(16);
+  std::vector<float> x(static_cast<size_t>(qkv_size(a))), o(static_cast<size_t>(out_size(a))), l(16);
   EXPECT_THROW(attention_tiled_forward<float>(Exec{tile::Backend::kEmulated}, a, x.data(), o.data(), l.data(), nullptr),
                std::invalid_argument);
   std::vector<tile::bf16> xb(x.size()), ob(o.size());
@@ -232,9 +228,9 @@ TEST(AttentionTiledTiming, DISABLED_Timing) {
   for (int64_t t : {256, 1024, 4096}) {
     const AttentionArgs a = tiled_args(1, t, 4, 4, 64);
     const int reps = t >= 4096 ? 5 : t >= 1024 ? 21 : 101;
-    const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 30));
-    const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 31));
-    std::vector<float> out(static_cast<size_t>(n_out(a))), dqkv(qkv.size());
+    const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 30));
+    const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 31));
+    std::vector<float> out(static_cast<size_t>(out_size(a))), dqkv(qkv.size());
     std::vector<float> row_max(static_cast<size_t>(attention_tiled_state_size(a)));
     {
       std::vector<float> probs(static_cast<size_t>(attention_probs_size(a)));
@@ -281,9 +277,9 @@ double peak_rss_mib() {
 void peak_memory(int64_t t, bool tiled) {
   const double base = peak_rss_mib();
   const AttentionArgs a = tiled_args(1, t, 4, 4, 64);
-  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(n_qkv(a)), 32));
-  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(n_out(a)), 33));
-  std::vector<float> out(static_cast<size_t>(n_out(a))), dqkv(qkv.size());
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 32));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 33));
+  std::vector<float> out(static_cast<size_t>(out_size(a))), dqkv(qkv.size());
   const double inputs = peak_rss_mib();
   if (tiled) {
     std::vector<float> lse(static_cast<size_t>(attention_tiled_state_size(a))), rm(lse.size());
