@@ -317,20 +317,6 @@ TEST(AttentionArgsCheck, RejectsHeadsNotDivisibleByKvHeads) {
                std::invalid_argument);
 }
 
-/// Median and best wall time in ms of `reps` calls of f after one warm-up call.
-template <class F>
-std::pair<double, double> time_ms(int reps, F&& f) {
-  f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
-}
-
 // Run with: kernels_test --gtest_also_run_disabled_tests --gtest_filter='AttentionTiming.*'
 TEST(AttentionTiming, DISABLED_Timing) {
   std::printf("threads %d, GEMM %s\n", tile::num_threads(), gemm_backend());

@@ -1,10 +1,14 @@
 // defines: the shared pieces of the attention kernel tests (attention_test.cpp,
 //          attention_properties_test.cpp): make_args, the buffer sizes of a configuration, and
-//          run, the forward (and backward) on one target with poisoned outputs
+//          run, the forward (and backward) on one target with poisoned outputs; time_ms for the
+//          DISABLED_ timings
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -56,6 +60,20 @@ AttentionRun<T> run(const Target& t, const AttentionArgs& a, const std::vector<T
   r.probs = probs.host();
   r.row_max = row_max.host();
   return r;
+}
+
+/// Median and best wall time in ms of `reps` calls of f after one warm-up call.
+template <class F>
+std::pair<double, double> time_ms(int reps, F&& f) {
+  f();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
 }
 
 }  // namespace bench::kernels::test_attention

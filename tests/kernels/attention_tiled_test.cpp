@@ -205,20 +205,6 @@ TEST(AttentionTiled, AutoRule) {
 
 // --- measurements for docs/kernels.md (not run by default) ------------------------------------
 
-/// Median and best wall time in ms of `reps` calls of f after one warm-up call.
-template <class F>
-std::pair<double, double> median_ms(int reps, F&& f) {
-  f();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
-}
-
 /// B=1, H=4, dh=64, causal, float, one thread: forward and forward+backward medians of both paths
 /// at T = 256, 1024, 4096, and the bytes each keeps between forward and backward.
 // Run with: kernels_test --gtest_also_run_disabled_tests --gtest_filter='AttentionTiledTiming.*'
@@ -238,8 +224,8 @@ TEST(AttentionTiledTiming, DISABLED_Timing) {
       const auto f = [&] {
         attention_forward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), row_max.data(), ws.data());
       };
-      const auto fwd = median_ms(reps, f);
-      const auto fb = median_ms(reps, [&] {
+      const auto fwd = time_ms(reps, f);
+      const auto fb = time_ms(reps, [&] {
         f();
         attention_backward<float>(Exec{}, a, qkv.data(), out.data(), probs.data(), dout.data(), dqkv.data(), ws.data());
       });
@@ -252,8 +238,8 @@ TEST(AttentionTiledTiming, DISABLED_Timing) {
     const auto f = [&] {
       attention_tiled_forward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), row_max.data());
     };
-    const auto fwd = median_ms(reps, f);
-    const auto fb = median_ms(reps, [&] {
+    const auto fwd = time_ms(reps, f);
+    const auto fb = time_ms(reps, [&] {
       f();
       attention_tiled_backward<float>(Exec{}, a, qkv.data(), out.data(), lse.data(), dout.data(), dqkv.data());
     });
