@@ -4,7 +4,9 @@
 //          forward_grid, pack_rn, the dropout hash), compiled by flash_attention_wgmma.cu and run
 //          on the CPU by the warp emulator (tests/kernels/flash_emulation_test.cpp)
 //
-// Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15):
+// Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15; for kWs
+// also warpgroup(), mbar_init/mbar_arrive/mbar_wait/cp_async_mbar_arrive, named_sync/named_arrive
+// and setmaxnreg_inc/dec<N>, flash_attention_wgmma.cu describes them):
 // smem_addr(p) (cvta.to.shared), fence_proxy_async() (fence.proxy.async.shared::cta: this thread's
 // cp.async writes become visible to wgmma, which reads shared memory through the async proxy),
 // wgmma_fence(), wgmma_commit(), wgmma_wait<n>() (wgmma.fence / commit_group / wait_group),
@@ -31,9 +33,15 @@
 //      (FlashAttention-3's intra-warpgroup pipelining).
 //   3. wait_group 0, O rescaled by the new maxima, P_j kept for the next tile.
 // Three stages because tile j-1's V is read until step 3 of tile j, while tile j + 1 is copied.
-// Not done: TMA, warp specialization (a producer warp with mbarriers, setmaxnreg), the ping-pong
-// of two warpgroups' softmax and products by named barriers. Compiled for sm_90a, checked by the
-// CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
+// Two variants share this code (kWs): the two warpgroups in step, all 256 threads copying and a
+// __syncthreads a tile; or warp-specialized (FlashAttention-3's structure): a third warpgroup, the
+// producer, keeps 24 registers (setmaxnreg.dec) and fills Q and the ring by cp.async, each stage
+// under a "full" mbarrier (cp.async.mbarrier.arrive.noinc) and an "empty" one (the consumers
+// arrive once the P V that read its V has completed); the consumers (setmaxnreg.inc 240) wait on
+// full (try_wait.parity), make the producer's copies visible to wgmma by fence.proxy.async, and
+// take turns to issue S and P V by named barriers, so that one's softmax runs while the other's
+// products do. Not done: TMA, key tiles of 128. Compiled for sm_90a, checked by the CPU emulator;
+// not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
 #pragma once
 
 #include <cmath>
