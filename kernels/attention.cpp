@@ -26,7 +26,8 @@ BENCH_KERNEL_TYPES(flash_attention,
                    0);
 BENCH_KERNEL_TYPES(flash_attention_wgmma,
                    "the bf16 flash forward and backward on Hopper's wgmma (sm_90a; compiled, not yet run on a GPU: "
-                   "only core = \"flash_wgmma\" runs them)",
+                   "run only by core = \"flash_wgmma\" (the forward's two warpgroups in step) or core = "
+                   "\"flash_wgmma_ws\" (the forward warp-specialized: a producer warpgroup, mbarriers, ping-pong))",
                    0);
 BENCH_KERNEL_TYPES(attention_cudnn_forward, "cuDNN's fused SDPA on the qkv rows, the baseline (CUDA, bf16)", 0);
 BENCH_KERNEL_TYPES(attention_cudnn_backward, "its gradient: dq, dk, dv", 0);
@@ -458,12 +459,14 @@ std::string attention_flash_wgmma_refusal(const Exec& exec, const AttentionArgs&
 }
 
 void attention_flash_wgmma_forward(const Exec& exec, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
-                                   float* row_max, tile::bf16* state) {
+                                   float* row_max, tile::bf16* state, bool warp_specialized) {
   if (const std::string why = attention_flash_wgmma_refusal(exec, a); !why.empty())
     throw std::invalid_argument("attention_flash_wgmma_forward: " + why);
-  tile::KernelScope scope(exec, "attention forward (flash wgmma)");
+  tile::KernelScope scope(
+      exec, warp_specialized ? "attention forward (flash wgmma, warp-specialized)" : "attention forward (flash wgmma)");
   if (scope.observed()) scope.set_traffic(attention_traffic(a, sizeof(tile::bf16), false, false));
-  require_cuda_backend("attention_flash_wgmma_forward").flash_wgmma_forward(exec.stream, a, qkv, out, row_max, state);
+  require_cuda_backend("attention_flash_wgmma_forward")
+      .flash_wgmma_forward(exec.stream, a, qkv, out, row_max, state, warp_specialized);
 }
 
 std::string attention_flash_wgmma_backward_refusal(const Exec& exec, const AttentionArgs& a) {

@@ -71,10 +71,11 @@ class CudaBackend {
   virtual void flash_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,
                               const tile::bf16* dout, void* state, tile::bf16* dqkv) const = 0;
   /// The bf16 flash forward on wgmma (kernels/cuda/flash_attention.cuh,
-  /// flash_attention_wgmma_forward; sm_90a), with flash_forward's `state`, and why it cannot run
-  /// `a` on this device ("" when it can).
+  /// flash_attention_wgmma_forward; sm_90a), with flash_forward's `state` (`warp_specialized`: the
+  /// variant with a producer warpgroup and the consumers' ping-pong), and why it cannot run `a`
+  /// on this device ("" when it can).
   virtual void flash_wgmma_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out,
-                                   float* row_max, void* state) const = 0;
+                                   float* row_max, void* state, bool warp_specialized) const = 0;
   virtual std::string flash_wgmma_refusal(const AttentionArgs& a) const = 0;
   /// The bf16 flash backward with its main kernel on wgmma (flash_attention_wgmma_backward;
   /// sm_90a), flash_backward's contract and `state`, and why it cannot run `a` here ("" when it can).

@@ -412,12 +412,14 @@ PY
 
 # cuDNN's SDPA inside the model against our flash kernels (the model's setup refuses kernel =
 # "cudnn" where the target cannot run it: the guarded device, a machine whose cuDNN does not
-# load); then our wgmma flash forward against the mma.sync one (tests/cuda/wgmma_vs_flash.toml;
-# refused off CUDA and on a GPU that is not compute capability 9.0).
+# load); then our wgmma flash forward against the mma.sync one, and the warp-specialized wgmma
+# forward against it (tests/cuda/wgmma_vs_flash.toml, run once for each comparison; refused off
+# CUDA and on a GPU that is not compute capability 9.0).
 section_cudnn() {
   compare_cores cudnn_vs_ours tests/cuda/cudnn_vs_ours.toml cudnn ours "kernel attention_cudnn_forward cannot run on" ||
     return
-  compare_cores wgmma_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma flash 'core = "flash'
+  compare_cores wgmma_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma flash 'core = "flash' || return
+  compare_cores wgmma_ws_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma_ws flash 'core = "flash'
 }
 
 # The MFU target: a GPT-2-small train step, bf16 and float32, with and without CUDA graphs.

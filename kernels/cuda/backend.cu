@@ -104,10 +104,10 @@ class Backend final : public CudaBackend {
        "attention: flash backward");
   }
   void flash_wgmma_forward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, tile::bf16* out, float* row_max,
-                           void* state) const override {
+                           void* state, bool warp_specialized) const override {
     ok(flash_attention_wgmma_forward(static_cast<cudaStream_t>(stream), a, qkv, out, row_max,
-                                     static_cast<float*>(state)),
-       "attention: flash forward (wgmma)");
+                                     static_cast<float*>(state), warp_specialized),
+       warp_specialized ? "attention: flash forward (wgmma, warp-specialized)" : "attention: flash forward (wgmma)");
   }
   std::string flash_wgmma_refusal(const AttentionArgs& a) const override { return flash_attention_wgmma_refusal(a); }
   void flash_wgmma_backward(void* stream, const AttentionArgs& a, const tile::bf16* qkv, const tile::bf16* out,

@@ -36,9 +36,11 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 /// checked by the CPU emulator, NOT yet run on a GPU: nothing selects it by default (it runs where
 /// a layer sets `core = "flash_wgmma"`; docs/kernels.md). What flash_attention_wgmma_refusal names returns
 /// cudaErrorNotSupported without launching; a base pointer not 16-byte aligned throws
-/// std::invalid_argument.
+/// std::invalid_argument. `warp_specialized`: the variant with a producer warpgroup, mbarriers and
+/// the two consumer warpgroups' ping-pong (FlashAttention-3's structure; 384 threads a block), else
+/// the one of two warpgroups in step (256 threads). Neither has run on a GPU.
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
-                                          tile::bf16* out, float* row_max, float* lse);
+                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized = false);
 
 /// Why flash_attention_wgmma_forward cannot run `a` on the current device (one line), or "":
 /// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too tall.

@@ -38,6 +38,50 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void wgmma_wait() const {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
   }
+  /// The warpgroup index, warp-uniform in ptxas's eyes (a shuffle from lane 0), so that the
+  /// branches of the warp-specialized forward on it put no wgmma on a divergent path.
+  __device__ __forceinline__ int warpgroup() const {
+    return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
+  }
+  /// mbarrier.init.shared::cta.b64 (PTX ISA 9.7.13.15.9): `count` arrivals a phase.
+  __device__ __forceinline__ void mbar_init(uint32_t address, int count) const {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(address), "r"(count) : "memory");
+  }
+  /// mbarrier.arrive.shared::cta.b64 (release semantics at CTA scope, the default).
+  __device__ __forceinline__ void mbar_arrive(uint32_t address) const {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(address) : "memory");
+  }
+  /// cp.async.mbarrier.arrive.noinc.shared::cta.b64: an arrival, counted in the init's count,
+  /// once every cp.async this thread issued before it has completed.
+  __device__ __forceinline__ void cp_async_mbar_arrive(uint32_t address) const {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(address) : "memory");
+  }
+  /// Until the phase of parity `parity` has completed: mbarrier.try_wait.parity in a loop inside
+  /// the asm (acquire semantics at CTA scope, the default), so the compiler sees no branch.
+  __device__ __forceinline__ void mbar_wait(uint32_t address, int parity) const {
+    asm volatile(
+        "{\n.reg .pred done;\nwait_%=:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra wait_%=;\n}\n" ::"r"(address),
+        "r"(parity)
+        : "memory");
+  }
+  /// bar.sync / bar.arrive with a barrier id and a thread count (named barriers 1-15).
+  __device__ __forceinline__ void named_sync(int id, int count) const {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+  }
+  __device__ __forceinline__ void named_arrive(int id, int count) const {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+  }
+  /// setmaxnreg (sm_90a): this warpgroup's registers a thread, raised or lowered to kCount.
+  template <int kCount>
+  __device__ __forceinline__ void setmaxnreg_inc() const {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kCount));
+  }
+  template <int kCount>
+  __device__ __forceinline__ void setmaxnreg_dec() const {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kCount));
+  }
   /// st.shared.b16 at a shared-window address (the generic proxy: fence_proxy_async before a
   /// wgmma reads it).
   __device__ __forceinline__ void store_shared_b16(uint32_t address, uint16_t v) const {
@@ -146,32 +190,32 @@ struct CudaWgThread : CudaThread {
   }
 };
 
-template <int D, bool kDropout>
-__global__ void __launch_bounds__(flash::kWgThreads, 1)
+template <int D, bool kDropout, bool kWs>
+__global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
     flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                         float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_forward_wgmma<D, kDropout>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal,
-                                          dropout, dropout_seed_of(seed, step_at));
+  flash::flash_forward_wgmma<D, kDropout, kWs>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window,
+                                               causal, dropout, dropout_seed_of(seed, step_at));
 #else
   (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale, (void)softcap;
   (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
 #endif
 }
 
-template <int D, bool kDropout>
+template <int D, bool kDropout, bool kWs>
 cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
                                  float* row_max, float* lse) {
-  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout>,
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, kWs>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout, kWs>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-  flash_forward_wgmma<D, kDropout><<<grid, flash::kWgThreads, smem, stream>>>(
+  flash_forward_wgmma<D, kDropout, kWs><<<grid, flash::wgmma_forward_threads<kWs>(), smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
       a.dropout_seed, a.dropout_step_at);
@@ -244,18 +288,21 @@ cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionA
 }
 
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
-                                          tile::bf16* out, float* row_max, float* lse) {
+                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized) {
   if (!flash_attention_wgmma_refusal(a).empty()) return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
   if (reinterpret_cast<uintptr_t>(qkv) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
     throw std::invalid_argument("flash_attention_wgmma_forward: qkv and out must be 16-byte aligned");
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
-  if (a.dropout > 0)
-    return a.d_head == 64 ? launch_forward_wgmma<64, true>(stream, a, in, o, row_max, lse)
-                          : launch_forward_wgmma<128, true>(stream, a, in, o, row_max, lse);
-  return a.d_head == 64 ? launch_forward_wgmma<64, false>(stream, a, in, o, row_max, lse)
-                        : launch_forward_wgmma<128, false>(stream, a, in, o, row_max, lse);
+  const auto by_variant = [&]<bool kWs>() {
+    if (a.dropout > 0)
+      return a.d_head == 64 ? launch_forward_wgmma<64, true, kWs>(stream, a, in, o, row_max, lse)
+                            : launch_forward_wgmma<128, true, kWs>(stream, a, in, o, row_max, lse);
+    return a.d_head == 64 ? launch_forward_wgmma<64, false, kWs>(stream, a, in, o, row_max, lse)
+                          : launch_forward_wgmma<128, false, kWs>(stream, a, in, o, row_max, lse);
+  };
+  return warp_specialized ? by_variant.template operator()<true>() : by_variant.template operator()<false>();
 }
 
 }  // namespace bench::kernels::cuda

@@ -4,7 +4,9 @@
 //          forward_grid, pack_rn, the dropout hash), compiled by flash_attention_wgmma.cu and run
 //          on the CPU by the warp emulator (tests/kernels/flash_emulation_test.cpp)
 //
-// Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15):
+// Beyond flash_attention_kernels.cuh's Thread, a wgmma Thread supplies (PTX ISA 9.7.15; for kWs
+// also warpgroup(), mbar_init/mbar_arrive/mbar_wait/cp_async_mbar_arrive, named_sync/named_arrive
+// and setmaxnreg_inc/dec<N>, flash_attention_wgmma.cu describes them):
 // smem_addr(p) (cvta.to.shared), fence_proxy_async() (fence.proxy.async.shared::cta: this thread's
 // cp.async writes become visible to wgmma, which reads shared memory through the async proxy),
 // wgmma_fence(), wgmma_commit(), wgmma_wait<n>() (wgmma.fence / commit_group / wait_group),
@@ -31,9 +33,15 @@
 //      (FlashAttention-3's intra-warpgroup pipelining).
 //   3. wait_group 0, O rescaled by the new maxima, P_j kept for the next tile.
 // Three stages because tile j-1's V is read until step 3 of tile j, while tile j + 1 is copied.
-// Not done: TMA, warp specialization (a producer warp with mbarriers, setmaxnreg), the ping-pong
-// of two warpgroups' softmax and products by named barriers. Compiled for sm_90a, checked by the
-// CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
+// Two variants share this code (kWs): the two warpgroups in step, all 256 threads copying and a
+// __syncthreads a tile; or warp-specialized (FlashAttention-3's structure): a third warpgroup, the
+// producer, keeps 24 registers (setmaxnreg.dec) and fills Q and the ring by cp.async, each stage
+// under a "full" mbarrier (cp.async.mbarrier.arrive.noinc) and an "empty" one (the consumers
+// arrive once the P V that read its V has completed); the consumers (setmaxnreg.inc 240) wait on
+// full (try_wait.parity), make the producer's copies visible to wgmma by fence.proxy.async, and
+// take turns to issue S and P V by named barriers, so that one's softmax runs while the other's
+// products do. Not done: TMA, key tiles of 128. Compiled for sm_90a, checked by the CPU emulator;
+// not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
 #pragma once
 
 #include <cmath>
@@ -56,11 +64,30 @@ constexpr int kWgThreads = kWgGroups * 128;      // threads per block: 256
 constexpr int kWgStages = 3;
 static_assert(kBlockN == 64, "S is one wgmma n64 a k16 step, P four A fragments");
 
-/// Shared memory of flash_forward_wgmma<D>: Q (128 rows) and kWgStages stages of K and V (64 rows
-/// each), no padding (the core-matrix layout needs none).
-template <int D>
+// The warp-specialized variant (kWs): a third warpgroup, the producer, fills the K/V ring by
+// cp.async and gives registers to the two consumer warpgroups (setmaxnreg: 128 x 24 + 256 x 240 =
+// 384 x 168, what __launch_bounds__(384, 1) gives a thread at launch).
+constexpr int kWsThreads = kWgThreads + 128;
+constexpr int kWsProducerRegs = 24, kWsConsumerRegs = 240;
+static_assert(128 * kWsProducerRegs + kWgThreads * kWsConsumerRegs <= 65536 / kWsThreads / 8 * 8 * kWsThreads,
+              "setmaxnreg: the consumers take no more than the producer gives");
+// Named barrier kWsTurn + w (bar.sync by warpgroup w, bar.arrive by the other: 256 threads) is
+// consumer warpgroup w's turn to issue its wgmma.
+constexpr int kWsTurn = 1;
+
+/// Threads of flash_forward_wgmma<D, kDropout, kWs>.
+template <bool kWs>
+constexpr int wgmma_forward_threads() {
+  return kWs ? kWsThreads : kWgThreads;
+}
+
+/// Shared memory of flash_forward_wgmma<D, ..., kWs>: Q (128 rows) and kWgStages stages of K and V
+/// (64 rows each), no padding (the core-matrix layout needs none); with kWs, then the mbarriers:
+/// Q's, each stage's "full" and each stage's "empty" (8 bytes each).
+template <int D, bool kWs = false>
 constexpr size_t wgmma_forward_smem_bytes() {
-  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t);
+  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t) +
+         (kWs ? 8 * (1 + 2 * kWgStages) : 0);
 }
 
 /// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
@@ -69,15 +96,17 @@ constexpr size_t wgmma_forward_smem_bytes() {
 /// nothing, from row 0). Chunk u of 16 bytes (row 8 (u / D) + u % 8, columns 8 ((u / 8) % (D / 8)))
 /// lands at element 8 u: the 32 chunks of a warp fill 512 contiguous bytes of shared memory (no
 /// bank conflict beyond the 4 wavefronts that 512 bytes take) and read 8 rows of 64 bytes, whole
-/// 32-byte sectors. The caller commits and waits.
-template <int D, int kRows, class Thread>
-BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second, int off, const uint16_t* base,
+/// 32-byte sectors. The copy is shared by kThreads threads, this one the `me`-th. kRolled: a loop
+/// the compiler keeps rolled (the producer warpgroup's, in 24 registers: unrolled, the addresses
+/// of all its copies live at once). The caller commits and waits (or arrives on an mbarrier).
+template <int D, int kRows, int kThreads, bool kRolled = false, class Thread>
+BENCH_FLASH_FN void wgmma_rows_async(Thread& th, int me, uint16_t* dst, uint16_t* second, int off, const uint16_t* base,
                                      int64_t row0, int64_t rows, int64_t width) {
   constexpr int kChunks = kRows * D / 8;
-  static_assert(kChunks % kWgThreads == 0, "whole chunks per thread");
-#pragma unroll
-  for (int i = 0; i < kChunks / kWgThreads; ++i) {
-    const int u = th.tid() + kWgThreads * i;
+  static_assert(kChunks % kThreads == 0, "whole chunks per thread");
+#pragma unroll(kRolled ? 1 : kChunks / kThreads)
+  for (int i = 0; i < kChunks / kThreads; ++i) {
+    const int u = me + kThreads * i;
     const int row = 8 * (u / D) + u % 8, col = 8 * ((u / 8) % (D / 8));
     const bool ok = row0 + row < rows;
     const uint16_t* src = ok ? base + (row0 + row) * width + col : base;
@@ -86,10 +115,21 @@ BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second
   }
 }
 
+/// The same copy shared by all kWgThreads threads of a block, this one th.tid() (the backward's).
+template <int D, int kRows, class Thread>
+BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second, int off, const uint16_t* base,
+                                     int64_t row0, int64_t rows, int64_t width) {
+  wgmma_rows_async<D, kRows, kWgThreads>(th, th.tid(), dst, second, off, base, row0, rows, width);
+}
+
 /// Forward on wgmma: the contract of flash_forward (flash_attention_kernels.cuh), every variant
 /// (causal or not, window, soft-cap, GQA/MQA, dropout, row_max and lse), d_head 64 or 128, for a
-/// block of kWgThreads threads with wgmma_forward_smem_bytes<D>() of shared memory.
-template <int D, bool kDropout, class Thread>
+/// block of wgmma_forward_threads<kWs>() threads with wgmma_forward_smem_bytes<D, kWs>() of shared
+/// memory. kWs: warp-specialized (FlashAttention-3's structure), the producer warpgroup copying
+/// K/V into the ring under full/empty mbarriers and the two consumer warpgroups taking turns at
+/// the tensor cores by named barriers; else every thread copies and a __syncthreads a tile keeps
+/// the warpgroups in step. The per-tile math is the same code.
+template <int D, bool kDropout, bool kWs, class Thread>
 BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
                                         float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h,
                                         int n_kv, float scale, float softcap, int64_t window, bool causal,
@@ -100,7 +140,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   uint16_t* k_s = q_s + kFwdBlockM * D;
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
-  const int wg = th.tid() / 128, warp = (th.tid() % 128) / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
+  // kWs: a warp-uniform warpgroup index (ptxas then knows the branches on it warpgroup-uniform).
+  const int wg = kWs ? th.warpgroup() : th.tid() / 128;
+  const int warp = (th.tid() % 128) / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
   const int64_t n_blocks = (n_t + kFwdBlockM - 1) / kFwdBlockM;
   const int64_t m0 = (causal ? n_blocks - 1 - th.block_y() : th.block_x()) * kFwdBlockM;
   const int64_t q0 = m0 + wg * kWgRows;  // this warpgroup's first query
@@ -115,9 +157,50 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   const int64_t first_key = window > 0 && m0 + 1 - window > 0 ? m0 + 1 - window : 0;
   const int64_t n_begin = first_key / kBlockN * kBlockN;
 
-  wgmma_rows_async<D, kFwdBlockM>(th, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-  wgmma_rows_async<D, kBlockN>(th, k_s, k_s + kBlockN * D, v_off, k_base, n_begin, n_t, width);
-  th.cp_async_commit();
+  // kWs: the mbarriers after the ring. Q's (the producer's 128 threads arrive once their copies
+  // of Q have landed); a stage's "full" (the same, for its K and V); a stage's "empty" (every
+  // consumer thread arrives once its P V that read the stage's V has completed, its S long before).
+  const uint32_t q_full = th.smem_addr(k_s + 2 * kWgStages * kBlockN * D), full = q_full + 8,
+                 empty = full + 8 * kWgStages;
+  if constexpr (kWs) {
+    if (th.tid() == 0) {
+      th.mbar_init(q_full, 128);
+      for (int i = 0; i < kWgStages; ++i) {
+        th.mbar_init(full + 8 * i, 128);
+        th.mbar_init(empty + 8 * i, kWgThreads);
+      }
+    }
+    th.sync();  // the inits, visible to every thread; the last __syncthreads of the kernel
+    if (wg == kWgGroups) {
+      // The producer: Q, then tile i into stage i % kWgStages once the consumers have emptied it
+      // (tile i - kWgStages's P V completed). Its phase bit flips at each turn of the ring, and a
+      // fresh mbarrier counts its phase of parity 1 as completed, so the first turn does not wait.
+      th.template setmaxnreg_dec<kWsProducerRegs>();
+      const int me = th.tid() - kWgThreads;
+      wgmma_rows_async<D, kFwdBlockM, 128, true>(th, me, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t,
+                                                 width);
+      th.cp_async_mbar_arrive(q_full);
+      int stage = 0, phase = 0;
+      for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+        th.mbar_wait(empty + 8 * stage, phase ^ 1);
+        uint16_t* ks = k_s + 2 * kBlockN * D * stage;
+        wgmma_rows_async<D, kBlockN, 128, true>(th, me, ks, ks + kBlockN * D, v_off, k_base, n0, n_t, width);
+        th.cp_async_mbar_arrive(full + 8 * stage);
+        if (++stage == kWgStages) stage = 0, phase ^= 1;
+      }
+      th.cp_async_wait(0);  // no copy outlives its thread
+      return;
+    }
+    th.template setmaxnreg_inc<kWsConsumerRegs>();
+    th.mbar_wait(q_full, 0);
+    th.fence_proxy_async();  // the producer's landed copies of Q, visible to wgmma
+    // Warpgroup 0 issues first: warpgroup 1 lets it (and arrives once fewer at the end, below).
+    if (wg == 1) th.named_arrive(kWsTurn, kWgThreads);
+  } else {
+    wgmma_rows_async<D, kFwdBlockM>(th, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
+    wgmma_rows_async<D, kBlockN>(th, k_s, k_s + kBlockN * D, v_off, k_base, n_begin, n_t, width);
+    th.cp_async_commit();
+  }
 
   // This thread's two rows of its warp's 16: g and g + 8 (row index r). D's register 4 j + e holds
   // (row g + 8 (e / 2), column 8 j + 2 t + e % 2) of its 64 x N.
@@ -142,21 +225,28 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     th.wgmma_commit();
   };
 
-  int stage = 0;  // tile i sits in stage i % kWgStages
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN, stage = stage + 1 == kWgStages ? 0 : stage + 1) {
-    // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
-    // after it), so its stage, the next tile's, may be written.
-    th.sync();
-    if (n0 + kBlockN < n_end) {
-      uint16_t* next = k_s + 2 * kBlockN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
-      wgmma_rows_async<D, kBlockN>(th, next, next + kBlockN * D, v_off, k_base, n0 + kBlockN, n_t, width);
-      th.cp_async_commit();
-      th.cp_async_wait(1);
+  int stage = 0;                   // tile i sits in stage i % kWgStages
+  [[maybe_unused]] int phase = 0;  // kWs: the parity of that stage's full phase
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+    if constexpr (kWs) {
+      th.mbar_wait(full + 8 * stage, phase);
+      th.fence_proxy_async();  // the producer's landed copies, seen through the mbarrier, visible to wgmma
+      th.named_sync(kWsTurn + wg, kWgThreads);  // the other warpgroup has issued its wgmma
     } else {
-      th.cp_async_wait(0);
+      // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
+      // after it), so its stage, the next tile's, may be written.
+      th.sync();
+      if (n0 + kBlockN < n_end) {
+        uint16_t* next = k_s + 2 * kBlockN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
+        wgmma_rows_async<D, kBlockN>(th, next, next + kBlockN * D, v_off, k_base, n0 + kBlockN, n_t, width);
+        th.cp_async_commit();
+        th.cp_async_wait(1);
+      } else {
+        th.cp_async_wait(0);
+      }
+      th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (the async proxy)
+      th.sync();
     }
-    th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (the async proxy)
-    th.sync();
     // No tile is skipped, not even one that none of the warpgroup's rows sees (the mask makes its
     // P 0): a wgmma under a branch that depends on the thread index is one ptxas cannot prove
     // warpgroup-uniform, and it then serializes every wgmma of the kernel (C7520). The cost is the
@@ -177,6 +267,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
     th.wgmma_commit();
     issue_pv();
+    // Ping-pong: the other warpgroup may issue now, its S and P V queued behind these on the
+    // tensor cores while this one's softmax runs.
+    if constexpr (kWs) th.named_arrive(kWsTurn + 1 - wg, kWgThreads);
     th.template wgmma_wait<1>();
     th.wgmma_hold(s);
 
@@ -252,6 +345,11 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     // their registers to pn while P V still reads them, and ptxas then serializes every wgmma of
     // the kernel (C7513, "non wgmma instructions defining input registers of a wgmma").
     th.wgmma_hold(pa);
+    // kWs: the previous tile's P V has completed, the last read of its stage: the producer may
+    // refill it.
+    if constexpr (kWs) {
+      if (n0 != n_begin) th.mbar_arrive(empty + 8 * (stage == 0 ? kWgStages - 1 : stage - 1));
+    }
     if (alpha[0] != 1.f || alpha[1] != 1.f) {
 #pragma unroll
       for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i % 4) / 2];
@@ -261,13 +359,20 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
 #pragma unroll
       for (int e = 0; e < 4; ++e) pa[kb][e] = pn[kb][e];
     pv_addr = th.smem_addr(ks + kBlockN * D);
+    if (++stage == kWgStages) stage = 0, phase ^= 1;
   }
   // The last tile's P V. The key loop above ran at least once (a block of queries below T sees at
-  // least its first key), so its V was waited for and fenced like every tile's.
+  // least its first key), so its V was waited for and fenced like every tile's. kWs: in turn too;
+  // warpgroup 1 does not hand the turn back (warpgroup 0 will not wait for it), so that every
+  // arrival at the two named barriers meets its sync.
+  if constexpr (kWs) th.named_sync(kWsTurn + wg, kWgThreads);
   th.wgmma_hold(o);
   th.wgmma_hold(pa);
   th.wgmma_fence();
   issue_pv();
+  if constexpr (kWs) {
+    if (wg == 0) th.named_arrive(kWsTurn + 1, kWgThreads);
+  }
   th.template wgmma_wait<0>();
   th.wgmma_hold(o);
 

@@ -6,8 +6,8 @@
 # for the one before), no spills in the forward, and in the backward at most the spills recorded
 # in docs/kernels.md ("Flash attention backward on wgmma": a few loop-invariant or epilogue values
 # at 255 registers, none in a run of wgmma), so that a change that spills more fails here. Prints
-# the registers and spills of each instantiation. About 15 CPU seconds (one sm_90a compile of the
-# file).
+# the registers and spills of each instantiation, the warp-specialized forward's included. About
+# 15 CPU seconds (one sm_90a compile of the file).
 # Usage: wgmma_ptxas.sh NVCC SOURCE_DIR
 set -euo pipefail
 nvcc=$1
@@ -20,6 +20,17 @@ trap 'rm -f "$log" "$log.cubin"' EXIT
 status=0
 if grep -E "C75[0-9][0-9]" "$log"; then
   echo "wgmma_ptxas: ptxas serializes the wgmma (above)" >&2
+  status=1
+fi
+# The warp-specialized forward (kWs, the last template argument 1): all four instantiations
+# compiled, each at the 168 registers a thread of __launch_bounds__(384, 1); setmaxnreg then gives
+# the producer warpgroup 24 and the consumers 240 (the per-warpgroup figures are in the SASS:
+# USETMAXREG, docs/kernels.md), and a spill in either region shows in the spill count below.
+ws=$(grep -cE "Compiling entry function '.*flash_forward_wgmmaILi(64|128)ELb[01]ELb1EEEv" "$log" || true)
+ws_regs=$(grep -A3 -E "Compiling entry function '.*flash_forward_wgmmaILi(64|128)ELb[01]ELb1EEEv" "$log" |
+  grep -c "Used 168 registers" || true)
+if [ "$ws" != 4 ] || [ "$ws_regs" != 4 ]; then
+  echo "wgmma_ptxas: expected 4 warp-specialized forward instantiations at 168 registers, got $ws ($ws_regs)" >&2
   status=1
 fi
 # Per entry function: its name (forward or backward, d_head, dropout), spill stores and registers.

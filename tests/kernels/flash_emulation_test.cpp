@@ -84,8 +84,9 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
   });
 }
 
-/// Emulated forward on wgmma (flash_attention_wgmma_kernels.cuh): the same outputs.
-template <int D>
+/// Emulated forward on wgmma (flash_attention_wgmma_kernels.cuh): the same outputs; kWs the
+/// warp-specialized variant.
+template <int D, bool kWs>
 void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vector<uint16_t>& out,
                    std::vector<float>& row_max, std::vector<float>& lse) {
   out.assign(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 0xffff);
@@ -93,27 +94,28 @@ void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std
   lse.assign(row_max.size(), NAN);
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
-    flash::flash_forward_wgmma<D, kDropout>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv,
-                                            static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window,
-                                            a.causal, static_cast<float>(a.dropout), a.dropout_seed);
+    flash::flash_forward_wgmma<D, kDropout, kWs>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h,
+                                                 n_kv, static_cast<float>(a.scale), static_cast<float>(a.softcap),
+                                                 a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
   };
   int64_t grid_x = 0, grid_y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
-  launch(grid_x, grid_y, flash::kWgThreads, flash::wgmma_forward_smem_bytes<D>(), [&](EmulatedThread& th) {
-    if (a.dropout > 0)
-      body.template operator()<true>(th);
-    else
-      body.template operator()<false>(th);
-  });
+  launch(grid_x, grid_y, flash::wgmma_forward_threads<kWs>(), flash::wgmma_forward_smem_bytes<D, kWs>(),
+         [&](EmulatedThread& th) {
+           if (a.dropout > 0)
+             body.template operator()<true>(th);
+           else
+             body.template operator()<false>(th);
+         });
 }
 
-template <int D, bool kWgmma = false>
+template <int D, bool kWgmma = false, bool kWs = false>
 void check_forward(const AttentionArgs& a) {
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
   if constexpr (kWgmma)
-    forward_wgmma<D>(a, qkv, out, row_max, lse);
+    forward_wgmma<D, kWs>(a, qkv, out, row_max, lse);
   else
     forward<D>(a, qkv, out, row_max, lse);
   std::vector<double> out_ref, max_ref;
@@ -182,9 +184,19 @@ TEST_P(FlashEmulation, ForwardMatchesFloat64Reference) {
 TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_forward<64, true>(a);
+    check_forward<64, true, false>(a);
   else
-    check_forward<128, true>(a);
+    check_forward<128, true, false>(a);
+}
+
+// The warp-specialized variant: a producer warpgroup under full/empty mbarriers, the consumers'
+// ping-pong by named barriers (the emulator runs the waiters of each release first).
+TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
+  const AttentionArgs& a = GetParam().args;
+  if (a.d_head == 64)
+    check_forward<64, true, true>(a);
+  else
+    check_forward<128, true, true>(a);
 }
 
 TEST_P(FlashEmulation, BackwardMatchesFloat64Reference) {
@@ -201,6 +213,21 @@ TEST_P(FlashEmulation, BackwardWgmmaMatchesFloat64Reference) {
     check_backward<64, true>(a);
   else
     check_backward<128, true>(a);
+}
+
+// Sequences long enough that the K/V ring of three stages turns several times in one block (9 and
+// 6 key tiles): the warp-specialized variant's empty barriers, which none of the cases above waits
+// on more than once, and its phase parities past the first turn; the variant in step beside it.
+TEST(FlashEmulationLong, ForwardWgmmaBothVariantsMatchFloat64Reference) {
+  AttentionArgs a{1, 520, 2, 1, 64, 0.125};
+  check_forward<64, true, true>(a);
+  check_forward<64, true, false>(a);
+  a = {1, 330, 1, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.causal = false;
+  a.dropout = 0.1;
+  a.dropout_seed = 9;
+  check_forward<128, true, true>(a);
+  check_forward<128, true, false>(a);
 }
 
 std::vector<FlashCase> cases() {

@@ -11,13 +11,22 @@
 // memory before or after another's write and fails.
 //
 // Hopper's warpgroup MMA (wgmma.mma_async, 4 warps = 128 threads) is emulated in
-// wgmma_emulator.h, which this header includes: EmulatedThread's wgmma_* members.
+// wgmma_emulator.h, which this header includes: EmulatedThread's wgmma_* members. So are the
+// warp-specialization primitives of sm_90 (PTX ISA 9.7.13.15, 9.7.13.4, 9.7.19.x): mbarriers
+// (init, arrive, try_wait.parity, cp.async.mbarrier.arrive.noinc), named barriers (bar.sync and
+// bar.arrive with an id and a thread count) and setmaxnreg (a no-op whose constraints are
+// checked). A release of a named barrier or an mbarrier phase runs the fibers that waited on it
+// first, so a consumer that lets a producer go too early meets the producer's writes at once.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -40,10 +49,30 @@ using test::FiberTeam;
 class Block {
  public:
   Block(int threads, size_t shared_bytes)
-      : team_(threads, 32), shared_(shared_bytes, 0), unfenced_(shared_bytes, 0), barrier_(team_, threads, true) {
+      : team_(threads, 32),
+        threads_(threads),
+        shared_(shared_bytes, 0),
+        unfenced_(shared_bytes, 0),
+        barrier_(team_, threads, true) {
     for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
-    for (int g = 0; g < threads / 128; ++g) groups_.emplace_back(team_);
+    for (int g = 0; g < threads / 128; ++g) groups_.emplace_back(team_, launch_registers());
   }
+
+  /// An mbarrier (a 64-bit object in shared memory, PTX ISA 9.7.13.15): its expected arrival
+  /// count, the arrivals still pending in the current phase, the phases completed, and the
+  /// shared-memory ranges that the cp.async writes its arrivals tracked landed in (`incoming`
+  /// for the current phase, `published` for the last completed one: a thread that has waited for
+  /// that phase may make them visible to wgmma with its fence.proxy.async).
+  struct Mbarrier {
+    explicit Mbarrier(FiberTeam& team, int expected)
+        : event(team, 1, false, true), count(expected), pending(expected) {}
+    FiberTeam::Barrier event;  // released at each phase's completion
+    int count, pending;
+    int init_tid = 0;      // the thread that initialized it, alone in seeing it until a __syncthreads
+    bool visible = false;  // a __syncthreads since the init
+    uint64_t phase = 0;
+    std::vector<std::pair<size_t, size_t>> incoming, published;
+  };
 
   struct Warp {
     explicit Warp(FiberTeam& team) : barrier(team, 32) {}
@@ -56,10 +85,12 @@ class Block {
 
   /// A warpgroup's slots for wgmma: the A fragments (when A is in registers) and descriptors.
   struct Group {
-    explicit Group(FiberTeam& team) : barrier(team, 128) {}
+    Group(FiberTeam& team, int launch_regs) : barrier(team, 128), registers(launch_regs) {}
     FiberTeam::Barrier barrier;
     uint32_t a[2][128][4] = {};
     uint64_t desc_a[2][128] = {}, desc_b[2][128] = {};
+    int regs[2][128] = {};  // setmaxnreg's operand, per thread
+    int registers;          // the warpgroup's registers a thread, as setmaxnreg set them
   };
 
   FiberTeam& team() { return team_; }
@@ -74,14 +105,73 @@ class Block {
   /// The first wgmma violation of this launch (wgmma_emulator.h), "" while none.
   std::string& violation() { return violation_; }
 
+  /// Registers a thread at launch, for a kernel of __launch_bounds__(threads, 1) as the
+  /// warp-specialized kernels declare: the register file's 65,536 shared out, in steps of 8, at
+  /// most 256.
+  int launch_registers() const { return std::min(65536 / threads_ / 8 * 8, 256); }
+
+  /// The mbarrier at shared-memory offset `at`: nullptr (and a violation) if none was initialized
+  /// there in this block.
+  Mbarrier* mbarrier(uint32_t at, int tid) {
+    const auto it = mbarriers_.find(at);
+    if (it != mbarriers_.end() && (it->second->visible || it->second->init_tid == tid)) return it->second.get();
+    wgmma_error(violation_, "mbarrier: used before its mbarrier.init (or before the barrier that publishes it)");
+    return nullptr;
+  }
+  /// At a __syncthreads: every mbarrier initialized before it is visible to every thread.
+  void publish_mbarriers() {
+    for (auto& [at, m] : mbarriers_) m->visible = true;
+  }
+  void mbarrier_init(uint32_t at, int count, int tid) {
+    if (at % 8 != 0 || at + 8 > shared_.size())
+      wgmma_error(violation_, "mbarrier.init: not an 8-byte aligned object in shared memory");
+    else if (count < 1 || count > (1 << 20) - 1)
+      wgmma_error(violation_, "mbarrier.init: a count outside [1, 2^20 - 1]");
+    else if (auto [it, fresh] = mbarriers_.emplace(at, std::make_unique<Mbarrier>(team_, count)); !fresh)
+      wgmma_error(violation_, "mbarrier.init: initialized twice in one block");
+    else
+      it->second->init_tid = tid;
+  }
+  /// Named barrier `id` (bar.sync / bar.arrive id, count): ids 1-15 (0 is __syncthreads), a
+  /// count that is a multiple of 32 and at most the block's threads, the same at every use.
+  FiberTeam::Barrier* named(int id, int count) {
+    if (id < 1 || id > 15 || count % 32 != 0 || count < 32 || count > threads_) {
+      wgmma_error(violation_, "bar: an id outside 1-15, or a count not a multiple of 32 within the block");
+      return nullptr;
+    }
+    auto& b = named_[static_cast<size_t>(id)];
+    if (b == nullptr) b = std::make_unique<FiberTeam::Barrier>(team_, count, false, true);
+    if (b->count() == count) return b.get();
+    wgmma_error(violation_, "bar: one named barrier used with two thread counts");
+    return nullptr;
+  }
+  /// After every thread of a block has ended (one thread calls it): a named barrier left with
+  /// arrivals, or warpgroups holding more registers than the block was given, is a violation;
+  /// the mbarriers, named barriers and registers start afresh for the next block.
+  void end_block() {
+    for (const auto& b : named_)
+      if (b != nullptr && b->arrived() != 0)
+        wgmma_error(violation_, "bar: a named barrier holds arrivals at the block's end (an arrive without its sync)");
+    int64_t used = 0;
+    for (const Group& g : groups_) used += int64_t{128} * g.registers;
+    if (used > int64_t{threads_} * launch_registers())
+      wgmma_error(violation_, "setmaxnreg: the warpgroups ask for more registers than the block holds");
+    for (Group& g : groups_) g.registers = launch_registers();
+    for (auto& b : named_) b.reset();
+    mbarriers_.clear();
+  }
+
  private:
   FiberTeam team_;
+  int threads_;
   std::vector<uint8_t> shared_;  // operator new aligns it to 16 bytes, as the 16-byte copies need
   std::vector<uint8_t> unfenced_;
   std::string violation_;
   FiberTeam::Barrier barrier_;
   std::vector<Warp> warps_;
   std::vector<Group> groups_;
+  std::map<uint32_t, std::unique_ptr<Mbarrier>> mbarriers_;
+  std::array<std::unique_ptr<FiberTeam::Barrier>, 16> named_;
 };
 
 inline float bf16_at(uint32_t reg, int half) {
@@ -97,7 +187,10 @@ class EmulatedThread {
   int block_x() const { return bx_; }
   int block_y() const { return by_; }
   int block_dim() const { return dim_; }
-  void sync() const { block_.barrier().arrive_and_wait(); }
+  void sync() const {
+    block_.barrier().arrive_and_wait();
+    block_.publish_mbarriers();
+  }
   float shfl_xor(float v, int mask) const {
     Block::Warp& w = block_.warp(tid_);
     const int lane = tid_ % 32, p = parity();
@@ -207,6 +300,61 @@ class EmulatedThread {
   void wgmma_wait() {
     wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes(), block_.violation());
   }
+
+  // --- sm_90 warp specialization: mbarriers, named barriers, setmaxnreg ---
+
+  /// mbarrier.init.shared::cta.b64 [address], count (one thread; a barrier publishes it).
+  void mbar_init(uint32_t address, int count) { block_.mbarrier_init(address, count, tid_); }
+  /// mbarrier.arrive.shared::cta.b64: one arrival on the current phase, which completes when its
+  /// pending count reaches 0 (the count starts again, the phase advances).
+  void mbar_arrive(uint32_t address) {
+    if (Block::Mbarrier* m = block_.mbarrier(address, tid_)) mbar_count(*m);
+  }
+  /// cp.async.mbarrier.arrive.noinc.shared::cta.b64: an arrival once every cp.async this thread
+  /// issued before it has landed (here: they land now), counted in the init's count (.noinc).
+  /// The ranges they wrote go with the phase, for its waiters' fence.proxy.async.
+  void cp_async_mbar_arrive(uint32_t address) {
+    Block::Mbarrier* m = block_.mbarrier(address, tid_);
+    if (m == nullptr) return;
+    land(open_);
+    open_.clear();
+    for (auto& g : groups_) land(g);
+    m->incoming.insert(m->incoming.end(), landed_.begin(), landed_.end());
+    landed_.clear();
+    mbar_count(*m);
+  }
+  /// A loop on mbarrier.try_wait.parity.shared::cta.b64 until the phase of parity `parity` has
+  /// completed: it returns at once when the current phase's parity differs from `parity`.
+  void mbar_wait(uint32_t address, int parity) {
+    Block::Mbarrier* m = block_.mbarrier(address, tid_);
+    if (m == nullptr) return;
+    while (static_cast<int>(m->phase & 1) == (parity & 1)) m->event.wait_release();
+    landed_.insert(landed_.end(), m->published.begin(), m->published.end());
+  }
+  /// bar.sync id, count: waits until `count` threads have arrived at named barrier `id`.
+  void named_sync(int id, int count) {
+    if (FiberTeam::Barrier* b = block_.named(id, count)) b->arrive_and_wait();
+  }
+  /// bar.arrive id, count: counts this thread at named barrier `id`, without waiting.
+  void named_arrive(int id, int count) {
+    if (FiberTeam::Barrier* b = block_.named(id, count)) b->arrive();
+  }
+  /// setmaxnreg.{inc,dec}.sync.aligned.u32 kCount: nothing to do on the CPU, but the ISA's
+  /// constraints are checked: kCount a multiple of 8 in [24, 256], the same for all 128 threads
+  /// of the warpgroup (which meet here), no less than the warpgroup holds for .inc and no more
+  /// for .dec; and at the block's end (Block::end_block) the warpgroups within the registers the
+  /// block was launched with.
+  template <int kCount>
+  void setmaxnreg_inc() {
+    setmaxnreg(kCount, true);
+  }
+  template <int kCount>
+  void setmaxnreg_dec() {
+    setmaxnreg(kCount, false);
+  }
+  /// The warpgroup index (a warp-uniform value on the GPU).
+  int warpgroup() const { return tid_ / 128; }
+
   /// At the end of the kernel: nothing may be left in flight.
   void wgmma_finish() {
     if (!wgmma_.ops.empty())
@@ -220,6 +368,30 @@ class EmulatedThread {
     const void* src;
     bool valid;
   };
+
+  static void mbar_count(Block::Mbarrier& m) {
+    if (--m.pending > 0) return;
+    m.pending = m.count;
+    ++m.phase;
+    m.published = std::move(m.incoming);
+    m.incoming.clear();
+    m.event.release();
+  }
+
+  void setmaxnreg(int count, bool inc) {
+    Block::Group& grp = block_.group(tid_);
+    const int me = tid_ % 128, p = static_cast<int>(group_ops_++ & 1);
+    grp.regs[p][me] = count;
+    grp.barrier.arrive_and_wait();
+    for (int i = 0; i < 128; ++i)
+      if (grp.regs[p][i] != count) wgmma_error(block_.violation(), "setmaxnreg: counts differ within a warpgroup");
+    if (count % 8 != 0 || count < 24 || count > 256)
+      wgmma_error(block_.violation(), "setmaxnreg: a count not a multiple of 8 in [24, 256]");
+    if (inc ? count < grp.registers : count > grp.registers)
+      wgmma_error(block_.violation(), "setmaxnreg: .inc to fewer registers than held, or .dec to more");
+    grp.barrier.arrive_and_wait();  // every thread has compared before the count changes
+    if (me == 0) grp.registers = count;
+  }
 
   void land(std::vector<Copy>& group) {
     for (const Copy& c : group) {
@@ -314,6 +486,8 @@ void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, co
         EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
         kernel(th);
         th.wgmma_finish();
+        block.barrier().arrive_and_wait();
+        if (t == 0) block.end_block();
         block.barrier().arrive_and_wait();
       }
   });

@@ -500,6 +500,9 @@ TEST(AttentionCore, TheCoreKeySelectsWhatTheKernelKeyDid) {
        "core = \"flash\": the attention at blocks.0.attn: our flash kernels run on CUDA in bfloat16 and float32 only"},
       {"attention = { type = \"causal\", core = \"flash_wgmma\" }\n",
        "core = \"flash_wgmma\": the attention at blocks.0.attn: the wgmma flash forward runs on CUDA in bfloat16 only"},
+      {"attention = { type = \"causal\", core = \"flash_wgmma_ws\" }\n",
+       "core = \"flash_wgmma_ws\": the attention at blocks.0.attn: the wgmma flash forward runs on CUDA in bfloat16 "
+       "only"},
       {"attention = { type = \"causal\", core = \"nope\" }\n",
        "core = \"nope\" is not an attention core: the cores are auto, "},
       {"attention = { type = \"causal\", core = \"tiled\", kernel = \"ours\" }\n",
@@ -541,17 +544,20 @@ TEST(AttentionCore, FlashTakesFloat32OnCudaOnly) {
   EXPECT_NE(flash->unsupported({tile::Backend::kCuda, DType::kFloat32, a}).find("d_head = 96"), std::string::npos);
 }
 
-// The wgmma forward (not yet run on a GPU) is never auto's choice, wherever it could run; off CUDA
-// in bf16 it says where it runs.
+// The wgmma forwards (not yet run on a GPU: the one in step and the warp-specialized one) are
+// never auto's choice, wherever they could run; off CUDA in bf16 they say where they run.
 TEST(AttentionCore, FlashWgmmaIsNeverPreferred) {
   (void)test::builtin_registry();
-  const AttentionCoreInfo* wgmma = find_attention_core("flash_wgmma");
-  ASSERT_NE(wgmma, nullptr);
-  const kernels::AttentionArgs a{4, 4096, 16, 16, 128, 0.125};
-  EXPECT_FALSE(wgmma->preferred({tile::Backend::kCuda, DType::kBFloat16, a}));
-  EXPECT_EQ(wgmma->unsupported({tile::Backend::kCpu, DType::kBFloat16, a}),
-            "the wgmma flash forward runs on CUDA in bfloat16 only");
-  EXPECT_NE(wgmma->unsupported({tile::Backend::kCuda, DType::kFloat32, a}), "");
+  for (const char* name : {"flash_wgmma", "flash_wgmma_ws"}) {
+    SCOPED_TRACE(name);
+    const AttentionCoreInfo* wgmma = find_attention_core(name);
+    ASSERT_NE(wgmma, nullptr);
+    const kernels::AttentionArgs a{4, 4096, 16, 16, 128, 0.125};
+    EXPECT_FALSE(wgmma->preferred({tile::Backend::kCuda, DType::kBFloat16, a}));
+    EXPECT_EQ(wgmma->unsupported({tile::Backend::kCpu, DType::kBFloat16, a}),
+              "the wgmma flash forward runs on CUDA in bfloat16 only");
+    EXPECT_NE(wgmma->unsupported({tile::Backend::kCuda, DType::kFloat32, a}), "");
+  }
 }
 
 TEST(AttentionQueryPreAttnScalar, ScalesTheLogitsByOneOverItsRoot) {

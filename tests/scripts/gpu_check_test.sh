@@ -87,6 +87,8 @@ check "cuDNN on the guarded device is SKIPPED with the reason" \
   grep -q "^| cudnn | cudnn_vs_ours (bf16 model, guarded) | SKIPPED | .*cannot run on guarded" "$md"
 check "the wgmma forward on the guarded device is SKIPPED with the reason" \
   grep -q '^| cudnn | wgmma_vs_flash (bf16 model, guarded) | SKIPPED | .*core = "flash.*run on CUDA' "$md"
+check "the warp-specialized wgmma forward on the guarded device is SKIPPED with the reason" \
+  grep -q '^| cudnn | wgmma_ws_vs_flash (bf16 model, guarded) | SKIPPED | .*core = "flash.*run on CUDA' "$md"
 # The timing section starts within seconds; the next one must start within its cap (20 s), the
 # 10 s between timeout's SIGTERM and its SIGKILL, and some slack for a loaded machine.
 timing_at=$(sed -n 's/^== section timing at \([0-9]*\)s$/\1/p' "$tmp/out/gpu-check.log")

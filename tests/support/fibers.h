@@ -46,23 +46,43 @@ class FiberTeam {
   /// rendezvous for its lanes). A phase barrier's release starts a new order of the fibers.
   class Barrier {
    public:
-    Barrier(FiberTeam& team, int count, bool phase = false) : team_(&team), count_(count), phase_(phase) {}
+    /// `eager`: at a release, the fibers that waited on it run before the releasing one goes on
+    /// (a named barrier or an mbarrier of the warp emulator: a consumer that lets a producer go
+    /// too early sees the producer's writes before its own next step).
+    Barrier(FiberTeam& team, int count, bool phase = false, bool eager = false)
+        : team_(&team), count_(count), phase_(phase), eager_(eager) {}
     /// Suspends the calling fiber until `count` fibers have arrived since the last release.
     void arrive_and_wait() {
       if (++arrived_ < count_) {
         team_->wait(this, generation_);
         return;
       }
+      release();
+    }
+    /// Counts the calling fiber's arrival without waiting for the others (PTX's bar.arrive).
+    void arrive() {
+      if (++arrived_ == count_) release();
+    }
+    /// Suspends the calling fiber until the next release, without arriving (an mbarrier's waiter).
+    void wait_release() { team_->wait(this, generation_); }
+    /// Ends the current generation: every waiter goes on, and the arrivals start again from 0.
+    void release() {
       arrived_ = 0;
       ++generation_;
-      if (phase_) team_->new_phase();
+      if (phase_)
+        team_->new_phase();
+      else if (eager_)
+        team_->run_waiters_first(this, generation_ - 1);
     }
+    int count() const { return count_; }
+    int arrived() const { return arrived_; }
 
    private:
     friend class FiberTeam;
     FiberTeam* team_;
     int count_;
     bool phase_;
+    bool eager_;
     int arrived_ = 0;
     uint64_t generation_ = 0;
   };
@@ -192,6 +212,28 @@ class FiberTeam {
       std::iota(first, first + gang_, gangs_[g] * gang_);
       std::shuffle(first, first + gang_, random_);
     }
+    restart_ = true;
+    suspend(false);
+  }
+
+  // An eager barrier was released: the gangs with a fiber that waited on it at `generation` move
+  // to the front of the order (the others keep theirs), and the releasing fiber yields.
+  void run_waiters_first(const Barrier* b, uint64_t generation) {
+    const auto waits = [&](int g) {
+      for (int k = g; k < g + gang_; ++k) {
+        const Fiber& f = fibers_[static_cast<size_t>(order_[static_cast<size_t>(k)])];
+        if (!f.done && f.waiting == b && f.generation == generation) return true;
+      }
+      return false;
+    };
+    std::vector<int> first, rest;
+    for (int g = 0; g < n_; g += gang_) {
+      std::vector<int>& to = waits(g) ? first : rest;
+      to.insert(to.end(), order_.begin() + g, order_.begin() + g + gang_);
+    }
+    if (first.empty()) return;
+    first.insert(first.end(), rest.begin(), rest.end());
+    order_ = std::move(first);
     restart_ = true;
     suspend(false);
   }
