@@ -284,7 +284,7 @@ struct EmbeddingBackward {
     const int32_t* start = buckets + n_tokens;
     const int32_t* token = buckets + 2 * n_tokens + 1;
     T* row = dtable + static_cast<int64_t>(token[u]) * dim + c0;
-    auto acc = tl::load<B>(c, row, rest);
+    tl::loaded_t<B, Ctx, T> acc = tl::load<B>(c, row, rest);  // a sum: a float tile
     for (int64_t k = start[u]; k < start[u + 1]; ++k) {
       if constexpr (kScaled) {
         acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest) * scale;

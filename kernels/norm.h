@@ -77,10 +77,10 @@ BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
 /// The gain a program multiplies by: the loaded weight, or 1 + it (`unit_offset`, Gemma's).
 /// A run-time flag, not a template parameter: one program serves both (the branch is uniform
 /// across a launch), which halves norm.cpp's compiled programs (its compile time dominated the
-/// kernels library's).
-template <class Tl>
-BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w, bool unit_offset) {
-  if (unit_offset) return w + typename Tl::value_type(1);
+/// kernels library's). A packed weight (tile/packed.h) comes back unpacked.
+template <class Tl, class R = tl::unpacked_t<Tl>>
+BENCH_HD BENCH_FORCEINLINE R gain(Tl w, bool unit_offset) {
+  if (unit_offset) return w + typename R::value_type(1);
   return w;
 }
 
@@ -323,8 +323,10 @@ struct NormBackward {
       auto sum_gx = tl::full<B>(c, A(0));
       for (int64_t c0 = 0; c0 < cols; c0 += B) {
         const int64_t n = cols - c0;
+        // dy unpacked at its load, as x is by its first use: packed until its later uses, the
+        // bf16 wide program took 128 -> 167 registers (4096-wide chunks; 72 -> 80 at 1024).
         auto xhat = (tl::load<B>(c, xr + c0, n, mu) - mu) * rs;
-        auto dyv = tl::load<B>(c, dyr + c0, n);
+        tl::loaded_t<B, Ctx, T> dyv = tl::load<B>(c, dyr + c0, n);
         auto g = w != nullptr ? dyv * gain(tl::load<B>(c, w + c0, n), unit_offset) : dyv;
         sum_g = sum_g + g;
         sum_gx = sum_gx + g * xhat;
@@ -342,7 +344,7 @@ struct NormBackward {
         const A mu = center ? mean[r] : A(0);
         const A rs = rstd[r];
         auto xhat = (tl::load<B>(c, x + r * cols + c0, n, mu) - mu) * rs;
-        auto dyv = tl::load<B>(c, dy + r * cols + c0, n);
+        tl::loaded_t<B, Ctx, T> dyv = tl::load<B>(c, dy + r * cols + c0, n);
         auto g = w != nullptr ? dyv * gain(tl::load<B>(c, w + c0, n), unit_offset) : dyv;
         tl::store(c, dx + r * cols + c0, (g - mean_g[r - r0] - xhat * mean_gx[r - r0]) * rs, n);
         if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
@@ -394,7 +396,7 @@ struct ColumnSumSlices {
     const int64_t p0 = tl::program_id(c, 1) * per_slice;
     const int64_t p1 = p0 + per_slice < parts ? p0 + per_slice : parts;
     A* first = part + p0 * cols + c0;
-    auto acc = tl::load<B>(c, first, cols - c0);
+    tl::loaded_t<B, Ctx, A> acc = tl::load<B>(c, first, cols - c0);  // a sum: a float tile
     for (int64_t p = p0 + 1; p < p1; ++p) acc = acc + tl::load<B>(c, part + p * cols + c0, cols - c0);
     tl::store(c, first, acc, cols - c0);
   }
@@ -422,7 +424,7 @@ struct ColumnSum {
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t c0 = tl::program_id(c, 0) * B;
-    auto acc = tl::load<B>(c, out + c0, cols - c0);
+    tl::loaded_t<B, Ctx, T> acc = tl::load<B>(c, out + c0, cols - c0);  // a sum: a float tile
     for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * stride * cols + c0, cols - c0);
     tl::store(c, out + c0, acc, cols - c0);
   }

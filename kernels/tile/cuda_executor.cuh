@@ -8,9 +8,11 @@
 // every tile in registers; each contiguous run (Run elements: 16 bytes of the program's storage
 // type when it declares kRun) is moved with vector accesses of up to 16 bytes when the pointer is
 // aligned and the run is in bounds (bf16 converted two to a 32-bit word: a shift or a mask up,
-// one cvt.rn.bf16x2.f32 down; a bf16 load issues every run's access before it converts any, so
-// that a thread has all its runs in flight); reductions go through cub::BlockReduce and are
-// broadcast to every thread (the barriers live here, never in a program).
+// one cvt.rn.bf16x2.f32 down; a bf16 load issues every run's access and returns the raw words,
+// a Packed tile (tile/packed.h) that the program's first arithmetic on it unpacks, so that a
+// thread has all its runs, and those of the program's next loads, in flight); reductions go
+// through cub::BlockReduce and are broadcast to every thread (the barriers live here, never in a
+// program).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -25,6 +27,7 @@
 
 #include "defs.h"
 #include "layout.h"
+#include "packed.h"
 #include "registry.h"
 #include "tile.h"
 
@@ -85,11 +88,16 @@ class CudaCtx {
     return splat<N, Layout<N, TH, Run>::kPer>(x);
   }
 
+  // A bf16 tile comes back packed (tile/packed.h): unpacked where the program first computes
+  // with it, after the program's next loads have been issued.
   template <int N, class T>
-  __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load(const T* p, int64_t n, acc_t<T> other) const {
+  __device__ auto load(const T* p, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
     if constexpr (kPacked<T, L::kVec>) {
-      uint32_t raw[L::kPer / 2];
+      Packed<N, L::kPer, CudaCtx> r;
+      r.n = n;
+      r.other = other;
+      uint32_t* raw = r.words;
 #pragma unroll
       for (int i = 0; i < L::kPer; i += L::kVec) {
         const int e = L::element(threadIdx.x, i);
@@ -100,7 +108,7 @@ class CudaCtx {
           for (int j = 0; j < L::kVec; ++j) set_half(raw, i + j, e + j < n ? p[e + j].bits : uint16_t{0});
         }
       }
-      return unpack<N, L::kPer>(raw, n, other);
+      return r;
     } else {
       Tile<acc_t<T>, N, L::kPer> r;
 #pragma unroll
@@ -120,11 +128,13 @@ class CudaCtx {
   // A run starts at a multiple of kVec within the tile; it moves as one access when it lies in
   // one row (col + kVec <= width), is aligned and in bounds, else element by element.
   template <int N, class T>
-  __device__ Tile<acc_t<T>, N, Layout<N, TH, Run>::kPer> load_rows(const T* p, int64_t width, int64_t stride,
-                                                                   int64_t first, int64_t n, acc_t<T> other) const {
+  __device__ auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
     if constexpr (kPacked<T, L::kVec>) {
-      uint32_t raw[L::kPer / 2];
+      Packed<N, L::kPer, CudaCtx> r;
+      r.n = n;
+      r.other = other;
+      uint32_t* raw = r.words;
 #pragma unroll
       for (int i = 0; i < L::kPer; i += L::kVec) {
         const int e = L::element(threadIdx.x, i);
@@ -141,7 +151,7 @@ class CudaCtx {
           }
         }
       }
-      return unpack<N, L::kPer>(raw, n, other);
+      return r;
     } else {
       Tile<acc_t<T>, N, L::kPer> r;
 #pragma unroll
@@ -227,6 +237,29 @@ class CudaCtx {
     if (threadIdx.x == 0) *p = from_acc<T>(static_cast<acc_t<T>>(v));
   }
 
+  /// The thread's raw words of a packed tile as floats (the low half shifted up, the high one
+  /// masked: exact), and `other` for its elements at or past n (Packed's conversion).
+  template <int N, int P>
+  __device__ static Tile<float, N, P> unpack(const uint32_t* raw, int64_t n, float other) {
+    using L = Layout<N, TH, Run>;
+    Tile<float, N, P> r;
+#pragma unroll
+    for (int k = 0; k < P / 2; ++k) {
+      r.v[2 * k] = __uint_as_float(raw[k] << 16);
+      r.v[2 * k + 1] = __uint_as_float(raw[k] & 0xffff0000u);
+    }
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (e + L::kVec > n) {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j)
+          if (e + j >= n) r.v[i + j] = other;
+      }
+    }
+    return r;
+  }
+
  private:
   struct SumOp {
     template <class U>
@@ -269,11 +302,14 @@ class CudaCtx {
   template <class T, int V>
   static constexpr int kWord = sizeof(T) * V >= 16 ? 16 : static_cast<int>(sizeof(T) * V);
 
-  // bf16 runs of at least two elements: every run loaded as raw 32-bit words (two bf16 each)
-  // first, then all unpacked (unpack). Unpacked inside the branch that chose the vector access,
-  // each run's shift and mask read its load before the next run's branch, and in the SASS every
-  // LDG.E.128 was followed by its first use: one 16-byte load a thread in flight, where float
-  // (whose loads write the tile's registers directly) had all of its runs in flight.
+  // bf16 runs of at least two elements: every run loaded as raw 32-bit words (two bf16 each) and
+  // returned packed; unpack runs where the program first computes with the tile. Unpacked inside
+  // the branch that chose the vector access, each run's shift and mask read its load before the
+  // next run's branch, and in the SASS every LDG.E.128 was followed by its first use: one 16-byte
+  // load a thread in flight, where float (whose loads write the tile's registers directly) had
+  // all of its runs in flight. Unpacked when the load returned, a program's next load waited
+  // for this one's data (the unpack sat between the two loads' branches): 2 loads in flight a
+  // thread in the bf16 NormBackward, 4 now.
   template <class T, int V>
   static constexpr bool kPacked = kWord<T, V> >= 4 && std::is_same_v<T, bf16>;
 
@@ -296,29 +332,6 @@ class CudaCtx {
       const W q = reinterpret_cast<const W*>(p)[w];
       memcpy(raw + w * (kBytes / 4), &q, kBytes);
     }
-  }
-
-  // The thread's raw words as floats (the low half shifted up, the high one masked: exact), and
-  // `other` for its elements at or past n.
-  template <int N, int P>
-  __device__ static Tile<float, N, P> unpack(const uint32_t* raw, int64_t n, float other) {
-    using L = Layout<N, TH, Run>;
-    Tile<float, N, P> r;
-#pragma unroll
-    for (int k = 0; k < P / 2; ++k) {
-      r.v[2 * k] = __uint_as_float(raw[k] << 16);
-      r.v[2 * k + 1] = __uint_as_float(raw[k] & 0xffff0000u);
-    }
-#pragma unroll
-    for (int i = 0; i < P; i += L::kVec) {
-      const int e = L::element(threadIdx.x, i);
-      if (e + L::kVec > n) {
-#pragma unroll
-        for (int j = 0; j < L::kVec; ++j)
-          if (e + j >= n) r.v[i + j] = other;
-      }
-    }
-    return r;
   }
 
   template <class T, int V>

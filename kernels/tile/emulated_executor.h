@@ -6,8 +6,12 @@
 // Layout::element(l, i). Wrong indexing in the mapping shows up here as wrong results in CI.
 #pragma once
 
+#include <cstdint>
+#include <type_traits>
+
 #include "defs.h"
 #include "layout.h"
+#include "packed.h"
 #include "parallel.h"
 #include "tile.h"
 
@@ -31,26 +35,39 @@ class EmulatedCtx : public GridPosition {
     return splat<N, N>(x);
   }
 
+  // bf16 in runs of two or more comes back packed, as from the CUDA executor (tile/packed.h), so
+  // that the programs' packed path runs here too.
   template <int N, class T>
-  Tile<acc_t<T>, N, N> load(const T* p, int64_t n, acc_t<T> other) const {
-    Tile<acc_t<T>, N, N> r;
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[e]) : other;
-      }
-    return r;
+  auto load(const T* p, int64_t n, acc_t<T> other) const {
+    if constexpr (kPacked<T, N>) {  // NOLINT(bugprone-branch-clone): the untaken branch is discarded
+      return pack<N>(n, other, [&](int e) { return p[e].bits; });
+    } else {
+      return load_unpacked<N>(p, n, other);
+    }
   }
 
   template <int N, class T>
-  Tile<acc_t<T>, N, N> load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
-                                 acc_t<T> other) const {
-    Tile<acc_t<T>, N, N> r;
+  auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
+    if constexpr (kPacked<T, N>) {  // NOLINT(bugprone-branch-clone): the untaken branch is discarded
+      return pack<N>(n, other, [&](int e) {
+        const int64_t f = first + e;
+        return p[(f / width) * stride + f % width].bits;
+      });
+    } else {
+      return load_rows_unpacked<N>(p, width, stride, first, n, other);
+    }
+  }
+
+  /// A packed tile's words as floats, `other` at or past n (Packed's conversion).
+  template <int N, int L>
+  static Tile<float, N, L> unpack(const uint32_t* words, int64_t n, float other) {
+    static_assert(L == N, "every lane's elements side by side");
+    Tile<float, N, L> r;
     for (int lane = 0; lane < TH; ++lane)
       for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        const int64_t f = first + e;
-        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[(f / width) * stride + f % width]) : other;
+        const int s = slot<N>(lane, i);
+        const auto bits = static_cast<uint16_t>(words[s / 2] >> (s % 2 * 16));
+        r.v[s] = Layout<N, TH, Run>::element(lane, i) < n ? bf16_to_float(bf16{bits}) : other;
       }
     return r;
   }
@@ -111,9 +128,53 @@ class EmulatedCtx : public GridPosition {
   }
 
  private:
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load_unpacked(const T* p, int64_t n, acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[e]) : other;
+      }
+    return r;
+  }
+
+  template <int N, class T>
+  Tile<acc_t<T>, N, N> load_rows_unpacked(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
+                                          acc_t<T> other) const {
+    Tile<acc_t<T>, N, N> r;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        const int64_t f = first + e;
+        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[(f / width) * stride + f % width]) : other;
+      }
+    return r;
+  }
+
   template <int N>
   static constexpr int slot(int lane, int i) {
     return lane * Layout<N, TH, Run>::kPer + i;
+  }
+
+  // Which loads the CUDA executor returns packed: bf16 in runs of at least two elements.
+  template <class T, int N>
+  static constexpr bool kPacked = Layout<N, TH, Run>::kVec >= 2 && std::is_same_v<T, bf16>;
+
+  // The packed tile of the elements e < n, `bits(e)` each (0 past n: unpack gives `other`).
+  template <int N, class Bits>
+  Packed<N, N, EmulatedCtx> pack(int64_t n, float other, Bits bits) const {
+    Packed<N, N, EmulatedCtx> r;
+    r.n = n;
+    r.other = other;
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int s = slot<N>(lane, i);
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        const uint32_t half = e < n ? bits(e) : 0U;
+        r.words[s / 2] = s % 2 == 0 ? half : r.words[s / 2] | half << 16;
+      }
+    return r;
   }
 
   // Warp-shuffle tree (offsets 16, 8, 4, 2, 1 inside each 32-lane warp), then warp leaders

@@ -1,6 +1,6 @@
 // defines: the tile-program verbs tl::program_id, arange, full, load, store, load_rows,
-//          store_rows, gather, sum, max, store_scalar — the only things a program calls besides element-wise tile
-//          arithmetic.
+//          store_rows, gather, sum, max, store_scalar, unpacked, loaded_t — the only things a program
+//          calls besides element-wise tile arithmetic.
 //
 // A tile program is a functor with `template <class Ctx> BENCH_HD void operator()(Ctx&) const`
 // and a `static constexpr int kBlock` (its widest tile). It never touches threads or barriers:
@@ -17,8 +17,12 @@
 //   };
 #pragma once
 
+#include <cstdint>
+#include <utility>
+
 #include "defs.h"
 #include "layout.h"
+#include "packed.h"
 #include "tile.h"
 
 namespace bench::tile {
@@ -37,6 +41,10 @@ using tile::rsqrt;
 using tile::sigmoid;
 using tile::sqrt;
 using tile::tanh;
+// A load of bf16 may return a packed tile (tile/packed.h: on CUDA and the emulated executor);
+// every verb takes one. tl::unpacked(x) is x as a Tile (x itself where it is one).
+using tile::unpacked;
+using tile::unpacked_t;
 using tile::where;
 
 template <class Ctx>
@@ -57,6 +65,14 @@ template <int N, class Ctx, class T>
 BENCH_HD BENCH_FORCEINLINE auto full(const Ctx& c, T x) {
   return c.template full<N>(x);
 }
+/// The tile a load of N elements of T gives on Ctx, unpacked: `tl::loaded_t<B, Ctx, T> x =
+/// tl::load<B>(c, p, n);` holds a float tile where `auto` would hold a packed one (a variable
+/// that computed tiles are assigned to, e.g. a sum started from a load, or a tile unpacked once
+/// for several uses), and is exactly `auto` where the load is not packed (the CPU executor).
+template <int N, class Ctx, class T>
+using loaded_t =
+    unpacked_t<decltype(std::declval<const Ctx&>().template load<N>(std::declval<const T*>(), int64_t{0}, acc_t<T>{}))>;
+
 /// Load p[0..N) converted to the compute type; elements at or beyond `n` read as `other`.
 template <int N, class Ctx, class T>
 BENCH_HD BENCH_FORCEINLINE auto load(const Ctx& c, const T* p, int64_t n, acc_t<T> other = acc_t<T>(0)) {
@@ -98,6 +114,25 @@ template <class Ctx, class U, int N, int L>
 BENCH_HD BENCH_FORCEINLINE U max(const Ctx& c, const Tile<U, N, L>& x) {
   return c.max(x);
 }
+// The verbs above on a packed tile (tile/packed.h: a bf16 load's result on CUDA), unpacked here.
+template <class Ctx, class T, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
+                                           const Packed<N, L, P>& x, int64_t n) {
+  c.store_rows(p, width, stride, first, unpacked(x), n);
+}
+template <class Ctx, class T, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE void store(const Ctx& c, T* p, const Packed<N, L, P>& x, int64_t n) {
+  c.store(p, unpacked(x), n);
+}
+template <class Ctx, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE float sum(const Ctx& c, const Packed<N, L, P>& x) {
+  return c.sum(unpacked(x));
+}
+template <class Ctx, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE float max(const Ctx& c, const Packed<N, L, P>& x) {
+  return c.max(unpacked(x));
+}
+
 /// Write one scalar per program (a single agent writes).
 template <class Ctx, class T, class U>
 BENCH_HD BENCH_FORCEINLINE void store_scalar(const Ctx& c, T* p, U v) {

@@ -83,7 +83,7 @@ struct PositionTableBackward {
     T* out = dtable + t * width;
     for (int64_t c0 = 0; c0 < width; c0 += B) {
       const int64_t n = width - c0;
-      auto acc = tl::load<B>(c, out + c0, n);
+      tl::loaded_t<B, Ctx, T> acc = tl::load<B>(c, out + c0, n);  // a sum: a float tile
       for (int64_t b = 0; b < batch; ++b) acc = acc + tl::load<B>(c, dh + (b * seq + t) * width + c0, n);
       tl::store(c, out + c0, acc, n);
     }

@@ -1,0 +1,124 @@
+// defines: bench::tile::Packed, is_packed, unpacked, and the element-wise verbs of tile.h on
+//          packed tiles (they unpack, then run tile.h's)
+//
+// A bf16 tile as the CUDA executor's load returns it: its elements' raw bits, two to a 32-bit
+// word, unpacked to a Tile<float> where a program first computes with it. A load that unpacked at
+// once put its shifts and masks (and its tail's selects) between its own accesses and the next
+// load's per-run branches; the next load's accesses were issued only when the first one's data
+// had arrived, so a bf16 thread had one tile's accesses in flight where a float thread had all of
+// them. Returned packed, every load of a program is issued before any unpack.
+//
+// Only the CUDA executor makes one (tile/cuda_executor.cuh): the CPU and emulated executors load
+// Tile<float> as before, and the overloads below, constrained to packed operands, are never
+// instantiated there. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
+// then any tile arithmetic, reduction or store on x. Where a program must hold the float tile
+// itself (assigning a computed tile back to the variable), it asks for it: tl::unpacked.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "defs.h"
+#include "tile.h"
+
+namespace bench::tile {
+
+/// The local part of a bf16 tile of N elements, L of them an agent, as raw words. Elements at or
+/// past `n` (tile-relative, as the load's n) read as `other`. `Unpack` is the executor's
+/// element mapping: `Unpack::template unpack<N, L>(words, n, other)` gives the Tile<float>.
+template <int N, int L, class Unpack>
+struct Packed {
+  static_assert(L % 2 == 0, "two bf16 a word");
+  using value_type = float;  ///< what the tile holds once unpacked
+  static constexpr int kLocal = L;
+  uint32_t words[L / 2];
+  int64_t n;
+  float other;
+
+  /// The tile as floats: exact (a bf16 is the upper half of a float).
+  BENCH_HD BENCH_FORCEINLINE operator Tile<float, N, L>() const {  // NOLINT(google-explicit-constructor)
+    return Unpack::template unpack<N, L>(words, n, other);
+  }
+};
+
+template <class X>
+struct IsPacked : std::false_type {};
+template <int N, int L, class U>
+struct IsPacked<Packed<N, L, U>> : std::true_type {};
+/// Whether any of the operands is a packed tile (the overloads below take those only).
+template <class... X>
+inline constexpr bool kAnyPacked = (IsPacked<std::remove_cv_t<X>>::value || ...);
+
+/// A packed tile as its Tile<float>; anything else (a tile, a scalar) as it is.
+template <class X>
+BENCH_HD BENCH_FORCEINLINE const X& unpacked(const X& x) {
+  return x;
+}
+template <int N, int L, class U>
+BENCH_HD BENCH_FORCEINLINE Tile<float, N, L> unpacked(const Packed<N, L, U>& x) {
+  return x;
+}
+
+/// The tile type X stands for: Tile<float> for a packed tile, X otherwise. A program helper that
+/// takes a loaded tile and returns a computed one of its type returns unpacked_t of it.
+template <class X>
+using unpacked_t = std::decay_t<decltype(unpacked(std::declval<const X&>()))>;
+
+#define BENCH_PACKED_BINARY(OP)                                            \
+  template <class A, class B, std::enable_if_t<kAnyPacked<A, B>, int> = 0> \
+  BENCH_HD BENCH_FORCEINLINE auto operator OP(const A& a, const B& b) {    \
+    return unpacked(a) OP unpacked(b);                                     \
+  }
+BENCH_PACKED_BINARY(+)
+BENCH_PACKED_BINARY(-)
+BENCH_PACKED_BINARY(*)
+BENCH_PACKED_BINARY(/)
+BENCH_PACKED_BINARY(<)
+BENCH_PACKED_BINARY(<=)
+BENCH_PACKED_BINARY(>)
+BENCH_PACKED_BINARY(>=)
+BENCH_PACKED_BINARY(==)
+#undef BENCH_PACKED_BINARY
+
+template <int N, int L, class U>
+BENCH_HD BENCH_FORCEINLINE Tile<float, N, L> operator-(const Packed<N, L, U>& a) {
+  return -unpacked(a);
+}
+
+#define BENCH_PACKED_CALL(NAME)                                                  \
+  template <class A, class... B, std::enable_if_t<kAnyPacked<A, B...>, int> = 0> \
+  BENCH_HD BENCH_FORCEINLINE auto NAME(const A& a, const B&... b) {              \
+    return NAME(unpacked(a), unpacked(b)...);                                    \
+  }
+BENCH_PACKED_CALL(exp)
+BENCH_PACKED_CALL(log)
+BENCH_PACKED_CALL(sqrt)
+BENCH_PACKED_CALL(rsqrt)
+BENCH_PACKED_CALL(tanh)
+BENCH_PACKED_CALL(erf)
+BENCH_PACKED_CALL(abs)
+BENCH_PACKED_CALL(sigmoid)
+BENCH_PACKED_CALL(maximum)
+BENCH_PACKED_CALL(minimum)
+#undef BENCH_PACKED_CALL
+
+/// where(c, a, b) with a or b packed.
+template <class A, class B, int N, int L, std::enable_if_t<kAnyPacked<A, B>, int> = 0>
+BENCH_HD BENCH_FORCEINLINE auto where(const Tile<bool, N, L>& c, const A& a, const B& b) {
+  return where(c, unpacked(a), unpacked(b));
+}
+
+/// cast<U>(a) of a packed a.
+template <class U, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE Tile<U, N, L> cast(const Packed<N, L, P>& a) {
+  return cast<U>(unpacked(a));
+}
+
+/// map(f, a, rest...) with a packed operand.
+template <class F, class A, class... Rest, std::enable_if_t<kAnyPacked<A, Rest...>, int> = 0>
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const A& a, const Rest&... rest) {
+  return map(f, unpacked(a), unpacked(rest)...);
+}
+
+}  // namespace bench::tile
