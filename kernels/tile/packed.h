@@ -115,10 +115,15 @@ BENCH_HD BENCH_FORCEINLINE Tile<U, N, L> cast(const Packed<N, L, P>& a) {
   return cast<U>(unpacked(a));
 }
 
-/// map(f, a, rest...) with a packed operand.
-template <class F, class A, class... Rest, std::enable_if_t<kAnyPacked<A, Rest...>, int> = 0>
-BENCH_HD BENCH_FORCEINLINE auto map(F f, const A& a, const Rest&... rest) {
+/// map(f, a, rest...) with a packed first operand, and map(f, a, b) with a packed second one
+/// (tile.h's map takes tiles; these unpack, then call it).
+template <class F, int N, int L, class P, class... Rest>
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const Packed<N, L, P>& a, const Rest&... rest) {
   return map(f, unpacked(a), unpacked(rest)...);
+}
+template <class F, class T, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const Tile<T, N, L>& a, const Packed<N, L, P>& b) {
+  return map(f, a, unpacked(b));
 }
 
 }  // namespace bench::tile
