@@ -12,7 +12,8 @@
 // Tile<float> as before, and the overloads below, constrained to packed operands, are never
 // instantiated there. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
 // then any tile arithmetic, reduction or store on x. Where a program must hold the float tile
-// itself (assigning a computed tile back to the variable), it asks for it: tl::unpacked.
+// itself (assigning computed tiles back to the variable, or unpacking once for several uses), it
+// declares it so: `tl::loaded_t<B, Ctx, T> x = tl::load<B>(c, ...)` (tile/program.h).
 #pragma once
 
 #include <cstdint>
