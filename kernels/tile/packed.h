@@ -8,9 +8,10 @@
 // had arrived, so a bf16 thread had one tile's accesses in flight where a float thread had all of
 // them. Returned packed, every load of a program is issued before any unpack.
 //
-// Only the CUDA executor makes one (tile/cuda_executor.cuh): the CPU and emulated executors load
+// The CUDA executor makes them (tile/cuda_executor.cuh), and the emulated-block executor alike
+// (tile/emulated_executor.h, so that CI runs the programs' packed path); the CPU executor loads
 // Tile<float> as before, and the overloads below, constrained to packed operands, are never
-// instantiated there. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
+// instantiated for it. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
 // then any tile arithmetic, reduction or store on x. Where a program must hold the float tile
 // itself (assigning computed tiles back to the variable, or unpacking once for several uses), it
 // declares it so: `tl::loaded_t<B, Ctx, T> x = tl::load<B>(c, ...)` (tile/program.h).
