@@ -77,11 +77,17 @@ BENCH_HD BENCH_FORCEINLINE tile::Tile<T, N, L> no_fma(tile::Tile<T, N, L> a) {
 /// The gain a program multiplies by: the loaded weight, or 1 + it (`unit_offset`, Gemma's).
 /// A run-time flag, not a template parameter: one program serves both (the branch is uniform
 /// across a launch), which halves norm.cpp's compiled programs (its compile time dominated the
-/// kernels library's). A packed weight (tile/packed.h) comes back unpacked.
-template <class Tl, class R = tl::unpacked_t<Tl>>
-BENCH_HD BENCH_FORCEINLINE R gain(Tl w, bool unit_offset) {
-  if (unit_offset) return w + typename R::value_type(1);
+/// kernels library's).
+template <class Tl>
+BENCH_HD BENCH_FORCEINLINE Tl gain(Tl w, bool unit_offset) {
+  if (unit_offset) return w + typename Tl::value_type(1);
   return w;
+}
+/// A packed weight (tile/packed.h) unpacked: a separate overload, so that the host's build of the
+/// one above is the same function as before packed tiles.
+template <int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE tile::Tile<float, N, L> gain(const tile::Packed<N, L, P>& w, bool unit_offset) {
+  return gain(tl::unpacked(w), unit_offset);
 }
 
 /// One row per program; columns in chunks of B. `center` (LayerNorm: the row's mean subtracted;

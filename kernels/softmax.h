@@ -126,8 +126,7 @@ struct KeepColumns {
 /// The chunk x at column c0 with the columns outside [lo, hi) replaced by `other`, in one
 /// element-wise pass (a map over the index tile, which the CPU compiler vectorizes).
 template <int B, class Ctx, class Tl, class A>
-BENCH_HD BENCH_FORCEINLINE tl::unpacked_t<Tl> keep_columns(const Ctx& c, int64_t c0, int64_t lo, int64_t hi,
-                                                           const Tl& x, A other) {
+BENCH_HD BENCH_FORCEINLINE Tl keep_columns(const Ctx& c, int64_t c0, int64_t lo, int64_t hi, const Tl& x, A other) {
   return tl::map(KeepColumns<A>{clamp_to_tile<B>(lo - c0), clamp_to_tile<B>(hi - c0), other}, tl::arange<B>(c), x);
 }
 
@@ -161,10 +160,16 @@ struct SoftmaxForward {
   }
 
   template <class Tl>
-  BENCH_HD tl::unpacked_t<Tl> logits(const Tl& x) const {
-    tl::unpacked_t<Tl> l = x * scale;
+  BENCH_HD Tl logits(const Tl& x) const {
+    Tl l = x * scale;
     if (softcap > A(0)) l = tl::map(FastTanh{}, l * (A(1) / softcap)) * softcap;
     return l;
+  }
+  /// A packed tile's (tile/packed.h), as its float tile's: a separate overload, so that the
+  /// host's build of the one above is the same function as before packed tiles.
+  template <int N, int L, class P>
+  BENCH_HD tile::Tile<A, N, L> logits(const tile::Packed<N, L, P>& x) const {
+    return logits(tl::unpacked(x));
   }
 
   template <class Ctx>

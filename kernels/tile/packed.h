@@ -8,11 +8,13 @@
 // had arrived, so a bf16 thread had one tile's accesses in flight where a float thread had all of
 // them. Returned packed, every load of a program is issued before any unpack.
 //
-// Only the CUDA executor makes one (tile/cuda_executor.cuh): the CPU and emulated executors load
+// The CUDA executor makes them (tile/cuda_executor.cuh), and the emulated-block executor alike
+// (tile/emulated_executor.h, so that CI runs the programs' packed path); the CPU executor loads
 // Tile<float> as before, and the overloads below, constrained to packed operands, are never
-// instantiated there. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
+// instantiated for it. A program reads the same on every executor: `auto x = tl::load<B>(c, ...)`
 // then any tile arithmetic, reduction or store on x. Where a program must hold the float tile
-// itself (assigning a computed tile back to the variable), it asks for it: tl::unpacked.
+// itself (assigning computed tiles back to the variable, or unpacking once for several uses), it
+// declares it so: `tl::loaded_t<B, Ctx, T> x = tl::load<B>(c, ...)` (tile/program.h).
 #pragma once
 
 #include <cstdint>
@@ -115,10 +117,15 @@ BENCH_HD BENCH_FORCEINLINE Tile<U, N, L> cast(const Packed<N, L, P>& a) {
   return cast<U>(unpacked(a));
 }
 
-/// map(f, a, rest...) with a packed operand.
-template <class F, class A, class... Rest, std::enable_if_t<kAnyPacked<A, Rest...>, int> = 0>
-BENCH_HD BENCH_FORCEINLINE auto map(F f, const A& a, const Rest&... rest) {
+/// map(f, a, rest...) with a packed first operand, and map(f, a, b) with a packed second one
+/// (tile.h's map takes tiles; these unpack, then call it).
+template <class F, int N, int L, class P, class... Rest>
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const Packed<N, L, P>& a, const Rest&... rest) {
   return map(f, unpacked(a), unpacked(rest)...);
+}
+template <class F, class T, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const Tile<T, N, L>& a, const Packed<N, L, P>& b) {
+  return map(f, a, unpacked(b));
 }
 
 }  // namespace bench::tile

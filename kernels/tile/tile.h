@@ -32,11 +32,8 @@ BENCH_HD BENCH_FORCEINLINE Tile<T, N, L> splat(T x) {
 }
 
 /// Apply `f` element by element to one or more tiles of the same local size.
-/// (The return type names the elements, so that an operand that is no tile, e.g. a packed one,
-/// drops this overload: tile/packed.h's unpacks it first.)
 template <class F, class T, int N, int L, class... Rest>
-BENCH_HD BENCH_FORCEINLINE auto map(F f, const Tile<T, N, L>& a, const Rest&... rest)
-    -> Tile<decltype(f(a.v[0], rest.v[0]...)), N, L> {
+BENCH_HD BENCH_FORCEINLINE auto map(F f, const Tile<T, N, L>& a, const Rest&... rest) {
   using R = decltype(f(a.v[0], rest.v[0]...));
   Tile<R, N, L> r;
   BENCH_IVDEP
