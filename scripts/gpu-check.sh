@@ -366,20 +366,28 @@ section_model() {
   done
 }
 
-# Two attention cores inside the same model: compare_cores NAME FILE A B REFUSED trains FILE's
-# cases (one per core) and compares the logged steps of the case labelled with core A against
-# B's (bf16: within 3e-2). A missing case is SKIPPED where the model's setup refused the core with
+# Two attention cores inside the same model: compare_cores NAME FILE A B REFUSED trains
+# tests/cuda/FILE.toml's cases (one per core) and compares the logged steps of the case labelled
+# with core A against B's (bf16: within 3e-2); compare_run compares another pair of the same run. A missing case is SKIPPED where the model's setup refused the core with
 # a message holding REFUSED (the core cannot run on this target), else FAIL.
 compare_cores() {
   local name=$1 file=$2 a=$3 b=$4 refused=$5
-  rm -f "$work/$name.db"
-  run_capped 90 10 cudnn bench --db "$work/$name.db" -q run --device "$device" "$file" > "$work/$name.txt" 2>&1
+  rm -f "$work/$file.db"
+  run_capped 90 10 cudnn bench --db "$work/$file.db" -q run --device "$device" "tests/cuda/$file.toml" \
+    > "$work/$file.txt" 2>&1
   local s=$?
   timed_out cudnn "$s" && return 1
   [ "$s" -eq 75 ] && return 1
-  bench --db "$work/$name.db" query "$steps_sql" --format csv > "$work/$name.csv" 2>> "$log"
+  bench --db "$work/$file.db" query "$steps_sql" --format csv > "$work/$file.csv" 2>> "$log"
+  compare_run "$name" "$file" "$a" "$b" "$refused"
+}
+
+# Row `name`: core a's logged steps against core b's, both from compare_cores' run of `file`
+# (one run serves every pair of its cores).
+compare_run() {
+  local name=$1 file=$2 a=$3 b=$4 refused=$5
   local r
-  r=$(python3 - "$work/$name.csv" "$work/$name.txt" "$a" "$b" "$refused" << 'PY'
+  r=$(python3 - "$work/$file.csv" "$work/$file.txt" "$a" "$b" "$refused" << 'PY'
 import csv, os, sys
 path, text_path, a, b, refused = sys.argv[1:6]
 rows = list(csv.reader(open(path)))[1:] if os.path.getsize(path) > 0 else []
@@ -413,13 +421,12 @@ PY
 # cuDNN's SDPA inside the model against our flash kernels (the model's setup refuses kernel =
 # "cudnn" where the target cannot run it: the guarded device, a machine whose cuDNN does not
 # load); then our wgmma flash forward against the mma.sync one, and the warp-specialized wgmma
-# forward against it (tests/cuda/wgmma_vs_flash.toml, run once for each comparison; refused off
+# forward against it (tests/cuda/wgmma_vs_flash.toml, run once for both comparisons; refused off
 # CUDA and on a GPU that is not compute capability 9.0).
 section_cudnn() {
-  compare_cores cudnn_vs_ours tests/cuda/cudnn_vs_ours.toml cudnn ours "kernel attention_cudnn_forward cannot run on" ||
-    return
-  compare_cores wgmma_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma flash 'core = "flash' || return
-  compare_cores wgmma_ws_vs_flash tests/cuda/wgmma_vs_flash.toml flash_wgmma_ws flash 'core = "flash'
+  compare_cores cudnn_vs_ours cudnn_vs_ours cudnn ours "kernel attention_cudnn_forward cannot run on" || return
+  compare_cores wgmma_vs_flash wgmma_vs_flash flash_wgmma flash 'core = "flash' || return
+  compare_run wgmma_ws_vs_flash wgmma_vs_flash flash_wgmma_ws flash 'core = "flash'
 }
 
 # The MFU target: a GPT-2-small train step, bf16 and float32, with and without CUDA graphs.
