@@ -1,26 +1,17 @@
-// defines: AttentionArgs, attention_probs_size, attention_workspace_size, attention_forward,
+// defines: attention_probs_size, attention_workspace_size, attention_forward,
 //          attention_backward (CPU: GEMM + the masked softmax kernels), attention_entropy,
 //          attention_row_max, attention_uses_flash, attention_keeps_probs,
-//          attention_flash_state_size (the float32 flash kernels: attention_flash_f32.h), the
-//          float64 references attention_forward_reference,
-//          attention_lse_reference, attention_backward_reference, attention_entropy_reference,
-//          and the cuDNN SDPA baseline attention_cudnn_unsupported, attention_cudnn_available,
+//          attention_flash_state_size (the float32 flash kernels: attention_flash_f32.h), and the
+//          cuDNN SDPA baseline attention_cudnn_unsupported, attention_cudnn_available,
 //          attention_cudnn_forward, attention_cudnn_backward
+// AttentionArgs, the formulas and their float64 references: attention_reference.h (included).
 //
-// Sections, in order: 1. float64 reference  2. tile programs (the entropy and row-max probes, the
-// dropout of probability blocks and the head-major copies of the device's batched products: the
-// rest is built from gemm, gemm_batched and the softmax kernels; bf16 on CUDA has flash-attention
-// kernels of its own)  3. launchers  4. the cuDNN SDPA baseline
+// Sections, in order: 1. tile programs (the entropy and row-max probes, the dropout of
+// probability blocks and the head-major copies of the device's batched products: the rest is
+// built from gemm, gemm_batched and the softmax kernels; bf16 on CUDA has flash-attention
+// kernels of its own)  2. launchers  3. the cuDNN SDPA baseline
 // (kernels/cuda/cudnn_attention.cu), CUDA and bf16 only.
 //
-// Per batch b and query head h (kv head g = h / (H / Hkv)), with Q, K, V the [T, dh] slices of
-// the fused qkv rows:
-//   S = scale * Q K^T,  P = masked softmax(S) (softcap and window as in kernels/softmax.h),
-//   O = (P * M / (1 - p)) V  with the dropout mask M (all ones when p = 0, i.e. O = P V).
-// Backward: dV = (P * M / (1 - p))^T dO, dP = (dO V^T) * M / (1 - p), dS = softmax_backward(P, dP),
-//   dQ = scale dS K, dK = scale dS^T Q, dK and dV summed over the query heads of a kv head.
-// The mask is recomputed, never stored: M[b, h, i, j] = dropout_keep(seed, ((b H + h) T + i) T + j, p)
-// (kernels/dropout.h), a function of the global index in [B, H, T, T].
 #pragma once
 
 #include <algorithm>
@@ -30,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "attention_reference.h"
 #include "dropout.h"
 #include "softmax.h"
 #include "tile/exec.h"
@@ -40,185 +32,8 @@ namespace bench::kernels {
 using tile::acc_t;
 using tile::Exec;
 
-/// Shape and variant of a causal multi-head attention with grouped K/V heads.
-struct AttentionArgs {
-  int64_t batch;              ///< sequences B
-  int64_t seq;                ///< tokens per sequence T
-  int64_t n_heads;            ///< query heads H
-  int64_t n_kv_heads;         ///< K/V heads Hkv, dividing H (H: MHA, 1: MQA, otherwise GQA)
-  int64_t d_head;             ///< elements per head dh
-  double scale;               ///< multiplies Q K^T (usually 1 / sqrt(d_head))
-  double softcap = 0;         ///< > 0: logits capped to softcap * tanh(s / softcap)
-  int64_t window = 0;         ///< > 0: each query sees only the last `window` keys it may see
-  bool causal = true;         ///< queries see keys up to their own position only
-  double dropout = 0;         ///< dropout rate on the probabilities, in [0, 1) (0 outside training)
-  uint64_t dropout_seed = 0;  ///< seed of the dropout mask (kernels::dropout_seed(case seed, step, site))
-  /// Null, or the step in device memory (a captured step): the kernels then draw the mask from
-  /// dropout_seed_of(dropout_seed, dropout_step_at), dropout_seed being the site's
-  /// dropout_site_seed (kernels/dropout.h).
-  const int64_t* dropout_step_at = nullptr;
-  /// Keep the probabilities in `probs` (then sized attention_probs_size): on CUDA in bf16 this
-  /// turns the flash kernels off for the call (attention_uses_flash). The backward must see the
-  /// forward's value.
-  bool materialize = false;
-};
-
-/// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.
-inline int64_t attention_prob_index(const AttentionArgs& a, int64_t b, int64_t h, int64_t i, int64_t j) {
-  return ((b * a.n_heads + h) * a.seq + i) * a.seq + j;
-}
-
 // ---------------------------------------------------------------------------------------------
-// 1. float64 reference
-// ---------------------------------------------------------------------------------------------
-
-/// One query row (b, h, t) of the float64 references: the visible keys [lo, hi), their logits
-/// (scale, then cap) in l[j] and their undropped probabilities in p[j]; returns the row's max
-/// logit.
-inline double attention_reference_row(const AttentionArgs& a, const std::vector<double>& qkv, int64_t b, int64_t h,
-                                      int64_t t, std::vector<double>& l, std::vector<double>& p, int64_t& lo,
-                                      int64_t& hi) {
-  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
-  const int64_t width = (n_h + 2 * n_kv) * dh, g = h / (n_h / n_kv);
-  l.resize(static_cast<size_t>(n_t));
-  p.resize(static_cast<size_t>(n_t));
-  hi = a.causal ? t + 1 : n_t;
-  lo = a.window > 0 ? std::max<int64_t>(0, hi - a.window) : 0;
-  const double* q = &qkv[(b * n_t + t) * width + h * dh];
-  double m = -HUGE_VAL;
-  for (int64_t j = lo; j < hi; ++j) {
-    const double* k = &qkv[(b * n_t + j) * width + (n_h + g) * dh];
-    double s = 0;
-    for (int64_t d = 0; d < dh; ++d) s += q[d] * k[d];
-    s *= a.scale;
-    l[j] = a.softcap > 0 ? a.softcap * std::tanh(s / a.softcap) : s;
-    m = std::max(m, l[j]);
-  }
-  double z = 0;
-  for (int64_t j = lo; j < hi; ++j) z += std::exp(l[j] - m);
-  for (int64_t j = lo; j < hi; ++j) p[j] = std::exp(l[j] - m) / z;
-  return m;
-}
-
-/// float64 reference of attention_forward, per head and per query, straight from the formula:
-/// out is [B*T, H*dh]; row_max (may be null) is [B, H, T].
-inline void attention_forward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
-                                        std::vector<double>& out, std::vector<double>* row_max) {
-  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
-  const int64_t width = (n_h + 2 * n_kv) * dh;
-  out.assign(static_cast<size_t>(a.batch * n_t * n_h * dh), 0.0);
-  if (row_max != nullptr) row_max->assign(static_cast<size_t>(a.batch * n_h * n_t), 0.0);
-  std::vector<double> l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < n_h; ++h) {
-      const int64_t g = h / (n_h / n_kv);
-      for (int64_t t = 0; t < n_t; ++t) {
-        int64_t lo = 0, hi = 0;
-        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
-        double* o = &out[(b * n_t + t) * n_h * dh + h * dh];
-        for (int64_t j = lo; j < hi; ++j) {
-          double pj = p[j];
-          if (a.dropout > 0)
-            pj *= dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
-                      ? 1 / (1 - a.dropout)
-                      : 0.0;
-          const double* v = &qkv[(b * n_t + j) * width + (n_h + n_kv + g) * dh];
-          for (int64_t d = 0; d < dh; ++d) o[d] += pj * v[d];
-        }
-        if (row_max != nullptr) (*row_max)[(b * n_h + h) * n_t + t] = m;
-      }
-    }
-}
-
-/// float64 reference of the log-sum-exp m + ln sum_j e^(l_j - m) of every query row's logits,
-/// [B, H, T]: what the tiled, fused and cuDNN paths keep for their backward instead of the
-/// probabilities.
-inline std::vector<double> attention_lse_reference(const AttentionArgs& a, const std::vector<double>& qkv) {
-  std::vector<double> lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)), l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t t = 0; t < a.seq; ++t) {
-        int64_t lo = 0, hi = 0;
-        const double m = attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
-        double z = 0;
-        for (int64_t j = lo; j < hi; ++j) z += std::exp(l[static_cast<size_t>(j)] - m);
-        lse[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = m + std::log(z);
-      }
-  return lse;
-}
-
-/// float64 reference of attention_backward, per head and per query, straight from the formulas
-/// above (probabilities recomputed): dqkv [B*T, (H + 2 Hkv) dh] receives dQ, and dK, dV summed over
-/// the query heads of each kv head; nothing else is needed from the forward.
-inline void attention_backward_reference(const AttentionArgs& a, const std::vector<double>& qkv,
-                                         const std::vector<double>& dout, std::vector<double>& dqkv) {
-  const int64_t n_t = a.seq, n_h = a.n_heads, n_kv = a.n_kv_heads, dh = a.d_head;
-  const int64_t width = (n_h + 2 * n_kv) * dh;
-  dqkv.assign(qkv.size(), 0.0);
-  std::vector<double> capped, p, dp(static_cast<size_t>(n_t));
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < n_h; ++h) {
-      const int64_t g = h / (n_h / n_kv);
-      const auto row = [&](int64_t t, int64_t head) { return (b * n_t + t) * width + head * dh; };
-      for (int64_t t = 0; t < n_t; ++t) {
-        int64_t lo = 0, hi = 0;
-        (void)attention_reference_row(a, qkv, b, h, t, capped, p, lo, hi);
-        const double* q = &qkv[row(t, h)];
-        const double* d_o = &dout[(b * n_t + t) * n_h * dh + h * dh];
-        // dP of the undropped probabilities: dO . v_j times the mask's keep / (1 - p).
-        double dot_pdp = 0;
-        for (int64_t j = lo; j < hi; ++j) {
-          double keep = 1;
-          if (a.dropout > 0)
-            keep = dropout_keep(a.dropout_seed, attention_prob_index(a, b, h, t, j), static_cast<float>(a.dropout))
-                       ? 1 / (1 - a.dropout)
-                       : 0.0;
-          const double* v = &qkv[row(j, n_h + n_kv + g)];
-          double* dv = &dqkv[row(j, n_h + n_kv + g)];
-          double dpj = 0;
-          for (int64_t d = 0; d < dh; ++d) {
-            dpj += d_o[d] * v[d];
-            dv[d] += p[j] * keep * d_o[d];
-          }
-          dp[j] = dpj * keep;
-          dot_pdp += p[j] * dp[j];
-        }
-        double* dq = &dqkv[row(t, h)];
-        for (int64_t j = lo; j < hi; ++j) {
-          double ds = p[j] * (dp[j] - dot_pdp);
-          if (a.softcap > 0) ds *= 1 - (capped[j] / a.softcap) * (capped[j] / a.softcap);
-          ds *= a.scale;
-          const double* k = &qkv[row(j, n_h + g)];
-          double* dk = &dqkv[row(j, n_h + g)];
-          for (int64_t d = 0; d < dh; ++d) {
-            dq[d] += ds * k[d];
-            dk[d] += ds * q[d];
-          }
-        }
-      }
-    }
-}
-
-/// float64 reference of attention_entropy: per query row (b, h, t) of [B, H, T], the entropy
-/// -sum_j p_j ln p_j of its (undropped) attention probabilities, in nats.
-inline void attention_entropy_reference(const AttentionArgs& a, const std::vector<double>& qkv,
-                                        std::vector<double>& entropy) {
-  entropy.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), 0.0);
-  std::vector<double> l, p;
-  for (int64_t b = 0; b < a.batch; ++b)
-    for (int64_t h = 0; h < a.n_heads; ++h)
-      for (int64_t t = 0; t < a.seq; ++t) {
-        int64_t lo = 0, hi = 0;
-        (void)attention_reference_row(a, qkv, b, h, t, l, p, lo, hi);
-        double e = 0;
-        for (int64_t j = lo; j < hi; ++j)
-          if (p[j] > 0) e -= p[j] * std::log(p[j]);
-        entropy[static_cast<size_t>((b * a.n_heads + h) * a.seq + t)] = e;
-      }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 2. tile programs
+// 1. tile programs
 // ---------------------------------------------------------------------------------------------
 
 namespace programs {
@@ -449,7 +264,7 @@ struct AttentionHeads {
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
-// 3. launchers (float and double are instantiated in attention.cpp)
+// 2. launchers (float and double are instantiated in attention.cpp)
 // ---------------------------------------------------------------------------------------------
 
 /// Queries per block of the CPU launchers (64 rows keep each GEMM near the library's peak, give
@@ -574,7 +389,7 @@ int64_t attention_workspace_size(const Exec& exec, const AttentionArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 4. the cuDNN SDPA baseline: cuDNN's fused flash attention on the same qkv rows (CUDA, bf16),
+// 3. the cuDNN SDPA baseline: cuDNN's fused flash attention on the same qkv rows (CUDA, bf16),
 //    to compare our kernels against; cuDNN is loaded at run time, never linked
 // ---------------------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 //          (kernels/cuda/flash_attention_f32_kernels.cuh: CUDA, SIMT FFMA in float32), as the flash
 //          core calls it; the launchers are in attention.cpp
 //
-// The variant and its float64 references are kernels/attention.h's (attention_forward_reference,
+// The variant and its float64 references are kernels/attention_reference.h's (attention_forward_reference,
 // attention_lse_reference, attention_backward_reference).
 #pragma once
 

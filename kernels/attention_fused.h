@@ -4,11 +4,11 @@
 //          CUDA): one launch forward, one backward, whatever B and H
 //
 // Sections, in order: 1. float64 reference (none of its own: the variant is attention_forward's,
-// so kernels/attention.h's attention_forward_reference and attention_backward_reference are the
+// so kernels/attention_reference.h's attention_forward_reference and attention_backward_reference are the
 // references, and the log-sum-exp is m + ln sum_j e^(l_j - m) of attention_reference_row)
 // 2. tile programs  3. launchers.
 //
-// Same variants and formulas as kernels/attention.h (causal, sliding window, soft-cap, GQA/MQA,
+// Same variants and formulas as kernels/attention_reference.h (causal, sliding window, soft-cap, GQA/MQA,
 // probability dropout with the mask of the global index in [B, H, T, T], any scale), d_head up
 // to 256. One program per row, its tiles d_head wide (padded to 32, 64, 128 or 256, masked past
 // d_head); a dot product over d_head is one tile reduction (tl::sum):

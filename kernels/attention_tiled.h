@@ -3,12 +3,12 @@
 //          attention, which never holds the B·H·T² probabilities
 //
 // Sections, in order: 1. float64 reference (none of its own: the variant is attention_forward's,
-// so kernels/attention.h's attention_forward_reference and attention_backward_reference are the
+// so kernels/attention_reference.h's attention_forward_reference and attention_backward_reference are the
 // references, and the log-sum-exp is m + ln sum_j e^(l_j - m) of attention_reference_row)
 // 2. tile programs (none: each (query block, key block) tile is two GEMMs around a row loop on the
 // host)  3. launchers.
 //
-// Same variants and the same formulas as kernels/attention.h (causal, sliding window, soft-cap,
+// Same variants and the same formulas as kernels/attention_reference.h (causal, sliding window, soft-cap,
 // GQA/MQA, probability dropout with the mask of the global index in [B, H, T, T]), computed in
 // blocks of kAttentionQueryBlock (64) queries x kAttentionKeyBlock (128) keys (FlashAttention-2's order):
 //   forward, per query row, over the visible key blocks: l = cap(scale q.k); m' = max(m, max l);
