@@ -8,6 +8,7 @@
 
 #include "../attention_flash_f32.h"
 #include "flash_attention.cuh"
+#include "flash_attention_f32_backward_kernels.cuh"
 #include "flash_attention_f32_kernels.cuh"
 
 namespace bench::kernels::cuda {

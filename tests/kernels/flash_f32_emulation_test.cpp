@@ -18,6 +18,7 @@
 
 #include "attention.h"
 #include "attention_flash_f32.h"
+#include "cuda/flash_attention_f32_backward_kernels.cuh"
 #include "cuda/flash_attention_f32_kernels.cuh"
 #include "warp_emulator.h"
 
