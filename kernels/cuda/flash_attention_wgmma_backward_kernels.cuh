@@ -18,22 +18,24 @@
 // (wgmma_rows_async), dS as [query][key] in the same layout. Per tile and warpgroup:
 //   1. S^T = K Q^T, then dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
 //      K-major B (their rows are the n dimension), a commit group each.
-//   2. P^T and dS^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout,
-//      negative scale). Without dropout in two halves: wait_group 1 (S^T), element_first (the
-//      exponentials, or the soft-cap's tanh) while dP^T's products run, wait_group 0,
-//      element_second; with dropout p_and_ds after wait_group 0. Then rounded into A fragments
-//      (the accumulators of queries 16 ks .. 16 ks + 15 are one m64k16 A), and dS stored to
-//      shared memory as [query][key] (16-bit stores) for dQ.
-//   3. dV += P^T dO and dK += dS^T Q: 2 x 4 wgmma m64nDk16, A from registers, dO / Q as N-major B
-//      (the transpose bit: their rows are the k dimension), one group left in flight.
+//   2. P^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout, negative
+//      scale) and rounded into A fragments (the accumulators of queries 16 ks .. 16 ks + 15 are
+//      one m64k16 A). Without dropout P^T needs S^T alone: wait_group 1 (S^T), element_first and
+//      element_p (the exponentials, the mask; the soft-cap's tanh and exponential) while dP^T's
+//      products run. With dropout p_and_ds after wait_group 0.
+//   3. dV += P^T dO: 4 wgmma m64nDk16, A from registers, dO as N-major B (the transpose bit: its
+//      rows are the k dimension), its own commit group, left in flight. Without dropout then
+//      wait_group 1 (dP^T; dV stays in flight) and element_second, so the tensor cores run dV while
+//      dS^T is computed. dS^T into A fragments, dS to shared memory as [query][key] (16-bit
+//      stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
 //      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as a K-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
 //      with red.global.add.v2.f32 as the mma.sync backward does.
 // Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
 // dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
-// complete); dQ 32. At most 192 of them live at once (dV, dK with S^T, dP^T; or with the
-// fragments and dQ), the rest of the 255 for addresses, the element step and the loop's state.
+// complete); dQ 32. At most 208 of them live at once (without dropout: dV, dK, P^T as floats and
+// as fragments, dP^T in flight), the rest of the 255 for addresses, the element step and the loop.
 // Only dQ splits N: its M is the tile's 64 queries, which both warpgroups share, so each takes
 // half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
@@ -168,10 +170,11 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_commit();
 
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
-    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout in two
-    // halves: what needs S^T alone (element_first: the exponentials, or the soft-cap's tanh) while
-    // dP^T's products run, the rest (element_second) once they have completed. With dropout
-    // p_and_ds after both: its hash beside the split spilled 72 bytes at d 128 (32 this way).
+    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout P^T
+    // needs S^T alone: element_first (the exponentials, or the soft-cap's tanh) and element_p (the
+    // mask; the soft-cap's exponential) run while dP^T's products are in flight, and dV's products
+    // (3.) are issued before dP^T is waited for. With dropout p_and_ds after both: its hash beside
+    // dP^T in flight spilled 72 bytes at d 128 (32 this way).
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
@@ -188,24 +191,6 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           step.template operator()<true, false>();
       }
     };
-    if constexpr (!kDropout) {
-      th.template wgmma_wait<1>();
-      th.wgmma_hold(s);
-      const auto first = [&]<bool kSoftcap>() {
-#pragma unroll
-        for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, 8 * j + 2 * t + e % 2);
-      };
-      if (softcap > 0.f)
-        first.template operator()<true>();
-      else
-        first.template operator()<false>();
-    }
-    th.template wgmma_wait<0>();
-    th.wgmma_hold(s);
-    th.wgmma_hold(dp);
     const ElementArgs ea{lse_s,
                          scale,
                          scale2,
@@ -217,25 +202,65 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                          dropout_seed,
                          ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0,
                          n_t};
-    by_variant([&]<bool kMasked, bool kSoftcap>() {
-      if constexpr (kDropout) {
-        p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t);
-      } else {
+    // A fragments of queries 16 ks .. 16 ks + 15: register e of pa[ks] (P^T) and da[ks] (dS^T)
+    // holds (key g + 8 (e % 2), queries 16 ks + 8 (e / 2) + 2 t and the next).
+    uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
+    if constexpr (!kDropout) {
+      th.template wgmma_wait<1>();  // S^T
+      th.wgmma_hold(s);
+      // P^T into pa. Without a soft-cap s becomes P^T (masked), so the second half needs no mask;
+      // with one s keeps c = tanh, which dS's derivative needs, and element_second computes P^T
+      // from it again (the same operations, the same value).
+      by_variant([&]<bool kMasked, bool kSoftcap>() {
+#pragma unroll
+        for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
+          float p[2][4];
+#pragma unroll
+          for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2;
+              s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
+              p[jj][e] = element_p<kMasked, kSoftcap>(th, s8[j][e], ea, ql, g + 8 * (e / 2));
+              if constexpr (!kSoftcap) s8[j][e] = p[jj][e];
+            }
+          a_fragment_rn(pa[ks], p[0], p[1]);
+        }
+      });
+    } else {
+      th.template wgmma_wait<0>();
+      th.wgmma_hold(s);
+      th.wgmma_hold(dp);
+      by_variant([&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
+#pragma unroll
+      for (int ks = 0; ks < kBwdBlockM / 16; ++ks) a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
+    }
+
+    // 3a. dV += P^T dO, left in flight (its own commit group).
+    th.wgmma_hold(pa);
+    th.wgmma_hold(dv);
+    th.wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
+      th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
+    th.wgmma_commit();
+
+    if constexpr (!kDropout) {
+      th.template wgmma_wait<1>();  // dP^T (S^T's group before it); dV's stays in flight
+      th.wgmma_hold(s);
+      th.wgmma_hold(dp);
+      by_variant([&]<bool kMasked, bool kSoftcap>() {
 #pragma unroll
         for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 4; ++e)
-            element_second<kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
-                                                        g + 8 * (e / 2));
-      }
-    });
-    // A fragments of queries 16 ks .. 16 ks + 15; register e holds (key g + 8 (e % 2), queries
-    // 16 ks + 8 (e / 2) + 2 t and the next) of this warp's 16 keys, which dS stores at
-    // [query][key] of the block's 128 (core_offset<kBwdBlockN>).
-    uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
+            element_second<kSoftcap && kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
+                                                                    g + 8 * (e / 2));
+      });
+    }
+    // dS^T into da, and dS to shared memory at [query][key] of the block's 128 (core_offset<kBwdBlockN>).
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
-      a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
       a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
@@ -245,15 +270,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       }
     }
 
-    // 3. dV += P^T dO and dK += dS^T Q, left in flight.
-    th.wgmma_hold(pa);
+    // 3b. dK += dS^T Q, left in flight.
     th.wgmma_hold(da);
-    th.wgmma_hold(dv);
     th.wgmma_hold(dk);
     th.wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
-      th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
       th.template wgmma_rs<D, 1>(dk, da[ks], wgmma::mn_major<D>(q_addr, ks), true);
