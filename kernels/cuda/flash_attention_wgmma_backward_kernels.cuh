@@ -6,7 +6,7 @@
 //          flash_attention_wgmma.cu, run on the CPU by the warp emulator
 //          (tests/kernels/flash_emulation_test.cpp, FlashEmulation.BackwardWgmma*)
 //
-// Beyond the wgmma forward's Thread it asks store_shared_b16(address, v) (st.shared.b16 at a
+// Beyond the wgmma forward's Thread it asks store_shared_b32(address, v) (st.shared.b32 at a
 // shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
 // after fence_proxy_async, like a cp.async write).
 //
@@ -15,7 +15,7 @@
 // two warpgroups of 64 keys each (wgmma's m64): warp w of the block still owns keys 16 w .. 16 w +
 // 15, so the element step is the mma.sync backward's on the same fragments. K and V (128
 // rows) and two stages of Q and dO (64 rows) sit in shared memory in the core-matrix layout
-// (wgmma_rows_async), dS as [query][key] in the same layout. Per tile and warpgroup:
+// (wgmma_rows_async), dS^T ([key][query]) in the same layout. Per tile and warpgroup:
 //   1. S^T = K Q^T, then dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
 //      K-major B (their rows are the n dimension), a commit group each.
 //   2. P^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout, negative
@@ -26,10 +26,10 @@
 //   3. dV += P^T dO: 4 wgmma m64nDk16, A from registers, dO as N-major B (the transpose bit: its
 //      rows are the k dimension), its own commit group, left in flight. Without dropout then
 //      wait_group 1 (dP^T; dV stays in flight) and element_second, so the tensor cores run dV while
-//      dS^T is computed. dS^T into A fragments, dS to shared memory as [query][key] (16-bit
+//      dS^T is computed. dS^T into A fragments and to shared memory ([key][query], 32-bit
 //      stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
-//      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as a K-major A from shared memory
+//      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as an M-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
 //      with red.global.add.v2.f32 as the mma.sync backward does.
 // Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
@@ -64,7 +64,7 @@ static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
 static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
 
 /// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
-/// (kBwdBlockM rows each), dS (kBwdBlockM x kBwdBlockN) and the tile's lse (base 2) and D.
+/// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM) and the tile's lse (base 2) and D.
 template <int D>
 constexpr size_t wgmma_backward_smem_bytes() {
   return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
@@ -84,7 +84,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                          uint64_t dropout_seed) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
-  // further, then dS, then lse and D.
+  // further, then dS^T, then lse and D.
   uint16_t* k_s = reinterpret_cast<uint16_t*>(th.shared());
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
@@ -121,9 +121,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // dQ's B: K's columns [wg D / 2, (wg + 1) D / 2), the core matrices D / 16 wg on along N.
   uint32_t kq_addr = th.smem_addr(k_s) + static_cast<uint32_t>(wg * (D / 16) * 128);
   uint32_t ds_addr = th.smem_addr(ds_s);
-  // dS element (query 2 t, key 16 warp + g), this thread's first: its others are compile-time
-  // offsets from it (core_offset is additive while neither row % 8 nor column % 8 carries).
-  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockN>(2 * t, 16 * warp + g));
+  // dS^T element (key 16 warp + g, query 2 t), this thread's first pair: its others are
+  // compile-time offsets from it (core_offset is additive while neither row % 8 nor column % 8
+  // carries).
+  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockM>(16 * warp + g, 2 * t));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
 
   // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
@@ -258,16 +259,16 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                                                     g + 8 * (e / 2));
       });
     }
-    // dS^T into da, and dS to shared memory at [query][key] of the block's 128 (core_offset<kBwdBlockN>).
+    // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
+    // register's two queries are adjacent there, one 32-bit store, and a warp's store covers one
+    // core matrix's 128 bytes.
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
       a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const uint32_t at = ds_mine + 2u * wgmma::core_offset<kBwdBlockN>(16 * ks + 8 * (e / 2), 8 * (e % 2));
-        th.store_shared_b16(at, static_cast<uint16_t>(da[ks][e]));
-        th.store_shared_b16(at + 16, static_cast<uint16_t>(da[ks][e] >> 16));  // the next query: the next row
-      }
+      for (int e = 0; e < 4; ++e)
+        th.store_shared_b32(ds_mine + 2u * wgmma::core_offset<kBwdBlockM>(8 * (e % 2), 16 * ks + 8 * (e / 2)),
+                            da[ks][e]);
     }
 
     // 3b. dK += dS^T Q, left in flight.
@@ -279,15 +280,15 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_rs<D, 1>(dk, da[ks], wgmma::mn_major<D>(q_addr, ks), true);
     th.wgmma_commit();
 
-    // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS is in shared memory.
+    // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS^T is in shared memory.
     th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
     th.sync();
     float dq[D / 4];
     th.wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBwdBlockN / 16; ++kk)
-      th.template wgmma_ss<D / 2, 1>(dq, wgmma::k_major<kBwdBlockN>(ds_addr, kk), wgmma::mn_major<D>(kq_addr, kk),
-                                     kk > 0);
+      th.template wgmma_ss<D / 2, 1, 1>(dq, wgmma::mn_major<kBwdBlockM>(ds_addr, kk), wgmma::mn_major<D>(kq_addr, kk),
+                                        kk > 0);
     th.wgmma_commit();
     th.template wgmma_wait<0>();
     th.wgmma_hold(dq);
