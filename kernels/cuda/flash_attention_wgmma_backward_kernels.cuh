@@ -20,14 +20,14 @@
 //      K-major B (their rows are the n dimension), a commit group each.
 //   2. P^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout, negative
 //      scale) and rounded into A fragments (the accumulators of queries 16 ks .. 16 ks + 15 are
-//      one m64k16 A). Without dropout P^T needs S^T alone: wait_group 1 (S^T), element_first and
-//      element_p (the exponentials, the mask; the soft-cap's tanh and exponential) while dP^T's
-//      products run. With dropout p_and_ds after wait_group 0.
+//      one m64k16 A). P^T needs S^T alone: wait_group 1 (S^T), element_first and element_p (the
+//      exponentials, the mask; the soft-cap's tanh and exponential) and dropout's keep (a bit
+//      a element) while dP^T's products run. With dropout at d 128 p_and_ds after wait_group 0.
 //   3. dV += P^T dO: 4 wgmma m64nDk16, A from registers, dO as N-major B (the transpose bit: its
-//      rows are the k dimension), its own commit group, left in flight. Without dropout then
-//      wait_group 1 (dP^T; dV stays in flight) and element_second, so the tensor cores run dV while
-//      dS^T is computed. dS^T into A fragments and to shared memory ([key][query], 32-bit
-//      stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
+//      rows are the k dimension), its own commit group, left in flight. Then (but with dropout
+//      at d 128) wait_group 1 (dP^T; dV stays in flight) and element_second: the tensor cores run
+//      dV while dS^T is computed. dS^T into A fragments and to shared memory ([key][query],
+//      32-bit stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
 //      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as an M-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
@@ -171,11 +171,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_commit();
 
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
-    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout P^T
-    // needs S^T alone: element_first (the exponentials, or the soft-cap's tanh) and element_p (the
-    // mask; the soft-cap's exponential) run while dP^T's products are in flight, and dV's products
-    // (3.) are issued before dP^T is waited for. With dropout p_and_ds after both: its hash beside
-    // dP^T in flight spilled 72 bytes at d 128 (32 this way).
+    // four straight copies (soft-cap or not, mask or not) chosen per warp. P^T needs S^T alone:
+    // element_first (the exponentials, or the soft-cap's tanh), element_p (the mask; the soft-cap's
+    // exponential) and dropout's keep run while dP^T's products are in flight, and dV's products
+    // (3.) are issued before dP^T is waited for (kEarlyDv). Not with dropout at d 128: there the
+    // hash beside dP^T in flight spills 176 bytes (32 this way), so p_and_ds runs after both.
+    constexpr bool kEarlyDv = !kDropout || D == 64;
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
@@ -206,12 +207,13 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // A fragments of queries 16 ks .. 16 ks + 15: register e of pa[ks] (P^T) and da[ks] (dS^T)
     // holds (key g + 8 (e % 2), queries 16 ks + 8 (e / 2) + 2 t and the next).
     uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
-    if constexpr (!kDropout) {
+    uint32_t kept = 0;  // dropout's keep of element (j, e): bit 4 j + e
+    if constexpr (kEarlyDv) {
       th.template wgmma_wait<1>();  // S^T
       th.wgmma_hold(s);
-      // P^T into pa. Without a soft-cap s becomes P^T (masked), so the second half needs no mask;
-      // with one s keeps c = tanh, which dS's derivative needs, and element_second computes P^T
-      // from it again (the same operations, the same value).
+      // P^T into pa. Without a soft-cap s becomes P^T (masked, before dropout), so the second half
+      // needs no mask; with one s keeps c = tanh, which dS's derivative needs, and element_second
+      // computes P^T from it again (the same operations, the same value).
       by_variant([&]<bool kMasked, bool kSoftcap>() {
 #pragma unroll
         for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
@@ -220,10 +222,15 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           for (int jj = 0; jj < 2; ++jj)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2;
+              const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2, kl = g + 8 * (e / 2);
               s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
-              p[jj][e] = element_p<kMasked, kSoftcap>(th, s8[j][e], ea, ql, g + 8 * (e / 2));
+              p[jj][e] = element_p<kMasked, kSoftcap>(th, s8[j][e], ea, ql, kl);
               if constexpr (!kSoftcap) s8[j][e] = p[jj][e];
+              if constexpr (kDropout) {  // element_second's keep, as a bit
+                const bool keep = dropout_keep(ea.seed, ea.drop0 + static_cast<int64_t>(ql) * n_t + kl, dropout);
+                kept |= static_cast<uint32_t>(keep) << (4 * j + e);
+                p[jj][e] *= keep ? 1.f / (1.f - dropout) : 0.f;
+              }
             }
           a_fragment_rn(pa[ks], p[0], p[1]);
         }
@@ -246,7 +253,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
     th.wgmma_commit();
 
-    if constexpr (!kDropout) {
+    if constexpr (kEarlyDv) {
       th.template wgmma_wait<1>();  // dP^T (S^T's group before it); dV's stays in flight
       th.wgmma_hold(s);
       th.wgmma_hold(dp);
@@ -254,9 +261,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
         for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            element_second<kSoftcap && kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
-                                                                    g + 8 * (e / 2));
+          for (int e = 0; e < 4; ++e) {
+            // dS = p (dP keep - D) dscale: with dropout dP takes its keep here, element_second none.
+            if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
+            element_second<kSoftcap && kMasked, kSoftcap, false>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
+                                                                 g + 8 * (e / 2));
+          }
       });
     }
     // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
