@@ -195,6 +195,16 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
   dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
 }
 
+/// P^T of one element from element_first's result `s`, before dropout: element_second's first
+/// output without dropout (its dS is not used, and compiled away). The wgmma backward computes
+/// P^T with it before dP^T has completed.
+template <bool kMasked, bool kSoftcap, class Thread>
+BENCH_FLASH_FN float element_p(Thread& th, float s, const ElementArgs& a, int ql, int kl) {
+  float dp = 0.f;
+  element_second<kMasked, kSoftcap, false>(th, s, dp, a, ql, kl);
+  return s;
+}
+
 /// P^T and dS^T in place of S^T and dP^T for one warp's 16 keys x 64 queries: element_first and
 /// element_second, element by element (the wgmma backward runs the first on all of S^T while
 /// dP^T's products are in flight). Register j, e holds (key g + 8 (e / 2), query 8 j + 2 t + e % 2).

@@ -82,10 +82,10 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void setmaxnreg_dec() const {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kCount));
   }
-  /// st.shared.b16 at a shared-window address (the generic proxy: fence_proxy_async before a
+  /// st.shared.b32 at a shared-window address (the generic proxy: fence_proxy_async before a
   /// wgmma reads it).
-  __device__ __forceinline__ void store_shared_b16(uint32_t address, uint16_t v) const {
-    asm volatile("st.shared.b16 [%0], %1;\n" ::"r"(address), "h"(v) : "memory");
+  __device__ __forceinline__ void store_shared_b32(uint32_t address, uint32_t v) const {
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
   }
   /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
   /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
@@ -105,8 +105,9 @@ struct CudaWgThread : CudaThread {
 #pragma unroll
       for (int j = 0; j < J; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
   }
-  /// d (64 x N, this thread's N / 2) = A B + (accumulate ? d : 0), A and B from shared memory.
-  template <int N, int kTransB>
+  /// d (64 x N, this thread's N / 2) = A B + (accumulate ? d : 0), A and B from shared memory;
+  /// B N-major when kTransB, A M-major when kTransA (imm-trans-a: shared-memory A, bf16 or f16).
+  template <int N, int kTransB, int kTransA = 0>
   __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) const {
     static_assert(N == 32 || N == 64 || N == 128, "the shapes the kernels use (32: the backward's dQ at d 64)");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -114,28 +115,28 @@ struct CudaWgThread : CudaThread {
       asm volatile(
           "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
-          "%12, %13, %14, %15}, %16, %17, p, 1, 1, 0, %19;\n}\n"
+          "%12, %13, %14, %15}, %16, %17, p, 1, 1, %20, %19;\n}\n"
           : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
             "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB), "n"(kTransA));
     } else if constexpr (N == 64) {
       asm volatile(
           "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
           "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, "
-          "%33, p, 1, 1, 0, %35;\n}\n"
+          "%33, p, 1, 1, %36, %35;\n}\n"
           : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
             "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
             "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
             "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB), "n"(kTransA));
     } else {
       asm volatile(
           "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
           "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, "
           "%12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, "
           "%33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, "
-          "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
+          "%54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, %68, %67;\n}\n"
           : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
             "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
             "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
@@ -144,7 +145,7 @@ struct CudaWgThread : CudaThread {
             "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
             "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
             "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB));
+          : "l"(desc_a), "l"(desc_b), "r"(static_cast<int>(accumulate)), "n"(kTransB), "n"(kTransA));
     }
 #else
     (void)d, (void)desc_a, (void)desc_b, (void)accumulate;

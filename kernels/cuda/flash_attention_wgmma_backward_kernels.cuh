@@ -6,7 +6,7 @@
 //          flash_attention_wgmma.cu, run on the CPU by the warp emulator
 //          (tests/kernels/flash_emulation_test.cpp, FlashEmulation.BackwardWgmma*)
 //
-// Beyond the wgmma forward's Thread it asks store_shared_b16(address, v) (st.shared.b16 at a
+// Beyond the wgmma forward's Thread it asks store_shared_b32(address, v) (st.shared.b32 at a
 // shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
 // after fence_proxy_async, like a cp.async write).
 //
@@ -15,25 +15,27 @@
 // two warpgroups of 64 keys each (wgmma's m64): warp w of the block still owns keys 16 w .. 16 w +
 // 15, so the element step is the mma.sync backward's on the same fragments. K and V (128
 // rows) and two stages of Q and dO (64 rows) sit in shared memory in the core-matrix layout
-// (wgmma_rows_async), dS as [query][key] in the same layout. Per tile and warpgroup:
+// (wgmma_rows_async), dS^T ([key][query]) in the same layout. Per tile and warpgroup:
 //   1. S^T = K Q^T, then dP^T = V dO^T: 2 D / 16 wgmma m64n64k16, K / V as K-major A, Q / dO as
 //      K-major B (their rows are the n dimension), a commit group each.
-//   2. P^T and dS^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout,
-//      negative scale). Without dropout in two halves: wait_group 1 (S^T), element_first (the
-//      exponentials, or the soft-cap's tanh) while dP^T's products run, wait_group 0,
-//      element_second; with dropout p_and_ds after wait_group 0. Then rounded into A fragments
-//      (the accumulators of queries 16 ks .. 16 ks + 15 are one m64k16 A), and dS stored to
-//      shared memory as [query][key] (16-bit stores) for dQ.
-//   3. dV += P^T dO and dK += dS^T Q: 2 x 4 wgmma m64nDk16, A from registers, dO / Q as N-major B
-//      (the transpose bit: their rows are the k dimension), one group left in flight.
+//   2. P^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout, negative
+//      scale) and rounded into A fragments (the accumulators of queries 16 ks .. 16 ks + 15 are
+//      one m64k16 A). P^T needs S^T alone: wait_group 1 (S^T), element_first and element_p (the
+//      exponentials, the mask; the soft-cap's tanh and exponential) and dropout's keep (a bit
+//      a element) while dP^T's products run. With dropout at d 128 p_and_ds after wait_group 0.
+//   3. dV += P^T dO: 4 wgmma m64nDk16, A from registers, dO as N-major B (the transpose bit: its
+//      rows are the k dimension), its own commit group, left in flight. Then (but with dropout
+//      at d 128) wait_group 1 (dP^T; dV stays in flight) and element_second: the tensor cores run
+//      dV while dS^T is computed. dS^T into A fragments and to shared memory ([key][query],
+//      32-bit stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
-//      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as a K-major A from shared memory
+//      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as an M-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
 //      with red.global.add.v2.f32 as the mma.sync backward does.
 // Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
 // dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
-// complete); dQ 32. At most 192 of them live at once (dV, dK with S^T, dP^T; or with the
-// fragments and dQ), the rest of the 255 for addresses, the element step and the loop's state.
+// complete); dQ 32. At most 208 of them live at once (without dropout: dV, dK, P^T as floats and
+// as fragments, dP^T in flight), the rest of the 255 for addresses, the element step and the loop.
 // Only dQ splits N: its M is the tile's 64 queries, which both warpgroups share, so each takes
 // half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
@@ -62,7 +64,7 @@ static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
 static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
 
 /// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
-/// (kBwdBlockM rows each), dS (kBwdBlockM x kBwdBlockN) and the tile's lse (base 2) and D.
+/// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM) and the tile's lse (base 2) and D.
 template <int D>
 constexpr size_t wgmma_backward_smem_bytes() {
   return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
@@ -82,7 +84,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                          uint64_t dropout_seed) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
-  // further, then dS, then lse and D.
+  // further, then dS^T, then lse and D.
   uint16_t* k_s = reinterpret_cast<uint16_t*>(th.shared());
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
@@ -119,9 +121,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // dQ's B: K's columns [wg D / 2, (wg + 1) D / 2), the core matrices D / 16 wg on along N.
   uint32_t kq_addr = th.smem_addr(k_s) + static_cast<uint32_t>(wg * (D / 16) * 128);
   uint32_t ds_addr = th.smem_addr(ds_s);
-  // dS element (query 2 t, key 16 warp + g), this thread's first: its others are compile-time
-  // offsets from it (core_offset is additive while neither row % 8 nor column % 8 carries).
-  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockN>(2 * t, 16 * warp + g));
+  // dS^T element (key 16 warp + g, query 2 t), this thread's first pair: its others are
+  // compile-time offsets from it (core_offset is additive while neither row % 8 nor column % 8
+  // carries).
+  const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockM>(16 * warp + g, 2 * t));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
 
   // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
@@ -168,10 +171,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_commit();
 
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
-    // four straight copies (soft-cap or not, mask or not) chosen per warp. Without dropout in two
-    // halves: what needs S^T alone (element_first: the exponentials, or the soft-cap's tanh) while
-    // dP^T's products run, the rest (element_second) once they have completed. With dropout
-    // p_and_ds after both: its hash beside the split spilled 72 bytes at d 128 (32 this way).
+    // four straight copies (soft-cap or not, mask or not) chosen per warp. P^T needs S^T alone:
+    // element_first (the exponentials, or the soft-cap's tanh), element_p (the mask; the soft-cap's
+    // exponential) and dropout's keep run while dP^T's products are in flight, and dV's products
+    // (3.) are issued before dP^T is waited for (kEarlyDv). Not with dropout at d 128: there the
+    // hash beside dP^T in flight spills 176 bytes (32 this way), so p_and_ds runs after both.
+    constexpr bool kEarlyDv = !kDropout || D == 64;
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
     const SlabMask mine = slab_mask(k0, m0, n_t, window, causal);
@@ -188,24 +193,6 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           step.template operator()<true, false>();
       }
     };
-    if constexpr (!kDropout) {
-      th.template wgmma_wait<1>();
-      th.wgmma_hold(s);
-      const auto first = [&]<bool kSoftcap>() {
-#pragma unroll
-        for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, 8 * j + 2 * t + e % 2);
-      };
-      if (softcap > 0.f)
-        first.template operator()<true>();
-      else
-        first.template operator()<false>();
-    }
-    th.template wgmma_wait<0>();
-    th.wgmma_hold(s);
-    th.wgmma_hold(dp);
     const ElementArgs ea{lse_s,
                          scale,
                          scale2,
@@ -217,57 +204,101 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                          dropout_seed,
                          ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0,
                          n_t};
-    by_variant([&]<bool kMasked, bool kSoftcap>() {
-      if constexpr (kDropout) {
-        p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t);
-      } else {
-#pragma unroll
-        for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            element_second<kMasked, kSoftcap, kDropout>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
-                                                        g + 8 * (e / 2));
-      }
-    });
-    // A fragments of queries 16 ks .. 16 ks + 15; register e holds (key g + 8 (e % 2), queries
-    // 16 ks + 8 (e / 2) + 2 t and the next) of this warp's 16 keys, which dS stores at
-    // [query][key] of the block's 128 (core_offset<kBwdBlockN>).
+    // A fragments of queries 16 ks .. 16 ks + 15: register e of pa[ks] (P^T) and da[ks] (dS^T)
+    // holds (key g + 8 (e % 2), queries 16 ks + 8 (e / 2) + 2 t and the next).
     uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
+    uint32_t kept = 0;  // dropout's keep of element (j, e): bit 4 j + e
+    if constexpr (kEarlyDv) {
+      th.template wgmma_wait<1>();  // S^T
+      th.wgmma_hold(s);
+      // P^T into pa. Without a soft-cap s becomes P^T (masked, before dropout), so the second half
+      // needs no mask; with one s keeps c = tanh, which dS's derivative needs, and element_second
+      // computes P^T from it again (the same operations, the same value).
+      by_variant([&]<bool kMasked, bool kSoftcap>() {
 #pragma unroll
-    for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
-      a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
-      a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
+        for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
+          float p[2][4];
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const uint32_t at = ds_mine + 2u * wgmma::core_offset<kBwdBlockN>(16 * ks + 8 * (e / 2), 8 * (e % 2));
-        th.store_shared_b16(at, static_cast<uint16_t>(da[ks][e]));
-        th.store_shared_b16(at + 16, static_cast<uint16_t>(da[ks][e] >> 16));  // the next query: the next row
-      }
+          for (int jj = 0; jj < 2; ++jj)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2, kl = g + 8 * (e / 2);
+              s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
+              p[jj][e] = element_p<kMasked, kSoftcap>(th, s8[j][e], ea, ql, kl);
+              if constexpr (!kSoftcap) s8[j][e] = p[jj][e];
+              if constexpr (kDropout) {  // element_second's keep, as a bit
+                const bool keep = dropout_keep(ea.seed, ea.drop0 + static_cast<int64_t>(ql) * n_t + kl, dropout);
+                kept |= static_cast<uint32_t>(keep) << (4 * j + e);
+                p[jj][e] *= keep ? 1.f / (1.f - dropout) : 0.f;
+              }
+            }
+          a_fragment_rn(pa[ks], p[0], p[1]);
+        }
+      });
+    } else {
+      th.template wgmma_wait<0>();
+      th.wgmma_hold(s);
+      th.wgmma_hold(dp);
+      by_variant([&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
+#pragma unroll
+      for (int ks = 0; ks < kBwdBlockM / 16; ++ks) a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
     }
 
-    // 3. dV += P^T dO and dK += dS^T Q, left in flight.
+    // 3a. dV += P^T dO, left in flight (its own commit group).
     th.wgmma_hold(pa);
-    th.wgmma_hold(da);
     th.wgmma_hold(dv);
-    th.wgmma_hold(dk);
     th.wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
       th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
+    th.wgmma_commit();
+
+    if constexpr (kEarlyDv) {
+      th.template wgmma_wait<1>();  // dP^T (S^T's group before it); dV's stays in flight
+      th.wgmma_hold(s);
+      th.wgmma_hold(dp);
+      by_variant([&]<bool kMasked, bool kSoftcap>() {
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            // dS = p (dP keep - D) dscale: with dropout dP takes its keep here, element_second none.
+            if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
+            element_second<kSoftcap && kMasked, kSoftcap, false>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
+                                                                 g + 8 * (e / 2));
+          }
+      });
+    }
+    // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
+    // register's two queries are adjacent there, one 32-bit store, and a warp's store covers one
+    // core matrix's 128 bytes.
+#pragma unroll
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
+      a_fragment_rn(da[ks], dp8[2 * ks], dp8[2 * ks + 1]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        th.store_shared_b32(ds_mine + 2u * wgmma::core_offset<kBwdBlockM>(8 * (e % 2), 16 * ks + 8 * (e / 2)),
+                            da[ks][e]);
+    }
+
+    // 3b. dK += dS^T Q, left in flight.
+    th.wgmma_hold(da);
+    th.wgmma_hold(dk);
+    th.wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
       th.template wgmma_rs<D, 1>(dk, da[ks], wgmma::mn_major<D>(q_addr, ks), true);
     th.wgmma_commit();
 
-    // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS is in shared memory.
+    // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS^T is in shared memory.
     th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
     th.sync();
     float dq[D / 4];
     th.wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBwdBlockN / 16; ++kk)
-      th.template wgmma_ss<D / 2, 1>(dq, wgmma::k_major<kBwdBlockN>(ds_addr, kk), wgmma::mn_major<D>(kq_addr, kk),
-                                     kk > 0);
+      th.template wgmma_ss<D / 2, 1, 1>(dq, wgmma::mn_major<kBwdBlockM>(ds_addr, kk), wgmma::mn_major<D>(kq_addr, kk),
+                                        kk > 0);
     th.wgmma_commit();
     th.template wgmma_wait<0>();
     th.wgmma_hold(dq);

@@ -264,6 +264,14 @@ std::vector<FlashCase> cases() {
   a = {1, 65, 2, 2, 64, 0.125};
   a.window = 2;
   c.push_back({"mha_t65_window2", a});
+  // Dropout with a soft-cap and a window at d_head 64: the wgmma backward computes dropout's keep
+  // with P^T while dP^T's products run there (at d 128 after them, as mqa_t130_dh128_softcap20_dropout).
+  a = {1, 100, 2, 2, 64, 0.125};
+  a.window = 30;
+  a.softcap = 15;
+  a.dropout = 0.1;
+  a.dropout_seed = 5;
+  c.push_back({"mha_t100_dh64_softcap15_window30_dropout", a});
   // Non-causal with a soft-cap over whole 64-query tiles: the backward's interior slabs (no mask)
   // with the soft-cap, which the causal and shorter soft-capped cases never reach.
   a = {1, 64, 1, 1, 64, 0.125};

@@ -262,12 +262,12 @@ class EmulatedThread {
     for (const auto& [at, bytes] : landed_) std::memset(block_.unfenced() + at, 0, bytes);
     landed_.clear();
   }
-  /// st.shared.b16 at a shared-window address (smem_addr's): like a cp.async write, wgmma sees
+  /// st.shared.b32 at a shared-window address (smem_addr's): like a cp.async write, wgmma sees
   /// it only after this thread's fence.proxy.async (the generic proxy's write, the async proxy's
   /// read).
-  void store_shared_b16(uint32_t address, uint16_t v) {
+  void store_shared_b32(uint32_t address, uint32_t v) {
     const size_t at = address;
-    if (at + sizeof v > block_.shared_bytes() || at % 2 != 0) {
+    if (at + sizeof v > block_.shared_bytes() || at % sizeof v != 0) {
       wgmma_error(block_.violation(), "st.shared: an address outside shared memory");
       return;
     }
@@ -280,17 +280,18 @@ class EmulatedThread {
   void wgmma_hold(R& /*registers*/) const {}
   /// wgmma.fence.sync.aligned: the registers written since are ordered before the next wgmma.
   void wgmma_fence() { wgmma_.fenced = true; }
-  /// wgmma.mma_async m64nNk16 f32 bf16 with A and B in shared memory (A K-major; B K-major, or
-  /// N-major when kTransB): d = A B + (accumulate ? d : 0) for this thread's fragment of D.
-  template <int N, int kTransB>
+  /// wgmma.mma_async m64nNk16 f32 bf16 with A and B in shared memory (A K-major, or M-major when
+  /// kTransA; B K-major, or N-major when kTransB): d = A B + (accumulate ? d : 0) for this
+  /// thread's fragment of D.
+  template <int N, int kTransB, int kTransA = 0>
   void wgmma_ss(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b, bool accumulate) {
-    wgmma_issue(d, N, nullptr, desc_a, desc_b, kTransB != 0, accumulate);
+    wgmma_issue(d, N, nullptr, desc_a, desc_b, kTransA != 0, kTransB != 0, accumulate);
   }
   /// The same with A in registers (this thread's fragment: the m16n8k16 A layout of its warp's
   /// 16 rows).
   template <int N, int kTransB>
   void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool accumulate) {
-    wgmma_issue(d, N, a, 0, desc_b, kTransB != 0, accumulate);
+    wgmma_issue(d, N, a, 0, desc_b, false, kTransB != 0, accumulate);
   }
   /// wgmma.commit_group: the wgmma issued since the last commit form a group.
   void wgmma_commit() { wgmma_commit_group(wgmma_); }
@@ -431,7 +432,7 @@ class EmulatedThread {
   /// order (they are warp-synchronous), so the lanes' counts agree.
   int parity() const { return static_cast<int>(warp_ops_++ & 1); }
 
-  void wgmma_issue(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_b,
+  void wgmma_issue(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_a, bool trans_b,
                    bool accumulate) {
     if (!wgmma_.fenced)
       wgmma_error(block_.violation(), "wgmma: issued without a wgmma.fence since the last wait_group");
@@ -451,6 +452,7 @@ class EmulatedThread {
     op.desc_a = desc_a;
     op.desc_b = desc_b;
     op.a_in_regs = a != nullptr;
+    op.trans_a = trans_a;
     op.trans_b = trans_b;
     op.accumulate = accumulate;
     if (a != nullptr) {

@@ -1,5 +1,6 @@
 // The warp emulator's wgmma (wgmma_emulator.h) on its own: one warpgroup multiplies a 64 x 16 A
-// (shared memory or registers) by a 16 x N B in shared memory through matrix descriptors, in
+// (shared memory, K-major or M-major, or registers) by a 16 x N B in shared memory through matrix
+// descriptors, in
 // the layouts of kernels/cuda/wgmma_layout.cuh and in 128-byte swizzled layouts built here
 // independently, against a float64 product. And the faults it must catch: a wrong descriptor
 // stride, D read before its wait, a missing wgmma.fence or fence.proxy.async, shared memory or
@@ -52,7 +53,7 @@ struct Problem {
 struct Placement {
   uint32_t a_at = 0, b_at = 0;
   uint64_t desc_a = 0, desc_b = 0;
-  bool trans_b = false;
+  bool trans_a = false, trans_b = false;
   size_t bytes = 0;
 };
 
@@ -65,18 +66,24 @@ uint32_t swizzled(int row, int col) {
   return static_cast<uint32_t>(row * 128 + (((col / 8) ^ (row % 8)) * 16) + (col % 8) * 2);
 }
 
-/// Writes A (always K-major) and B (K-major, or MN-major when trans_b) and returns the placement.
+/// Writes A (K-major, or M-major when trans_a) and B (K-major, or MN-major when trans_b) and
+/// returns the placement.
 template <int N>
-Placement place(uint8_t* shared, const Problem& p, Layout layout, bool trans_b) {
+Placement place(uint8_t* shared, const Problem& p, Layout layout, bool trans_b, bool trans_a = false) {
   Placement pl;
+  pl.trans_a = trans_a;
   pl.trans_b = trans_b;
   pl.a_at = 0;
   pl.b_at = 8192;  // past A's 64 rows of 128 bytes (swizzled); 1024-byte aligned
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < 16; ++k) {
       const uint16_t v = p.a[static_cast<size_t>(m * 16 + k)];
-      if (layout == Layout::kCore)
-        put(shared, pl.a_at + 2 * static_cast<uint32_t>(wgmma::core_offset<16>(m, k)), v);
+      if (layout == Layout::kCore)  // M-major: rows of 64 m (k the row), as B's MN-major tile
+        put(shared,
+            pl.a_at + 2 * static_cast<uint32_t>(trans_a ? wgmma::core_offset<64>(k, m) : wgmma::core_offset<16>(m, k)),
+            v);
+      else if (trans_a)  // 16 rows of 64 m (128 bytes each)
+        put(shared, pl.a_at + swizzled(k, m), v);
       else
         put(shared, pl.a_at + swizzled(m, k), v);  // columns 16.. of each 128-byte row unused
     }
@@ -93,12 +100,13 @@ Placement place(uint8_t* shared, const Problem& p, Layout layout, bool trans_b) 
       put(shared, pl.b_at + at, v);
     }
   if (layout == Layout::kCore) {
-    pl.desc_a = wgmma::k_major<16>(pl.a_at, 0);
+    pl.desc_a = trans_a ? wgmma::mn_major<64>(pl.a_at, 0) : wgmma::k_major<16>(pl.a_at, 0);
     pl.desc_b = trans_b ? wgmma::mn_major<N>(pl.b_at, 0) : wgmma::k_major<16>(pl.b_at, 0);
   } else {
     // K-major: rows 128 bytes apart, 8-row groups 1024 (SBO); MN-major: 8-row groups along K
     // 1024 apart (SBO), groups of 64 along N 2048 (LBO).
-    pl.desc_a = wgmma::descriptor(pl.a_at, 16, 1024, wgmma::kSwizzle128);
+    pl.desc_a = trans_a ? wgmma::descriptor(pl.a_at, 2048, 1024, wgmma::kSwizzle128)
+                        : wgmma::descriptor(pl.a_at, 16, 1024, wgmma::kSwizzle128);
     pl.desc_b = trans_b ? wgmma::descriptor(pl.b_at, 2048, 1024, wgmma::kSwizzle128)
                         : wgmma::descriptor(pl.b_at, 16, 1024, wgmma::kSwizzle128);
   }
@@ -138,17 +146,18 @@ enum class Fault {
   kReadBeforeWait,
   kWriteSharedInFlight,
   kWriteAccumulatorInFlight,
-  kWriteARegistersInFlight
+  kWriteARegistersInFlight,
+  kTransAOff  // A placed M-major, read with the transpose bit 0
 };
 
 /// One warpgroup: places the operands (thread 0, plain stores), then d = A B (+ d0 when
 /// `accumulate`, d0 = 1 everywhere) by one wgmma.
-template <int N, int kTransB>
+template <int N, int kTransB, int kTransA = 0>
 std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool accumulate = false,
                         Fault fault = Fault::kNone, uint32_t wrong_sbo = 0) {
   std::vector<double> out(static_cast<size_t>(64 * N), NAN);
   std::vector<uint8_t> probe(1 << 16, 0);
-  const Placement pl = place<N>(probe.data(), p, layout, kTransB != 0);
+  const Placement pl = place<N>(probe.data(), p, layout, kTransB != 0, kTransA != 0);
   launch(1, 1, 128, pl.bytes, [&](EmulatedThread& th) {
     if (th.tid() == 0) std::memcpy(th.shared(), probe.data(), pl.bytes);
     th.sync();
@@ -161,8 +170,10 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
     if (a_in_regs) {
       a_fragment(p, th.tid(), a);
       th.template wgmma_rs<N, kTransB>(d, a, desc_b, accumulate);
+    } else if (fault == Fault::kTransAOff) {
+      th.template wgmma_ss<N, kTransB, 0>(d, pl.desc_a, desc_b, accumulate);
     } else {
-      th.template wgmma_ss<N, kTransB>(d, pl.desc_a, desc_b, accumulate);
+      th.template wgmma_ss<N, kTransB, kTransA>(d, pl.desc_a, desc_b, accumulate);
     }
     th.wgmma_commit();
     if (fault == Fault::kReadBeforeWait) store_d<N>(d, th.tid(), out);
@@ -203,6 +214,20 @@ TEST(WgmmaEmulation, MNMajorBMatchesFloat64) {
   const Problem p64(64), p128(128);
   EXPECT_TRUE(close(p64.product, run<64, 1>(p64, Layout::kCore, false)));
   EXPECT_TRUE(close(p128.product, run<128, 1>(p128, Layout::kCore, false)));
+}
+
+TEST(WgmmaEmulation, MNMajorAMatchesFloat64) {
+  // A from shared memory with the transpose bit (M-major: the flash backward's dS^T as dQ's A),
+  // in the interleaved layout (rows of 64 m per k, as B's MN-major tile) and 128-byte swizzled.
+  const Problem p32(32, 13), p64(64, 13), p128(128, 13);
+  EXPECT_TRUE(close(p32.product, run<32, 1, 1>(p32, Layout::kCore, false)));
+  EXPECT_TRUE(close(p64.product, run<64, 1, 1>(p64, Layout::kCore, false)));
+  EXPECT_TRUE(close(p128.product, run<128, 0, 1>(p128, Layout::kCore, false)));
+  EXPECT_TRUE(close(plus_one(p64.product), run<64, 1, 1>(p64, Layout::kCore, false, true)));
+  EXPECT_TRUE(close(p64.product, run<64, 1, 1>(p64, Layout::kSwizzle128, false)));
+  // The same bytes read with the transpose bit 0 are wrong: the test can fail.
+  EXPECT_FALSE(close(p64.product, run<64, 1, 1>(p64, Layout::kCore, false, false, Fault::kTransAOff)));
+  EXPECT_FALSE(close(p64.product, run<64, 1, 1>(p64, Layout::kSwizzle128, false, false, Fault::kTransAOff)));
 }
 
 TEST(WgmmaEmulation, RegisterAMatchesFloat64) {
@@ -350,20 +375,29 @@ TEST(WgmmaIsa, KernelDescriptorsAddressTheTilesItCopies) {
   };
   check(std::integral_constant<int, 64>{});
   check(std::integral_constant<int, 128>{});
+  // dS^T of the wgmma backward (128 keys x 64 queries) as dQ's M-major A: queries along M, keys
+  // along K, all 8 k16 steps of the tile.
+  for (int kk = 0; kk < 8; ++kk) {
+    const IsaDescriptor ds(wgmma::mn_major<64>(base, kk));
+    for (int m = 0; m < 64; ++m)
+      for (int k = 0; k < 16; ++k)
+        ASSERT_EQ(isa_interleaved(ds, true, m, k), base + 2 * wgmma::core_offset<64>(16 * kk + k, m))
+            << "dS^T kk " << kk << " (" << m << ", " << k << ")";
+  }
 }
 
 /// One warpgroup computes A B (A 64 x 16, B 16 x N) with A in registers laid out by CUTLASS's
 /// ALayout_64x16 (or in shared memory at `a_at`) and B in shared memory at `b_at`, both placed by
 /// the ISA's canonical formula under the descriptors given, and D read back by CLayout_64xN. The
 /// wgmma reads B through `read_b` when it is not 0 (a wrong descriptor for the bytes placed).
-template <int N, int kTransB>
+template <int N, int kTransB, int kTransA = 0>
 std::vector<double> run_isa(const Problem& p, bool a_in_regs, uint64_t desc_a, uint64_t desc_b, size_t bytes,
                             uint64_t read_b = 0) {
   std::vector<uint8_t> image(bytes, 0);
   const IsaDescriptor da(desc_a), db(desc_b);
   for (int m = 0; m < 64; ++m)
     for (int k = 0; k < 16; ++k)
-      if (!a_in_regs) put(image.data(), isa_interleaved(da, false, m, k), p.a[static_cast<size_t>(m * 16 + k)]);
+      if (!a_in_regs) put(image.data(), isa_interleaved(da, kTransA != 0, m, k), p.a[static_cast<size_t>(m * 16 + k)]);
   for (int k = 0; k < 16; ++k)
     for (int j = 0; j < N; ++j)
       put(image.data(), isa_interleaved(db, kTransB != 0, j, k), p.b[static_cast<size_t>(k * N + j)]);
@@ -382,7 +416,7 @@ std::vector<double> run_isa(const Problem& p, bool a_in_regs, uint64_t desc_a, u
     if (a_in_regs)
       th.template wgmma_rs<N, kTransB>(d, a, b, false);
     else
-      th.template wgmma_ss<N, kTransB>(d, desc_a, b, false);
+      th.template wgmma_ss<N, kTransB, kTransA>(d, desc_a, b, false);
     th.wgmma_commit();
     th.template wgmma_wait<0>();
     for (int v = 0; v < N / 2; ++v) {
@@ -416,6 +450,11 @@ TEST(WgmmaIsa, StridesOppositeToTheKernelsStillMatchFloat64) {
   EXPECT_TRUE(close(p128.product, run_isa<128, 1>(p128, true, 0, wgmma::descriptor(4096, 128, 256), 8192)));
   EXPECT_TRUE(close(p64.product, run_isa<64, 0>(p64, false, a, wgmma::descriptor(4096, 16 * 64, 128), 8192)));
   EXPECT_TRUE(close(p128.product, run_isa<128, 0>(p128, true, 0, wgmma::descriptor(4096, 16 * 128, 128), 16384)));
+  // M-major A the same way (the ISA's MN-major formula, as for B): the k8 groups adjacent (LBO
+  // 128), the m8 groups 256 apart (SBO).
+  const uint64_t at = wgmma::descriptor(0, 128, 256);
+  EXPECT_TRUE(close(p64.product, run_isa<64, 1, 1>(p64, false, at, wgmma::descriptor(4096, 128, 256), 8192)));
+  EXPECT_TRUE(close(p128.product, run_isa<128, 0, 1>(p128, false, at, wgmma::descriptor(4096, 16 * 128, 128), 16384)));
   // And the same bytes read with LBO and SBO swapped are wrong: the test can fail.
   EXPECT_FALSE(close(p64.product, run_isa<64, 1>(p64, false, a, wgmma::descriptor(4096, 128, 256), 8192,
                                                  wgmma::descriptor(4096, 256, 128))));

@@ -6,7 +6,8 @@
 // gives its A fragment (when A is in registers) and the descriptors; they meet at a barrier of the
 // warpgroup and each computes its own part of D, decoding shared memory through the 64-bit matrix
 // descriptors with the canonical layouts of the PTX ISA (9.7.15.5.1.2; kernels/cuda/wgmma_layout.cuh):
-// no swizzle and 128-byte swizzle, K-major and MN-major (B's transpose bit). Fragments: A (64 x 16)
+// no swizzle and 128-byte swizzle, K-major and MN-major (the transpose bits: B's, and A's when A
+// is in shared memory, which the ISA allows for bf16 and f16). Fragments: A (64 x 16)
 // and D (64 x N) are the m16n8k16 layouts of mma.sync with warp w of the group owning rows
 // 16 w .. 16 w + 15; D's register 4 j + e holds (16 w + g + 8 (e / 2), 8 j + 2 t + e % 2), with
 // g = lane / 4 and t = lane % 4.
@@ -21,14 +22,14 @@
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
 //   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
 //   wrote while its wgmma was in flight.
-// - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b16)
+// - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b32)
 //   that its thread has not yet fenced with fence.proxy.async (both write through the generic
 //   proxy, wgmma reads through the async proxy).
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
 // What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
 // without a wait (it only requires one fence after each wait), stores to shared memory other than
-// cp.async and the Thread's store_shared_b16 needing a proxy fence (the kernels write the shared
+// cp.async and the Thread's store_shared_b32 needing a proxy fence (the kernels write the shared
 // memory that wgmma reads only by those two, both tracked), the hardware's order of float
 // additions inside one wgmma (summed here in float, k in order), and the speed of anything.
 #pragma once
@@ -50,7 +51,7 @@ struct WgmmaOp {
   int n = 0;
   int me = 0;  // the thread's index in its warpgroup
   uint64_t desc_a = 0, desc_b = 0;
-  bool a_in_regs = false, trans_b = false, accumulate = false;
+  bool a_in_regs = false, trans_a = false, trans_b = false, accumulate = false;
   int group = -1;                    // the commit group (-1: not yet committed)
   float a[2][16] = {};               // A's rows of this thread's D: its warp's g and g + 8
   const uint32_t* a_regs = nullptr;  // this thread's A fragment (A in registers), checked at the wait
@@ -73,7 +74,8 @@ inline void wgmma_error(std::string& error, const char* what) {
 }
 
 /// Byte address of element (mn, k) of a bf16 operand: mn along M or N, k along K; `mn_major`
-/// for B with the transpose bit. The canonical layouts of the PTX ISA, T = 8 elements of 16 bytes.
+/// for an operand with its transpose bit (A from shared memory, or B). The canonical layouts of the PTX ISA, T = 8
+/// elements of 16 bytes.
 inline uint32_t wgmma_element_address(uint64_t desc, bool mn_major, int mn, int k, std::string& error) {
   const auto start = static_cast<uint32_t>(desc & 0x3FFF) << 4;
   const auto lbo = static_cast<uint32_t>((desc >> 16) & 0x3FFF) << 4;
@@ -124,7 +126,8 @@ inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const u
         const uint32_t reg = regs[32 * (row / 16) + (row % 8) * 4 + (k % 8) / 2][(row % 16) / 8 + 2 * (k / 8)];
         op.a[r][k] = tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * (k % 2)))});
       } else if (!op.a_in_regs) {
-        op.a[r][k] = wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_a, false, row, k, error), error);
+        op.a[r][k] =
+            wgmma_load(shared, bytes, unfenced, wgmma_element_address(op.desc_a, op.trans_a, row, k, error), error);
       }
     }
   }
@@ -178,6 +181,7 @@ inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size
     again.desc_a = op.desc_a;
     again.desc_b = op.desc_b;
     again.a_in_regs = op.a_in_regs;
+    again.trans_a = op.trans_a;
     again.trans_b = op.trans_b;
     std::memcpy(again.a, op.a, sizeof op.a);
     wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr, error);
