@@ -93,7 +93,7 @@ class CudaCtx {
   template <int N, class T>
   __device__ auto load(const T* p, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    if constexpr (kPacked<T, L::kVec>) {
+    if constexpr (kLoadsPacked<T, L::kVec>) {
       Packed<N, L::kPer, CudaCtx> r;
       r.n = n;
       r.other = other;
@@ -130,7 +130,7 @@ class CudaCtx {
   template <int N, class T>
   __device__ auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    if constexpr (kPacked<T, L::kVec>) {
+    if constexpr (kLoadsPacked<T, L::kVec>) {
       Packed<N, L::kPer, CudaCtx> r;
       r.n = n;
       r.other = other;
@@ -301,17 +301,6 @@ class CudaCtx {
   // A run of V elements of T moves as V * sizeof(T) / kWord words of kWord bytes (at most 16).
   template <class T, int V>
   static constexpr int kWord = sizeof(T) * V >= 16 ? 16 : static_cast<int>(sizeof(T) * V);
-
-  // bf16 runs of at least two elements: every run loaded as raw 32-bit words (two bf16 each) and
-  // returned packed; unpack runs where the program first computes with the tile. Unpacked inside
-  // the branch that chose the vector access, each run's shift and mask read its load before the
-  // next run's branch, and in the SASS every LDG.E.128 was followed by its first use: one 16-byte
-  // load a thread in flight, where float (whose loads write the tile's registers directly) had
-  // all of its runs in flight. Unpacked when the load returned, a program's next load waited
-  // for this one's data (the unpack sat between the two loads' branches): 2 loads in flight a
-  // thread in the bf16 NormBackward, 4 now.
-  template <class T, int V>
-  static constexpr bool kPacked = kWord<T, V> >= 4 && std::is_same_v<T, bf16>;
 
   // Element k of a thread's raw bf16 words: the low half of word k / 2 when k is even.
   __device__ static void set_half(uint32_t* raw, int k, uint16_t bits) {
