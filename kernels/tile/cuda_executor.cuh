@@ -222,6 +222,26 @@ class CudaCtx {
     }
   }
 
+  /// A packed tile stored as bf16: each run's words as loaded (a copy's unpack and cvt.rn.bf16x2
+  /// skipped); at or past x.n the tile reads `other`, rounded as a float's store rounds it.
+  template <int N, int P>
+  __device__ void store(bf16* p, const Packed<N, P, CudaCtx>& x, int64_t n) const {
+    using L = Layout<N, TH, Run>;
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (vector_ok<bf16, L::kVec>(p + e) && e + L::kVec <= n && e + L::kVec <= x.n) {
+        constexpr int kBytes = kWord<bf16, L::kVec>;
+#pragma unroll
+        for (int w = 0; w < L::kVec * 2 / kBytes; ++w) store_word<kBytes>(p + e, w, &x.words[i / 2 + w * (kBytes / 4)]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j)
+          if (e + j < n) p[e + j] = e + j < x.n ? bf16{x.bits(i + j)} : from_acc<bf16>(x.other);
+      }
+    }
+  }
+
   template <class U, int N, int P>
   __device__ U sum(const Tile<U, N, P>& x) const {
     return reduce(local_sum(x), SumOp{});
@@ -355,6 +375,19 @@ class CudaCtx {
     }
   }
 
+  // Word w of kBytes (4, 8 or 16) at p, from its 32-bit components (why so, and why a 16-byte one
+  // as an unsigned __int128: store_vec).
+  template <int kBytes, class T>
+  __device__ static void store_word(T* p, int w, const uint32_t* u) {
+    if constexpr (kBytes == 16) {
+      using U128 = unsigned __int128;
+      reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
+    } else {
+      using W = typename detail::Word<kBytes>::type;
+      reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+    }
+  }
+
   template <class T, int V, class U>
   __device__ static void store_vec(T* p, const U* in) {
     constexpr int kBytes = kWord<T, V>;
@@ -388,12 +421,7 @@ class CudaCtx {
             memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
           }
         }
-        if constexpr (kBytes == 16) {
-          using U128 = unsigned __int128;
-          reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
-        } else {
-          reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
-        }
+        store_word<kBytes>(p, w, u);
       } else {
         W q;
         T* t = reinterpret_cast<T*>(&q);

@@ -102,6 +102,17 @@ class EmulatedCtx : public GridPosition {
       }
   }
 
+  /// A packed tile stored as bf16: its bits as loaded (`other` rounded at or past x.n), as the
+  /// CUDA executor stores one.
+  template <int N>
+  void store(bf16* p, const Packed<N, N, EmulatedCtx>& x, int64_t n) const {
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        if (e < n) p[e] = e < x.n ? bf16{x.bits(slot<N>(lane, i))} : from_acc<bf16>(x.other);
+      }
+  }
+
   template <class U, int N>
   U sum(const Tile<U, N, N>& x) const {
     U lane_val[TH];

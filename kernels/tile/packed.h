@@ -50,6 +50,9 @@ struct Packed {
   int64_t n;
   float other;
 
+  /// The raw bits of local element k (the low half of word k / 2 when k is even).
+  BENCH_HD BENCH_FORCEINLINE uint16_t bits(int k) const { return static_cast<uint16_t>(words[k / 2] >> (k % 2 * 16)); }
+
   /// The tile as floats: exact (a bf16 is the upper half of a float).
   BENCH_HD BENCH_FORCEINLINE operator Tile<float, N, L>() const {  // NOLINT(google-explicit-constructor)
     return Unpack::template unpack<N, L>(words, n, other);
