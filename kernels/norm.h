@@ -193,13 +193,16 @@ struct NormForward {
 
   /// v * gain + bias. With both, both loads are issued before either is read: loaded one after
   /// the other, the weight's multiply (and a packed weight's unpack) sat between their branches,
-  /// and the bias's loads waited for the weight's data.
+  /// and the bias's loads waited for the weight's data. On the host the product is rounded before
+  /// the bias is added (no_fma), as it was when the two were separate statements: written as one
+  /// expression, GCC fused them into an FMA in the small tiles (float, 32-128 wide), which moved
+  /// the CPU's results.
   template <class Ctx, class Tl>
   BENCH_HD Tl affine(Ctx& c, Tl v, int64_t c0) const {
     if (w != nullptr && b != nullptr) {
       auto wv = tl::load<B>(c, w + c0, cols - c0);
       auto bv = tl::load<B>(c, b + c0, cols - c0);
-      return v * gain(wv, unit_offset) + bv;
+      return no_fma(v * gain(wv, unit_offset)) + bv;  // the host rounds the product, as before
     }
     if (w != nullptr) return v * gain(tl::load<B>(c, w + c0, cols - c0), unit_offset);
     if (b != nullptr) return v + tl::load<B>(c, b + c0, cols - c0);
