@@ -66,6 +66,31 @@ TEST_P(NormTest, ForwardMatchesFloat64Reference) {
   }
 }
 
+// On the host the affine rounds the product before it adds the bias, so that the CPU's results do
+// not depend on whether GCC fuses the two (it did, once they were one expression: the small float
+// tiles moved): weight and bias give, bit for bit, the weight alone and then the bias added by
+// kernels::add.
+TEST_P(NormTest, HostAffineRoundsTheProductBeforeTheBias) {
+  const NormCase p = GetParam();
+  const Target& t = p.target;
+  if (!p.affine || t.backend == tile::Backend::kCuda) GTEST_SKIP() << "a device fuses them";
+  const auto n = static_cast<size_t>(p.rows * p.cols);
+  const auto x = random_vector(n, 1, 2.0, 0.7);
+  const auto w = random_vector(static_cast<size_t>(p.cols), 2);
+  const auto b = random_vector(static_cast<size_t>(p.cols), 3);
+  std::vector<double> b_rows(n);
+  for (size_t i = 0; i < n; ++i) b_rows[i] = b[i % static_cast<size_t>(p.cols)];
+  Dev<float> xf(t, to_storage<float>(x)), wf(t, to_storage<float>(w)), bf(t, to_storage<float>(b));
+  Dev<float> bf_rows(t, to_storage<float>(b_rows)), y(t, n), y_w(t, n);
+  Dev<float> mean(t, static_cast<size_t>(p.rows)), rstd(t, static_cast<size_t>(p.rows));
+  norm_forward<float>(t.exec(), p.center, xf.get(), wf.get(), bf.get(), y.get(), mean.get(), rstd.get(), p.rows, p.cols,
+                      1e-5, p.unit_offset);
+  norm_forward<float>(t.exec(), p.center, xf.get(), wf.get(), nullptr, y_w.get(), mean.get(), rstd.get(), p.rows,
+                      p.cols, 1e-5, p.unit_offset);
+  add<float>(t.exec(), y_w.get(), bf_rows.get(), y_w.get(), static_cast<int64_t>(n));
+  EXPECT_EQ(to_double(y_w.host()), to_double(y.host()));
+}
+
 // The float backward on this target against the float64 backward (itself checked against finite
 // differences below): dx, and the weight and bias gradients added into their inputs.
 TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
