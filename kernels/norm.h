@@ -98,9 +98,13 @@ template <class T, int B>
 struct NormForward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
-  // bf16's 4096-wide tile: 90 registers (2 blocks an SM) by default, 77 without spills at 3;
-  // float's 105 (2) would spill at 3.
-  static constexpr int kMinBlocks = std::is_same_v<T, tile::bf16> ? 3 : 1;
+  static constexpr int kFillSm =
+      2048 / tile::threads_for_tile(B, kRun) < 32 ? 2048 / tile::threads_for_tile(B, kRun) : 32;
+  // bf16's 4096-wide tile: 79 registers without spills at 3 blocks an SM (2 by default); float's
+  // 108 (2) would spill at 3. Float tiles up to 1024 wide fill the SM (2,048 threads, at
+  // most 32 blocks) in 32 registers without spills; by default the affine's weight and bias, in
+  // flight together, took them to 33-37 (1024 columns: 35, 6 blocks of 256 threads, not 8).
+  static constexpr int kMinBlocks = std::is_same_v<T, tile::bf16> ? 3 : (B <= 1024 ? kFillSm : 1);
   using A = acc_t<T>;
   const T* x;
   const T* w;  // may be null
@@ -187,10 +191,21 @@ struct NormForward {
                 cols - c0);
   }
 
+  /// v * gain + bias. With both, both loads are issued before either is read: loaded one after
+  /// the other, the weight's multiply (and a packed weight's unpack) sat between their branches,
+  /// and the bias's loads waited for the weight's data. On the host the product is rounded before
+  /// the bias is added (no_fma), as it was when the two were separate statements: written as one
+  /// expression, GCC fused them into an FMA in the small tiles (float, 32-128 wide), which moved
+  /// the CPU's results.
   template <class Ctx, class Tl>
   BENCH_HD Tl affine(Ctx& c, Tl v, int64_t c0) const {
-    if (w != nullptr) v = v * gain(tl::load<B>(c, w + c0, cols - c0), unit_offset);
-    if (b != nullptr) v = v + tl::load<B>(c, b + c0, cols - c0);
+    if (w != nullptr && b != nullptr) {
+      auto wv = tl::load<B>(c, w + c0, cols - c0);
+      auto bv = tl::load<B>(c, b + c0, cols - c0);
+      return no_fma(v * gain(wv, unit_offset)) + bv;  // the host rounds the product, as before
+    }
+    if (w != nullptr) return v * gain(tl::load<B>(c, w + c0, cols - c0), unit_offset);
+    if (b != nullptr) return v + tl::load<B>(c, b + c0, cols - c0);
     return v;
   }
 

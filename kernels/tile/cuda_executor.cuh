@@ -93,7 +93,7 @@ class CudaCtx {
   template <int N, class T>
   __device__ auto load(const T* p, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    if constexpr (kPacked<T, L::kVec>) {
+    if constexpr (kLoadsPacked<T, L::kVec>) {
       Packed<N, L::kPer, CudaCtx> r;
       r.n = n;
       r.other = other;
@@ -130,7 +130,7 @@ class CudaCtx {
   template <int N, class T>
   __device__ auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
-    if constexpr (kPacked<T, L::kVec>) {
+    if constexpr (kLoadsPacked<T, L::kVec>) {
       Packed<N, L::kPer, CudaCtx> r;
       r.n = n;
       r.other = other;
@@ -222,6 +222,26 @@ class CudaCtx {
     }
   }
 
+  /// A packed tile stored as bf16: each run's words as loaded (a copy's unpack and cvt.rn.bf16x2
+  /// skipped); at or past x.n the tile reads `other`, rounded as a float's store rounds it.
+  template <int N, int P>
+  __device__ void store(bf16* p, const Packed<N, P, CudaCtx>& x, int64_t n) const {
+    using L = Layout<N, TH, Run>;
+#pragma unroll
+    for (int i = 0; i < P; i += L::kVec) {
+      const int e = L::element(threadIdx.x, i);
+      if (vector_ok<bf16, L::kVec>(p + e) && e + L::kVec <= n && e + L::kVec <= x.n) {
+        constexpr int kBytes = kWord<bf16, L::kVec>;
+#pragma unroll
+        for (int w = 0; w < L::kVec * 2 / kBytes; ++w) store_word<kBytes>(p + e, w, &x.words[i / 2 + w * (kBytes / 4)]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < L::kVec; ++j)
+          if (e + j < n) p[e + j] = e + j < x.n ? bf16{x.bits(i + j)} : from_acc<bf16>(x.other);
+      }
+    }
+  }
+
   template <class U, int N, int P>
   __device__ U sum(const Tile<U, N, P>& x) const {
     return reduce(local_sum(x), SumOp{});
@@ -288,10 +308,15 @@ class CudaCtx {
   }
 
   // Row and column of flat element f in rows of `width`: one 32-bit division where both fit (a
-  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise.
+  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise. The 32-bit
+  // quotient is computed outside the branch, so that a program's load_rows and store_rows over the
+  // same rows share it (RopeHalf bf16: four loads and two stores a run, 688 -> 605 instructions
+  // on a thread's path); inside the branch, each computed its own. Its divisor is width's low
+  // half, not zero for any width below 2^32 (a row of 4 G elements).
   __device__ static void split_row(int64_t f, int64_t width, int64_t& row, int64_t& col) {
+    const uint32_t q = static_cast<uint32_t>(f) / static_cast<uint32_t>(width);
     if (f <= 0x7fffffff && width <= 0x7fffffff) {
-      row = static_cast<uint32_t>(f) / static_cast<uint32_t>(width);
+      row = q;
     } else {
       row = f / width;
     }
@@ -301,17 +326,6 @@ class CudaCtx {
   // A run of V elements of T moves as V * sizeof(T) / kWord words of kWord bytes (at most 16).
   template <class T, int V>
   static constexpr int kWord = sizeof(T) * V >= 16 ? 16 : static_cast<int>(sizeof(T) * V);
-
-  // bf16 runs of at least two elements: every run loaded as raw 32-bit words (two bf16 each) and
-  // returned packed; unpack runs where the program first computes with the tile. Unpacked inside
-  // the branch that chose the vector access, each run's shift and mask read its load before the
-  // next run's branch, and in the SASS every LDG.E.128 was followed by its first use: one 16-byte
-  // load a thread in flight, where float (whose loads write the tile's registers directly) had
-  // all of its runs in flight. Unpacked when the load returned, a program's next load waited
-  // for this one's data (the unpack sat between the two loads' branches): 2 loads in flight a
-  // thread in the bf16 NormBackward, 4 now.
-  template <class T, int V>
-  static constexpr bool kPacked = kWord<T, V> >= 4 && std::is_same_v<T, bf16>;
 
   // Element k of a thread's raw bf16 words: the low half of word k / 2 when k is even.
   __device__ static void set_half(uint32_t* raw, int k, uint16_t bits) {
@@ -366,6 +380,19 @@ class CudaCtx {
     }
   }
 
+  // Word w of kBytes (4, 8 or 16) at p, from its 32-bit components (why so, and why a 16-byte one
+  // as an unsigned __int128: store_vec).
+  template <int kBytes, class T>
+  __device__ static void store_word(T* p, int w, const uint32_t* u) {
+    if constexpr (kBytes == 16) {
+      using U128 = unsigned __int128;
+      reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
+    } else {
+      using W = typename detail::Word<kBytes>::type;
+      reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
+    }
+  }
+
   template <class T, int V, class U>
   __device__ static void store_vec(T* p, const U* in) {
     constexpr int kBytes = kWord<T, V>;
@@ -399,12 +426,7 @@ class CudaCtx {
             memcpy(reinterpret_cast<unsigned char*>(u) + j * sizeof(T), &t, sizeof(T));
           }
         }
-        if constexpr (kBytes == 16) {
-          using U128 = unsigned __int128;
-          reinterpret_cast<U128*>(p)[w] = U128{u[0]} | (U128{u[1]} << 32) | (U128{u[2]} << 64) | (U128{u[3]} << 96);
-        } else {
-          reinterpret_cast<W*>(p)[w] = detail::make_word<W>(u);
-        }
+        store_word<kBytes>(p, w, u);
       } else {
         W q;
         T* t = reinterpret_cast<T*>(&q);

@@ -39,7 +39,7 @@ class EmulatedCtx : public GridPosition {
   // that the programs' packed path runs here too.
   template <int N, class T>
   auto load(const T* p, int64_t n, acc_t<T> other) const {
-    if constexpr (kPacked<T, N>) {  // NOLINT(bugprone-branch-clone): the untaken branch is discarded
+    if constexpr (kLoadsPacked<T, Layout<N, TH, Run>::kVec>) {  // NOLINT(bugprone-branch-clone): one is discarded
       return pack<N>(n, other, [&](int e) { return p[e].bits; });
     } else {
       return load_unpacked<N>(p, n, other);
@@ -48,7 +48,7 @@ class EmulatedCtx : public GridPosition {
 
   template <int N, class T>
   auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
-    if constexpr (kPacked<T, N>) {  // NOLINT(bugprone-branch-clone): the untaken branch is discarded
+    if constexpr (kLoadsPacked<T, Layout<N, TH, Run>::kVec>) {  // NOLINT(bugprone-branch-clone): one is discarded
       return pack<N>(n, other, [&](int e) {
         const int64_t f = first + e;
         return p[(f / width) * stride + f % width].bits;
@@ -99,6 +99,17 @@ class EmulatedCtx : public GridPosition {
       for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
         const int e = Layout<N, TH, Run>::element(lane, i);
         if (e < n) p[e] = from_acc<T>(x.v[slot<N>(lane, i)]);
+      }
+  }
+
+  /// A packed tile stored as bf16: its bits as loaded (`other` rounded at or past x.n), as the
+  /// CUDA executor stores one.
+  template <int N>
+  void store(bf16* p, const Packed<N, N, EmulatedCtx>& x, int64_t n) const {
+    for (int lane = 0; lane < TH; ++lane)
+      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
+        const int e = Layout<N, TH, Run>::element(lane, i);
+        if (e < n) p[e] = e < x.n ? bf16{x.bits(slot<N>(lane, i))} : from_acc<bf16>(x.other);
       }
   }
 
@@ -156,10 +167,6 @@ class EmulatedCtx : public GridPosition {
   static constexpr int slot(int lane, int i) {
     return lane * Layout<N, TH, Run>::kPer + i;
   }
-
-  // Which loads the CUDA executor returns packed: bf16 in runs of at least two elements.
-  template <class T, int N>
-  static constexpr bool kPacked = Layout<N, TH, Run>::kVec >= 2 && std::is_same_v<T, bf16>;
 
   // The packed tile of the elements e < n, `bits(e)` each (0 past n: unpack gives `other`).
   template <int N, class Bits>

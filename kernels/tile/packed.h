@@ -26,6 +26,18 @@
 
 namespace bench::tile {
 
+/// Whether a load of T whose runs are `vec` elements long (Layout::kVec) comes back packed, on
+/// the CUDA executor and the emulated-block executor alike (the one definition both use): bf16 in
+/// runs of at least two elements, whose accesses move whole 32-bit words (a run of one moves a
+/// single bf16, and is unpacked at its load). Unpacked inside the branch that chose the vector
+/// access, each run's shift and mask read its load before the next run's branch: in the SASS
+/// every bf16 LDG.E.128 was followed by its first use, one 16-byte load in flight a thread, where
+/// float (whose loads write the tile's registers directly) had all of its runs in flight.
+/// Unpacked when the load returned, a program's next load waited for this one's data (the unpack
+/// sat between the two loads' branches). Returned packed, every load of a program is issued first.
+template <class T, int Vec>
+inline constexpr bool kLoadsPacked = Vec >= 2 && std::is_same_v<T, bf16>;
+
 /// The local part of a bf16 tile of N elements, L of them an agent, as raw words. Elements at or
 /// past `n` (tile-relative, as the load's n) read as `other`. `Unpack` is the executor's
 /// element mapping: `Unpack::template unpack<N, L>(words, n, other)` gives the Tile<float>.
@@ -37,6 +49,9 @@ struct Packed {
   uint32_t words[L / 2];
   int64_t n;
   float other;
+
+  /// The raw bits of local element k (the low half of word k / 2 when k is even).
+  BENCH_HD BENCH_FORCEINLINE uint16_t bits(int k) const { return static_cast<uint16_t>(words[k / 2] >> (k % 2 * 16)); }
 
   /// The tile as floats: exact (a bf16 is the upper half of a float).
   BENCH_HD BENCH_FORCEINLINE operator Tile<float, N, L>() const {  // NOLINT(google-explicit-constructor)

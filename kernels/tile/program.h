@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "defs.h"
@@ -120,9 +121,15 @@ BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, in
                                            const Packed<N, L, P>& x, int64_t n) {
   c.store_rows(p, width, stride, first, unpacked(x), n);
 }
+/// A packed tile stored as bf16 (a tile loaded and stored unchanged: a copy, a relayout) moves its
+/// words as loaded, without the unpack and the re-rounding (exact, but a conversion an element).
 template <class Ctx, class T, int N, int L, class P>
 BENCH_HD BENCH_FORCEINLINE void store(const Ctx& c, T* p, const Packed<N, L, P>& x, int64_t n) {
-  c.store(p, unpacked(x), n);
+  if constexpr (std::is_same_v<T, bf16>) {
+    c.store(p, x, n);
+  } else {
+    c.store(p, unpacked(x), n);
+  }
 }
 template <class Ctx, int N, int L, class P>
 BENCH_HD BENCH_FORCEINLINE float sum(const Ctx& c, const Packed<N, L, P>& x) {

@@ -1,7 +1,8 @@
 // Packed bf16 tiles (kernels/tile/packed.h): a bf16 load returns its raw words on CUDA and on the
 // emulated-block executor, unpacked where a program first computes with it. Every element-wise
 // verb, reduction and store on a packed tile gives the float64 reference of its bf16 values
-// (`other` past n), alone and mixed with unpacked tiles and scalars, on the emulated executor.
+// (`other` past n), alone and mixed with unpacked tiles and scalars, on the emulated executor; a
+// packed tile stored as bf16 keeps every bit of its words.
 #include "kernels/tile/packed.h"
 
 #include <gtest/gtest.h>
@@ -185,6 +186,28 @@ TEST_F(PackedTile, ReductionsAndStores) {
   std::vector<bf16> rows(static_cast<size_t>(kN) * 2, bf16{kUntouched});
   tl::store_rows(c, rows.data(), 5, 7, 3, pa, kValid);
   for (int e = 0; e < kValid; ++e) EXPECT_EQ(rows[((3 + e) / 5) * 7 + (3 + e) % 5].bits, in.a[e].bits) << e;
+}
+
+TEST_F(PackedTile, StoredAsBf16MovesItsWords) {
+  // A tile loaded and stored unchanged as bf16 (a copy) stores its words: every bit kept, a
+  // signaling NaN's too (an unpack and a re-round would quiet it, 0x7f81 -> 0x7fc1); `other`,
+  // rounded, where the store covers elements at or past the load's n; nothing past the store's n.
+  std::vector<bf16> x = in.a;
+  x[3] = bf16{uint16_t{0x7f81}};   // signaling NaN
+  x[10] = bf16{uint16_t{0xff81}};  // negative signaling NaN
+  x[20] = bf16{uint16_t{0x0001}};  // the smallest subnormal
+  constexpr float kOther = 0.3F;   // not a bf16: stored rounded
+  const auto t = tl::load<kN>(c, x.data(), kValid, kOther);
+  static_assert(kAnyPacked<decltype(t)>);
+  constexpr uint16_t kUntouched = 0x1234;
+  for (const int64_t n : {int64_t{kN}, kValid, kValid - 3, int64_t{1}}) {
+    std::vector<bf16> out(kN, bf16{kUntouched});
+    tl::store(c, out.data(), t, n);
+    for (int e = 0; e < kN; ++e) {
+      const uint16_t want = e >= n ? kUntouched : (e < kValid ? x[e].bits : float_to_bf16(kOther).bits);
+      EXPECT_EQ(out[e].bits, want) << "n " << n << ", element " << e;
+    }
+  }
 }
 
 }  // namespace
