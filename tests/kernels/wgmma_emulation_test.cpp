@@ -3,10 +3,12 @@
 // descriptors, in
 // the layouts of kernels/cuda/wgmma_layout.cuh and in 128-byte swizzled layouts built here
 // independently, against a float64 product. And the faults it must catch: a wrong descriptor
-// stride, D read before its wait, a missing wgmma.fence or fence.proxy.async, shared memory or
-// accumulators changed while a wgmma is in flight.
+// stride, D or A's registers read before the wait (they hold the poison), a missing wgmma.fence
+// or fence.proxy.async, shared memory or registers changed while a wgmma is in flight; and chained
+// or register-sharing wgmmas, whose registers stay poisoned until the last wait that needs them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -255,7 +257,7 @@ TEST(WgmmaEmulation, WrongStrideFails) {
 
 TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
   const Problem p(64);
-  // D read before the wait: the old values (1), not the product.
+  // D read before the wait: the poison, not the product.
   EXPECT_FALSE(close(p.product, run<64, 0>(p, Layout::kCore, false, false, Fault::kReadBeforeWait)));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kNoFence); }, "without a wgmma.fence"));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kWriteSharedInFlight); },
@@ -264,6 +266,135 @@ TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
                      "accumulator registers"));
   EXPECT_TRUE(
       throws([&] { run<64, 0>(p, Layout::kCore, true, false, Fault::kWriteARegistersInFlight); }, "A registers"));
+}
+
+bool all_nan(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+}
+
+/// A B with A in registers; before the wait the kernel reads A's registers it gave the wgmma (the
+/// fault: undefined on the GPU) and sums each of its 2 rows' 4 values there; returns the 64 x 4
+/// sums (row, t) and D, and whether every thread's registers held the fragment after the wait.
+struct ReadA {
+  std::vector<double> sums, d;
+  bool restored = true;
+};
+ReadA read_a_in_flight(const Problem& p) {
+  std::vector<uint8_t> probe(1 << 16, 0);
+  const Placement pl = place<64>(probe.data(), p, Layout::kCore, false);
+  ReadA r{std::vector<double>(64 * 4, NAN), std::vector<double>(64 * 64, NAN)};
+  std::vector<int> restored(128, 0);
+  launch(1, 1, 128, pl.bytes, [&](EmulatedThread& th) {
+    if (th.tid() == 0) std::memcpy(th.shared(), probe.data(), pl.bytes);
+    th.sync();
+    uint32_t a[4], fragment[4];
+    a_fragment(p, th.tid(), fragment);
+    std::memcpy(a, fragment, sizeof a);
+    float d[32];
+    th.wgmma_fence();
+    th.wgmma_rs<64, 0>(d, a, pl.desc_b, false);
+    th.wgmma_commit();
+    float sum[2] = {0.f, 0.f};  // register e holds row g + 8 (e % 2)
+    for (int e = 0; e < 4; ++e)
+      for (int h = 0; h < 2; ++h) sum[e % 2] += Problem::value(static_cast<uint16_t>(a[e] >> (16 * h)));
+    th.wgmma_wait<0>();
+    const int row = 16 * (th.tid() / 32) + (th.tid() % 32) / 4, t = th.tid() % 4;
+    for (int r2 = 0; r2 < 2; ++r2) r.sums[static_cast<size_t>((row + 8 * r2) * 4 + t)] = sum[r2];
+    restored[static_cast<size_t>(th.tid())] = std::memcmp(a, fragment, sizeof a) == 0 ? 1 : 0;
+    store_d<64>(d, th.tid(), r.d);
+  });
+  r.restored = std::count(restored.begin(), restored.end(), 1) == 128;
+  return r;
+}
+
+TEST(WgmmaEmulation, InFlightReadsSeeThePoison) {
+  // The accumulator read before its wait: every value the poison (NaN), neither the input (1) nor
+  // the product.
+  const Problem p(64, 5);
+  EXPECT_TRUE(all_nan(run<64, 0>(p, Layout::kCore, false, true, Fault::kReadBeforeWait)));
+  EXPECT_TRUE(all_nan(run<64, 0>(p, Layout::kCore, true, false, Fault::kReadBeforeWait)));
+  // A's registers read after the issue: the kernel's row sums are NaN, not A's; after the wait
+  // the registers hold the fragment again and the product is right.
+  std::vector<double> sums(64 * 4, 0.0);
+  for (int m = 0; m < 64; ++m)
+    for (int k = 0; k < 16; ++k)
+      sums[static_cast<size_t>(m * 4 + (k % 8) / 2)] += Problem::value(p.a[static_cast<size_t>(m * 16 + k)]);
+  const ReadA r = read_a_in_flight(p);
+  EXPECT_FALSE(close(sums, r.sums));
+  EXPECT_TRUE(all_nan(r.sums));
+  EXPECT_TRUE(r.restored);
+  EXPECT_TRUE(close(p.product, r.d));
+}
+
+/// Whether the `count` registers at p hold wgmma's poison `poison` (all, or none when `all` is false).
+template <class T>
+bool poisoned(const T* p, int count, uint32_t poison, bool all = true) {
+  for (int i = 0; i < count; ++i) {
+    uint32_t v = 0;
+    std::memcpy(&v, p + i, sizeof v);
+    if ((v == poison) != all) return false;
+  }
+  return true;
+}
+
+TEST(WgmmaEmulation, ChainsAndSharedARegistersStayPoisonedUntilTheirLastWait) {
+  // Registers regs[0..5] = A's fragment f0 f1 f2 f3 then f0 f1. In separate commit groups: d1 = A
+  // B from regs[0..3], then d1 += A B again (a chain sharing the A registers), then d2 = A' B from
+  // regs[2..5] (partly overlapping): f2 f3 f0 f1 swaps A's k halves, A'(m, k) = A(m, k ^ 8).
+  // wait_group 1 completes the first two: d1 holds 2 A B, regs[0..1] the fragment, regs[2..5]
+  // and d2 the poison; wait_group 0 completes the last.
+  const Problem p(64, 17);
+  std::vector<double> twice = p.product, swapped(64 * 64, 0.0);
+  for (double& x : twice) x *= 2;
+  for (int m = 0; m < 64; ++m)
+    for (int j = 0; j < 64; ++j)
+      for (int k = 0; k < 16; ++k)
+        swapped[static_cast<size_t>(m * 64 + j)] +=
+            static_cast<double>(Problem::value(p.a[static_cast<size_t>(m * 16 + (k ^ 8))])) *
+            Problem::value(p.b[static_cast<size_t>(k * 64 + j)]);
+  std::vector<uint8_t> probe(1 << 16, 0);
+  const Placement pl = place<64>(probe.data(), p, Layout::kCore, false);
+  for (const bool write_between : {false, true}) {
+    std::vector<double> out1(64 * 64, NAN), out2(64 * 64, NAN);
+    std::vector<int> ok(128, 0);
+    const auto body = [&](EmulatedThread& th) {
+      if (th.tid() == 0) std::memcpy(th.shared(), probe.data(), pl.bytes);
+      th.sync();
+      uint32_t regs[6], fragment[4];
+      a_fragment(p, th.tid(), fragment);
+      std::memcpy(regs, fragment, sizeof fragment);
+      regs[4] = fragment[0];
+      regs[5] = fragment[1];
+      auto& a1 = *reinterpret_cast<uint32_t(*)[4]>(regs);
+      auto& a2 = *reinterpret_cast<uint32_t(*)[4]>(regs + 2);
+      float d1[32], d2[32];
+      th.wgmma_fence();
+      th.wgmma_rs<64, 0>(d1, a1, pl.desc_b, false);
+      th.wgmma_commit();
+      if (write_between) regs[3] = 0;  // the fault: an A register the first wgmma reads, written in flight
+      th.wgmma_rs<64, 0>(d1, a1, pl.desc_b, true);
+      th.wgmma_commit();
+      th.wgmma_rs<64, 0>(d2, a2, pl.desc_b, false);
+      th.wgmma_commit();
+      th.wgmma_wait<1>();
+      bool good = regs[0] == fragment[0] && regs[1] == fragment[1] && poisoned(regs + 2, 4, emulator::kWgmmaPoisonA) &&
+                  poisoned(d2, 32, emulator::kWgmmaPoisonD) && poisoned(d1, 32, emulator::kWgmmaPoisonD, false);
+      store_d<64>(d1, th.tid(), out1);
+      th.wgmma_wait<0>();
+      good =
+          good && std::memcmp(regs, fragment, sizeof fragment) == 0 && regs[4] == fragment[0] && regs[5] == fragment[1];
+      ok[static_cast<size_t>(th.tid())] = good ? 1 : 0;
+      store_d<64>(d2, th.tid(), out2);
+    };
+    if (write_between) {
+      EXPECT_TRUE(throws([&] { launch(1, 1, 128, pl.bytes, body); }, "A registers were written while"));
+      continue;
+    }
+    launch(1, 1, 128, pl.bytes, body);
+    EXPECT_EQ(std::count(ok.begin(), ok.end(), 1), 128);
+    EXPECT_TRUE(close(twice, out1));
+    EXPECT_TRUE(close(swapped, out2));
+  }
 }
 
 TEST(WgmmaEmulation, ChainedWgmmaAccumulateAndCpAsyncNeedsProxyFence) {
