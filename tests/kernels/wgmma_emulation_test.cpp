@@ -149,7 +149,8 @@ enum class Fault {
   kWriteSharedInFlight,
   kWriteAccumulatorInFlight,
   kWriteARegistersInFlight,
-  kTransAOff  // A placed M-major, read with the transpose bit 0
+  kScaleAccumulatorInFlight,  // o *= 0.5 in flight: a read and a write
+  kTransAOff                  // A placed M-major, read with the transpose bit 0
 };
 
 /// One warpgroup: places the operands (thread 0, plain stores), then d = A B (+ d0 when
@@ -182,6 +183,8 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
     if (fault == Fault::kWriteSharedInFlight && th.tid() == 0) th.shared()[pl.b_at] ^= 1;
     if (fault == Fault::kWriteAccumulatorInFlight) d[0] = 2.f;
     if (fault == Fault::kWriteARegistersInFlight) a[0] ^= 1;
+    if (fault == Fault::kScaleAccumulatorInFlight)
+      for (float& x : d) x *= 0.5f;
     th.template wgmma_wait<0>();
     if (fault != Fault::kReadBeforeWait) store_d<N>(d, th.tid(), out);
   });
@@ -266,6 +269,14 @@ TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
                      "accumulator registers"));
   EXPECT_TRUE(
       throws([&] { run<64, 0>(p, Layout::kCore, true, false, Fault::kWriteARegistersInFlight); }, "A registers"));
+  // A read-modify-write of the poison gives a quiet NaN, other bits: reported as a write.
+  EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, true, Fault::kScaleAccumulatorInFlight); },
+                     "accumulator registers were written while it was in flight"));
+}
+
+/// Index (row, col) of a row-major matrix `width` wide.
+size_t at(int row, int width, int col) {
+  return static_cast<size_t>(row) * static_cast<size_t>(width) + static_cast<size_t>(col);
 }
 
 bool all_nan(const std::vector<double>& v) {
@@ -282,7 +293,7 @@ struct ReadA {
 ReadA read_a_in_flight(const Problem& p) {
   std::vector<uint8_t> probe(1 << 16, 0);
   const Placement pl = place<64>(probe.data(), p, Layout::kCore, false);
-  ReadA r{std::vector<double>(64 * 4, NAN), std::vector<double>(64 * 64, NAN)};
+  ReadA r{std::vector<double>(at(64, 4, 0), NAN), std::vector<double>(at(64, 64, 0), NAN)};
   std::vector<int> restored(128, 0);
   launch(1, 1, 128, pl.bytes, [&](EmulatedThread& th) {
     if (th.tid() == 0) std::memcpy(th.shared(), probe.data(), pl.bytes);
@@ -299,7 +310,7 @@ ReadA read_a_in_flight(const Problem& p) {
       for (int h = 0; h < 2; ++h) sum[e % 2] += Problem::value(static_cast<uint16_t>(a[e] >> (16 * h)));
     th.wgmma_wait<0>();
     const int row = 16 * (th.tid() / 32) + (th.tid() % 32) / 4, t = th.tid() % 4;
-    for (int r2 = 0; r2 < 2; ++r2) r.sums[static_cast<size_t>((row + 8 * r2) * 4 + t)] = sum[r2];
+    for (int r2 = 0; r2 < 2; ++r2) r.sums[at(row + 8 * r2, 4, t)] = sum[r2];
     restored[static_cast<size_t>(th.tid())] = std::memcmp(a, fragment, sizeof a) == 0 ? 1 : 0;
     store_d<64>(d, th.tid(), r.d);
   });
@@ -315,10 +326,9 @@ TEST(WgmmaEmulation, InFlightReadsSeeThePoison) {
   EXPECT_TRUE(all_nan(run<64, 0>(p, Layout::kCore, true, false, Fault::kReadBeforeWait)));
   // A's registers read after the issue: the kernel's row sums are NaN, not A's; after the wait
   // the registers hold the fragment again and the product is right.
-  std::vector<double> sums(64 * 4, 0.0);
+  std::vector<double> sums(at(64, 4, 0), 0.0);
   for (int m = 0; m < 64; ++m)
-    for (int k = 0; k < 16; ++k)
-      sums[static_cast<size_t>(m * 4 + (k % 8) / 2)] += Problem::value(p.a[static_cast<size_t>(m * 16 + k)]);
+    for (int k = 0; k < 16; ++k) sums[at(m, 4, (k % 8) / 2)] += Problem::value(p.a[at(m, 16, k)]);
   const ReadA r = read_a_in_flight(p);
   EXPECT_FALSE(close(sums, r.sums));
   EXPECT_TRUE(all_nan(r.sums));
@@ -344,18 +354,17 @@ TEST(WgmmaEmulation, ChainsAndSharedARegistersStayPoisonedUntilTheirLastWait) {
   // wait_group 1 completes the first two: d1 holds 2 A B, regs[0..1] the fragment, regs[2..5]
   // and d2 the poison; wait_group 0 completes the last.
   const Problem p(64, 17);
-  std::vector<double> twice = p.product, swapped(64 * 64, 0.0);
+  std::vector<double> twice = p.product, swapped(at(64, 64, 0), 0.0);
   for (double& x : twice) x *= 2;
   for (int m = 0; m < 64; ++m)
     for (int j = 0; j < 64; ++j)
       for (int k = 0; k < 16; ++k)
-        swapped[static_cast<size_t>(m * 64 + j)] +=
-            static_cast<double>(Problem::value(p.a[static_cast<size_t>(m * 16 + (k ^ 8))])) *
-            Problem::value(p.b[static_cast<size_t>(k * 64 + j)]);
+        swapped[at(m, 64, j)] +=
+            static_cast<double>(Problem::value(p.a[at(m, 16, k ^ 8)])) * Problem::value(p.b[at(k, 64, j)]);
   std::vector<uint8_t> probe(1 << 16, 0);
   const Placement pl = place<64>(probe.data(), p, Layout::kCore, false);
   for (const bool write_between : {false, true}) {
-    std::vector<double> out1(64 * 64, NAN), out2(64 * 64, NAN);
+    std::vector<double> out1(at(64, 64, 0), NAN), out2(at(64, 64, 0), NAN);
     std::vector<int> ok(128, 0);
     const auto body = [&](EmulatedThread& th) {
       if (th.tid() == 0) std::memcpy(th.shared(), probe.data(), pl.bytes);

@@ -16,22 +16,39 @@
 // throws it as std::logic_error once every thread has ended: a thread that threw instead would
 // leave the others suspended at barriers forever, with what they own):
 // - The product is computed when the wgmma is issued, but reaches the accumulator registers only
-//   at the wgmma.wait_group that completes it: a kernel that reads D before its wait sees the old
-//   values and its result is wrong.
+//   at the wgmma.wait_group that completes it. From the issue to that wait the thread's
+//   accumulator registers hold a poison (a signaling NaN a float, kWgmmaPoisonD) and so do its A
+//   registers when A is in registers (two signaling bf16 NaNs a register, kWgmmaPoisonA): the
+//   PTX ISA makes reading either before the wait undefined, and a kernel that does computes NaN
+//   and fails its comparison with a float64 reference. At the wait, D gets its result once no
+//   newer wgmma in flight chains on the same registers (the chain's input is the previous result,
+//   as on the hardware), and each A register what it held at the issue once no wgmma in flight
+//   reads it (fragments shared by several wgmmas, or partly overlapping, stay poisoned until the
+//   last). A wgmma issued on A registers that one in flight reads takes what they held.
+// - Registers written while in flight: at the wait (and at the issue of a wgmma chained on the
+//   accumulator or reading the same A registers) they must still hold the poison, else "its
+//   accumulator (A) registers were written while it was in flight". Arithmetic on a signaling NaN
+//   gives a quiet one, so a read-modify-write (o *= alpha in flight) is reported as a write
+//   (not o *= 1, which the compiler drops; measured with GCC -O3: fmaxf of a quiet NaN and x
+//   gives x, of a signaling one NaN).
 // - At the wait, the operands are read from shared memory again: if they changed while the
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
-//   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
-//   wrote while its wgmma was in flight.
+//   that is a violation.
 // - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b32)
 //   that its thread has not yet fenced with fence.proxy.async (both write through the generic
 //   proxy, wgmma reads through the async proxy).
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
-// What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
-// without a wait (it only requires one fence after each wait), stores to shared memory other than
-// cp.async and the Thread's store_shared_b32 needing a proxy fence (the kernels write the shared
-// memory that wgmma reads only by those two, both tracked), the hardware's order of float
-// additions inside one wgmma (summed here in float, k in order), and the speed of anything.
+// What it cannot check: a read in flight whose value does not reach a result (a NaN only
+// compared, the outcome then used; or a value then discarded by a select), a write in flight of
+// the poison's own bits (a poisoned register copied into itself), an A register that overlaps an
+// accumulator in flight (not tracked across the two kinds), a register written between a
+// wgmma.fence and a wgmma in the same stretch without a wait (it only requires one fence after
+// each wait), whether two wgmmas may read the same A registers in flight (the ISA does not say;
+// this allows it), stores to shared memory other than cp.async and the Thread's
+// store_shared_b32 needing a proxy fence (the kernels write the shared memory that wgmma reads
+// only by those two, both tracked), the hardware's order of float additions inside one wgmma
+// (summed here in float, k in order), and the speed of anything.
 #pragma once
 
 #include <cstdint>
