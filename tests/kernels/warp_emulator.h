@@ -288,9 +288,10 @@ class EmulatedThread {
     wgmma_issue(d, N, nullptr, desc_a, desc_b, kTransA != 0, kTransB != 0, accumulate);
   }
   /// The same with A in registers (this thread's fragment: the m16n8k16 A layout of its warp's
-  /// 16 rows).
+  /// 16 rows), which hold the poison while the wgmma is in flight (wgmma_emulator.h: a
+  /// reference to non-const, the emulator writes there).
   template <int N, int kTransB>
-  void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t desc_b, bool accumulate) {
+  void wgmma_rs(float (&d)[N / 2], uint32_t (&a)[4], uint64_t desc_b, bool accumulate) {
     wgmma_issue(d, N, a, 0, desc_b, false, kTransB != 0, accumulate);
   }
   /// wgmma.commit_group: the wgmma issued since the last commit form a group.
@@ -432,13 +433,17 @@ class EmulatedThread {
   /// order (they are warp-synchronous), so the lanes' counts agree.
   int parity() const { return static_cast<int>(warp_ops_++ & 1); }
 
-  void wgmma_issue(float* d, int n, const uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_a, bool trans_b,
+  void wgmma_issue(float* d, int n, uint32_t* a, uint64_t desc_a, uint64_t desc_b, bool trans_a, bool trans_b,
                    bool accumulate) {
     if (!wgmma_.fenced)
       wgmma_error(block_.violation(), "wgmma: issued without a wgmma.fence since the last wait_group");
     Block::Group& grp = block_.group(tid_);
     const int me = tid_ % 128, p = static_cast<int>(group_ops_++ & 1);
-    if (a != nullptr) std::memcpy(grp.a[p][me], a, 4 * sizeof(uint32_t));
+    uint32_t held[4] = {};  // A's registers, those a wgmma in flight reads as they were at its issue
+    if (a != nullptr) {
+      wgmma_a_values(wgmma_, a, held, block_.violation());
+      std::memcpy(grp.a[p][me], held, sizeof held);
+    }
     grp.desc_a[p][me] = desc_a;
     grp.desc_b[p][me] = desc_b;
     grp.barrier.arrive_and_wait();
@@ -457,7 +462,7 @@ class EmulatedThread {
     op.accumulate = accumulate;
     if (a != nullptr) {
       op.a_regs = a;
-      std::memcpy(op.a_issued, a, sizeof op.a_issued);
+      std::memcpy(op.a_held, held, sizeof held);
     }
     wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced(),
                  block_.violation());

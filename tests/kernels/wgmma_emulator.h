@@ -16,22 +16,39 @@
 // throws it as std::logic_error once every thread has ended: a thread that threw instead would
 // leave the others suspended at barriers forever, with what they own):
 // - The product is computed when the wgmma is issued, but reaches the accumulator registers only
-//   at the wgmma.wait_group that completes it: a kernel that reads D before its wait sees the old
-//   values and its result is wrong.
+//   at the wgmma.wait_group that completes it. From the issue to that wait the thread's
+//   accumulator registers hold a poison (a signaling NaN a float, kWgmmaPoisonD) and so do its A
+//   registers when A is in registers (two signaling bf16 NaNs a register, kWgmmaPoisonA): the
+//   PTX ISA makes reading either before the wait undefined, and a kernel that does computes NaN
+//   and fails its comparison with a float64 reference. At the wait, D gets its result once no
+//   newer wgmma in flight chains on the same registers (the chain's input is the previous result,
+//   as on the hardware), and each A register what it held at the issue once no wgmma in flight
+//   reads it (fragments shared by several wgmmas, or partly overlapping, stay poisoned until the
+//   last). A wgmma issued on A registers that one in flight reads takes what they held.
+// - Registers written while in flight: at the wait (and at the issue of a wgmma chained on the
+//   accumulator or reading the same A registers) they must still hold the poison, else "its
+//   accumulator (A) registers were written while it was in flight". Arithmetic on a signaling NaN
+//   gives a quiet one, so a read-modify-write (o *= alpha in flight) is reported as a write
+//   (not o *= 1, which the compiler drops; measured with GCC -O3: fmaxf of a quiet NaN and x
+//   gives x, of a signaling one NaN).
 // - At the wait, the operands are read from shared memory again: if they changed while the
 //   wgmma was in flight (a copy into a stage that a wgmma still reads, a barrier or wait missing),
-//   that is a violation. So is an accumulator, or an A fragment in registers, that the kernel
-//   wrote while its wgmma was in flight.
+//   that is a violation.
 // - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b32)
 //   that its thread has not yet fenced with fence.proxy.async (both write through the generic
 //   proxy, wgmma reads through the async proxy).
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
-// What it cannot check: a register written between a wgmma.fence and a wgmma in the same stretch
-// without a wait (it only requires one fence after each wait), stores to shared memory other than
-// cp.async and the Thread's store_shared_b32 needing a proxy fence (the kernels write the shared
-// memory that wgmma reads only by those two, both tracked), the hardware's order of float
-// additions inside one wgmma (summed here in float, k in order), and the speed of anything.
+// What it cannot check: a read in flight whose value does not reach a result (a NaN only
+// compared, the outcome then used; or a value then discarded by a select), a write in flight of
+// the poison's own bits (a poisoned register copied into itself), an A register that overlaps an
+// accumulator in flight (not tracked across the two kinds), a register written between a
+// wgmma.fence and a wgmma in the same stretch without a wait (it only requires one fence after
+// each wait), whether two wgmmas may read the same A registers in flight (the ISA does not say;
+// this allows it), stores to shared memory other than cp.async and the Thread's
+// store_shared_b32 needing a proxy fence (the kernels write the shared memory that wgmma reads
+// only by those two, both tracked), the hardware's order of float additions inside one wgmma
+// (summed here in float, k in order), and the speed of anything.
 #pragma once
 
 #include <cstdint>
@@ -52,13 +69,12 @@ struct WgmmaOp {
   int me = 0;  // the thread's index in its warpgroup
   uint64_t desc_a = 0, desc_b = 0;
   bool a_in_regs = false, trans_a = false, trans_b = false, accumulate = false;
-  int group = -1;                    // the commit group (-1: not yet committed)
-  float a[2][16] = {};               // A's rows of this thread's D: its warp's g and g + 8
-  const uint32_t* a_regs = nullptr;  // this thread's A fragment (A in registers), checked at the wait
-  uint32_t a_issued[4] = {};         // ... against what it held at the issue
-  std::vector<float> b;              // B's columns of this thread's D: (N / 4) x 16
-  std::vector<float> expect;         // what D must still hold at the wait (the input)
-  std::vector<float> result;         // D after this wgmma
+  int group = -1;              // the commit group (-1: not yet committed)
+  float a[2][16] = {};         // A's rows of this thread's D: its warp's g and g + 8
+  uint32_t* a_regs = nullptr;  // this thread's A fragment (A in registers), poisoned while in flight
+  uint32_t a_held[4] = {};     // ... what it held at the issue, restored at the last wait reading it
+  std::vector<float> b;        // B's columns of this thread's D: (N / 4) x 16
+  std::vector<float> result;   // D after this wgmma
 };
 
 /// A thread's wgmma in flight, in issue order.
@@ -140,17 +156,69 @@ inline void wgmma_gather(WgmmaOp& op, int me, const uint32_t (*regs)[4], const u
   }
 }
 
+/// The poison a wgmma in flight leaves in its registers until the wait that completes it: for
+/// the floats of D a signaling NaN, for A's bf16 pairs two signaling bf16 NaNs. A kernel that
+/// reads them computes NaN; arithmetic on a signaling NaN gives a quiet one (other bits), so a
+/// read-modify-write shows as a write at the wait, where a quiet NaN would pass unchanged.
+constexpr uint32_t kWgmmaPoisonD = 0x7fa5a5a5u;
+constexpr uint32_t kWgmmaPoisonA = 0x7fa57fa5u;
+
+/// Whether `n` bytes at `p` and `m` bytes at `q` overlap (registers of different arrays).
+inline bool wgmma_overlap(const void* p, size_t n, const void* q, size_t m) {
+  const auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(q);
+  return a < b + m && b < a + n;
+}
+
+/// The index of register `r` among op's A registers, -1 if it is not one.
+inline int wgmma_a_index(const WgmmaOp& op, const uint32_t* r) {
+  if (op.a_regs == nullptr || !wgmma_overlap(op.a_regs, sizeof op.a_held, r, sizeof *r)) return -1;
+  return static_cast<int>((reinterpret_cast<uintptr_t>(r) - reinterpret_cast<uintptr_t>(op.a_regs)) / sizeof *r);
+}
+
+/// Whether the `count` registers at `p` all hold `poison`.
+inline bool wgmma_poisoned(const void* p, size_t count, uint32_t poison) {
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t v = 0;
+    std::memcpy(&v, static_cast<const uint8_t*>(p) + 4 * i, sizeof v);
+    if (v != poison) return false;
+  }
+  return true;
+}
+
+inline void wgmma_poison(void* p, size_t count, uint32_t poison) {
+  for (size_t i = 0; i < count; ++i) std::memcpy(static_cast<uint8_t*>(p) + 4 * i, &poison, sizeof poison);
+}
+
+/// What A registers `a` hold for a wgmma issued now (`out`): a register that a wgmma in flight
+/// reads holds the poison and stands for what it held at that wgmma's issue (another wgmma may
+/// read it: the hardware leaves it unchanged); one that no longer holds the poison was written.
+inline void wgmma_a_values(const WgmmaState& s, const uint32_t* a, uint32_t (&out)[4], std::string& error) {
+  for (int i = 0; i < 4; ++i) {
+    out[i] = a[i];
+    for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
+      if (const int j = wgmma_a_index(*it, a + i); j >= 0) {
+        if (a[i] != kWgmmaPoisonA) wgmma_error(error, "wgmma: its A registers were written while it was in flight");
+        out[i] = it->a_held[j];
+        break;
+      }
+  }
+}
+
 /// Queues an issued wgmma: its input is D as the registers hold it, or the result of the newest
-/// wgmma in flight on the same registers (the hardware chains them).
+/// wgmma in flight on the same registers (the hardware chains them). Then its accumulator and A
+/// registers hold the poison until the wait that completes it.
 inline void wgmma_push(WgmmaState& s, WgmmaOp op, std::string& error) {
   const auto half = static_cast<size_t>(op.n / 2);
-  op.expect.assign(op.d, op.d + half);
+  std::vector<float> input(op.d, op.d + half);
   for (auto it = s.ops.rbegin(); it != s.ops.rend(); ++it)
-    if (it->d == op.d) {
-      if (it->n == op.n)
-        op.expect = it->result;
-      else
+    if (wgmma_overlap(it->d, it->result.size() * sizeof(float), op.d, half * sizeof(float))) {
+      if (it->d != op.d || it->n != op.n) {
         wgmma_error(error, "wgmma: chained on registers of another shape");
+      } else {
+        if (!wgmma_poisoned(op.d, half, kWgmmaPoisonD))
+          wgmma_error(error, "wgmma: its accumulator registers were written while it was in flight");
+        input = it->result;
+      }
       break;
     }
   op.result.resize(half);
@@ -158,8 +226,10 @@ inline void wgmma_push(WgmmaState& s, WgmmaOp op, std::string& error) {
     const int r = static_cast<int>(i % 4) / 2, jj = 2 * static_cast<int>(i / 4) + static_cast<int>(i % 2);
     float sum = 0.f;
     for (int k = 0; k < 16; ++k) sum += op.a[r][k] * op.b[static_cast<size_t>(jj * 16 + k)];
-    op.result[i] = (op.accumulate ? op.expect[i] : 0.f) + sum;
+    op.result[i] = (op.accumulate ? input[i] : 0.f) + sum;
   }
+  wgmma_poison(op.d, half, kWgmmaPoisonD);
+  if (op.a_regs != nullptr) wgmma_poison(op.a_regs, 4, kWgmmaPoisonA);
   s.ops.push_back(std::move(op));
 }
 
@@ -170,7 +240,9 @@ inline void wgmma_commit_group(WgmmaState& s) {
 }
 
 /// wgmma.wait_group: completes the committed groups older than the `pending` newest, in order:
-/// their operands must not have changed in shared memory, their accumulators not been written.
+/// their operands must not have changed in shared memory, their registers must still hold the
+/// poison. D receives the result once no newer wgmma in flight chains on it, an A register what it
+/// held at the issue once no wgmma in flight reads it.
 inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size_t bytes, std::string& error) {
   const int limit = s.groups - pending;  // groups below this one complete
   size_t done = 0;
@@ -187,11 +259,20 @@ inline void wgmma_retire(WgmmaState& s, int pending, const uint8_t* shared, size
     wgmma_gather(again, op.me, nullptr, shared, bytes, nullptr, error);
     if (std::memcmp(again.a, op.a, sizeof op.a) != 0 || again.b != op.b)
       wgmma_error(error, "wgmma: shared memory it reads changed while it was in flight (before its wait_group)");
-    if (op.a_regs != nullptr && std::memcmp(op.a_regs, op.a_issued, sizeof op.a_issued) != 0)
+    if (op.a_regs != nullptr && !wgmma_poisoned(op.a_regs, 4, kWgmmaPoisonA))
       wgmma_error(error, "wgmma: its A registers were written while it was in flight");
-    if (std::memcmp(op.d, op.expect.data(), op.expect.size() * sizeof(float)) != 0)
+    if (!wgmma_poisoned(op.d, op.result.size(), kWgmmaPoisonD))
       wgmma_error(error, "wgmma: its accumulator registers were written while it was in flight");
-    std::memcpy(op.d, op.result.data(), op.result.size() * sizeof(float));
+    const auto newer = [&](const auto& uses) {
+      for (size_t k = done + 1; k < s.ops.size(); ++k)
+        if (uses(s.ops[k])) return true;
+      return false;
+    };
+    if (!newer([&](const WgmmaOp& o) { return o.d == op.d; }))
+      std::memcpy(op.d, op.result.data(), op.result.size() * sizeof(float));
+    if (op.a_regs != nullptr)
+      for (int i = 0; i < 4; ++i)
+        if (!newer([&](const WgmmaOp& o) { return wgmma_a_index(o, op.a_regs + i) >= 0; })) op.a_regs[i] = op.a_held[i];
   }
   s.ops.erase(s.ops.begin(), s.ops.begin() + static_cast<std::ptrdiff_t>(done));
   s.fenced = false;
