@@ -45,6 +45,11 @@ struct AttentionArgs {
   /// turns the flash kernels off for the call (attention_uses_flash). The backward must see the
   /// forward's value.
   bool materialize = false;
+  /// CUDA's bf16 flash backward only (kernels/cuda/flash_backward_launch.cuh): causal, launch the
+  /// main kernel's blocks heaviest first across all heads (every head's first key block, then
+  /// every head's second, ...) instead of head by head. The same gradients up to the order of
+  /// dQ's atomic additions; a measurement's choice (cuda_check's "... heaviest first" rows).
+  bool flash_backward_heaviest_first = false;
 };
 
 /// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.

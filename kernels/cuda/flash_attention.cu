@@ -43,10 +43,10 @@ __global__ void __launch_bounds__(flash::kBwdThreads, 1)
     flash_backward(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                    const float* __restrict__ dvec, float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
                    int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
-                   float dropout, uint64_t seed, const int64_t* step_at) {
+                   float dropout, uint64_t seed, const int64_t* step_at, bool heaviest_first) {
   CudaThread th;
   flash::flash_backward<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window,
-                                     causal, dropout, dropout_seed_of(seed, step_at));
+                                     causal, dropout, dropout_seed_of(seed, step_at), heaviest_first);
 }
 
 template <int D>

@@ -54,7 +54,8 @@ size_t flash_attention_backward_workspace(const AttentionArgs& a);
 /// summed over the query heads of each kv head. Recomputes the probabilities tile by tile;
 /// `workspace` (flash_attention_backward_workspace bytes, any contents) holds a float dQ
 /// accumulator and D = rowsum(dO * O). The same variants (dropout with the forward's mask) as the
-/// forward; its grid's y is the (batch, kv head) pairs, at most 65535.
+/// forward; its grid's y is the (batch, kv head) pairs, at most 65535 (a.flash_backward_heaviest_first,
+/// causal: the 128-key blocks, cudaErrorInvalidConfiguration past 65535).
 cudaError_t flash_attention_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                      const tile::bf16* out, const tile::bf16* dout, const float* lse, tile::bf16* dqkv,
                                      void* workspace);

@@ -67,6 +67,30 @@ static_assert(kBwdBlockN == 16 * kBwdWarps, "one warp per 16 keys");
 static_assert(kBwdWarps == 2 * (kBwdBlockM / 16), "dQ: 4 slabs of 16 queries x 2 halves of D");
 static_assert(2 * kBwdBlockM <= kBwdThreads, "one thread per lse and per D of a tile");
 
+/// The grid of a backward main kernel (flash_backward, flash_backward_wgmma) over `pairs`
+/// (batch, kv head) pairs: {x, y}; returns the `heaviest_first` the kernel must be given. By
+/// head (the default): x the 128-key block, y the pair, so a head's blocks start together (causal,
+/// key block j walks 2 (T/128 - j) query tiles a query head: the first ones the most). Heaviest
+/// first (`heaviest_first` asked, causal): x the pair, y the key block, so that blocks start in
+/// the order of their linear index (x fastest) with every head's block 0, then every head's block
+/// 1, ... (forward_grid's order for the backward). Not causal, every block walks the same tiles:
+/// the order by head is kept whatever is asked.
+inline bool backward_grid(int64_t n_t, int64_t pairs, bool causal, bool heaviest_first, int64_t& x, int64_t& y) {
+  const int64_t blocks = (n_t + kBwdBlockN - 1) / kBwdBlockN;
+  const bool transposed = causal && heaviest_first;
+  x = transposed ? pairs : blocks;
+  y = transposed ? blocks : pairs;
+  return transposed;
+}
+
+/// The 128-key block and the (batch, kv head) pair of this thread's block in backward_grid's
+/// order (`heaviest_first` as backward_grid returned it).
+template <class Thread>
+BENCH_FLASH_FN void backward_block(const Thread& th, bool heaviest_first, int& key_block, int& bkv) {
+  key_block = heaviest_first ? th.block_y() : th.block_x();
+  bkv = heaviest_first ? th.block_x() : th.block_y();
+}
+
 /// Issues cp.async copies (16 bytes each, kBwdThreads threads) of rows [row0, row0 + kRows) of
 /// one head (D elements at `base`, rows `width` apart) into shared memory, zeros past `rows`;
 /// the caller commits and waits. row0 < rows.
@@ -235,7 +259,7 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
                                    const float* __restrict__ lse, const float* __restrict__ dvec,
                                    float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h,
                                    int n_kv, float scale, float softcap, int64_t window, bool causal, float dropout,
-                                   uint64_t dropout_seed) {
+                                   uint64_t dropout_seed, bool heaviest_first) {
   using Row = uint16_t[D + kPad];
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM s and its dO kBwdBlockM rows
   // further (computed, not indexed from an array, which would put the pointers in local memory).
@@ -247,8 +271,10 @@ BENCH_FLASH_FN void flash_backward(Thread& th, const uint16_t* __restrict__ qkv,
   constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = th.tid() / 32, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = static_cast<int64_t>(th.block_x()) * kBwdBlockN;
-  const int bkv = th.block_y(), b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
+  int key_block = 0, bkv = 0;  // see backward_grid
+  backward_block(th, heaviest_first, key_block, bkv);
+  const int64_t n0 = static_cast<int64_t>(key_block) * kBwdBlockN;
+  const int b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
   const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
   const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
   const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;

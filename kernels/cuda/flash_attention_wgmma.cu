@@ -228,14 +228,16 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
     flash_backward_wgmma(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                          const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dq_accum,
                          uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
-                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
+                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at,
+                         bool heaviest_first) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
   flash::flash_backward_wgmma<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap,
-                                           window, causal, dropout, dropout_seed_of(seed, step_at));
+                                           window, causal, dropout, dropout_seed_of(seed, step_at), heaviest_first);
 #else
   (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t, (void)n_h, (void)n_kv;
   (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
+  (void)heaviest_first;
 #endif
 }
 

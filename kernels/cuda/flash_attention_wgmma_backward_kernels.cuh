@@ -81,7 +81,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                          const float* __restrict__ dvec, float* __restrict__ dq_accum,
                                          uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale,
                                          float softcap, int64_t window, bool causal, float dropout,
-                                         uint64_t dropout_seed) {
+                                         uint64_t dropout_seed, bool heaviest_first) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
   // further, then dS^T, then lse and D.
@@ -93,8 +93,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = th.tid() / 32, wg = th.tid() / 128, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
-  const int64_t n0 = static_cast<int64_t>(th.block_x()) * kBwdBlockN;
-  const int bkv = th.block_y(), b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
+  int key_block = 0, bkv = 0;  // see backward_grid
+  backward_block(th, heaviest_first, key_block, bkv);
+  const int64_t n0 = static_cast<int64_t>(key_block) * kBwdBlockN;
+  const int b = bkv / n_kv, kv = bkv % n_kv, group = n_h / n_kv;
   const int64_t width = static_cast<int64_t>(n_h + 2 * n_kv) * D, out_width = static_cast<int64_t>(n_h) * D;
   const uint16_t* seq = qkv + static_cast<int64_t>(b) * n_t * width;
   const uint16_t* dseq = dout + static_cast<int64_t>(b) * n_t * out_width;

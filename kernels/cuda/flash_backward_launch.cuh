@@ -25,9 +25,11 @@ cudaError_t by_head_and_dropout(const AttentionArgs& a, const Step& step) {
 }
 
 /// Launches `kernel` (a main backward kernel: qkv, dout, lse, dvec, dq_accum, dqkv, then the
-/// shape, scale, soft-cap, window, causal, dropout and its seed) on the grid both take: 128-key
-/// blocks in x (causal, the first ones see the most query tiles), (batch, kv head) in y; with
-/// `threads` threads and `smem` bytes of dynamic shared memory, set first.
+/// shape, scale, soft-cap, window, causal, dropout and its seed, then heaviest_first) on the grid
+/// both take (flash::backward_grid: 128-key blocks in x, (batch, kv head) in y; causal with
+/// a.flash_backward_heaviest_first, the two swapped), with `threads` threads and `smem` bytes of
+/// dynamic shared memory, set first. cudaErrorInvalidConfiguration where the swapped grid's y
+/// (the key blocks) passes CUDA's 65535.
 template <class Kernel>
 cudaError_t launch_backward_main(Kernel kernel, size_t smem, int threads, cudaStream_t stream, const AttentionArgs& a,
                                  const uint16_t* qkv, const uint16_t* dout, const float* lse, const float* dvec,
@@ -35,12 +37,15 @@ cudaError_t launch_backward_main(Kernel kernel, size_t smem, int threads, cudaSt
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
-  const dim3 grid(static_cast<unsigned>((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN),
-                  static_cast<unsigned>(a.batch * a.n_kv_heads));
-  kernel<<<grid, threads, smem, stream>>>(qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads),
-                                          static_cast<int>(a.n_kv_heads), static_cast<float>(a.scale),
-                                          static_cast<float>(a.softcap), a.window, a.causal,
-                                          static_cast<float>(a.dropout), a.dropout_seed, a.dropout_step_at);
+  int64_t x = 0, y = 0;
+  const bool heaviest_first =
+      flash::backward_grid(a.seq, a.batch * a.n_kv_heads, a.causal, a.flash_backward_heaviest_first, x, y);
+  if (y > kCudaMaxGridY) return cudaErrorInvalidConfiguration;
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
+  kernel<<<grid, threads, smem, stream>>>(
+      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
+      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+      a.dropout_seed, a.dropout_step_at, heaviest_first);
   return cudaGetLastError();
 }
 

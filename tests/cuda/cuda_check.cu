@@ -381,6 +381,7 @@ void list() {
                         "bandwidth/<kernel>/bf16",
                         "attention/flash forward",
                         "attention/flash backward",
+                        "attention/flash backward heaviest first",
                         "attention/cudnn forward",
                         "attention/cudnn backward",
                         "flash32/<case>/forward",
@@ -391,7 +392,8 @@ void list() {
                         "wgmma/<case>/forward",
                         "wgmma/<case>/backward",
                         "attention/flash wgmma forward",
-                        "attention/flash wgmma backward"})
+                        "attention/flash wgmma backward",
+                        "attention/flash wgmma backward heaviest first"})
     std::printf("%s\n", c);
 }
 

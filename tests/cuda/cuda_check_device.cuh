@@ -248,6 +248,54 @@ void cudnn_checks(test::CheckTable& t) {
 
 // --- attention rates ----------------------------------------------------------------------------
 
+/// A bf16 flash backward: flash_attention_backward (mma.sync) or flash_attention_wgmma_backward.
+using FlashBackward = cudaError_t (*)(cudaStream_t, const kernels::AttentionArgs&, const bf16*, const bf16*,
+                                      const bf16*, const float*, bf16*, void*);
+
+/// "<name> heaviest first": `backward` at `big` (the issue's shape, causal) with its main kernel's
+/// blocks heaviest first across heads (AttentionArgs::flash_backward_heaviest_first), its TFLOP/s
+/// beside the row `name` (the same backward by head), and how far its dqkv is from the order by
+/// head's: each block computes the same, but dQ's atomic additions come in another order, so
+/// not bit-equal; within the wgmma backward row's tolerance (2e-2 of the largest |dqkv|).
+/// `refusal`: why `backward` cannot run here, or "".
+void heaviest_first_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& big, double flops,
+                        FlashBackward backward, const std::string& refusal) {
+  t.run(name + " heaviest first", [&] {
+    if (!g_setup.cuda) return cuda_only();
+    if (!refusal.empty()) return CheckResult::skipped(refusal);
+    const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+    const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
+    const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
+    const size_t n_in = static_cast<size_t>(big.batch * big.seq * width);
+    Buf<bf16> qkv(random_vec<bf16>(n_in, 32)), out(n_out), dout(random_vec<bf16>(n_out, 33)), dqkv(n_in), ref(n_in);
+    Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
+    Buf<char> work(kernels::cuda::flash_attention_backward_workspace(big));
+    kernels::AttentionArgs heaviest = big;
+    heaviest.flash_backward_heaviest_first = true;
+    CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
+    CUDA_OK(backward(stream, big, qkv.get(), out.get(), dout.get(), lse.get(), ref.get(), work.get()));
+    const Times ms = time_ms(
+        [&] {
+          CUDA_OK(backward(stream, heaviest, qkv.get(), out.get(), dout.get(), lse.get(), dqkv.get(), work.get()));
+        },
+        10);
+    const std::vector<bf16> a = dqkv.host(), b = ref.host();
+    double worst = 0, largest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double d = std::abs(to_double(a[i]) - to_double(b[i]));
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+      largest = std::max(largest, std::abs(to_double(b[i])));
+    }
+    if (!(worst <= 2e-2 * largest))
+      return CheckResult::fail(
+          fmt("dqkv differs from the order by head's by up to %.3g (largest |dqkv| %.3g)", worst, largest));
+    return CheckResult::info(2.5 * flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
+                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal, blocks heaviest first across "
+                                 "heads (by head: the row above); |dqkv - by head's| <= %.3g",
+                                 ms.median, ms.min, ms.max, worst));
+  });
+}
+
 /// B=4, H=16, T=4096, dh=128, causal: half of the 4 B H T^2 dh FLOPs of a full product forward;
 /// the backward's five products against the forward's two: 2.5x.
 void attention_rates(test::CheckTable& t) {
@@ -256,7 +304,8 @@ void attention_rates(test::CheckTable& t) {
   const std::string shape = "B=4 H=16 T=4096 dh=128 causal";
   if (!g_setup.cuda) {
     for (const char* c :
-         {"attention/flash forward", "attention/flash backward", "attention/cudnn forward", "attention/cudnn backward"})
+         {"attention/flash forward", "attention/flash backward", "attention/flash backward heaviest first",
+          "attention/cudnn forward", "attention/cudnn backward"})
       t.run(c, [] { return cuda_only(); });
     return;
   }
@@ -289,6 +338,7 @@ void attention_rates(test::CheckTable& t) {
                     },
                     10));
   });
+  heaviest_first_row(t, "attention/flash backward", big, flops, kernels::cuda::flash_attention_backward, "");
   std::string why;
   const bool loaded = kernels::cuda::cudnn_attention_available(&why);
   t.run("attention/cudnn forward", [&] {

@@ -45,7 +45,7 @@ awk '
     limit = 0
     if (name ~ /backward_wgmmaILi128ELb0$/) limit = 4
     if (name ~ /backward_wgmmaILi128ELb1$/) limit = 32
-    if (name ~ /backward_wgmmaILi64ELb1$/) limit = 8
+    if (name ~ /backward_wgmmaILi64ELb1$/) limit = 16
     verdict = stores > limit ? "  <- more than " limit " bytes of spills" : ""
     printf "%-36s %3d registers, %3d bytes of spill stores%s\n", name, regs, stores, verdict
     if (stores > limit) bad = 1

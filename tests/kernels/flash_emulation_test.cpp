@@ -127,7 +127,8 @@ void check_forward(const AttentionArgs& a) {
 }
 
 /// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
-/// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh, against float64.
+/// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh, on the grid of
+/// flash::backward_grid in a.flash_backward_heaviest_first's order, against float64.
 template <int D, bool kWgmma = false>
 void check_backward(const AttentionArgs& a) {
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * D;
@@ -143,11 +144,14 @@ void check_backward(const AttentionArgs& a) {
   launch((rows + flash::kWarps - 1) / flash::kWarps, 1, kThreads, 0, [&](EmulatedThread& th) {
     flash::flash_backward_prep<D>(th, out.data(), dout.data(), dvec.data(), dq_accum.data(), a.seq, n_h, rows);
   });
+  int64_t grid_x = 0, grid_y = 0;
+  const bool heaviest_first =
+      flash::backward_grid(a.seq, a.batch * a.n_kv_heads, a.causal, a.flash_backward_heaviest_first, grid_x, grid_y);
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
     const auto run = [&](auto kernel) {
       kernel(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv,
              static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
-             static_cast<float>(a.dropout), a.dropout_seed);
+             static_cast<float>(a.dropout), a.dropout_seed, heaviest_first);
     };
     if constexpr (kWgmma)
       run(flash::flash_backward_wgmma<D, kDropout, EmulatedThread>);
@@ -155,13 +159,12 @@ void check_backward(const AttentionArgs& a) {
       run(flash::flash_backward<D, kDropout, EmulatedThread>);
   };
   const size_t smem = kWgmma ? flash::wgmma_backward_smem_bytes<D>() : flash::backward_smem_bytes<D>();
-  launch((a.seq + flash::kBwdBlockN - 1) / flash::kBwdBlockN, a.batch * a.n_kv_heads, flash::kBwdThreads, smem,
-         [&](EmulatedThread& th) {
-           if (a.dropout > 0)
-             body.template operator()<true>(th);
-           else
-             body.template operator()<false>(th);
-         });
+  launch(grid_x, grid_y, flash::kBwdThreads, smem, [&](EmulatedThread& th) {
+    if (a.dropout > 0)
+      body.template operator()<true>(th);
+    else
+      body.template operator()<false>(th);
+  });
   const int64_t pairs = rows * D / 2;
   launch((pairs + 255) / 256, 1, 256, 0, [&](EmulatedThread& th) {
     flash::flash_backward_dq<D>(th, dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv, pairs);
@@ -199,7 +202,11 @@ TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
     check_forward<128, true, true>(a);
 }
 
-TEST_P(FlashEmulation, BackwardMatchesFloat64Reference) {
+// The backward in both orders of its main kernel's blocks (flash::backward_grid): by head, and,
+// causal, heaviest first across heads (the case's name ends in _heaviest_first).
+class FlashEmulationBwd : public ::testing::TestWithParam<FlashCase> {};
+
+TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
     check_backward<64>(a);
@@ -207,7 +214,7 @@ TEST_P(FlashEmulation, BackwardMatchesFloat64Reference) {
     check_backward<128>(a);
 }
 
-TEST_P(FlashEmulation, BackwardWgmmaMatchesFloat64Reference) {
+TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
     check_backward<64, true>(a);
@@ -296,7 +303,23 @@ std::vector<FlashCase> cases() {
   return c;
 }
 
+/// cases() by head, and the causal ones again heaviest first (not causal, the order is by head
+/// whatever is asked: backward_grid).
+std::vector<FlashCase> backward_cases() {
+  std::vector<FlashCase> c = cases();
+  for (const FlashCase& f : cases())
+    if (f.args.causal) {
+      FlashCase h = f;
+      h.name += "_heaviest_first";
+      h.args.flash_backward_heaviest_first = true;
+      c.push_back(h);
+    }
+  return c;
+}
+
 INSTANTIATE_TEST_SUITE_P(All, FlashEmulation, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<FlashCase>& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, FlashEmulationBwd, ::testing::ValuesIn(backward_cases()),
                          [](const ::testing::TestParamInfo<FlashCase>& i) { return i.param.name; });
 
 }  // namespace
