@@ -252,6 +252,21 @@ void cudnn_checks(test::CheckTable& t) {
 using FlashBackward = cudaError_t (*)(cudaStream_t, const kernels::AttentionArgs&, const bf16*, const bf16*,
                                       const bf16*, const float*, bf16*, void*);
 
+/// How far two bf16 gradients are apart: the largest |a - b| (infinite where either is NaN) and
+/// the largest |b|, the scale the attention backward rows measure it against.
+struct Gap {
+  double worst = 0, largest = 0;
+};
+inline Gap bf16_gap(const std::vector<bf16>& a, const std::vector<bf16>& b) {
+  Gap g;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(to_double(a[i]) - to_double(b[i]));
+    g.worst = std::isnan(d) ? INFINITY : std::max(g.worst, d);
+    g.largest = std::max(g.largest, std::abs(to_double(b[i])));
+  }
+  return g;
+}
+
 /// "<name> heaviest first": `backward` at `big` (the issue's shape, causal) with its main kernel's
 /// blocks heaviest first across heads (AttentionArgs::flash_backward_heaviest_first), its TFLOP/s
 /// beside the row `name` (the same backward by head), and how far its dqkv is from the order by
@@ -279,13 +294,7 @@ void heaviest_first_row(test::CheckTable& t, const std::string& name, const kern
           CUDA_OK(backward(stream, heaviest, qkv.get(), out.get(), dout.get(), lse.get(), dqkv.get(), work.get()));
         },
         10);
-    const std::vector<bf16> a = dqkv.host(), b = ref.host();
-    double worst = 0, largest = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      const double d = std::abs(to_double(a[i]) - to_double(b[i]));
-      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-      largest = std::max(largest, std::abs(to_double(b[i])));
-    }
+    const auto [worst, largest] = bf16_gap(dqkv.host(), ref.host());
     if (!(worst <= 2e-2 * largest))
       return CheckResult::fail(
           fmt("dqkv differs from the order by head's by up to %.3g (largest |dqkv| %.3g)", worst, largest));

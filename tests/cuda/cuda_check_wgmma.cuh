@@ -148,13 +148,7 @@ void wgmma_rates(test::CheckTable& t) {
         10);
     // dQ sums atomics in another order, dK and dV come from other tensor-core instructions: bf16
     // gradients of this size agree to a few units of their last place, measured against the largest.
-    const std::vector<bf16> a = dqkv.host(), b = ref.host();
-    double worst = 0, largest = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      const double d = std::abs(to_double(a[i]) - to_double(b[i]));
-      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-      largest = std::max(largest, std::abs(to_double(b[i])));
-    }
+    const auto [worst, largest] = bf16_gap(dqkv.host(), ref.host());
     if (!(worst <= 2e-2 * largest))
       return CheckResult::fail(
           fmt("dqkv differs from the mma.sync backward's by up to %.3g (largest |dqkv| %.3g)", worst, largest));
