@@ -267,6 +267,25 @@ inline Gap bf16_gap(const std::vector<bf16>& a, const std::vector<bf16>& b) {
   return g;
 }
 
+/// The buffers of a bf16 attention backward rate row at `a`: random qkv (seed 32) and dout (33),
+/// out and lse for the forward to fill, dqkv and ref for two backwards, the workspace.
+struct BackwardBuffers {
+  explicit BackwardBuffers(const kernels::AttentionArgs& a)
+      : n_out(static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head)),
+        n_in(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head)),
+        qkv(random_vec<bf16>(n_in, 32)),
+        out(n_out),
+        dout(random_vec<bf16>(n_out, 33)),
+        dqkv(n_in),
+        ref(n_in),
+        lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)),
+        work(kernels::cuda::flash_attention_backward_workspace(a)) {}
+  size_t n_out, n_in;
+  Buf<bf16> qkv, out, dout, dqkv, ref;
+  Buf<float> lse;
+  Buf<char> work;
+};
+
 /// "<name> heaviest first": `backward` at `big` (the issue's shape, causal) with its main kernel's
 /// blocks heaviest first across heads (AttentionArgs::flash_backward_heaviest_first), its TFLOP/s
 /// beside the row `name` (the same backward by head), and how far its dqkv is from the order by
@@ -279,12 +298,10 @@ void heaviest_first_row(test::CheckTable& t, const std::string& name, const kern
     if (!g_setup.cuda) return cuda_only();
     if (!refusal.empty()) return CheckResult::skipped(refusal);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-    const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
-    const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
-    const size_t n_in = static_cast<size_t>(big.batch * big.seq * width);
-    Buf<bf16> qkv(random_vec<bf16>(n_in, 32)), out(n_out), dout(random_vec<bf16>(n_out, 33)), dqkv(n_in), ref(n_in);
-    Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
-    Buf<char> work(kernels::cuda::flash_attention_backward_workspace(big));
+    BackwardBuffers buf(big);
+    auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
+    auto& lse = buf.lse;
+    auto& work = buf.work;
     kernels::AttentionArgs heaviest = big;
     heaviest.flash_backward_heaviest_first = true;
     CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));

@@ -131,12 +131,10 @@ void wgmma_rates(test::CheckTable& t) {
     if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(big); !why.empty())
       return CheckResult::skipped(why);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-    const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
-    const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
-    const size_t n_in = static_cast<size_t>(big.batch * big.seq * width);
-    Buf<bf16> qkv(random_vec<bf16>(n_in, 32)), out(n_out), dout(random_vec<bf16>(n_out, 33)), dqkv(n_in), ref(n_in);
-    Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
-    Buf<char> work(kernels::cuda::flash_attention_backward_workspace(big));
+    BackwardBuffers buf(big);
+    auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
+    auto& lse = buf.lse;
+    auto& work = buf.work;
     CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
     CUDA_OK(kernels::cuda::flash_attention_backward(stream, big, qkv.get(), out.get(), dout.get(), lse.get(), ref.get(),
                                                     work.get()));
