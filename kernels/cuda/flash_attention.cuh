@@ -38,9 +38,13 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 /// cudaErrorNotSupported without launching; a base pointer not 16-byte aligned throws
 /// std::invalid_argument. `warp_specialized`: the variant with a producer warpgroup, mbarriers and
 /// the two consumer warpgroups' ping-pong (FlashAttention-3's structure; 384 threads a block), else
-/// the one of two warpgroups in step (256 threads). Neither has run on a GPU.
+/// the one of two warpgroups in step (256 threads). `tma` (with warp_specialized only, else
+/// cudaErrorNotSupported): the producer's copies by TMA tensor loads into 128-byte swizzled tiles,
+/// the tensor map encoded here by cuTensorMapEncodeTiled fetched from the driver
+/// (cudaErrorNotSupported where that fails). None has run on a GPU.
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
-                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized = false);
+                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized = false,
+                                          bool tma = false);
 
 /// Why flash_attention_wgmma_forward cannot run `a` on the current device (one line), or "":
 /// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too tall.

@@ -7,6 +7,9 @@
 // __CUDA_ARCH_FEAT_SM90_ALL is not defined (a device pass for another target) the kernels' bodies
 // are empty and the launchers are refused at run time by the device check. Compiled, not run on a
 // GPU.
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encode is fetched from the driver at run time)
+#include <cudaTypedefs.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -16,6 +19,7 @@
 #include "flash_attention_wgmma_kernels.cuh"
 #include "flash_backward_launch.cuh"
 #include "flash_thread.cuh"
+#include "tma_map.h"
 
 namespace bench::kernels::cuda {
 
@@ -64,6 +68,24 @@ struct CudaWgThread : CudaThread {
         "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
         "@!done bra wait_%=;\n}\n" ::"r"(address),
         "r"(parity)
+        : "memory");
+  }
+  /// mbarrier.arrive.expect_tx.shared::cta.b64 (PTX ISA 9.7.13.15.11): the current phase's
+  /// transaction count += bytes, then one arrival.
+  __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t address, uint32_t bytes) const {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(address), "r"(bytes) : "memory");
+  }
+  /// cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes (PTX ISA
+  /// 9.7.9.25.5.1): the box of the tensor map at `map` (the generic address of a __grid_constant__
+  /// CUtensorMap parameter) at element coordinates c0..c3, innermost first, into shared memory at
+  /// `dst`; its bytes complete_tx on the mbarrier at `bar`. A CTA's own shared memory is its
+  /// cluster's (a launch without clusters is a cluster of one).
+  __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* map, int c0, int c1, int c2, int c3,
+                                              uint32_t bar) const {
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+        "[%6];\n" ::"r"(dst),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
         : "memory");
   }
   /// bar.sync / bar.arrive with a barrier id and a thread count (named barriers 1-15).
@@ -223,6 +245,83 @@ cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, co
   return cudaGetLastError();
 }
 
+// tma::TensorMapArgs carries the driver's enum values without including <cuda.h>.
+static_assert(tma::kDataTypeBfloat16 == static_cast<uint32_t>(CU_TENSOR_MAP_DATA_TYPE_BFLOAT16) &&
+                  tma::kInterleaveNone == static_cast<uint32_t>(CU_TENSOR_MAP_INTERLEAVE_NONE) &&
+                  tma::kSwizzle128B == static_cast<uint32_t>(CU_TENSOR_MAP_SWIZZLE_128B) &&
+                  tma::kL2Promotion128B == static_cast<uint32_t>(CU_TENSOR_MAP_L2_PROMOTION_L2_128B) &&
+                  tma::kOobFillNone == static_cast<uint32_t>(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "tma_map.h's enum values are the driver's");
+
+/// The warp-specialized forward with TMA loads: the tensor map is a __grid_constant__ parameter
+/// (the ISA's tensor-map operand may be the generic address of a kernel parameter so declared).
+template <int D, bool kDropout>
+__global__ void __launch_bounds__(flash::kWsThreads, 1)
+    flash_forward_wgmma_tma(const __grid_constant__ CUtensorMap map, const uint16_t* __restrict__ qkv,
+                            uint16_t* __restrict__ out, float* __restrict__ row_max, float* __restrict__ lse,
+                            int64_t n_t, int n_h, int n_kv, float scale, float softcap, int64_t window, bool causal,
+                            float dropout, uint64_t seed, const int64_t* step_at) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_forward_wgmma<D, kDropout, true, true>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap,
+                                                      window, causal, dropout, dropout_seed_of(seed, step_at), &map);
+#else
+  (void)map, (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale;
+  (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
+#endif
+}
+
+/// cuTensorMapEncodeTiled on tma::TensorMapArgs, fetched from the driver through the runtime
+/// (cudaGetDriverEntryPointByVersion, the non-deprecated form of cudaGetDriverEntryPoint: no link
+/// against libcuda). cudaErrorNotSupported where the driver has no such entry point or refuses
+/// the arguments.
+cudaError_t encode_tensor_map(const tma::TensorMapArgs& m, CUtensorMap& map) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  cuuint64_t dims[5] = {}, strides[4] = {};
+  cuuint32_t box[5] = {}, element_strides[5] = {};
+  for (uint32_t i = 0; i < m.rank; ++i) {
+    dims[i] = m.dims[i];
+    box[i] = m.box[i];
+    element_strides[i] = m.element_strides[i];
+    if (i + 1 < m.rank) strides[i] = m.strides[i];
+  }
+  const CUresult r = encode(
+      &map, static_cast<CUtensorMapDataType>(m.data_type), m.rank, const_cast<void*>(m.global), dims, strides, box,
+      element_strides, static_cast<CUtensorMapInterleave>(m.interleave), static_cast<CUtensorMapSwizzle>(m.swizzle),
+      static_cast<CUtensorMapL2promotion>(m.l2_promotion), static_cast<CUtensorMapFloatOOBfill>(m.oob_fill));
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
+}
+
+template <int D, bool kDropout>
+cudaError_t launch_forward_wgmma_tma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
+                                     float* row_max, float* lse) {
+  CUtensorMap map;
+  const cudaError_t enc = encode_tensor_map(
+      tma::flash_tensor_map(qkv, a.batch, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads), D), map);
+  if (enc != cudaSuccess) return enc;
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, true, true>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma_tma<D, kDropout>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  if (err != cudaSuccess) return err;
+  int64_t x = 0, y = 0;
+  flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
+  const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
+  flash_forward_wgmma_tma<D, kDropout><<<grid, flash::kWsThreads, smem, stream>>>(
+      map, qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
+      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
+      a.dropout_seed, a.dropout_step_at);
+  return cudaGetLastError();
+}
+
 template <int D, bool kDropout>
 __global__ void __launch_bounds__(flash::kWgThreads, 1)
     flash_backward_wgmma(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
@@ -291,13 +390,22 @@ cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionA
 }
 
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
-                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized) {
+                                          tile::bf16* out, float* row_max, float* lse, bool warp_specialized,
+                                          bool tma) {
   if (!flash_attention_wgmma_refusal(a).empty()) return cudaErrorNotSupported;
   if (a.batch == 0 || a.seq == 0) return cudaSuccess;
   if (reinterpret_cast<uintptr_t>(qkv) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
     throw std::invalid_argument("flash_attention_wgmma_forward: qkv and out must be 16-byte aligned");
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
+  if (tma) {
+    if (!warp_specialized) return cudaErrorNotSupported;
+    if (a.dropout > 0)
+      return a.d_head == 64 ? launch_forward_wgmma_tma<64, true>(stream, a, in, o, row_max, lse)
+                            : launch_forward_wgmma_tma<128, true>(stream, a, in, o, row_max, lse);
+    return a.d_head == 64 ? launch_forward_wgmma_tma<64, false>(stream, a, in, o, row_max, lse)
+                          : launch_forward_wgmma_tma<128, false>(stream, a, in, o, row_max, lse);
+  }
   const auto by_variant = [&]<bool kWs>() {
     if (a.dropout > 0)
       return a.d_head == 64 ? launch_forward_wgmma<64, true, kWs>(stream, a, in, o, row_max, lse)

@@ -40,8 +40,15 @@
 // arrive once the P V that read its V has completed); the consumers (setmaxnreg.inc 240) wait on
 // full (try_wait.parity), make the producer's copies visible to wgmma by fence.proxy.async, and
 // take turns to issue S and P V by named barriers, so that one's softmax runs while the other's
-// products do. Not done: TMA, key tiles of 128. Compiled for sm_90a, checked by the CPU emulator;
-// not run on a GPU (docs/kernels.md, "Flash attention forward on wgmma").
+// products do. kTma (with kWs only, FlashAttention-3's copy path): the producer's copies are TMA
+// tensor loads (cp.async.bulk.tensor, a box of 64 columns x 64 rows each, issued by one thread
+// under mbarrier.arrive.expect_tx), the tiles in the 128-byte swizzle of wgmma_layout.cuh
+// (sw128_offset; descriptors k_major_sw128 / mn_major_sw128), the rows past the sequence's end
+// zeros by the tensor map's bounds (tma_map.h); the consumers need no fence.proxy.async, TMA
+// writes through the async proxy. Its Thread also supplies mbar_arrive_expect_tx(bar, bytes) and
+// tma_load_4d(dst, map, c0, c1, c2, c3, bar). Not done: key tiles of 128. Compiled for sm_90a,
+// checked by the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on
+// wgmma").
 #pragma once
 
 #include <cmath>
@@ -75,19 +82,30 @@ static_assert(128 * kWsProducerRegs + kWgThreads * kWsConsumerRegs <= 65536 / kW
 // consumer warpgroup w's turn to issue its wgmma.
 constexpr int kWsTurn = 1;
 
+/// The TMA variant's tiles: Q's 128 rows, then each stage's K and V (64 rows each), every tile
+/// D / 64 column blocks of its rows x 128 bytes in the 128-byte swizzle, 1024-byte aligned
+/// (wgmma::kSw128Atom) from a base that the kernel aligns (the slack below).
+template <int D>
+constexpr size_t wgmma_tma_tile_bytes(int rows) {
+  return static_cast<size_t>(rows) * D * sizeof(uint16_t);
+}
+static_assert(wgmma_tma_tile_bytes<64>(kBlockN) % wgmma::kSw128Atom == 0, "1024-byte aligned tiles");
+
 /// Threads of flash_forward_wgmma<D, kDropout, kWs>.
 template <bool kWs>
 constexpr int wgmma_forward_threads() {
   return kWs ? kWsThreads : kWgThreads;
 }
 
-/// Shared memory of flash_forward_wgmma<D, ..., kWs>: Q (128 rows) and kWgStages stages of K and V
-/// (64 rows each), no padding (the core-matrix layout needs none); with kWs, then the mbarriers:
-/// Q's, each stage's "full" and each stage's "empty" (8 bytes each).
-template <int D, bool kWs = false>
+/// Shared memory of flash_forward_wgmma<D, ..., kWs, kTma>: Q (128 rows) and kWgStages stages of
+/// K and V (64 rows each), no padding (the core-matrix layout needs none); with kWs, then the
+/// mbarriers: Q's, each stage's "full" and each stage's "empty" (8 bytes each); with kTma, 1024
+/// bytes more, to align the tiles to the 128-byte swizzle's atoms wherever the block's shared
+/// memory starts.
+template <int D, bool kWs = false, bool kTma = false>
 constexpr size_t wgmma_forward_smem_bytes() {
   return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t) +
-         (kWs ? 8 * (1 + 2 * kWgStages) : 0);
+         (kWs ? 8 * (1 + 2 * kWgStages) : 0) + (kTma ? wgmma::kSw128Atom : 0);
 }
 
 /// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
@@ -128,15 +146,24 @@ BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second
 /// memory. kWs: warp-specialized (FlashAttention-3's structure), the producer warpgroup copying
 /// K/V into the ring under full/empty mbarriers and the two consumer warpgroups taking turns at
 /// the tensor cores by named barriers; else every thread copies and a __syncthreads a tile keeps
-/// the warpgroups in step. The per-tile math is the same code.
-template <int D, bool kDropout, bool kWs, class Thread>
+/// the warpgroups in step. kTma (with kWs): the producer's copies by TMA through `tma_map`
+/// (the tensor map of tma::flash_tensor_map(qkv, ...): on the GPU a CUtensorMap kernel parameter,
+/// in the emulator its arguments), the tiles 128-byte swizzled. The per-tile math is the same code.
+template <int D, bool kDropout, bool kWs, bool kTma = false, class Thread>
 BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
                                         float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h,
                                         int n_kv, float scale, float softcap, int64_t window, bool causal,
-                                        float dropout, uint64_t dropout_seed) {
+                                        float dropout, uint64_t dropout_seed, const void* tma_map = nullptr) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
-  // Shared memory: Q (128 rows), then stage 0's K and V, then stage 1's (64 rows each).
+  static_assert(kWs || !kTma, "TMA loads are the warp-specialized producer's");
+  // Shared memory: Q (128 rows), then stage 0's K and V, then stage 1's (64 rows each); with kTma
+  // from the first 1024-byte boundary.
   uint16_t* q_s = reinterpret_cast<uint16_t*>(th.shared());
+  if constexpr (!kTma) (void)tma_map;
+  if constexpr (kTma) {
+    const uint32_t skew = th.smem_addr(q_s) % wgmma::kSw128Atom;
+    q_s += skew == 0 ? 0 : (wgmma::kSw128Atom - skew) / sizeof(uint16_t);
+  }
   uint16_t* k_s = q_s + kFwdBlockM * D;
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 
@@ -164,9 +191,11 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
                  empty = full + 8 * kWgStages;
   if constexpr (kWs) {
     if (th.tid() == 0) {
-      th.mbar_init(q_full, 128);
+      // kTma: one arrival a phase (the producer's elected thread, with its expect_tx); cp.async:
+      // each of the producer's 128 threads once its copies have landed.
+      th.mbar_init(q_full, kTma ? 1 : 128);
       for (int i = 0; i < kWgStages; ++i) {
-        th.mbar_init(full + 8 * i, 128);
+        th.mbar_init(full + 8 * i, kTma ? 1 : 128);
         th.mbar_init(empty + 8 * i, kWgThreads);
       }
     }
@@ -177,6 +206,38 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       // fresh mbarrier counts its phase of parity 1 as completed, so the first turn does not wait.
       th.template setmaxnreg_dec<kWsProducerRegs>();
       const int me = th.tid() - kWgThreads;
+      if constexpr (kTma) {
+        // One thread issues every box: Q's (its 128 rows, D / 64 column blocks, two boxes of 64
+        // rows each), then per tile K's and V's (D / 64 boxes each), each phase's bytes announced
+        // by expect_tx first. Boxes that reach past the sequence's end are zeros there, and count
+        // whole. Coordinates (column, head, row, batch), innermost first (tma::flash_tensor_map).
+        if (me == 0) {
+          constexpr uint32_t kBox = kBlockN * 64 * sizeof(uint16_t);
+          const uint32_t q_at = th.smem_addr(q_s);
+          th.mbar_arrive_expect_tx(q_full, kBox * 2 * (D / 64));
+#pragma unroll 1
+          for (int c = 0; c < D / 64; ++c)
+#pragma unroll 1
+            for (int r = 0; r < kFwdBlockM / kBlockN; ++r)
+              th.tma_load_4d(q_at + (c * kFwdBlockM + r * kBlockN) * 128, tma_map, 64 * c, h,
+                             static_cast<int>(m0) + r * kBlockN, b, q_full);
+          int stage = 0, phase = 0;
+#pragma unroll 1
+          for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+            th.mbar_wait(empty + 8 * stage, phase ^ 1);
+            const uint32_t k_at = th.smem_addr(k_s + 2 * kBlockN * D * stage), v_at = k_at + kBlockN * D * 2;
+            th.mbar_arrive_expect_tx(full + 8 * stage, kBox * 2 * (D / 64));
+#pragma unroll 1
+            for (int c = 0; c < D / 64; ++c) {
+              th.tma_load_4d(k_at + c * kBox, tma_map, 64 * c, n_h + kv, static_cast<int>(n0), b, full + 8 * stage);
+              th.tma_load_4d(v_at + c * kBox, tma_map, 64 * c, n_h + n_kv + kv, static_cast<int>(n0), b,
+                             full + 8 * stage);
+            }
+            if (++stage == kWgStages) stage = 0, phase ^= 1;
+          }
+        }
+        return;
+      }
       wgmma_rows_async<D, kFwdBlockM, 128, true>(th, me, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t,
                                                  width);
       th.cp_async_mbar_arrive(q_full);
@@ -193,7 +254,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     }
     th.template setmaxnreg_inc<kWsConsumerRegs>();
     th.mbar_wait(q_full, 0);
-    th.fence_proxy_async();  // the producer's landed copies of Q, visible to wgmma
+    // The producer's landed cp.async copies of Q, visible to wgmma (TMA's writes need no fence:
+    // they are the async proxy's).
+    if constexpr (!kTma) th.fence_proxy_async();
     // Warpgroup 0 issues first: warpgroup 1 lets it (and arrives once fewer at the end, below).
     if (wg == 1) th.named_arrive(kWsTurn, kWgThreads);
   } else {
@@ -208,7 +271,8 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   float o[D / 2];
 #pragma unroll
   for (int i = 0; i < D / 2; ++i) o[i] = 0.f;
-  const uint32_t q_addr = th.smem_addr(q_s + wg * kWgRows * D);  // row 64 wg: core group 8 wg
+  // Row 64 wg: core group 8 wg; kTma, 64 wg rows of 128 bytes into column block 0.
+  const uint32_t q_addr = th.smem_addr(q_s + wg * kWgRows * (kTma ? 64 : D));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
   const int row0 = 16 * warp + g;  // this thread's first row within its warpgroup's 64
 
@@ -221,7 +285,8 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   const auto issue_pv = [&] {
 #pragma unroll
     for (int kb = 0; kb < kBlockN / 16; ++kb)
-      th.template wgmma_rs<D, 1>(o, pa[kb], wgmma::mn_major<D>(pv_addr, kb), true);
+      th.template wgmma_rs<D, 1>(
+          o, pa[kb], kTma ? wgmma::mn_major_sw128<kBlockN>(pv_addr, kb) : wgmma::mn_major<D>(pv_addr, kb), true);
     th.wgmma_commit();
   };
 
@@ -230,7 +295,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
     if constexpr (kWs) {
       th.mbar_wait(full + 8 * stage, phase);
-      th.fence_proxy_async();  // the producer's landed copies, seen through the mbarrier, visible to wgmma
+      // The producer's landed cp.async copies, seen through the mbarrier, visible to wgmma (not
+      // needed for TMA's).
+      if constexpr (!kTma) th.fence_proxy_async();
       th.named_sync(kWsTurn + wg, kWgThreads);  // the other warpgroup has issued its wgmma
     } else {
       // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
@@ -263,8 +330,13 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     th.wgmma_hold(pa);
     th.wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk) {
+      if constexpr (kTma)
+        th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major_sw128<kFwdBlockM>(q_addr, kk),
+                                         wgmma::k_major_sw128<kBlockN>(k_addr, kk), kk > 0);
+      else
+        th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
+    }
     th.wgmma_commit();
     issue_pv();
     // Ping-pong: the other warpgroup may issue now, its S and P V queued behind these on the

@@ -71,4 +71,59 @@ BENCH_WGMMA_FN uint64_t mn_major(uint32_t address, int kk) {
   return descriptor(address + static_cast<uint32_t>(kk) * 32u * D, 16u * D, 128u);
 }
 
+// --- 128-byte swizzle (the tiles TMA writes: flash_forward_wgmma's kTma variant) ---
+//
+// Source: PTX ISA 9.7.15.5.1.2 ("Shared Memory Matrix Layout": a swizzled operand is made of
+// "swizzle layout atoms", for the 128-byte mode 8 rows of 128 bytes, 1024 bytes; "Matrix
+// Descriptor Format": base offset 0 when the repeating pattern starts on a 1024-byte boundary)
+// and the strides table of the same layouts (9.7.16.3, tcgen05's, which words them explicitly:
+// K-major swizzled, the leading-dimension offset "not used, assumed to be 1"; MN-major swizzled,
+// "stride from the first (swizzle-byte-size/16) rows to the next", i.e. between 64-element blocks
+// along MN). TMA's 128-byte swizzle (CU_TENSOR_MAP_SWIZZLE_128B; cp.async.bulk.tensor, PTX ISA
+// 9.7.9.25) writes the same pattern: in a destination aligned to 1024 bytes, the 16-byte chunk c
+// of 128-byte row r lands at chunk c ^ (r % 8), i.e. address bits 4-6 ^= bits 7-9.
+//
+// The tiles here: a tile of R rows of D bf16 is D / 64 column blocks of R rows x 128 bytes (one
+// TMA box of 64 columns each: the 128-byte swizzle spans 128 bytes at most), block c at
+// c R 128 bytes; within a block, element (row, col) at row 128 + 2 col before the XOR
+// (sw128_offset). The convention used by k_major_sw128 and mn_major_sw128, and decoded by the
+// emulator (tests/kernels/wgmma_emulator.h, wgmma_element_address):
+//   K-major (rows = M or N, K along the 64 columns of a block; Q and K of S = Q K^T):
+//     address(mn, k) = start + (mn % 8) 128 + (mn / 8) SBO + 2 k, then the XOR; SBO = 1024 (the
+//     next 8 rows), LBO unused (encoded as 16 bytes: "assumed 1"). k16 step kk starts at column
+//     block kk / 4, 32 (kk % 4) bytes into the row: the start address advances inside the atom,
+//     and since the XOR is of the address bits, base offset 0 stays right (CUTLASS and DeepGEMM
+//     advance it the same way).
+//   MN-major (rows = K, MN along the columns; V as the B of O = P V, the transpose bit):
+//     address(mn, k) = start + 2 (mn % 64) + (mn / 64) LBO + (k % 8) 128 + (k / 8) SBO, then the
+//     XOR; LBO = R 128 (the next column block), SBO = 1024 (the next 8 rows of K). k16 step kk
+//     starts 16 kk rows (2048 kk bytes) in.
+// tests/kernels/tma_emulation_test.cpp shows that an SBO off by one atom or the XOR dropped fails.
+
+/// Bytes of one 128-byte swizzle atom (8 rows of 128 bytes): the alignment of a swizzled tile.
+constexpr uint32_t kSw128Atom = 1024;
+
+/// Byte offset of (row, column) in a tile of kRows rows in the 128-byte swizzle above (column
+/// block column / 64), relative to a 1024-byte aligned start.
+template <int kRows>
+BENCH_WGMMA_FN uint32_t sw128_offset(int row, int column) {
+  const auto linear = static_cast<uint32_t>((column / 64) * kRows * 128 + row * 128 + (column % 64) * 2);
+  return linear ^ (((linear >> 7) & 7u) << 4);
+}
+
+/// Descriptor of the k16 step `kk` of a K-major operand in a tile of kRows rows in the 128-byte
+/// swizzle, whose rows start at `address` (1024-byte aligned plus a multiple of 8 rows).
+template <int kRows>
+BENCH_WGMMA_FN uint64_t k_major_sw128(uint32_t address, int kk) {
+  return descriptor(address + static_cast<uint32_t>(kk / 4) * kRows * 128u + static_cast<uint32_t>(kk % 4) * 32u, 16u,
+                    kSw128Atom, kSwizzle128);
+}
+
+/// Descriptor of the k16 step `kk` of an MN-major B operand (K = the tile's kRows rows, N = its
+/// columns) in the 128-byte swizzle, the tile at `address` (1024-byte aligned).
+template <int kRows>
+BENCH_WGMMA_FN uint64_t mn_major_sw128(uint32_t address, int kk) {
+  return descriptor(address + static_cast<uint32_t>(kk) * 2048u, kRows * 128u, kSw128Atom, kSwizzle128);
+}
+
 }  // namespace bench::kernels::wgmma

@@ -390,8 +390,12 @@ void list() {
                         "attention/flash f32 forward/<norms|big>",
                         "attention/flash f32 backward/<norms|big>",
                         "wgmma/<case>/forward",
+                        "wgmma_ws/<case>/forward",
+                        "wgmma_ws_tma/<case>/forward",
                         "wgmma/<case>/backward",
                         "attention/flash wgmma forward",
+                        "attention/flash wgmma ws forward",
+                        "attention/flash wgmma ws tma forward",
                         "attention/flash wgmma backward",
                         "attention/flash wgmma backward heaviest first"})
     std::printf("%s\n", c);

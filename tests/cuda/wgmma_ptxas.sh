@@ -6,8 +6,8 @@
 # for the one before), no spills in the forward, and in the backward at most the spills recorded
 # in docs/kernels.md ("Flash attention backward on wgmma": a few loop-invariant or epilogue values
 # at 255 registers, none in a run of wgmma), so that a change that spills more fails here. Prints
-# the registers and spills of each instantiation, the warp-specialized forward's included. About
-# 15 CPU seconds (one sm_90a compile of the file).
+# the registers and spills of each instantiation, the warp-specialized forward's (cp.async and
+# TMA) included. About 15 CPU seconds (one sm_90a compile of the file).
 # Usage: wgmma_ptxas.sh NVCC SOURCE_DIR
 set -euo pipefail
 nvcc=$1
@@ -31,6 +31,15 @@ ws_regs=$(grep -A3 -E "Compiling entry function '.*flash_forward_wgmmaILi(64|128
   grep -c "Used 168 registers" || true)
 if [ "$ws" != 4 ] || [ "$ws_regs" != 4 ]; then
   echo "wgmma_ptxas: expected 4 warp-specialized forward instantiations at 168 registers, got $ws ($ws_regs)" >&2
+  status=1
+fi
+# The warp-specialized forward with TMA loads (flash_forward_wgmma_tma): its four instantiations at
+# the same 168 registers, no spill (below).
+tma=$(grep -cE "Compiling entry function '.*flash_forward_wgmma_tmaILi(64|128)ELb[01]EEEv" "$log" || true)
+tma_regs=$(grep -A3 -E "Compiling entry function '.*flash_forward_wgmma_tmaILi(64|128)ELb[01]EEEv" "$log" |
+  grep -c "Used 168 registers" || true)
+if [ "$tma" != 4 ] || [ "$tma_regs" != 4 ]; then
+  echo "wgmma_ptxas: expected 4 TMA forward instantiations at 168 registers, got $tma ($tma_regs)" >&2
   status=1
 fi
 # Per entry function: its name (forward or backward, d_head, dropout), spill stores and registers.

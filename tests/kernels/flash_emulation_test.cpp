@@ -17,6 +17,7 @@
 #include "cuda/flash_attention_kernels.cuh"
 #include "cuda/flash_attention_wgmma_backward_kernels.cuh"
 #include "cuda/flash_attention_wgmma_kernels.cuh"
+#include "cuda/tma_map.h"
 #include "warp_emulator.h"
 
 namespace bench::kernels {
@@ -85,22 +86,24 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
 }
 
 /// Emulated forward on wgmma (flash_attention_wgmma_kernels.cuh): the same outputs; kWs the
-/// warp-specialized variant.
-template <int D, bool kWs>
+/// warp-specialized variant, kTma its TMA loads (through the tensor map arguments the GPU launch
+/// encodes: tma::flash_tensor_map).
+template <int D, bool kWs, bool kTma = false>
 void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vector<uint16_t>& out,
                    std::vector<float>& row_max, std::vector<float>& lse) {
   out.assign(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 0xffff);
   row_max.assign(static_cast<size_t>(a.batch * a.n_heads * a.seq), NAN);
   lse.assign(row_max.size(), NAN);
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
+  const tma::TensorMapArgs map = tma::flash_tensor_map(qkv.data(), a.batch, a.seq, n_h, n_kv, D);
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
-    flash::flash_forward_wgmma<D, kDropout, kWs>(th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h,
-                                                 n_kv, static_cast<float>(a.scale), static_cast<float>(a.softcap),
-                                                 a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed);
+    flash::flash_forward_wgmma<D, kDropout, kWs, kTma>(
+        th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv, static_cast<float>(a.scale),
+        static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed, &map);
   };
   int64_t grid_x = 0, grid_y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
-  launch(grid_x, grid_y, flash::wgmma_forward_threads<kWs>(), flash::wgmma_forward_smem_bytes<D, kWs>(),
+  launch(grid_x, grid_y, flash::wgmma_forward_threads<kWs>(), flash::wgmma_forward_smem_bytes<D, kWs, kTma>(),
          [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
@@ -109,13 +112,13 @@ void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std
          });
 }
 
-template <int D, bool kWgmma = false, bool kWs = false>
+template <int D, bool kWgmma = false, bool kWs = false, bool kTma = false>
 void check_forward(const AttentionArgs& a) {
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
   if constexpr (kWgmma)
-    forward_wgmma<D, kWs>(a, qkv, out, row_max, lse);
+    forward_wgmma<D, kWs, kTma>(a, qkv, out, row_max, lse);
   else
     forward<D>(a, qkv, out, row_max, lse);
   std::vector<double> out_ref, max_ref;
@@ -202,6 +205,17 @@ TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
     check_forward<128, true, true>(a);
 }
 
+// The warp-specialized variant with TMA loads: one producer thread issues the boxes under
+// expect_tx, the tiles 128-byte swizzled (the emulator's TMA poisons each destination until the
+// phase that counts its bytes completes, and zero-fills the rows past the sequence's end).
+TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) {
+  const AttentionArgs& a = GetParam().args;
+  if (a.d_head == 64)
+    check_forward<64, true, true, true>(a);
+  else
+    check_forward<128, true, true, true>(a);
+}
+
 // The backward in both orders of its main kernel's blocks (flash::backward_grid): by head, and,
 // causal, heaviest first across heads (the case's name ends in _heaviest_first).
 class FlashEmulationBwd : public ::testing::TestWithParam<FlashCase> {};
@@ -228,12 +242,14 @@ TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) {
 TEST(FlashEmulationLong, ForwardWgmmaBothVariantsMatchFloat64Reference) {
   AttentionArgs a{1, 520, 2, 1, 64, 0.125};
   check_forward<64, true, true>(a);
+  check_forward<64, true, true, true>(a);
   check_forward<64, true, false>(a);
   a = {1, 330, 1, 1, 128, 1.0 / std::sqrt(128.0)};
   a.causal = false;
   a.dropout = 0.1;
   a.dropout_seed = 9;
   check_forward<128, true, true>(a);
+  check_forward<128, true, true, true>(a);
   check_forward<128, true, false>(a);
 }
 

@@ -17,6 +17,20 @@
 // bar.arrive with an id and a thread count) and setmaxnreg (a no-op whose constraints are
 // checked). A release of a named barrier or an mbarrier phase runs the fibers that waited on it
 // first, so a consumer that lets a producer go too early meets the producer's writes at once.
+//
+// TMA (PTX ISA 9.7.9.25, cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx
+// ::bytes; 9.7.13.15 for the transaction counts): mbarrier.arrive.expect_tx adds bytes to the
+// phase's transaction count, and a phase completes when its pending arrivals AND its transaction
+// count are both 0. A tensor load (tma_load_4d) reads its box through the map's arguments
+// (kernels/cuda/tma_map.h: the ones the GPU's cuTensorMapEncodeTiled gets), out-of-bounds
+// elements zeros, and writes it in the 128-byte swizzle (chunk c of 128-byte row r at
+// c ^ (r % 8), the destination 1024-byte aligned). At the issue its destination holds a poison
+// (0xff bytes: bf16 NaNs) and is flagged unreadable for wgmma, and its bytes are in flight: they
+// are counted (complete_tx, 16 bytes at a time) only when a thread waits on the mbarrier (as late
+// as the hardware may deliver them), and land (poison and flag gone) when the phase that counted
+// them completes. So a consumer reading before its wait reads NaN (a wgmma: a violation), an
+// expect_tx short of the bytes completes the phase early and leaves the rest unreadable in the
+// next one, and one past them never completes: the waiters' hang is reported as an exception.
 #pragma once
 
 #include <algorithm>
@@ -32,9 +46,11 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/tma_map.h"
 #include "cuda/wgmma_layout.cuh"
 #include "support/fibers.h"
 #include "tile/defs.h"
+#include "tma_emulator.h"
 #include "wgmma_emulator.h"
 
 namespace bench::kernels::emulator {
@@ -72,6 +88,10 @@ class Block {
     bool visible = false;  // a __syncthreads since the init
     uint64_t phase = 0;
     std::vector<std::pair<size_t, size_t>> incoming, published;
+    int64_t tx = 0;  // the current phase's transaction count (expect_tx adds, complete_tx takes)
+    using Chunk = TmaChunk;
+    std::vector<Chunk> inflight;  // TMA bytes issued, not yet counted
+    std::vector<Chunk> tma;       // TMA bytes counted in the current phase, landing at its completion
   };
 
   struct Warp {
@@ -99,9 +119,11 @@ class Block {
   Warp& warp(int tid) { return warps_[static_cast<size_t>(tid / 32)]; }
   Group& group(int tid) { return groups_.at(static_cast<size_t>(tid / 128)); }
   size_t shared_bytes() const { return shared_.size(); }
-  /// Per byte of shared memory: written by a cp.async (the generic proxy) that no
-  /// fence.proxy.async of its thread has yet made visible to the async proxy (wgmma's reads).
+  /// Per byte of shared memory: 1, written by a cp.async (the generic proxy) that no
+  /// fence.proxy.async of its thread has yet made visible to the async proxy (wgmma's reads);
+  /// kTmaInFlight, the destination of a TMA load whose mbarrier phase has not completed.
   uint8_t* unfenced() { return unfenced_.data(); }
+  static constexpr uint8_t kTmaInFlight = 2;
   /// The first wgmma violation of this launch (wgmma_emulator.h), "" while none.
   std::string& violation() { return violation_; }
 
@@ -149,6 +171,13 @@ class Block {
   /// arrivals, or warpgroups holding more registers than the block was given, is a violation;
   /// the mbarriers, named barriers and registers start afresh for the next block.
   void end_block() {
+    for (const auto& [at, m] : mbarriers_)
+      if (m->tx != 0 || !m->tma.empty() || !m->inflight.empty())
+        wgmma_error(violation_,
+                    "mbarrier: transaction bytes outstanding at the block's end (an expect_tx or a TMA "
+                    "load that no completed phase accounts for)");
+    for (uint8_t& u : unfenced_)
+      if (u == kTmaInFlight) u = 0;
     for (const auto& b : named_)
       if (b != nullptr && b->arrived() != 0)
         wgmma_error(violation_, "bar: a named barrier holds arrivals at the block's end (an arrive without its sync)");
@@ -312,6 +341,23 @@ class EmulatedThread {
   void mbar_arrive(uint32_t address) {
     if (Block::Mbarrier* m = block_.mbarrier(address, tid_)) mbar_count(*m);
   }
+  /// mbarrier.arrive.expect_tx.shared::cta.b64 _, [address], bytes: the current phase's
+  /// transaction count += bytes (at most 2^20 - 1), then one arrival.
+  void mbar_arrive_expect_tx(uint32_t address, uint32_t bytes) {
+    Block::Mbarrier* m = block_.mbarrier(address, tid_);
+    if (m == nullptr) return;
+    if (bytes > (1u << 20) - 1) wgmma_error(block_.violation(), "mbarrier.expect_tx: a count past 2^20 - 1");
+    m->tx += bytes;
+    mbar_count(*m);
+  }
+  /// cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
+  /// [map, {c0, c1, c2, c3}], [bar]: the box of `map` (a tma::TensorMapArgs, what the GPU's map
+  /// was encoded from) at element coordinates c (innermost first) into shared memory at `dst`,
+  /// as described at the top of this file.
+  void tma_load_4d(uint32_t dst, const void* map, int c0, int c1, int c2, int c3, uint32_t bar) {
+    const int c[4] = {c0, c1, c2, c3};
+    tma_load(dst, *static_cast<const tma::TensorMapArgs*>(map), c, 4, bar);
+  }
   /// cp.async.mbarrier.arrive.noinc.shared::cta.b64: an arrival once every cp.async this thread
   /// issued before it has landed (here: they land now), counted in the init's count (.noinc).
   /// The ranges they wrote go with the phase, for its waiters' fence.proxy.async.
@@ -330,7 +376,19 @@ class EmulatedThread {
   void mbar_wait(uint32_t address, int parity) {
     Block::Mbarrier* m = block_.mbarrier(address, tid_);
     if (m == nullptr) return;
-    while (static_cast<int>(m->phase & 1) == (parity & 1)) m->event.wait_release();
+    while (static_cast<int>(m->phase & 1) == (parity & 1)) {
+      if (m->inflight.empty()) {
+        m->event.wait_release();
+        continue;
+      }
+      // The TMA bytes in flight arrive: complete_tx 16 bytes at a time, in issue order.
+      const std::vector<Block::Mbarrier::Chunk> chunks = std::exchange(m->inflight, {});
+      for (const Block::Mbarrier::Chunk& c : chunks) {
+        m->tma.push_back(c);
+        m->tx -= 16;
+        mbar_complete(*m);
+      }
+    }
     landed_.insert(landed_.end(), m->published.begin(), m->published.end());
   }
   /// bar.sync id, count: waits until `count` threads have arrived at named barrier `id`.
@@ -371,13 +429,34 @@ class EmulatedThread {
     bool valid;
   };
 
-  static void mbar_count(Block::Mbarrier& m) {
-    if (--m.pending > 0) return;
+  void mbar_count(Block::Mbarrier& m) {
+    if (--m.pending < 0) wgmma_error(block_.violation(), "mbarrier: more arrivals than its count in one phase");
+    mbar_complete(m);
+  }
+
+  /// Completes the current phase if its arrivals and its transaction count are both done: its
+  /// TMA bytes land, its waiters run.
+  void mbar_complete(Block::Mbarrier& m) {
+    if (m.pending > 0 || m.tx != 0) return;
+    for (const Block::Mbarrier::Chunk& c : m.tma) {
+      std::memcpy(block_.shared() + c.at, c.data, sizeof c.data);
+      std::memset(block_.unfenced() + c.at, 0, sizeof c.data);
+    }
+    m.tma.clear();
     m.pending = m.count;
     ++m.phase;
     m.published = std::move(m.incoming);
     m.incoming.clear();
     m.event.release();
+  }
+
+  void tma_load(uint32_t dst, const tma::TensorMapArgs& map, const int* c, uint32_t rank, uint32_t bar) {
+    Block::Mbarrier* m = block_.mbarrier(bar, tid_);
+    if (m == nullptr) return;
+    const uint64_t bytes = tma_box(map, c, rank, dst, block_.shared_bytes(), m->inflight, block_.violation());
+    std::memset(block_.shared() + dst, 0xff, bytes);
+    std::memset(block_.unfenced() + dst, Block::kTmaInFlight, bytes);
+    m->event.release();  // its waiters count the bytes (mbar_wait); a release leaves the phase as it is
   }
 
   void setmaxnreg(int count, bool inc) {

@@ -36,7 +36,9 @@
 //   that is a violation.
 // - Every shared-memory byte a wgmma reads must not hold a cp.async write (or a store_shared_b32)
 //   that its thread has not yet fenced with fence.proxy.async (both write through the generic
-//   proxy, wgmma reads through the async proxy).
+//   proxy, wgmma reads through the async proxy), nor be the destination of a TMA load whose
+//   mbarrier phase has not completed (warp_emulator.h; TMA writes through the async proxy, no
+//   fence needed).
 // - A wgmma needs a wgmma.fence since the thread's last wait_group (and before its first), the
 //   descriptors must agree across the warpgroup, and no wgmma may be in flight at the kernel's end.
 // What it cannot check: a read in flight whose value does not reach a result (a NaN only
@@ -122,7 +124,10 @@ inline float wgmma_load(const uint8_t* shared, size_t bytes, const uint8_t* unfe
     wgmma_error(error, "wgmma: a descriptor addresses outside shared memory");
     return 0.f;
   }
-  if (unfenced != nullptr && unfenced[at] != 0)
+  if (unfenced != nullptr && unfenced[at] == 2)
+    wgmma_error(error,
+                "wgmma: reads a TMA load's destination before the mbarrier phase that counts its bytes completed");
+  else if (unfenced != nullptr && unfenced[at] != 0)
     wgmma_error(error, "wgmma: reads a cp.async write or a store that no fence.proxy.async made visible");
   uint16_t v = 0;
   std::memcpy(&v, shared + at, sizeof v);
