@@ -393,7 +393,8 @@ void list() {
                         "wgmma/<case>/backward",
                         "attention/flash wgmma forward",
                         "attention/flash wgmma backward",
-                        "attention/flash wgmma backward heaviest first"})
+                        "attention/flash wgmma backward heaviest first",
+                        "attention/flash wgmma backward bulk dq"})
     std::printf("%s\n", c);
 }
 
