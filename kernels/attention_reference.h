@@ -50,6 +50,11 @@ struct AttentionArgs {
   /// every head's second, ...) instead of head by head. The same gradients up to the order of
   /// dQ's atomic additions; a measurement's choice (cuda_check's "... heaviest first" rows).
   bool flash_backward_heaviest_first = false;
+  /// The wgmma flash backward (core "flash_wgmma") only: dQ summed into its float accumulator by
+  /// bulk asynchronous reductions of whole rows staged in shared memory (cp.reduce.async.bulk,
+  /// FlashAttention-3's approach) instead of per-thread red.global.add. The same gradients up to
+  /// the order of dQ's additions; a measurement's choice (cuda_check's "... bulk dq" row).
+  bool flash_backward_bulk_dq = false;
 };
 
 /// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.

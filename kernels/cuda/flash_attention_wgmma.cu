@@ -109,6 +109,34 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ void store_shared_b32(uint32_t address, uint32_t v) const {
     asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(address), "r"(v) : "memory");
   }
+  /// st.shared.v2.f32 at a shared-window address (8-byte aligned; the generic proxy, as above).
+  __device__ __forceinline__ void store_shared_v2_f32(uint32_t address, float a, float b) const {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(address), "f"(a), "f"(b) : "memory");
+  }
+  /// __syncwarp: the lanes of the warp meet, their shared-memory writes ordered before what follows.
+  __device__ __forceinline__ void warp_sync() const { __syncwarp(); }
+  /// cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 (PTX ISA 8.0, sm_90): dst[i] +=
+  /// the floats at shared-window address src, `bytes` of them (a multiple of 16, both addresses
+  /// 16-byte aligned), read through the async proxy (fence_proxy_async after the stores).
+  __device__ __forceinline__ void bulk_reduce_add(float* dst, uint32_t src, uint32_t bytes) const {
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                     __cvta_generic_to_global(dst)),
+                 "r"(src), "r"(bytes)
+                 : "memory");
+  }
+  /// cp.async.bulk.commit_group: this thread's bulk operations since the last commit, one group.
+  __device__ __forceinline__ void bulk_commit() const { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+  /// cp.async.bulk.wait_group kPending: all but this thread's kPending newest bulk groups complete.
+  template <int kPending>
+  __device__ __forceinline__ void bulk_wait() const {
+    asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+  }
+  /// cp.async.bulk.wait_group.read kPending: their reads of shared memory complete (the source
+  /// may be written again).
+  template <int kPending>
+  __device__ __forceinline__ void bulk_wait_read() const {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+  }
   /// Pins registers that an asynchronous wgmma reads or writes: the compiler may not move their
   /// other uses across this point (CUTLASS's warpgroup_fence_operand). Called on the accumulators
   /// after each wait and before each wgmma.fence, on P's fragments before theirs.
@@ -322,7 +350,7 @@ cudaError_t launch_forward_wgmma_tma(cudaStream_t stream, const AttentionArgs& a
   return cudaGetLastError();
 }
 
-template <int D, bool kDropout>
+template <int D, bool kDropout, bool kBulkDq>
 __global__ void __launch_bounds__(flash::kWgThreads, 1)
     flash_backward_wgmma(const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                          const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dq_accum,
@@ -331,8 +359,9 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
                          bool heaviest_first) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_backward_wgmma<D, kDropout>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap,
-                                           window, causal, dropout, dropout_seed_of(seed, step_at), heaviest_first);
+  flash::flash_backward_wgmma<D, kDropout, kBulkDq>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale,
+                                                    softcap, window, causal, dropout, dropout_seed_of(seed, step_at),
+                                                    heaviest_first);
 #else
   (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t, (void)n_h, (void)n_kv;
   (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
@@ -340,11 +369,16 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
 #endif
 }
 
-/// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain.
+/// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain; dQ by bulk
+/// reductions with a.flash_backward_bulk_dq (dq_accum, the workspace's start, is 16-byte aligned:
+/// flash_attention_backward_with checks it).
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
-    return launch_backward_main(flash_backward_wgmma<D, kDropout>, flash::wgmma_backward_smem_bytes<D>(),
+    if (a.flash_backward_bulk_dq)
+      return launch_backward_main(flash_backward_wgmma<D, kDropout, true>, flash::wgmma_backward_smem_bytes<D, true>(),
+                                  flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+    return launch_backward_main(flash_backward_wgmma<D, kDropout, false>, flash::wgmma_backward_smem_bytes<D>(),
                                 flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
   });
 }

@@ -8,7 +8,9 @@
 //
 // Beyond the wgmma forward's Thread it asks store_shared_b32(address, v) (st.shared.b32 at a
 // shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
-// after fence_proxy_async, like a cp.async write).
+// after fence_proxy_async, like a cp.async write), and for the bulk dQ path store_shared_v2_f32,
+// warp_sync (__syncwarp), bulk_reduce_add (cp.reduce.async.bulk.global.shared::cta.bulk_group
+// .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}).
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -31,7 +33,10 @@
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
 //      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as an M-major A from shared memory
 //      and K as an N-major B; wait_group 0 (dV, dK and dQ), and dQ added to the float accumulator
-//      with red.global.add.v2.f32 as the mma.sync backward does.
+//      with red.global.add.v2.f32 as the mma.sync backward does, or (kBulkDq) staged in shared
+//      memory as rows of D / 2 floats, fenced for the async proxy, and added a row a lane by
+//      cp.reduce.async.bulk (one bulk group a tile; the staging written again only after
+//      wait_group.read 0 and the next tile's dQ barrier; wait_group 0 before the kernel ends).
 // Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
 // dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
 // complete); dQ 32. At most 208 of them live at once (without dropout: dV, dK, P^T as floats and
@@ -41,7 +46,7 @@
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
 // and dS^T are masked to zero. Not done: TMA, warp specialization, the two warpgroups out of
-// lockstep, dQ by bulk reductions rather than per-thread atomics. Compiled for sm_90a, checked by
+// lockstep, dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by
 // the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention backward on wgmma").
 #pragma once
 
@@ -63,19 +68,38 @@ static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
               "the mma.sync backward's block: two warpgroups of 64 keys");
 static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
 
-/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
-/// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM) and the tile's lse (base 2) and D.
+/// A row of the bulk dQ path's staging buffer, in floats: a warpgroup's half of D for one query,
+/// padded by 32 bytes so that a warp's 64-bit stores of its 8 rows (g) fall in distinct banks (2
+/// wavefronts an instruction, the least for 256 bytes) while each row stays contiguous and 16-byte
+/// aligned for cp.reduce.async.bulk.
 template <int D>
+inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
+
+/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
+/// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse (base 2) and D, then
+/// with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of kWgmmaDqStageRow<D>
+/// floats.
+template <int D, bool kBulkDq = false>
 constexpr size_t wgmma_backward_smem_bytes() {
   return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
-         2 * kBwdBlockM * sizeof(float);
+         2 * kBwdBlockM * sizeof(float) +
+         (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0);
 }
+static_assert(wgmma_backward_smem_bytes<128, true>() <= 227 * 1024, "the 227 KB a block may opt in to on sm_90");
+static_assert(((2 * kBwdBlockN + 4 * kBwdBlockM) * 128 + kBwdBlockM * kBwdBlockN) * 2 % 16 == 0 &&
+                  ((2 * kBwdBlockN + 4 * kBwdBlockM) * 64 + kBwdBlockM * kBwdBlockN) * 2 % 16 == 0 &&
+                  2 * kBwdBlockM * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 &&
+                  kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
+              "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
 
 /// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
 /// added to dq_accum; after flash_backward_prep, before flash_backward_dq) on wgmma: every variant
 /// (causal or not, window, soft-cap, GQA/MQA, dropout, negative scale), d_head 64 or 128, for a
-/// block of kWgThreads threads with wgmma_backward_smem_bytes<D>() of shared memory.
-template <int D, bool kDropout, class Thread>
+/// block of kWgThreads threads with wgmma_backward_smem_bytes<D, kBulkDq>() of shared memory. dQ
+/// reaches dq_accum by per-thread red.global.add.v2.f32, or with kBulkDq by cp.reduce.async.bulk
+/// of whole rows from a staging buffer (dq_accum then 16-byte aligned). A template argument, not
+/// a run-time one: both paths in one kernel spilled 56 bytes at d 128 with dropout (32 before).
+template <int D, bool kDropout, bool kBulkDq, class Thread>
 BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict__ qkv,
                                          const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                                          const float* __restrict__ dvec, float* __restrict__ dq_accum,
@@ -90,6 +114,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
   uint16_t* ds_s = qdo_s + 4 * kBwdBlockM * D;
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockM * kBwdBlockN);
+  float* dq_s = lse_s + 2 * kBwdBlockM;  // the bulk dQ path's staging
+  constexpr int kStageRow = kWgmmaDqStageRow<D>;
   constexpr float kLog2e = 1.4426950408889634f;
 
   const int warp = th.tid() / 32, wg = th.tid() / 128, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
@@ -293,6 +319,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_commit();
 
     // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS^T is in shared memory.
+    // The bulk dQ path: the staging's reads of the tile before complete before this barrier, past
+    // which it is written again (a no-op for the threads that issued none). Here rather than at
+    // the top barrier: a tile after the issue, not just after it.
+    if constexpr (kBulkDq) th.template bulk_wait_read<0>();
     th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
     th.sync();
     float dq[D / 4];
@@ -311,14 +341,43 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(pa);
     th.wgmma_hold(da);
     // dq register 4 j + e: (query 16 (warp % 4) + g + 8 (e / 2), column wg D / 2 + 8 j + 2 t + e % 2).
+    if constexpr (kBulkDq) {
+      // This thread's staged dQ (row 16 (warp % 4) + g of its warpgroup's 64, column 2 t of its
+      // half of D), and the row a lane of t < 2 reduces (g + 8 t of its warp's 16): computed here,
+      // not held across the loop.
+      const int dq_row = 16 * (warp % 4) + g + 8 * t;
+      const uint32_t dq_mine = th.smem_addr(dq_s + (wg * kBwdBlockM + 16 * (warp % 4) + g) * kStageRow + 2 * t);
+      // Staged as rows (64-bit stores), fenced for the async proxy (the bulk reduction reads
+      // through it), the warp's lanes met; then one lane a row (t < 2) adds the row's D / 2 floats
+      // to dq_accum with one cp.reduce.async.bulk; rows past the sequence's end are skipped.
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int64_t query = m0 + 16 * (warp % 4) + g + 8 * r;
-      if (query >= n_t) continue;
-      float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D + wg * (D / 2) + 2 * t;
+      for (int r = 0; r < 2; ++r)
 #pragma unroll
-      for (int j = 0; j < D / 16; ++j) th.atomic_add2(dst + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+        for (int j = 0; j < D / 16; ++j)
+          th.store_shared_v2_f32(dq_mine + static_cast<uint32_t>((8 * r * kStageRow + 8 * j) * sizeof(float)),
+                                 dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      th.fence_proxy_async();
+      th.warp_sync();
+      if (t < 2 && m0 + dq_row < n_t)
+        th.bulk_reduce_add(dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + m0 + dq_row) * D + wg * (D / 2),
+                           dq_mine + static_cast<uint32_t>((8 * t * kStageRow - 2 * t) * sizeof(float)),
+                           static_cast<uint32_t>(D / 2 * sizeof(float)));
+      th.bulk_commit();
+    } else {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int64_t query = m0 + 16 * (warp % 4) + g + 8 * r;
+        if (query >= n_t) continue;
+        float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + query) * D + wg * (D / 2) + 2 * t;
+#pragma unroll
+        for (int j = 0; j < D / 16; ++j) th.atomic_add2(dst + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      }
     }
+  }
+  // The bulk dQ path: every reduction complete (its staging's reads, and its additions) before
+  // the block's shared memory goes away.
+  if constexpr (kBulkDq) {
+    th.template bulk_wait<0>();
   }
 
   // dK and dV of this warp's keys, summed over the group's query heads.

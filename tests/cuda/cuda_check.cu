@@ -397,7 +397,8 @@ void list() {
                         "attention/flash wgmma ws forward",
                         "attention/flash wgmma ws tma forward",
                         "attention/flash wgmma backward",
-                        "attention/flash wgmma backward heaviest first"})
+                        "attention/flash wgmma backward heaviest first",
+                        "attention/flash wgmma backward bulk dq"})
     std::printf("%s\n", c);
 }
 

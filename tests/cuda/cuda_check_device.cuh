@@ -286,15 +286,18 @@ struct BackwardBuffers {
   Buf<char> work;
 };
 
-/// "<name> heaviest first": `backward` at `big` (the issue's shape, causal) with its main kernel's
-/// blocks heaviest first across heads (AttentionArgs::flash_backward_heaviest_first), its TFLOP/s
-/// beside the row `name` (the same backward by head), and how far its dqkv is from the order by
-/// head's: each block computes the same, but dQ's atomic additions come in another order, so
-/// not bit-equal; within the wgmma backward row's tolerance (2e-2 of the largest |dqkv|).
-/// `refusal`: why `backward` cannot run here, or "".
-void heaviest_first_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& big, double flops,
-                        FlashBackward backward, const std::string& refusal) {
-  t.run(name + " heaviest first", [&] {
+/// "<name><suffix>": `backward` at `big` (the issue's shape, causal) with the launch option
+/// `option` of AttentionArgs set (flash_backward_heaviest_first: the main kernel's blocks
+/// heaviest first across heads; flash_backward_bulk_dq: the wgmma backward's dQ by bulk
+/// reductions), its TFLOP/s beside the row `name` (the same backward without it; `what` says what
+/// the option does), and how far its dqkv is from that row's: each block computes the same, but
+/// dQ's float additions come in another order, so not bit-equal; within the wgmma backward row's
+/// tolerance (2e-2 of the largest |dqkv|). `refusal`: why `backward` cannot run here, or "".
+void backward_option_row(test::CheckTable& t, const std::string& name, const std::string& suffix,
+                         bool kernels::AttentionArgs::*option, const std::string& what,
+                         const kernels::AttentionArgs& big, double flops, FlashBackward backward,
+                         const std::string& refusal) {
+  t.run(name + suffix, [&] {
     if (!g_setup.cuda) return cuda_only();
     if (!refusal.empty()) return CheckResult::skipped(refusal);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
@@ -302,24 +305,28 @@ void heaviest_first_row(test::CheckTable& t, const std::string& name, const kern
     auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
     auto& lse = buf.lse;
     auto& work = buf.work;
-    kernels::AttentionArgs heaviest = big;
-    heaviest.flash_backward_heaviest_first = true;
+    kernels::AttentionArgs with = big;
+    with.*option = true;
     CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
     CUDA_OK(backward(stream, big, qkv.get(), out.get(), dout.get(), lse.get(), ref.get(), work.get()));
     const Times ms = time_ms(
-        [&] {
-          CUDA_OK(backward(stream, heaviest, qkv.get(), out.get(), dout.get(), lse.get(), dqkv.get(), work.get()));
-        },
+        [&] { CUDA_OK(backward(stream, with, qkv.get(), out.get(), dout.get(), lse.get(), dqkv.get(), work.get())); },
         10);
     const auto [worst, largest] = bf16_gap(dqkv.host(), ref.host());
     if (!(worst <= 2e-2 * largest))
       return CheckResult::fail(
-          fmt("dqkv differs from the order by head's by up to %.3g (largest |dqkv| %.3g)", worst, largest));
+          fmt("dqkv differs from the row without it by up to %.3g (largest |dqkv| %.3g)", worst, largest));
     return CheckResult::info(2.5 * flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal, blocks heaviest first across "
-                                 "heads (by head: the row above); |dqkv - by head's| <= %.3g",
-                                 ms.median, ms.min, ms.max, worst));
+                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal, ", ms.median, ms.min, ms.max) +
+                                 what + fmt(" (without: the row above); |dqkv - its| <= %.3g", worst));
   });
+}
+
+/// "<name> heaviest first" (backward_option_row).
+void heaviest_first_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& big, double flops,
+                        FlashBackward backward, const std::string& refusal) {
+  backward_option_row(t, name, " heaviest first", &kernels::AttentionArgs::flash_backward_heaviest_first,
+                      "blocks heaviest first across heads", big, flops, backward, refusal);
 }
 
 /// B=4, H=16, T=4096, dh=128, causal: half of the 4 B H T^2 dh FLOPs of a full product forward;

@@ -93,8 +93,8 @@ void wgmma_checks(test::CheckTable& t) {
 }
 
 /// "attention/flash wgmma forward", "... wgmma ws forward" (the warp-specialized forward), "... wgmma
-/// ws tma forward" (it with TMA loads) and
-/// "... wgmma backward" (and "... wgmma backward heaviest first", heaviest_first_row): TFLOP/s at
+/// ws tma forward" (it with TMA loads) and "... wgmma backward" (and "... wgmma backward heaviest
+/// first", "... wgmma backward bulk dq", backward_option_row): TFLOP/s at
 /// B=4 H=16 T=4096 dh=128 causal (the issue's shape;
 /// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape), and
 /// how far their outputs are from the mma.sync kernels' there (the float64 reference is too slow
@@ -166,8 +166,12 @@ void wgmma_rates(test::CheckTable& t) {
                              fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal; |dqkv - mma.sync's| <= %.3g",
                                  ms.median, ms.min, ms.max, worst));
   });
+  const std::string refusal = g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(big) : "";
   heaviest_first_row(t, "attention/flash wgmma backward", big, flops, kernels::cuda::flash_attention_wgmma_backward,
-                     g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(big) : "");
+                     refusal);
+  backward_option_row(t, "attention/flash wgmma backward", " bulk dq", &kernels::AttentionArgs::flash_backward_bulk_dq,
+                      "dQ by cp.reduce.async.bulk of staged rows, not per-thread red.global.add", big, flops,
+                      kernels::cuda::flash_attention_wgmma_backward, refusal);
 }
 
 }  // namespace

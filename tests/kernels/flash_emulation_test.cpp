@@ -130,8 +130,10 @@ void check_forward(const AttentionArgs& a) {
 }
 
 /// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
-/// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh, on the grid of
-/// flash::backward_grid in a.flash_backward_heaviest_first's order, against float64.
+/// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh (dQ by bulk reductions
+/// with a.flash_backward_bulk_dq), on the grid of flash::backward_grid in
+/// a.flash_backward_heaviest_first's order, against float64. dq_accum has a tile of rows beyond
+/// its end, which no bulk reduction may reach (a row past the sequence's end not skipped).
 template <int D, bool kWgmma = false>
 void check_backward(const AttentionArgs& a) {
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * D;
@@ -142,7 +144,7 @@ void check_backward(const AttentionArgs& a) {
   forward<D>(a, qkv, out, row_max, lse);
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
   const int64_t rows = a.batch * a.n_heads * a.seq;
-  std::vector<float> dvec(static_cast<size_t>(rows), NAN), dq_accum(static_cast<size_t>(rows * D), NAN);
+  std::vector<float> dvec(static_cast<size_t>(rows), NAN), dq_accum(static_cast<size_t>((rows + 64) * D), NAN);
   std::vector<uint16_t> dqkv(qkv.size(), 0xffff);
   launch((rows + flash::kWarps - 1) / flash::kWarps, 1, kThreads, 0, [&](EmulatedThread& th) {
     flash::flash_backward_prep<D>(th, out.data(), dout.data(), dvec.data(), dq_accum.data(), a.seq, n_h, rows);
@@ -156,18 +158,27 @@ void check_backward(const AttentionArgs& a) {
              static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
              static_cast<float>(a.dropout), a.dropout_seed, heaviest_first);
     };
-    if constexpr (kWgmma)
-      run(flash::flash_backward_wgmma<D, kDropout, EmulatedThread>);
-    else
+    if constexpr (kWgmma) {
+      if (a.flash_backward_bulk_dq)
+        run(flash::flash_backward_wgmma<D, kDropout, true, EmulatedThread>);
+      else
+        run(flash::flash_backward_wgmma<D, kDropout, false, EmulatedThread>);
+    } else
       run(flash::flash_backward<D, kDropout, EmulatedThread>);
   };
-  const size_t smem = kWgmma ? flash::wgmma_backward_smem_bytes<D>() : flash::backward_smem_bytes<D>();
+  emulator::BulkLog bulk_log;
+  const size_t smem = !kWgmma                    ? flash::backward_smem_bytes<D>()
+                      : a.flash_backward_bulk_dq ? flash::wgmma_backward_smem_bytes<D, true>()
+                                                 : flash::wgmma_backward_smem_bytes<D>();
   launch(grid_x, grid_y, flash::kBwdThreads, smem, [&](EmulatedThread& th) {
     if (a.dropout > 0)
       body.template operator()<true>(th);
     else
       body.template operator()<false>(th);
   });
+  EXPECT_EQ(bulk_log.records.empty(), !(kWgmma && a.flash_backward_bulk_dq));
+  for (const emulator::BulkRecord& r : bulk_log.records)
+    ASSERT_LE(r.dst + r.floats, dq_accum.data() + rows * D) << "a bulk reduction past dq_accum's end";
   const int64_t pairs = rows * D / 2;
   launch((pairs + 255) / 256, 1, 256, 0, [&](EmulatedThread& th) {
     flash::flash_backward_dq<D>(th, dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv, pairs);
@@ -230,6 +241,17 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
 
 TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
+  if (a.d_head == 64)
+    check_backward<64, true>(a);
+  else
+    check_backward<128, true>(a);
+}
+
+// The wgmma backward with dQ summed by bulk reductions of staged rows (cp.reduce.async.bulk), the
+// emulator checking the staging's fence, its reuse after wait_group.read and the final wait.
+TEST_P(FlashEmulationBwd, BackwardWgmmaBulkDqMatchesFloat64Reference) {
+  AttentionArgs a = GetParam().args;
+  a.flash_backward_bulk_dq = true;
   if (a.d_head == 64)
     check_backward<64, true>(a);
   else

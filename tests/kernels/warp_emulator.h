@@ -31,6 +31,9 @@
 // them completes. So a consumer reading before its wait reads NaN (a wgmma: a violation), an
 // expect_tx short of the bytes completes the phase early and leaves the rest unreadable in the
 // next one, and one past them never completes: the waiters' hang is reported as an exception.
+//
+// The bulk asynchronous reductions to global memory (cp.reduce.async.bulk and its bulk groups)
+// are emulated in bulk_emulator.h: EmulatedThread's bulk_* members.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "bulk_emulator.h"
 #include "cuda/tma_map.h"
 #include "cuda/wgmma_layout.cuh"
 #include "support/fibers.h"
@@ -332,6 +336,44 @@ class EmulatedThread {
     wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes(), block_.violation());
   }
 
+  // --- sm_90 bulk asynchronous reductions to global memory (bulk_emulator.h describes the checks) ---
+
+  /// st.shared.v2.f32 at a shared-window address (8-byte aligned): two store_shared_b32.
+  void store_shared_v2_f32(uint32_t address, float a, float b) {
+    if (address % 8 != 0) {
+      wgmma_error(block_.violation(), "st.shared.v2: an address not 8-byte aligned");
+      return;
+    }
+    uint32_t bits[2] = {};
+    std::memcpy(&bits[0], &a, sizeof a);
+    std::memcpy(&bits[1], &b, sizeof b);
+    store_shared_b32(address, bits[0]);
+    store_shared_b32(address + 4, bits[1]);
+  }
+  /// __syncwarp(): the lanes of this warp meet (and their shared-memory writes are ordered).
+  void warp_sync() const { block_.warp(tid_).barrier.arrive_and_wait(); }
+  /// cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [dst], [src], bytes: dst[i] +=
+  /// the floats at shared-window address src, asynchronously.
+  void bulk_reduce_add(float* dst, uint32_t src, uint32_t bytes) {
+    bulk_issue(bulk_, dst, src, bytes, block_.shared(), block_.shared_bytes(), block_.unfenced(), block_.violation());
+  }
+  /// cp.async.bulk.commit_group.
+  void bulk_commit() { emulator::bulk_commit(bulk_, tid_); }
+  /// cp.async.bulk.wait_group kPending: all but the kPending newest groups complete.
+  template <int kPending>
+  void bulk_wait() {
+    emulator::bulk_wait(bulk_, kPending, false, block_.shared(), block_.violation());
+  }
+  /// cp.async.bulk.wait_group.read kPending: their reads of shared memory complete.
+  template <int kPending>
+  void bulk_wait_read() {
+    emulator::bulk_wait(bulk_, kPending, true, block_.shared(), block_.violation());
+  }
+  /// At the end of the kernel: no bulk reduction may be outstanding.
+  void bulk_finish() { emulator::bulk_finish(bulk_, block_.violation()); }
+
+  // --- end of the bulk reductions ---
+
   // --- sm_90 warp specialization: mbarriers, named barriers, setmaxnreg ---
 
   /// mbarrier.init.shared::cta.b64 [address], count (one thread; a barrier publishes it).
@@ -558,6 +600,7 @@ class EmulatedThread {
   // Shared-memory offsets and lengths this thread's copies and stores wrote, not yet fenced.
   std::vector<std::pair<size_t, size_t>> landed_;
   WgmmaState wgmma_;
+  BulkState bulk_;  // this thread's bulk reductions not yet completed (bulk_emulator.h)
 };
 
 /// Runs `kernel(thread)` for every thread of a grid_x x grid_y grid of `threads`-thread blocks,
@@ -572,6 +615,7 @@ void launch(int64_t grid_x, int64_t grid_y, int threads, size_t shared_bytes, co
         EmulatedThread th(block, t, static_cast<int>(bx), static_cast<int>(by), threads);
         kernel(th);
         th.wgmma_finish();
+        th.bulk_finish();
         block.barrier().arrive_and_wait();
         if (t == 0) block.end_block();
         block.barrier().arrive_and_wait();
