@@ -1,8 +1,8 @@
 // defines: norm_forward, norm_backward (LayerNorm and RMSNorm, optional weight and bias, the
-//          weight optionally an offset from one), norm_backward_workspace, column_sum, and their
-//          float64 references
+//          weight optionally an offset from one), norm_backward_workspace, column_sum; their
+//          float64 references are in norm_reference.h (included)
 //
-// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+// Sections, in order: 1. tile programs  2. launchers.
 //
 // LayerNorm: y = (x - mean(x)) * rstd * w + b,  rstd = 1 / sqrt(var(x) + eps)
 // RMSNorm:   y = x * rstd * w + b,              rstd = 1 / sqrt(mean(x^2) + eps)
@@ -13,11 +13,11 @@
 // everything above holds with 1 + w for w (dw is unchanged: d(1 + w) / dw = 1).
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
+#include "norm_reference.h"
 #include "tile/exec.h"
 #include "tile/program.h"
 
@@ -27,74 +27,7 @@ using tile::acc_t;
 using tile::Exec;
 
 // ---------------------------------------------------------------------------------------------
-// 1. float64 reference
-// ---------------------------------------------------------------------------------------------
-
-/// float64 reference of norm_forward on double inputs (weight and bias may be empty); with
-/// `unit_offset` the gain is 1 + w.
-inline void norm_forward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
-                                   const std::vector<double>& b, std::vector<double>& y, int64_t rows, int64_t cols,
-                                   double eps, bool unit_offset = false) {
-  y.assign(x.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = &x[r * cols];
-    double mu = 0;
-    if (center) {
-      for (int64_t c = 0; c < cols; ++c) mu += xr[c];
-      mu /= static_cast<double>(cols);
-    }
-    double ss = 0;
-    for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
-    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
-    for (int64_t c = 0; c < cols; ++c) {
-      double v = (xr[c] - mu) * rstd;
-      if (!w.empty()) v *= unit_offset ? 1.0 + w[c] : w[c];
-      if (!b.empty()) v += b[c];
-      y[r * cols + c] = v;
-    }
-  }
-}
-
-/// float64 reference of norm_backward on double inputs, written from the formulas above and
-/// independent of the tile programs (w may be empty; with `unit_offset` the gain is 1 + w): dx
-/// written; with w, dw[c] += sum dy xhat and db[c] += sum dy.
-inline void norm_backward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
-                                    const std::vector<double>& dy, std::vector<double>& dx, std::vector<double>& dw,
-                                    std::vector<double>& db, int64_t rows, int64_t cols, double eps,
-                                    bool unit_offset = false) {
-  dx.assign(x.size(), 0.0);
-  const double n = static_cast<double>(cols);
-  std::vector<double> xhat(static_cast<size_t>(cols)), g(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = &x[r * cols];
-    const double* dyr = &dy[r * cols];
-    double mu = 0;
-    if (center) {
-      for (int64_t c = 0; c < cols; ++c) mu += xr[c];
-      mu /= n;
-    }
-    double ss = 0;
-    for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
-    const double rstd = 1.0 / std::sqrt(ss / n + eps);
-    double mean_g = 0, mean_gx = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      xhat[c] = (xr[c] - mu) * rstd;
-      g[c] = w.empty() ? dyr[c] : dyr[c] * (unit_offset ? 1.0 + w[c] : w[c]);
-      mean_g += g[c] / n;
-      mean_gx += g[c] * xhat[c] / n;
-    }
-    for (int64_t c = 0; c < cols; ++c) {
-      dx[r * cols + c] = rstd * (g[c] - (center ? mean_g : 0.0) - xhat[c] * mean_gx);
-      if (!w.empty()) {
-        dw[c] += dyr[c] * xhat[c];
-        db[c] += dyr[c];
-      }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 2. tile programs
+// 1. tile programs
 // ---------------------------------------------------------------------------------------------
 
 namespace programs {
@@ -585,7 +518,7 @@ struct ColumnSums {
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
-// 3. launchers (float, double and bf16 storage are instantiated in norm.cpp)
+// 2. launchers (float, double and bf16 storage are instantiated in norm.cpp)
 // ---------------------------------------------------------------------------------------------
 
 /// Normalize each of `rows` rows of `cols` elements. `center` selects LayerNorm (true) or
