@@ -1,8 +1,8 @@
 // defines: norm_forward, norm_backward (LayerNorm and RMSNorm, optional weight and bias, the
-//          weight optionally an offset from one), norm_backward_workspace, column_sum, and their
-//          float64 references
+//          weight optionally an offset from one), norm_backward_workspace, column_sum; their
+//          float64 references are in norm_reference.h (included)
 //
-// Sections, in order: 1. float64 reference  2. tile programs  3. launchers.
+// Sections, in order: 1. tile programs  2. launchers.
 //
 // LayerNorm: y = (x - mean(x)) * rstd * w + b,  rstd = 1 / sqrt(var(x) + eps)
 // RMSNorm:   y = x * rstd * w + b,              rstd = 1 / sqrt(mean(x^2) + eps)
@@ -17,6 +17,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "norm_reference.h"
 #include "tile/exec.h"
 #include "tile/program.h"
 
@@ -26,36 +27,7 @@ using tile::acc_t;
 using tile::Exec;
 
 // ---------------------------------------------------------------------------------------------
-// 1. float64 reference
-// ---------------------------------------------------------------------------------------------
-
-/// float64 reference of norm_forward on double inputs (weight and bias may be empty); with
-/// `unit_offset` the gain is 1 + w.
-inline void norm_forward_reference(bool center, const std::vector<double>& x, const std::vector<double>& w,
-                                   const std::vector<double>& b, std::vector<double>& y, int64_t rows, int64_t cols,
-                                   double eps, bool unit_offset = false) {
-  y.assign(x.size(), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const double* xr = &x[r * cols];
-    double mu = 0;
-    if (center) {
-      for (int64_t c = 0; c < cols; ++c) mu += xr[c];
-      mu /= static_cast<double>(cols);
-    }
-    double ss = 0;
-    for (int64_t c = 0; c < cols; ++c) ss += (xr[c] - mu) * (xr[c] - mu);
-    const double rstd = 1.0 / std::sqrt(ss / static_cast<double>(cols) + eps);
-    for (int64_t c = 0; c < cols; ++c) {
-      double v = (xr[c] - mu) * rstd;
-      if (!w.empty()) v *= unit_offset ? 1.0 + w[c] : w[c];
-      if (!b.empty()) v += b[c];
-      y[r * cols + c] = v;
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 2. tile programs
+// 1. tile programs
 // ---------------------------------------------------------------------------------------------
 
 namespace programs {
@@ -232,10 +204,17 @@ template <class T, int B>
 struct NormBackward {
   static constexpr int kBlock = B;
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
-  // The 4096-wide tile: 122 (float) and 120 (bf16) registers without spills at 2 blocks an SM,
-  // where the compiler's choice was 141 and 168 (1 block).
-  static constexpr int kMinBlocks = 2;
+  // Software pipelining (one_tile): where a thread's x and dy of the next row fit beside this
+  // row's, i.e. a tile of at most 32 bytes a thread (bf16 up to 4096 columns, float up to 2048),
+  // and the tile is wide enough that a row's loads, not its reductions, are most of its time
+  // (1024 and up). Float's 4096-wide tile (64 bytes a thread) would spill at 2 blocks an SM
+  // (128 registers, 160-420 B) and keeps its two blocks instead.
+  static constexpr bool kAhead = B >= 1024 && B / tile::threads_for_tile(B, kRun) * sizeof(T) <= 32;
   static constexpr int64_t kRowsPerGroup = 32;
+  // Registers without spills (ptxas -v, sm_90): 4096-wide, 2 blocks an SM: float 122, bf16 115
+  // (pipelined; 123 before), where the compiler's choice was 141 and 168 (1 block); 2048-wide,
+  // 3 blocks: float 80, bf16 70 (pipelined; 83 at 2 blocks and 80 at 3 before).
+  static constexpr int kMinBlocks = B == 2048 ? 3 : 2;
   using A = acc_t<T>;
   const T* dy;
   const T* x;
@@ -304,29 +283,65 @@ struct NormBackward {
                   cols - c0);
   }
 
+  /// The group's rows, each loaded once. With kAhead (software pipelining) row r + 1's x and dy
+  /// are loaded before row r's two block reductions, so that on a device a thread has the next
+  /// row's accesses in flight while its block reduces, computes and stores this one (the last
+  /// row's "next" loads nothing: n 0), and the weight is loaded again each row (from L1 or L2, in
+  /// the shadow of the next row's loads) instead of held: the next row's tiles take its
+  /// registers. Without, a row's loads come right before its arithmetic, the weight held.
   template <class Ctx>
   BENCH_HD void one_tile(Ctx& c, int64_t group, int64_t r0, int64_t r1) const {
     auto dw_acc = tl::full<B>(c, A(0));
     auto db_acc = tl::full<B>(c, A(0));
-    auto wv = tl::full<B>(c, A(1));
-    if (w != nullptr) wv = gain(tl::load<B>(c, w, cols), unit_offset);
-    for (int64_t r = r0; r < r1; ++r) {
-      const A mu = center ? mean[r] : A(0);
-      const A rs = rstd[r];
-      // Both loads before any arithmetic on them: on a device a thread then has x's and dy's
-      // accesses in flight together (xhat computed between them waited for x).
-      auto xv = tl::load<B>(c, x + r * cols, cols, mu);  // masked elements: mu, so xhat 0
-      auto dyv = tl::load<B>(c, dy + r * cols, cols);
-      auto xhat = (xv - mu) * rs;
-      auto g = w != nullptr ? dyv * wv : dyv;
-      const A mean_g = center ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
-      const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
-      tl::store(c, dx + r * cols, (g - mean_g - xhat * mean_gx) * rs, cols);
-      if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
-      if (db_part != nullptr) db_acc = db_acc + dyv;
+    if constexpr (kAhead) {
+      A mu = center ? mean[r0] : A(0);
+      A rs = rstd[r0];
+      auto xv = tl::load<B>(c, x + r0 * cols, cols, mu);  // masked elements: mu, so xhat 0
+      auto dyv = tl::load<B>(c, dy + r0 * cols, cols);
+      for (int64_t r = r0; r < r1; ++r) {
+        const bool more = r + 1 < r1;
+        const int64_t next = more ? r + 1 : r;
+        const A mu_next = center ? mean[next] : A(0);
+        const A rs_next = rstd[next];
+        auto x_next = tl::load<B>(c, x + next * cols, more ? cols : 0, mu_next);
+        auto dy_next = tl::load<B>(c, dy + next * cols, more ? cols : 0);
+        one_row(
+            c, r, xv, dyv, [&] { return gain(tl::load<B>(c, w, cols), unit_offset); }, mu, rs, dw_acc, db_acc);
+        xv = x_next;
+        dyv = dy_next;
+        mu = mu_next;
+        rs = rs_next;
+      }
+    } else {
+      auto wv = tl::full<B>(c, A(1));
+      if (w != nullptr) wv = gain(tl::load<B>(c, w, cols), unit_offset);
+      for (int64_t r = r0; r < r1; ++r) {
+        const A mu = center ? mean[r] : A(0);
+        const A rs = rstd[r];
+        // Both loads before any arithmetic on them: on a device a thread then has x's and dy's
+        // accesses in flight together (xhat computed between them waited for x).
+        auto xv = tl::load<B>(c, x + r * cols, cols, mu);  // masked elements: mu, so xhat 0
+        auto dyv = tl::load<B>(c, dy + r * cols, cols);
+        one_row(
+            c, r, xv, dyv, [&] { return wv; }, mu, rs, dw_acc, db_acc);
+      }
     }
     if (dw_part != nullptr) tl::store(c, dw_part + group * cols, dw_acc, cols);
     if (db_part != nullptr) tl::store(c, db_part + group * cols, db_acc, cols);
+  }
+
+  /// Row r's arithmetic on its loaded x and dy: dx stored, dy xhat and dy added to the partials.
+  /// `gain_of()` gives the weight's gain (called only with a weight).
+  template <class Ctx, class Tx, class Tdy, class Gain, class Acc>
+  BENCH_HD BENCH_FORCEINLINE void one_row(Ctx& c, int64_t r, const Tx& xv, const Tdy& dyv, const Gain& gain_of, A mu,
+                                          A rs, Acc& dw_acc, Acc& db_acc) const {
+    auto xhat = (xv - mu) * rs;
+    auto g = w != nullptr ? dyv * gain_of() : dyv;
+    const A mean_g = center ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);
+    const A mean_gx = tl::sum(c, tl::full<B>(c, A(0)) + g * xhat) / A(cols);
+    tl::store(c, dx + r * cols, (g - mean_g - xhat * mean_gx) * rs, cols);
+    if (dw_part != nullptr) dw_acc = dw_acc + no_fma(dyv * xhat);
+    if (db_part != nullptr) db_acc = db_acc + dyv;
   }
 
   /// Rows [r0, r1) (at most kRowsPerGroup) of the group; `more`: the group's partials already
@@ -503,7 +518,7 @@ struct ColumnSums {
 }  // namespace programs
 
 // ---------------------------------------------------------------------------------------------
-// 3. launchers (float, double and bf16 storage are instantiated in norm.cpp)
+// 2. launchers (float, double and bf16 storage are instantiated in norm.cpp)
 // ---------------------------------------------------------------------------------------------
 
 /// Normalize each of `rows` rows of `cols` elements. `center` selects LayerNorm (true) or

@@ -110,6 +110,16 @@ TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
   norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
                         dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
                         ws.data(), p.unit_offset);
+  // The float64 program against the formulas (norm_backward_reference, no tile program): the
+  // targets below are compared with the program, so a fault of the program in every type (e.g. in
+  // its software-pipelined rows) passes there and fails here.
+  std::vector<double> ref_dx, ref_dw(w.size(), 0.25), ref_db(w.size(), -0.5);
+  norm_backward_reference(p.center, x, w, dy, ref_dx, ref_dw, ref_db, p.rows, p.cols, 1e-5, p.unit_offset);
+  EXPECT_TRUE(all_near(dx, ref_dx, 1e-9, 1e-9));
+  if (p.affine) {
+    EXPECT_TRUE(all_near(dw, ref_dw, 1e-9 * static_cast<double>(p.rows), 1e-9));
+    EXPECT_TRUE(all_near(db, ref_db, 1e-9 * static_cast<double>(p.rows), 1e-9));
+  }
   // float on the target.
   Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)), gy(t, x.size());
   Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
@@ -311,6 +321,9 @@ std::vector<NormCase> cases() {
         // partial sums one launch adds there for both gradients (NormManyRowsTest: more rows);
         // 2500 columns: wider than the host's widest tile (NormBackwardWide there), one tile on a
         // device; 4500: wider than a device's too (NormBackwardWide on the emulated target).
+        // 33 rows of 1000 and 3000: the backward's software-pipelined tiles (NormBackward::kAhead:
+        // 1024 on every target, bf16's 4096 on the emulated one) over a group of 32 rows and one
+        // of a single row, whose "next row" loads nothing.
         for (auto [rows, cols] : {std::pair<int64_t, int64_t>{3, 5},
                                   {40, 128},
                                   {33, 300},
@@ -318,7 +331,9 @@ std::vector<NormCase> cases() {
                                   {200, 64},
                                   {70, 771},
                                   {1061, 768},
-                                  {3, 4500}})
+                                  {3, 4500},
+                                  {33, 1000},
+                                  {33, 3000}})
           out.push_back({center, affine, rows, cols, t});
   // The unit offset (1 + w) with weight and bias: one tile, chunked rows, and many row groups.
   for (const Target& t : targets())
@@ -357,6 +372,11 @@ TEST_P(NormManyRowsTest, GroupsOfManyRowsMatchTheFloat64Backward) {
                            cols, 1e-5);
       norm_backward<double>(Exec{}, center, dy.data(), x.data(), w.data(), mean.data(), rstd.data(), dx.data(),
                             dw.data(), db.data(), n_rows, cols, ws.data());
+      std::vector<double> ref_dx, ref_dw(w.size(), 0.25), ref_db(w.size(), -0.5);
+      norm_backward_reference(center, x, w, dy, ref_dx, ref_dw, ref_db, n_rows, cols, 1e-5);
+      EXPECT_TRUE(all_near(dx, ref_dx, 1e-9, 1e-9));
+      EXPECT_TRUE(all_near(dw, ref_dw, 1e-9 * static_cast<double>(n_rows), 1e-9));
+      EXPECT_TRUE(all_near(db, ref_db, 1e-9 * static_cast<double>(n_rows), 1e-9));
       Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)),
           gy(t, x.size());
       Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
