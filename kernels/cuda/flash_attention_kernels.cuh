@@ -161,7 +161,8 @@ BENCH_FLASH_FN void forward_rows_async(Thread& th, uint16_t (*dst)[D + kPad], ui
 
 /// The forward's 32-bit masking limits of one key tile against the kRows query rows of one warp
 /// (32; the wgmma forward's warpgroups take 64, flash_attention_wgmma_kernels.cuh): key kl of the
-/// tile (0..63) is visible to row qr of the warp (0..kRows - 1) iff kl < end, and with
+/// tile (0..kCols - 1: 64, or the warp-specialized wgmma forward's 128) is visible to row qr of the
+/// warp (0..kRows - 1) iff kl < end, and with
 /// causal masking kl - qr <= causal, and with a window kl - qr > window. `interior` when every key
 /// is visible to every row (no mask needed), `empty` when none is (the warp skips the tile: its
 /// max, sum and output would not change).
@@ -170,22 +171,22 @@ struct TileMask {
   bool interior, empty;
 };
 
-template <int kRows = kFwdWarpRows>
+template <int kRows = kFwdWarpRows, int kCols = kBlockN>
 BENCH_FLASH_FN TileMask tile_mask(int64_t q0, int64_t n0, int64_t n_t, int64_t window, bool causal) {
-  static_assert(kRows <= 4 * kBlockN, "the clamps below keep every row's comparison");
+  static_assert(kRows <= 4 * kCols, "the clamps below keep every row's comparison");
   TileMask k;
-  k.end = n_t - n0 < kBlockN ? static_cast<int>(n_t - n0) : kBlockN;
+  k.end = n_t - n0 < kCols ? static_cast<int>(n_t - n0) : kCols;
   // |q0 - n0| < T + kFwdBlockM; clamp so that a difference of 64-bit positions fits an int.
   const int64_t c = q0 - n0;
-  k.causal = c > 4 * kBlockN ? 4 * kBlockN : c < -4 * kBlockN ? -4 * kBlockN : static_cast<int>(c);
+  k.causal = c > 4 * kCols ? 4 * kCols : c < -4 * kCols ? -4 * kCols : static_cast<int>(c);
   // A window longer than the sequence masks nothing.
   const int64_t w = q0 - n0 - window;
-  k.window = window <= 0 || w < -4 * kBlockN ? -4 * kBlockN : w > 4 * kBlockN ? 4 * kBlockN : static_cast<int>(w);
-  // Interior: all 64 keys exist, the last key is at most the first row (causal), and the first
+  k.window = window <= 0 || w < -4 * kCols ? -4 * kCols : w > 4 * kCols ? 4 * kCols : static_cast<int>(w);
+  // Interior: all kCols keys exist, the last key is at most the first row (causal), and the first
   // key is inside the last row's window. Empty: the first key is past the last row (causal), or
   // the last key is outside the first row's window, or the rows are past the sequence.
-  k.interior = k.end == kBlockN && (!causal || kBlockN - 1 <= k.causal) && (window <= 0 || 0 - (kRows - 1) > k.window);
-  k.empty = q0 >= n_t || (causal && 0 - (kRows - 1) > k.causal) || (window > 0 && kBlockN - 1 <= k.window);
+  k.interior = k.end == kCols && (!causal || kCols - 1 <= k.causal) && (window <= 0 || 0 - (kRows - 1) > k.window);
+  k.empty = q0 >= n_t || (causal && 0 - (kRows - 1) > k.causal) || (window > 0 && kCols - 1 <= k.window);
   return k;
 }
 

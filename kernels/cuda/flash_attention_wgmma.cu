@@ -241,6 +241,11 @@ struct CudaWgThread : CudaThread {
   }
 };
 
+/// The key tile of the forward as launched: 64 in step; warp-specialized 128 (flash::kWsBlockN),
+/// except with dropout, whose 128-key instantiations spill (docs/kernels.md, "Key tiles of 128").
+template <bool kWs, bool kDropout>
+constexpr int kKeyTile = kWs && !kDropout ? flash::kWsBlockN : flash::kBlockN;
+
 template <int D, bool kDropout, bool kWs>
 __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
     flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
@@ -248,8 +253,9 @@ __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_forward_wgmma<D, kDropout, kWs>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window,
-                                               causal, dropout, dropout_seed_of(seed, step_at));
+  flash::flash_forward_wgmma<D, kDropout, kWs, false, kKeyTile<kWs, kDropout>>(th, qkv, out, row_max, lse, n_t, n_h,
+                                                                               n_kv, scale, softcap, window, causal,
+                                                                               dropout, dropout_seed_of(seed, step_at));
 #else
   (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale, (void)softcap;
   (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
@@ -259,7 +265,7 @@ __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
 template <int D, bool kDropout, bool kWs>
 cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
                                  float* row_max, float* lse) {
-  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, kWs>();
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, kWs, false, kKeyTile<kWs, kDropout>>();
   const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout, kWs>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
@@ -291,8 +297,9 @@ __global__ void __launch_bounds__(flash::kWsThreads, 1)
                             float dropout, uint64_t seed, const int64_t* step_at) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_forward_wgmma<D, kDropout, true, true>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap,
-                                                      window, causal, dropout, dropout_seed_of(seed, step_at), &map);
+  flash::flash_forward_wgmma<D, kDropout, true, true, kKeyTile<true, kDropout>>(
+      th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
+      dropout_seed_of(seed, step_at), &map);
 #else
   (void)map, (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale;
   (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
@@ -336,7 +343,7 @@ cudaError_t launch_forward_wgmma_tma(cudaStream_t stream, const AttentionArgs& a
   const cudaError_t enc = encode_tensor_map(
       tma::flash_tensor_map(qkv, a.batch, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads), D), map);
   if (enc != cudaSuccess) return enc;
-  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, true, true>();
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, true, true, kKeyTile<true, kDropout>>();
   const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma_tma<D, kDropout>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;

@@ -17,13 +17,14 @@
 // registers; B from shared memory, N-major when kTransB).
 //
 // Shape: a block of two warpgroups (256 threads) takes 128 queries of one (batch, head), 64 a
-// warpgroup (wgmma's m64), in forward_grid's order. Q and three stages of K and V tiles of 64 keys
+// warpgroup (wgmma's m64), in forward_grid's order. Q and three stages of K and V tiles of kN keys
+// (64, or 128 for the warp-specialized variant as launched: kWsBlockN)
 // sit in shared memory in the core-matrix layout of wgmma_layout.cuh (interleaved, no swizzle:
 // every 16-byte chunk a thread copies lands next to its neighbour's, and each 8 x 16-byte core
 // matrix the tensor core reads is 128 contiguous bytes), brought in by cp.async by all threads,
 // the next tile's copy overlapping this tile's products. Per tile j and warpgroup:
-//   1. S_j = Q K_j^T by D / 16 wgmma m64n64k16 (Q and K both K-major from shared memory), one
-//      commit group; then O += P_{j-1} V_{j-1} by 4 wgmma m64nDk16 (P from registers, V an
+//   1. S_j = Q K_j^T by D / 16 wgmma m64nNk16, N = kN (Q and K both K-major from shared memory),
+//      one commit group; then O += P_{j-1} V_{j-1} by kN / 16 wgmma m64nDk16 (P from registers, V an
 //      N-major B: the transpose bit, no transposed copy), a second group.
 //   2. wait_group 1 (S_j complete, P V still running), and the online softmax of S_j in registers
 //      (each warp owns 16 rows of the 64 in the m16n8 C layout the mma.sync forward's softmax
@@ -46,7 +47,7 @@
 // (sw128_offset; descriptors k_major_sw128 / mn_major_sw128), the rows past the sequence's end
 // zeros by the tensor map's bounds (tma_map.h); the consumers need no fence.proxy.async, TMA
 // writes through the async proxy. Its Thread also supplies mbar_arrive_expect_tx(bar, bytes) and
-// tma_load_4d(dst, map, c0, c1, c2, c3, bar). Not done: key tiles of 128. Compiled for sm_90a,
+// tma_load_4d(dst, map, c0, c1, c2, c3, bar). Compiled for sm_90a,
 // checked by the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on
 // wgmma").
 #pragma once
@@ -55,6 +56,7 @@
 #include <cstdint>
 
 #include "flash_attention_kernels.cuh"
+#include "tma_map.h"
 #include "wgmma_layout.cuh"
 
 #if !defined(__CUDACC__)
@@ -69,7 +71,15 @@ constexpr int kWgGroups = kFwdBlockM / kWgRows;  // warpgroups per block: 2
 constexpr int kWgThreads = kWgGroups * 128;      // threads per block: 256
 // K/V stages: the tile being multiplied, the one whose P V is still in flight, the next one.
 constexpr int kWgStages = 3;
-static_assert(kBlockN == 64, "S is one wgmma n64 a k16 step, P four A fragments");
+// Key tiles: kN = kBlockN (64: S one wgmma m64n64k16 a k16 step, P four A fragments) or 128
+// (m64n128k16, P eight), a template argument of flash_forward_wgmma. The warp-specialized forward
+// is launched at kWsBlockN = 128 (FlashAttention-3's tile at d 128): S's wgmma read 6 KB of shared
+// memory per 64 clocks instead of 4 KB per 32 (the SM's 128 B/clk), and the per-tile overheads
+// (mbarrier round trips, named barriers, the softmax's row reductions) are paid once per 128 keys
+// (docs/kernels.md, "Key tiles of 128"); the forward in step keeps 64.
+constexpr int kWsBlockN = 128;
+// Shared memory an SM gives one block (sm_90: 227 KB).
+constexpr size_t kWgMaxSmem = 227 * 1024;
 
 // The warp-specialized variant (kWs): a third warpgroup, the producer, fills the K/V ring by
 // cp.async and gives registers to the two consumer warpgroups (setmaxnreg: 128 x 24 + 256 x 240 =
@@ -82,7 +92,7 @@ static_assert(128 * kWsProducerRegs + kWgThreads * kWsConsumerRegs <= 65536 / kW
 // consumer warpgroup w's turn to issue its wgmma.
 constexpr int kWsTurn = 1;
 
-/// The TMA variant's tiles: Q's 128 rows, then each stage's K and V (64 rows each), every tile
+/// The TMA variant's tiles: Q's 128 rows, then each stage's K and V (kN rows each), every tile
 /// D / 64 column blocks of its rows x 128 bytes in the 128-byte swizzle, 1024-byte aligned
 /// (wgmma::kSw128Atom) from a base that the kernel aligns (the slack below).
 template <int D>
@@ -98,15 +108,20 @@ constexpr int wgmma_forward_threads() {
 }
 
 /// Shared memory of flash_forward_wgmma<D, ..., kWs, kTma>: Q (128 rows) and kWgStages stages of
-/// K and V (64 rows each), no padding (the core-matrix layout needs none); with kWs, then the
+/// K and V (kN rows each), no padding (the core-matrix layout needs none); with kWs, then the
 /// mbarriers: Q's, each stage's "full" and each stage's "empty" (8 bytes each); with kTma, 1024
 /// bytes more, to align the tiles to the 128-byte swizzle's atoms wherever the block's shared
 /// memory starts.
-template <int D, bool kWs = false, bool kTma = false>
+template <int D, bool kWs = false, bool kTma = false, int kN = kBlockN>
 constexpr size_t wgmma_forward_smem_bytes() {
-  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kBlockN) * D * sizeof(uint16_t) +
+  return static_cast<size_t>(kFwdBlockM + 2 * kWgStages * kN) * D * sizeof(uint16_t) +
          (kWs ? 8 * (1 + 2 * kWgStages) : 0) + (kTma ? wgmma::kSw128Atom : 0);
 }
+
+// The largest launched: d 128, key tiles of 128, TMA: 32 KB of Q + 3 stages x 64 KB of K and V
+// + 56 bytes of mbarriers + 1024 of alignment slack = 230,456 bytes <= 232,448.
+static_assert(wgmma_forward_smem_bytes<128, true, true, kWsBlockN>() <= kWgMaxSmem, "fits an SM's shared memory");
+static_assert(wgmma_forward_smem_bytes<128, true, true, kWsBlockN>() == 230456, "the figure above");
 
 /// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
 /// `width` apart) into `dst` in wgmma_layout.cuh's core-matrix layout, and when `second` is set
@@ -149,14 +164,15 @@ BENCH_FLASH_FN void wgmma_rows_async(Thread& th, uint16_t* dst, uint16_t* second
 /// the warpgroups in step. kTma (with kWs): the producer's copies by TMA through `tma_map`
 /// (the tensor map of tma::flash_tensor_map(qkv, ...): on the GPU a CUtensorMap kernel parameter,
 /// in the emulator its arguments), the tiles 128-byte swizzled. The per-tile math is the same code.
-template <int D, bool kDropout, bool kWs, bool kTma = false, class Thread>
+template <int D, bool kDropout, bool kWs, bool kTma = false, int kN = kBlockN, class Thread>
 BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out,
                                         float* __restrict__ row_max, float* __restrict__ lse, int64_t n_t, int n_h,
                                         int n_kv, float scale, float softcap, int64_t window, bool causal,
                                         float dropout, uint64_t dropout_seed, const void* tma_map = nullptr) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
   static_assert(kWs || !kTma, "TMA loads are the warp-specialized producer's");
-  // Shared memory: Q (128 rows), then stage 0's K and V, then stage 1's (64 rows each); with kTma
+  static_assert(kN == 64 || kN == 128, "key tiles of 64 or 128");
+  // Shared memory: Q (128 rows), then stage 0's K and V, then stage 1's (kN rows each); with kTma
   // from the first 1024-byte boundary.
   uint16_t* q_s = reinterpret_cast<uint16_t*>(th.shared());
   if constexpr (!kTma) (void)tma_map;
@@ -182,13 +198,12 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   const int64_t block_end = m0 + kFwdBlockM < n_t ? m0 + kFwdBlockM : n_t;
   const int64_t n_end = causal ? block_end : n_t;
   const int64_t first_key = window > 0 && m0 + 1 - window > 0 ? m0 + 1 - window : 0;
-  const int64_t n_begin = first_key / kBlockN * kBlockN;
+  const int64_t n_begin = first_key / kN * kN;
 
   // kWs: the mbarriers after the ring. Q's (the producer's 128 threads arrive once their copies
   // of Q have landed); a stage's "full" (the same, for its K and V); a stage's "empty" (every
   // consumer thread arrives once its P V that read the stage's V has completed, its S long before).
-  const uint32_t q_full = th.smem_addr(k_s + 2 * kWgStages * kBlockN * D), full = q_full + 8,
-                 empty = full + 8 * kWgStages;
+  const uint32_t q_full = th.smem_addr(k_s + 2 * kWgStages * kN * D), full = q_full + 8, empty = full + 8 * kWgStages;
   if constexpr (kWs) {
     if (th.tid() == 0) {
       // kTma: one arrival a phase (the producer's elected thread, with its expect_tx); cp.async:
@@ -212,27 +227,33 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
         // by expect_tx first. Boxes that reach past the sequence's end are zeros there, and count
         // whole. Coordinates (column, head, row, batch), innermost first (tma::flash_tensor_map).
         if (me == 0) {
-          constexpr uint32_t kBox = kBlockN * 64 * sizeof(uint16_t);
+          constexpr int kBoxRows = static_cast<int>(tma::kFlashBoxRows);
+          constexpr uint32_t kBox = kBoxRows * 64 * sizeof(uint16_t);
           const uint32_t q_at = th.smem_addr(q_s);
-          th.mbar_arrive_expect_tx(q_full, kBox * 2 * (D / 64));
+          th.mbar_arrive_expect_tx(q_full, kBox * (kFwdBlockM / kBoxRows) * (D / 64));
 #pragma unroll 1
           for (int c = 0; c < D / 64; ++c)
 #pragma unroll 1
-            for (int r = 0; r < kFwdBlockM / kBlockN; ++r)
-              th.tma_load_4d(q_at + (c * kFwdBlockM + r * kBlockN) * 128, tma_map, 64 * c, h,
-                             static_cast<int>(m0) + r * kBlockN, b, q_full);
+            for (int r = 0; r < kFwdBlockM / kBoxRows; ++r)
+              th.tma_load_4d(q_at + (c * kFwdBlockM + r * kBoxRows) * 128, tma_map, 64 * c, h,
+                             static_cast<int>(m0) + r * kBoxRows, b, q_full);
           int stage = 0, phase = 0;
 #pragma unroll 1
-          for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+          for (int64_t n0 = n_begin; n0 < n_end; n0 += kN) {
             th.mbar_wait(empty + 8 * stage, phase ^ 1);
-            const uint32_t k_at = th.smem_addr(k_s + 2 * kBlockN * D * stage), v_at = k_at + kBlockN * D * 2;
-            th.mbar_arrive_expect_tx(full + 8 * stage, kBox * 2 * (D / 64));
+            const uint32_t k_at = th.smem_addr(k_s + 2 * kN * D * stage), v_at = k_at + kN * D * 2;
+            th.mbar_arrive_expect_tx(full + 8 * stage, kBox * 2 * (kN / kBoxRows) * (D / 64));
+            // Column block c of a tile of kN rows at c kN 128 bytes, its box r of 64 rows r 64 128
+            // bytes in (sw128_offset<kN>'s layout: the XOR is of address bits 4-9, within a box).
 #pragma unroll 1
-            for (int c = 0; c < D / 64; ++c) {
-              th.tma_load_4d(k_at + c * kBox, tma_map, 64 * c, n_h + kv, static_cast<int>(n0), b, full + 8 * stage);
-              th.tma_load_4d(v_at + c * kBox, tma_map, 64 * c, n_h + n_kv + kv, static_cast<int>(n0), b,
-                             full + 8 * stage);
-            }
+            for (int c = 0; c < D / 64; ++c)
+#pragma unroll 1
+              for (int r = 0; r < kN / kBoxRows; ++r) {
+                const uint32_t at = (c * kN + r * kBoxRows) * 128;
+                const int row = static_cast<int>(n0) + r * kBoxRows;
+                th.tma_load_4d(k_at + at, tma_map, 64 * c, n_h + kv, row, b, full + 8 * stage);
+                th.tma_load_4d(v_at + at, tma_map, 64 * c, n_h + n_kv + kv, row, b, full + 8 * stage);
+              }
             if (++stage == kWgStages) stage = 0, phase ^= 1;
           }
         }
@@ -242,10 +263,10 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
                                                  width);
       th.cp_async_mbar_arrive(q_full);
       int stage = 0, phase = 0;
-      for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+      for (int64_t n0 = n_begin; n0 < n_end; n0 += kN) {
         th.mbar_wait(empty + 8 * stage, phase ^ 1);
-        uint16_t* ks = k_s + 2 * kBlockN * D * stage;
-        wgmma_rows_async<D, kBlockN, 128, true>(th, me, ks, ks + kBlockN * D, v_off, k_base, n0, n_t, width);
+        uint16_t* ks = k_s + 2 * kN * D * stage;
+        wgmma_rows_async<D, kN, 128, true>(th, me, ks, ks + kN * D, v_off, k_base, n0, n_t, width);
         th.cp_async_mbar_arrive(full + 8 * stage);
         if (++stage == kWgStages) stage = 0, phase ^= 1;
       }
@@ -261,7 +282,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     if (wg == 1) th.named_arrive(kWsTurn, kWgThreads);
   } else {
     wgmma_rows_async<D, kFwdBlockM>(th, q_s, nullptr, 0, seq + static_cast<int64_t>(h) * D, m0, n_t, width);
-    wgmma_rows_async<D, kBlockN>(th, k_s, k_s + kBlockN * D, v_off, k_base, n_begin, n_t, width);
+    wgmma_rows_async<D, kN>(th, k_s, k_s + kN * D, v_off, k_base, n_begin, n_t, width);
     th.cp_async_commit();
   }
 
@@ -279,20 +300,20 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   // P of the previous tile as A fragments, waiting for its P V (issued with this tile's S), and
   // that tile's V. Before the first tile P is 0 (and V stage 0's, loaded by then): the P V issued
   // with the first S adds nothing, and every wgmma is issued on every path.
-  uint32_t pa[kBlockN / 16][4] = {};
-  uint32_t pv_addr = th.smem_addr(k_s + kBlockN * D);
-  // O += P V for the previous tile: 4 wgmma m64nDk16, V as an N-major B; one commit group.
+  uint32_t pa[kN / 16][4] = {};
+  uint32_t pv_addr = th.smem_addr(k_s + kN * D);
+  // O += P V for the previous tile: kN / 16 wgmma m64nDk16, V as an N-major B; one commit group.
   const auto issue_pv = [&] {
 #pragma unroll
-    for (int kb = 0; kb < kBlockN / 16; ++kb)
-      th.template wgmma_rs<D, 1>(
-          o, pa[kb], kTma ? wgmma::mn_major_sw128<kBlockN>(pv_addr, kb) : wgmma::mn_major<D>(pv_addr, kb), true);
+    for (int kb = 0; kb < kN / 16; ++kb)
+      th.template wgmma_rs<D, 1>(o, pa[kb],
+                                 kTma ? wgmma::mn_major_sw128<kN>(pv_addr, kb) : wgmma::mn_major<D>(pv_addr, kb), true);
     th.wgmma_commit();
   };
 
   int stage = 0;                   // tile i sits in stage i % kWgStages
   [[maybe_unused]] int phase = 0;  // kWs: the parity of that stage's full phase
-  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kN) {
     if constexpr (kWs) {
       th.mbar_wait(full + 8 * stage, phase);
       // The producer's landed cp.async copies, seen through the mbarrier, visible to wgmma (not
@@ -303,9 +324,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       // Every warpgroup's P V of two tiles back completed (each waits for its own within the tile
       // after it), so its stage, the next tile's, may be written.
       th.sync();
-      if (n0 + kBlockN < n_end) {
-        uint16_t* next = k_s + 2 * kBlockN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
-        wgmma_rows_async<D, kBlockN>(th, next, next + kBlockN * D, v_off, k_base, n0 + kBlockN, n_t, width);
+      if (n0 + kN < n_end) {
+        uint16_t* next = k_s + 2 * kN * D * (stage + 1 == kWgStages ? 0 : stage + 1);
+        wgmma_rows_async<D, kN>(th, next, next + kN * D, v_off, k_base, n0 + kN, n_t, width);
         th.cp_async_commit();
         th.cp_async_wait(1);
       } else {
@@ -318,24 +339,24 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     // P 0): a wgmma under a branch that depends on the thread index is one ptxas cannot prove
     // warpgroup-uniform, and it then serializes every wgmma of the kernel (C7520). The cost is the
     // causal diagonal's second tile for warpgroup 0, about 3 % of the products at T 4096.
-    const TileMask mask = tile_mask<kWgRows>(q0, n0, n_t, window, causal);
-    const uint16_t* ks = k_s + 2 * kBlockN * D * stage;
+    const TileMask mask = tile_mask<kWgRows, kN>(q0, n0, n_t, window, causal);
+    const uint16_t* ks = k_s + 2 * kN * D * stage;
     const uint32_t k_addr = th.smem_addr(ks);
 
     // S = Q K^T (D / 16 wgmma chained on one accumulator, the first one overwriting it), then the
     // previous tile's P V: the softmax below overlaps P V on the tensor cores (FlashAttention-3's
     // intra-warpgroup pipelining). wait_group 1 completes S, the older group, and leaves P V.
-    float s[kBlockN / 2];
+    float s[kN / 2];
     th.wgmma_hold(o);
     th.wgmma_hold(pa);
     th.wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       if constexpr (kTma)
-        th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major_sw128<kFwdBlockM>(q_addr, kk),
-                                         wgmma::k_major_sw128<kBlockN>(k_addr, kk), kk > 0);
+        th.template wgmma_ss<kN, 0>(s, wgmma::k_major_sw128<kFwdBlockM>(q_addr, kk),
+                                    wgmma::k_major_sw128<kN>(k_addr, kk), kk > 0);
       else
-        th.template wgmma_ss<kBlockN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
+        th.template wgmma_ss<kN, 0>(s, wgmma::k_major<D>(q_addr, kk), wgmma::k_major<D>(k_addr, kk), kk > 0);
     }
     th.wgmma_commit();
     issue_pv();
@@ -345,17 +366,17 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     th.template wgmma_wait<1>();
     th.wgmma_hold(s);
 
-    // The mma.sync forward's softmax (flash_forward), on one m16 tile of 8 n8 blocks a warp; O's
+    // The mma.sync forward's softmax (flash_forward), on one m16 tile of kN / 8 n8 blocks a warp; O's
     // rescale waits for the pending P V.
     float fac = scale2;
     if (softcap > 0.f || scale2 < 0.f) {
 #pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i) s[i] = softcap > 0.f ? cap_out * tanhf(s[i] * cap_in) : s[i] * scale2;
+      for (int i = 0; i < kN / 2; ++i) s[i] = softcap > 0.f ? cap_out * tanhf(s[i] * cap_in) : s[i] * scale2;
       fac = 1.f;
     }
     if (!mask.interior) {
 #pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i) {
+      for (int i = 0; i < kN / 2; ++i) {
         const int kl = 8 * (i / 4) + 2 * t + i % 2, d = kl - (row0 + 8 * ((i % 4) / 2));
         const bool visible = kl < mask.end && (!causal || d <= mask.causal) && (window <= 0 || d > mask.window);
         s[i] = visible ? s[i] : -INFINITY;
@@ -366,7 +387,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     for (int r = 0; r < 2; ++r) {
       float tile_max = -INFINITY;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      for (int j = 0; j < kN / 8; ++j) tile_max = fmaxf(tile_max, fmaxf(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
       tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 1));
       tile_max = fmaxf(tile_max, th.shfl_xor(tile_max, 2));
       const float m_new = fmaxf(m[r], tile_max * fac);
@@ -375,7 +396,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       const float base = m_new == -INFINITY ? 0.f : m_new;
       float sum = 0.f;
 #pragma unroll
-      for (int j = 0; j < kBlockN / 8; ++j) {
+      for (int j = 0; j < kN / 8; ++j) {
         s[4 * j + 2 * r] = th.exp2(fmaf(s[4 * j + 2 * r], fac, -base));
         s[4 * j + 2 * r + 1] = th.exp2(fmaf(s[4 * j + 2 * r + 1], fac, -base));
         sum += s[4 * j + 2 * r] + s[4 * j + 2 * r + 1];
@@ -393,7 +414,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
       const float keep_scale = 1.f / (1.f - dropout);
 #pragma unroll
-      for (int i = 0; i < kBlockN / 2; ++i) {
+      for (int i = 0; i < kN / 2; ++i) {
         const uint64_t arg =
             arg0 + row8 * static_cast<uint64_t>((i % 4) / 2) + kG * static_cast<uint64_t>(8 * (i / 4) + i % 2);
         const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
@@ -403,9 +424,9 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
 
     // This tile's P as A fragments (keys 16 kb .. 16 kb + 15 are the accumulators of n8 blocks
     // 2 kb and 2 kb + 1), kept apart from the pending P until its P V has completed.
-    uint32_t pn[kBlockN / 16][4];
+    uint32_t pn[kN / 16][4];
 #pragma unroll
-    for (int kb = 0; kb < kBlockN / 16; ++kb) {
+    for (int kb = 0; kb < kN / 16; ++kb) {
       pn[kb][0] = pack_rn(s[8 * kb], s[8 * kb + 1]);
       pn[kb][1] = pack_rn(s[8 * kb + 2], s[8 * kb + 3]);
       pn[kb][2] = pack_rn(s[8 * kb + 4], s[8 * kb + 5]);
@@ -427,10 +448,10 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i % 4) / 2];
     }
 #pragma unroll
-    for (int kb = 0; kb < kBlockN / 16; ++kb)
+    for (int kb = 0; kb < kN / 16; ++kb)
 #pragma unroll
       for (int e = 0; e < 4; ++e) pa[kb][e] = pn[kb][e];
-    pv_addr = th.smem_addr(ks + kBlockN * D);
+    pv_addr = th.smem_addr(ks + kN * D);
     if (++stage == kWgStages) stage = 0, phase ^= 1;
   }
   // The last tile's P V. The key loop above ran at least once (a block of queries below T sees at

@@ -39,7 +39,8 @@ struct TensorMapArgs {
 };
 
 /// Columns and rows of one box of the flash forward: 64 bf16 (128 bytes, the widest row the
-/// 128-byte swizzle takes) of 64 rows (kBlockN keys, half of the 128 queries of a block).
+/// 128-byte swizzle takes) of 64 rows (kBlockN keys, half of the 128 queries of a block; a tile of
+/// 128 keys, the warp-specialized forward's, is two boxes a column block).
 constexpr uint32_t kFlashBoxColumns = 64, kFlashBoxRows = 64;
 
 /// The tensor map of the flash forward's qkv ([batch, time, n_heads + 2 n_kv, d_head] bf16 rows,

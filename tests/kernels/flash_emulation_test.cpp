@@ -87,8 +87,8 @@ void forward(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vect
 
 /// Emulated forward on wgmma (flash_attention_wgmma_kernels.cuh): the same outputs; kWs the
 /// warp-specialized variant, kTma its TMA loads (through the tensor map arguments the GPU launch
-/// encodes: tma::flash_tensor_map).
-template <int D, bool kWs, bool kTma = false>
+/// encodes: tma::flash_tensor_map); kN the key tile (64, or the warp-specialized launch's 128).
+template <int D, bool kWs, bool kTma = false, int kN = flash::kBlockN>
 void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std::vector<uint16_t>& out,
                    std::vector<float>& row_max, std::vector<float>& lse) {
   out.assign(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 0xffff);
@@ -97,13 +97,13 @@ void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std
   const int n_h = static_cast<int>(a.n_heads), n_kv = static_cast<int>(a.n_kv_heads);
   const tma::TensorMapArgs map = tma::flash_tensor_map(qkv.data(), a.batch, a.seq, n_h, n_kv, D);
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
-    flash::flash_forward_wgmma<D, kDropout, kWs, kTma>(
+    flash::flash_forward_wgmma<D, kDropout, kWs, kTma, kN>(
         th, qkv.data(), out.data(), row_max.data(), lse.data(), a.seq, n_h, n_kv, static_cast<float>(a.scale),
         static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout), a.dropout_seed, &map);
   };
   int64_t grid_x = 0, grid_y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, grid_x, grid_y);
-  launch(grid_x, grid_y, flash::wgmma_forward_threads<kWs>(), flash::wgmma_forward_smem_bytes<D, kWs, kTma>(),
+  launch(grid_x, grid_y, flash::wgmma_forward_threads<kWs>(), flash::wgmma_forward_smem_bytes<D, kWs, kTma, kN>(),
          [&](EmulatedThread& th) {
            if (a.dropout > 0)
              body.template operator()<true>(th);
@@ -112,13 +112,13 @@ void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std
          });
 }
 
-template <int D, bool kWgmma = false, bool kWs = false, bool kTma = false>
+template <int D, bool kWgmma = false, bool kWs = false, bool kTma = false, int kN = flash::kBlockN>
 void check_forward(const AttentionArgs& a) {
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
   if constexpr (kWgmma)
-    forward_wgmma<D, kWs, kTma>(a, qkv, out, row_max, lse);
+    forward_wgmma<D, kWs, kTma, kN>(a, qkv, out, row_max, lse);
   else
     forward<D>(a, qkv, out, row_max, lse);
   std::vector<double> out_ref, max_ref;
@@ -207,25 +207,31 @@ TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
 }
 
 // The warp-specialized variant: a producer warpgroup under full/empty mbarriers, the consumers'
-// ping-pong by named barriers (the emulator runs the waiters of each release first).
-TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
-  const AttentionArgs& a = GetParam().args;
+// ping-pong by named barriers (the emulator runs the waiters of each release first); at the key
+// tile it is launched with (flash::kWsBlockN, 128) and at 64 (what the first GPU session compares
+// it with).
+template <int kN, bool kTma>
+void check_ws(const AttentionArgs& a) {
   if (a.d_head == 64)
-    check_forward<64, true, true>(a);
+    check_forward<64, true, true, kTma, kN>(a);
   else
-    check_forward<128, true, true>(a);
+    check_forward<128, true, true, kTma, kN>(a);
+}
+
+TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
+  check_ws<flash::kWsBlockN, false>(GetParam().args);
+}
+
+TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedKeys64MatchesFloat64Reference) {
+  check_ws<64, false>(GetParam().args);
 }
 
 // The warp-specialized variant with TMA loads: one producer thread issues the boxes under
 // expect_tx, the tiles 128-byte swizzled (the emulator's TMA poisons each destination until the
 // phase that counts its bytes completes, and zero-fills the rows past the sequence's end).
-TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) {
-  const AttentionArgs& a = GetParam().args;
-  if (a.d_head == 64)
-    check_forward<64, true, true, true>(a);
-  else
-    check_forward<128, true, true, true>(a);
-}
+TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) { check_ws<flash::kWsBlockN, true>(GetParam().args); }
+
+TEST_P(FlashEmulation, ForwardWgmmaTmaKeys64MatchesFloat64Reference) { check_ws<64, true>(GetParam().args); }
 
 // The backward in both orders of its main kernel's blocks (flash::backward_grid): by head, and,
 // causal, heaviest first across heads (the case's name ends in _heaviest_first).
@@ -266,6 +272,8 @@ TEST(FlashEmulationLong, ForwardWgmmaBothVariantsMatchFloat64Reference) {
   check_forward<64, true, true>(a);
   check_forward<64, true, true, true>(a);
   check_forward<64, true, false>(a);
+  check_ws<flash::kWsBlockN, false>(a);
+  check_ws<flash::kWsBlockN, true>(a);
   a = {1, 330, 1, 1, 128, 1.0 / std::sqrt(128.0)};
   a.causal = false;
   a.dropout = 0.1;
@@ -273,6 +281,10 @@ TEST(FlashEmulationLong, ForwardWgmmaBothVariantsMatchFloat64Reference) {
   check_forward<128, true, true>(a);
   check_forward<128, true, true, true>(a);
   check_forward<128, true, false>(a);
+  // Key tiles of 128: 7 tiles in the last query block (the ring of three stages turns twice).
+  a = {1, 840, 1, 1, 128, 1.0 / std::sqrt(128.0)};
+  check_ws<flash::kWsBlockN, false>(a);
+  check_ws<flash::kWsBlockN, true>(a);
 }
 
 std::vector<FlashCase> cases() {
@@ -338,6 +350,24 @@ std::vector<FlashCase> cases() {
   a.dropout = 0.1;
   a.dropout_seed = 5;
   c.push_back({"mqa_t130_dh128_softcap20_dropout", a});
+  // Key tiles of 128 (the warp-specialized forward's): one partial tile of 100 keys (the last 36
+  // past the sequence, the causal diagonal inside its first 64 for warpgroup 0 and past 64 for
+  // warpgroup 1); a second tile of one key (T 129); GQA with a last tile of 72 keys (partial past
+  // its first half) and dropout; a window whose edges fall in a tile's second half (row 200 sees
+  // keys from 111, row 256 from 167) and in its first, soft-capped.
+  a = {1, 100, 2, 2, 128, 1.0 / std::sqrt(128.0)};
+  c.push_back({"mha_t100_dh128", a});
+  a = {1, 129, 2, 1, 64, 0.125};
+  c.push_back({"mqa_t129_dh64", a});
+  a = {1, 200, 4, 2, 128, 1.0 / std::sqrt(128.0)};
+  a.causal = false;
+  a.dropout = 0.15;
+  a.dropout_seed = 21;
+  c.push_back({"gqa_4of2_noncausal_t200_dh128_dropout", a});
+  a = {1, 260, 2, 1, 64, 0.125};
+  a.window = 90;
+  a.softcap = 12;
+  c.push_back({"mqa_t260_window90_softcap12", a});
   return c;
 }
 
