@@ -10,11 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
+#include "emulator_test_util.h"
 #include "warp_emulator.h"
 
 namespace bench::kernels {
@@ -23,6 +21,7 @@ namespace {
 
 using emulator::EmulatedThread;
 using emulator::launch;
+using emulator_test::throws;
 
 constexpr int kThreads = 64, kRows = 32, kCols = 32;  // two warps, 16 rows of 32 floats each
 constexpr size_t kFloats = size_t{kRows} * kCols, kStaging = kFloats * sizeof(float);
@@ -65,17 +64,6 @@ std::vector<float> run(int blocks, int tiles, Fault fault) {
     if (fault != Fault::kNoFinalWait) th.bulk_wait<0>();
   });
   return out;
-}
-
-/// Whether f throws std::logic_error with `what` in its message (and not for another reason).
-::testing::AssertionResult throws(const std::function<void()>& f, const std::string& what) {
-  try {
-    f();
-  } catch (const std::logic_error& e) {
-    if (std::string(e.what()).find(what) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "threw: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
 }
 
 TEST(BulkEmulation, RowsSumOverTilesAndBlocks) {

@@ -11,12 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <functional>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "cuda/wgmma_layout.cuh"
+#include "emulator_test_util.h"
 #include "warp_emulator.h"
 #include "wgmma_test_util.h"
 
@@ -26,6 +24,7 @@ namespace {
 
 using emulator::EmulatedThread;
 using emulator::launch;
+using emulator_test::throws;
 using wgmma_test::at;
 using wgmma_test::close;
 using wgmma_test::Problem;
@@ -163,17 +162,6 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
     if (fault != Fault::kReadBeforeWait) store_d<N>(d, th.tid(), out);
   });
   return out;
-}
-
-/// Whether f throws std::logic_error with `what` in its message (and not for another reason).
-::testing::AssertionResult throws(const std::function<void()>& f, const std::string& what) {
-  try {
-    f();
-  } catch (const std::logic_error& e) {
-    if (std::string(e.what()).find(what) != std::string::npos) return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << "threw: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
 }
 
 std::vector<double> plus_one(std::vector<double> v) {
