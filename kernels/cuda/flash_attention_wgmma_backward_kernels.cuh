@@ -85,11 +85,9 @@ constexpr size_t wgmma_backward_smem_bytes() {
          2 * kBwdBlockM * sizeof(float) +
          (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0);
 }
-static_assert(wgmma_backward_smem_bytes<128, true>() <= 227 * 1024, "the 227 KB a block may opt in to on sm_90");
-static_assert(((2 * kBwdBlockN + 4 * kBwdBlockM) * 128 + kBwdBlockM * kBwdBlockN) * 2 % 16 == 0 &&
-                  ((2 * kBwdBlockN + 4 * kBwdBlockM) * 64 + kBwdBlockM * kBwdBlockN) * 2 % 16 == 0 &&
-                  2 * kBwdBlockM * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 &&
-                  kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
+static_assert(wgmma_backward_smem_bytes<128, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
+static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_bytes<64>() % 16 == 0 &&
+                  kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
               "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
 
 /// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
