@@ -1,4 +1,4 @@
-// The warp emulator's TMA (tests/kernels/warp_emulator.h) against the PTX ISA: mbarrier
+// The warp emulator's TMA (tests/kernels/warp_emulator.h, mbarrier_emulator.h) against the PTX ISA: mbarrier
 // transaction counts (9.7.13.15: a phase completes when its pending arrivals and its transaction
 // count are both 0), cp.async.bulk.tensor's box (9.7.9.25: out-of-bounds elements zeros, the
 // 128-byte swizzle: chunk c of 128-byte row r at c ^ (r % 8)), a destination unreadable until the

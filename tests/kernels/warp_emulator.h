@@ -12,25 +12,12 @@
 //
 // Hopper's warpgroup MMA (wgmma.mma_async, 4 warps = 128 threads) is emulated in
 // wgmma_emulator.h, which this header includes: EmulatedThread's wgmma_* members. So are the
-// warp-specialization primitives of sm_90 (PTX ISA 9.7.13.15, 9.7.13.4, 9.7.19.x): mbarriers
-// (init, arrive, try_wait.parity, cp.async.mbarrier.arrive.noinc), named barriers (bar.sync and
-// bar.arrive with an id and a thread count) and setmaxnreg (a no-op whose constraints are
-// checked). A release of a named barrier or an mbarrier phase runs the fibers that waited on it
-// first, so a consumer that lets a producer go too early meets the producer's writes at once.
-//
-// TMA (PTX ISA 9.7.9.25, cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx
-// ::bytes; 9.7.13.15 for the transaction counts): mbarrier.arrive.expect_tx adds bytes to the
-// phase's transaction count, and a phase completes when its pending arrivals AND its transaction
-// count are both 0. A tensor load (tma_load_4d) reads its box through the map's arguments
-// (kernels/cuda/tma_map.h: the ones the GPU's cuTensorMapEncodeTiled gets), out-of-bounds
-// elements zeros, and writes it in the 128-byte swizzle (chunk c of 128-byte row r at
-// c ^ (r % 8), the destination 1024-byte aligned). At the issue its destination holds a poison
-// (0xff bytes: bf16 NaNs) and is flagged unreadable for wgmma, and its bytes are in flight: they
-// are counted (complete_tx, 16 bytes at a time) only when a thread waits on the mbarrier (as late
-// as the hardware may deliver them), and land (poison and flag gone) when the phase that counted
-// them completes. So a consumer reading before its wait reads NaN (a wgmma: a violation), an
-// expect_tx short of the bytes completes the phase early and leaves the rest unreadable in the
-// next one, and one past them never completes: the waiters' hang is reported as an exception.
+// warp-specialization primitives of sm_90 (PTX ISA 9.7.13.15, 9.7.13.4, 9.7.19.x): mbarriers and
+// the TMA loads that complete on them (mbarrier_emulator.h: the phases, transaction counts, the
+// destination unreadable until its phase), named barriers (bar.sync and bar.arrive with an id and
+// a thread count) and setmaxnreg (a no-op whose constraints are checked). A release of a named
+// barrier or an mbarrier phase runs the fibers that waited on it first, so a consumer that lets a
+// producer go too early meets the producer's writes at once.
 //
 // The bulk asynchronous reductions to global memory (cp.reduce.async.bulk and its bulk groups)
 // are emulated in bulk_emulator.h: EmulatedThread's bulk_* members.
@@ -42,19 +29,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bulk_emulator.h"
 #include "cuda/tma_map.h"
 #include "cuda/wgmma_layout.cuh"
+#include "mbarrier_emulator.h"
 #include "support/fibers.h"
 #include "tile/defs.h"
-#include "tma_emulator.h"
 #include "wgmma_emulator.h"
 
 namespace bench::kernels::emulator {
@@ -73,30 +58,11 @@ class Block {
         threads_(threads),
         shared_(shared_bytes, 0),
         unfenced_(shared_bytes, 0),
-        barrier_(team_, threads, true) {
+        barrier_(team_, threads, true),
+        mbarriers_(team_) {
     for (int w = 0; w < (threads + 31) / 32; ++w) warps_.emplace_back(team_);
     for (int g = 0; g < threads / 128; ++g) groups_.emplace_back(team_, launch_registers());
   }
-
-  /// An mbarrier (a 64-bit object in shared memory, PTX ISA 9.7.13.15): its expected arrival
-  /// count, the arrivals still pending in the current phase, the phases completed, and the
-  /// shared-memory ranges that the cp.async writes its arrivals tracked landed in (`incoming`
-  /// for the current phase, `published` for the last completed one: a thread that has waited for
-  /// that phase may make them visible to wgmma with its fence.proxy.async).
-  struct Mbarrier {
-    explicit Mbarrier(FiberTeam& team, int expected)
-        : event(team, 1, false, true), count(expected), pending(expected) {}
-    FiberTeam::Barrier event;  // released at each phase's completion
-    int count, pending;
-    int init_tid = 0;      // the thread that initialized it, alone in seeing it until a __syncthreads
-    bool visible = false;  // a __syncthreads since the init
-    uint64_t phase = 0;
-    std::vector<std::pair<size_t, size_t>> incoming, published;
-    int64_t tx = 0;  // the current phase's transaction count (expect_tx adds, complete_tx takes)
-    using Chunk = TmaChunk;
-    std::vector<Chunk> inflight;  // TMA bytes issued, not yet counted
-    std::vector<Chunk> tma;       // TMA bytes counted in the current phase, landing at its completion
-  };
 
   struct Warp {
     explicit Warp(FiberTeam& team) : barrier(team, 32) {}
@@ -125,9 +91,8 @@ class Block {
   size_t shared_bytes() const { return shared_.size(); }
   /// Per byte of shared memory: 1, written by a cp.async (the generic proxy) that no
   /// fence.proxy.async of its thread has yet made visible to the async proxy (wgmma's reads);
-  /// kTmaInFlight, the destination of a TMA load whose mbarrier phase has not completed.
+  /// kTmaInFlight (mbarrier_emulator.h), the destination of a TMA load whose phase has not completed.
   uint8_t* unfenced() { return unfenced_.data(); }
-  static constexpr uint8_t kTmaInFlight = 2;
   /// The first wgmma violation of this launch (wgmma_emulator.h), "" while none.
   std::string& violation() { return violation_; }
 
@@ -136,28 +101,11 @@ class Block {
   /// most 256.
   int launch_registers() const { return std::min(65536 / threads_ / 8 * 8, 256); }
 
-  /// The mbarrier at shared-memory offset `at`: nullptr (and a violation) if none was initialized
-  /// there in this block.
-  Mbarrier* mbarrier(uint32_t at, int tid) {
-    const auto it = mbarriers_.find(at);
-    if (it != mbarriers_.end() && (it->second->visible || it->second->init_tid == tid)) return it->second.get();
-    wgmma_error(violation_, "mbarrier: used before its mbarrier.init (or before the barrier that publishes it)");
-    return nullptr;
-  }
-  /// At a __syncthreads: every mbarrier initialized before it is visible to every thread.
-  void publish_mbarriers() {
-    for (auto& [at, m] : mbarriers_) m->visible = true;
-  }
-  void mbarrier_init(uint32_t at, int count, int tid) {
-    if (at % 8 != 0 || at + 8 > shared_.size())
-      wgmma_error(violation_, "mbarrier.init: not an 8-byte aligned object in shared memory");
-    else if (count < 1 || count > (1 << 20) - 1)
-      wgmma_error(violation_, "mbarrier.init: a count outside [1, 2^20 - 1]");
-    else if (auto [it, fresh] = mbarriers_.emplace(at, std::make_unique<Mbarrier>(team_, count)); !fresh)
-      wgmma_error(violation_, "mbarrier.init: initialized twice in one block");
-    else
-      it->second->init_tid = tid;
-  }
+  /// The mbarrier at shared-memory offset `at` (nullptr and a violation if there is none).
+  Mbarrier* mbarrier(uint32_t at, int tid) { return mbarriers_.find(at, tid, violation_); }
+  Mbarriers& mbarriers() { return mbarriers_; }
+  /// Where the mbarriers and TMA loads write.
+  MbarrierMemory memory() { return {shared_.data(), unfenced_.data(), shared_.size(), violation_}; }
   /// Named barrier `id` (bar.sync / bar.arrive id, count): ids 1-15 (0 is __syncthreads), a
   /// count that is a multiple of 32 and at most the block's threads, the same at every use.
   FiberTeam::Barrier* named(int id, int count) {
@@ -172,16 +120,11 @@ class Block {
     return nullptr;
   }
   /// After every thread of a block has ended (one thread calls it): a named barrier left with
-  /// arrivals, or warpgroups holding more registers than the block was given, is a violation;
-  /// the mbarriers, named barriers and registers start afresh for the next block.
+  /// arrivals, or warpgroups holding more registers than the block was given, is a violation
+  /// (mbarriers: Mbarriers::end_block); the mbarriers, named barriers and registers start afresh
+  /// for the next block.
   void end_block() {
-    for (const auto& [at, m] : mbarriers_)
-      if (m->tx != 0 || !m->tma.empty() || !m->inflight.empty())
-        wgmma_error(violation_,
-                    "mbarrier: transaction bytes outstanding at the block's end (an expect_tx or a TMA "
-                    "load that no completed phase accounts for)");
-    for (uint8_t& u : unfenced_)
-      if (u == kTmaInFlight) u = 0;
+    mbarriers_.end_block(unfenced_.data(), unfenced_.size(), violation_);
     for (const auto& b : named_)
       if (b != nullptr && b->arrived() != 0)
         wgmma_error(violation_, "bar: a named barrier holds arrivals at the block's end (an arrive without its sync)");
@@ -191,7 +134,6 @@ class Block {
       wgmma_error(violation_, "setmaxnreg: the warpgroups ask for more registers than the block holds");
     for (Group& g : groups_) g.registers = launch_registers();
     for (auto& b : named_) b.reset();
-    mbarriers_.clear();
   }
 
  private:
@@ -203,7 +145,7 @@ class Block {
   FiberTeam::Barrier barrier_;
   std::vector<Warp> warps_;
   std::vector<Group> groups_;
-  std::map<uint32_t, std::unique_ptr<Mbarrier>> mbarriers_;
+  Mbarriers mbarriers_;
   std::array<std::unique_ptr<FiberTeam::Barrier>, 16> named_;
 };
 
@@ -222,7 +164,7 @@ class EmulatedThread {
   int block_dim() const { return dim_; }
   void sync() const {
     block_.barrier().arrive_and_wait();
-    block_.publish_mbarriers();
+    block_.mbarriers().publish();
   }
   float shfl_xor(float v, int mask) const {
     Block::Warp& w = block_.warp(tid_);
@@ -377,60 +319,47 @@ class EmulatedThread {
   // --- sm_90 warp specialization: mbarriers, named barriers, setmaxnreg ---
 
   /// mbarrier.init.shared::cta.b64 [address], count (one thread; a barrier publishes it).
-  void mbar_init(uint32_t address, int count) { block_.mbarrier_init(address, count, tid_); }
+  void mbar_init(uint32_t address, int count) {
+    block_.mbarriers().init(address, count, tid_, block_.shared_bytes(), block_.violation());
+  }
   /// mbarrier.arrive.shared::cta.b64: one arrival on the current phase, which completes when its
   /// pending count reaches 0 (the count starts again, the phase advances).
   void mbar_arrive(uint32_t address) {
-    if (Block::Mbarrier* m = block_.mbarrier(address, tid_)) mbar_count(*m);
+    if (Mbarrier* m = block_.mbarrier(address, tid_)) mbar_count(*m, block_.memory());
   }
   /// mbarrier.arrive.expect_tx.shared::cta.b64 _, [address], bytes: the current phase's
   /// transaction count += bytes (at most 2^20 - 1), then one arrival.
   void mbar_arrive_expect_tx(uint32_t address, uint32_t bytes) {
-    Block::Mbarrier* m = block_.mbarrier(address, tid_);
-    if (m == nullptr) return;
-    if (bytes > (1u << 20) - 1) wgmma_error(block_.violation(), "mbarrier.expect_tx: a count past 2^20 - 1");
-    m->tx += bytes;
-    mbar_count(*m);
+    if (Mbarrier* m = block_.mbarrier(address, tid_)) mbar_expect_tx(*m, bytes, block_.memory());
   }
   /// cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [dst],
   /// [map, {c0, c1, c2, c3}], [bar]: the box of `map` (a tma::TensorMapArgs, what the GPU's map
   /// was encoded from) at element coordinates c (innermost first) into shared memory at `dst`,
-  /// as described at the top of this file.
+  /// as mbarrier_emulator.h describes.
   void tma_load_4d(uint32_t dst, const void* map, int c0, int c1, int c2, int c3, uint32_t bar) {
     const int c[4] = {c0, c1, c2, c3};
-    tma_load(dst, *static_cast<const tma::TensorMapArgs*>(map), c, 4, bar);
+    if (Mbarrier* m = block_.mbarrier(bar, tid_))
+      tma_issue(*m, *static_cast<const tma::TensorMapArgs*>(map), c, 4, dst, block_.memory());
   }
   /// cp.async.mbarrier.arrive.noinc.shared::cta.b64: an arrival once every cp.async this thread
   /// issued before it has landed (here: they land now), counted in the init's count (.noinc).
   /// The ranges they wrote go with the phase, for its waiters' fence.proxy.async.
   void cp_async_mbar_arrive(uint32_t address) {
-    Block::Mbarrier* m = block_.mbarrier(address, tid_);
+    Mbarrier* m = block_.mbarrier(address, tid_);
     if (m == nullptr) return;
     land(open_);
     open_.clear();
     for (auto& g : groups_) land(g);
     m->incoming.insert(m->incoming.end(), landed_.begin(), landed_.end());
     landed_.clear();
-    mbar_count(*m);
+    mbar_count(*m, block_.memory());
   }
   /// A loop on mbarrier.try_wait.parity.shared::cta.b64 until the phase of parity `parity` has
   /// completed: it returns at once when the current phase's parity differs from `parity`.
   void mbar_wait(uint32_t address, int parity) {
-    Block::Mbarrier* m = block_.mbarrier(address, tid_);
+    Mbarrier* m = block_.mbarrier(address, tid_);
     if (m == nullptr) return;
-    while (static_cast<int>(m->phase & 1) == (parity & 1)) {
-      if (m->inflight.empty()) {
-        m->event.wait_release();
-        continue;
-      }
-      // The TMA bytes in flight arrive: complete_tx 16 bytes at a time, in issue order.
-      const std::vector<Block::Mbarrier::Chunk> chunks = std::exchange(m->inflight, {});
-      for (const Block::Mbarrier::Chunk& c : chunks) {
-        m->tma.push_back(c);
-        m->tx -= 16;
-        mbar_complete(*m);
-      }
-    }
+    emulator::mbar_wait(*m, parity, block_.memory());
     landed_.insert(landed_.end(), m->published.begin(), m->published.end());
   }
   /// bar.sync id, count: waits until `count` threads have arrived at named barrier `id`.
@@ -470,36 +399,6 @@ class EmulatedThread {
     const void* src;
     bool valid;
   };
-
-  void mbar_count(Block::Mbarrier& m) {
-    if (--m.pending < 0) wgmma_error(block_.violation(), "mbarrier: more arrivals than its count in one phase");
-    mbar_complete(m);
-  }
-
-  /// Completes the current phase if its arrivals and its transaction count are both done: its
-  /// TMA bytes land, its waiters run.
-  void mbar_complete(Block::Mbarrier& m) {
-    if (m.pending > 0 || m.tx != 0) return;
-    for (const Block::Mbarrier::Chunk& c : m.tma) {
-      std::memcpy(block_.shared() + c.at, c.data, sizeof c.data);
-      std::memset(block_.unfenced() + c.at, 0, sizeof c.data);
-    }
-    m.tma.clear();
-    m.pending = m.count;
-    ++m.phase;
-    m.published = std::move(m.incoming);
-    m.incoming.clear();
-    m.event.release();
-  }
-
-  void tma_load(uint32_t dst, const tma::TensorMapArgs& map, const int* c, uint32_t rank, uint32_t bar) {
-    Block::Mbarrier* m = block_.mbarrier(bar, tid_);
-    if (m == nullptr) return;
-    const uint64_t bytes = tma_box(map, c, rank, dst, block_.shared_bytes(), m->inflight, block_.violation());
-    std::memset(block_.shared() + dst, 0xff, bytes);
-    std::memset(block_.unfenced() + dst, Block::kTmaInFlight, bytes);
-    m->event.release();  // its waiters count the bytes (mbar_wait); a release leaves the phase as it is
-  }
 
   void setmaxnreg(int count, bool inc) {
     Block::Group& grp = block_.group(tid_);
