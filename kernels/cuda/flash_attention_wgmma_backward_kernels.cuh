@@ -341,10 +341,17 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // dq register 4 j + e: (query 16 (warp % 4) + g + 8 (e / 2), column wg D / 2 + 8 j + 2 t + e % 2).
     if constexpr (kBulkDq) {
       // This thread's staged dQ (row 16 (warp % 4) + g of its warpgroup's 64, column 2 t of its
-      // half of D), and the row a lane of t < 2 reduces (g + 8 t of its warp's 16): computed here,
-      // not held across the loop.
-      const int dq_row = 16 * (warp % 4) + g + 8 * t;
-      const uint32_t dq_mine = th.smem_addr(dq_s + (wg * kBwdBlockM + 16 * (warp % 4) + g) * kStageRow + 2 * t);
+      // half of D), and the row a lane of t < 2 reduces (g + 8 t of its warp's 16): computed each
+      // tile from a held copy of the thread's index (tid_here), so that ptxas does not hoist them
+      // out of the loop and hold them across it. At d 128 with dropout that spilled 56 bytes, 36
+      // so; with the reduction's t and wg below from tid_here as well, 64.
+      uint32_t tid_here = static_cast<uint32_t>(th.tid());
+      th.wgmma_hold(tid_here);
+      const int me = static_cast<int>(tid_here), w_here = me / 32 % 4, g_here = me % 32 / 4, t_here = me % 4,
+                wg_here = me / 128;
+      const int dq_row = 16 * w_here + g_here + 8 * t_here;
+      const uint32_t dq_mine =
+          th.smem_addr(dq_s + (wg_here * kBwdBlockM + 16 * w_here + g_here) * kStageRow + 2 * t_here);
       // Staged as rows (64-bit stores), fenced for the async proxy (the bulk reduction reads
       // through it), the warp's lanes met; then one lane a row (t < 2) adds the row's D / 2 floats
       // to dq_accum with one cp.reduce.async.bulk; rows past the sequence's end are skipped.
