@@ -191,16 +191,22 @@ BENCH_FLASH_FN float element_first(Thread& th, float s, const float* lse_s, floa
     return th.exp2(s * scale2 - lse_s[ql]);
 }
 
+/// dS's factor besides P and dP - D, from element_first's result `s` alone: the scale, times the
+/// soft-cap's derivative 1 - c^2 with one (c = s).
+template <bool kSoftcap>
+BENCH_FLASH_FN float element_dscale(float s, const ElementArgs& a) {
+  if constexpr (kSoftcap)
+    return (1.f - s * s) * a.scale;
+  else
+    return a.scale;
+}
+
 /// The rest for one element (query ql, key kl of the slab): P^T and dS^T in place of
 /// element_first's result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale
 /// (1 - c^2) are exact. kMasked: the slab is not interior, so the pair is checked.
 template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
 BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, int kl) {
-  float x2 = s, dscale = a.scale;
-  if constexpr (kSoftcap) {
-    x2 = a.cap_out * s;
-    dscale = (1.f - s * s) * a.scale;
-  }
+  const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
   float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
   if constexpr (kMasked) {
     const int diff = a.rel.diff + kl - ql;  // key - query

@@ -145,8 +145,9 @@ struct CudaWgThread : CudaThread {
 #pragma unroll
     for (int i = 0; i < K; ++i) asm volatile("" : "+f"(r[i])::"memory");
   }
-  /// The same on one address: the backward holds its shared-memory bases at the top of each tile,
-  /// so that the descriptors built from them are recomputed there, not hoisted out of the loop.
+  /// The same on one 32-bit value: the backward holds its shared-memory bases at the top of each
+  /// tile, so that the descriptors built from them are recomputed there, not hoisted out of the
+  /// loop, and (bulk dQ) its thread index before the staging, for the staging's offsets.
   __device__ __forceinline__ void wgmma_hold(uint32_t& r) const { asm volatile("" : "+r"(r)::"memory"); }
   template <int K, int J>
   __device__ __forceinline__ void wgmma_hold(uint32_t (&r)[K][J]) const {

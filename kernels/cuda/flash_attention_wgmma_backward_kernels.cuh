@@ -23,12 +23,14 @@
 //   2. P^T in registers (the mma.sync backward's element step: masks, soft-cap, dropout, negative
 //      scale) and rounded into A fragments (the accumulators of queries 16 ks .. 16 ks + 15 are
 //      one m64k16 A). P^T needs S^T alone: wait_group 1 (S^T), element_first and element_p (the
-//      exponentials, the mask; the soft-cap's tanh and exponential) and dropout's keep (a bit
-//      a element) while dP^T's products run. With dropout at d 128 p_and_ds after wait_group 0.
+//      exponentials, the mask; the soft-cap's tanh and exponential), dS's factor p dscale
+//      (element_dscale) and dropout's keep (a bit a element) while dP^T's products run. With
+//      dropout at d 128 p_and_ds after wait_group 0.
 //   3. dV += P^T dO: 4 wgmma m64nDk16, A from registers, dO as N-major B (the transpose bit: its
 //      rows are the k dimension), its own commit group, left in flight. Then (but with dropout
-//      at d 128) wait_group 1 (dP^T; dV stays in flight) and element_second: the tensor cores run
-//      dV while dS^T is computed. dS^T into A fragments and to shared memory ([key][query],
+//      at d 128) wait_group 1 (dP^T; dV stays in flight) and dS = p dscale (dP - D), one copy
+//      for every variant (no mask, no exponential): the tensor cores run dV while dS^T is
+//      computed. dS^T into A fragments and to shared memory ([key][query],
 //      32-bit stores) for dQ, and dK += dS^T Q (4 more, Q N-major), left in flight.
 //   4. fence.proxy.async and a barrier (every warp's dS), then dQ = dS K for the tile's 64 queries
 //      and this warpgroup's half of D: 8 wgmma m64n(D/2)k16, dS as an M-major A from shared memory
@@ -199,9 +201,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
     // four straight copies (soft-cap or not, mask or not) chosen per warp. P^T needs S^T alone:
     // element_first (the exponentials, or the soft-cap's tanh), element_p (the mask; the soft-cap's
-    // exponential) and dropout's keep run while dP^T's products are in flight, and dV's products
-    // (3.) are issued before dP^T is waited for (kEarlyDv). Not with dropout at d 128: there the
-    // hash beside dP^T in flight spills 176 bytes (32 this way), so p_and_ds runs after both.
+    // exponential), dS's factor p dscale and dropout's keep run while dP^T's products are in
+    // flight, and dV's products (3.) are issued before dP^T is waited for (kEarlyDv). Not with
+    // dropout at d 128: there the hash beside dP^T in flight spills 176 bytes (32 this way), so
+    // p_and_ds runs after both.
     constexpr bool kEarlyDv = !kDropout || D == 64;
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
@@ -237,9 +240,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     if constexpr (kEarlyDv) {
       th.template wgmma_wait<1>();  // S^T
       th.wgmma_hold(s);
-      // P^T into pa. Without a soft-cap s becomes P^T (masked, before dropout), so the second half
-      // needs no mask; with one s keeps c = tanh, which dS's derivative needs, and element_second
-      // computes P^T from it again (the same operations, the same value).
+      // P^T into pa, and s becomes dS's factor that needs S^T alone, p dscale (P^T masked, before
+      // dropout; dscale the scale, with a soft-cap times 1 - c^2): so dS^T needs no mask and no
+      // exponential after dP^T's wait, and P^T is computed once.
       by_variant([&]<bool kMasked, bool kSoftcap>() {
 #pragma unroll
         for (int ks = 0; ks < kBwdBlockM / 16; ++ks) {
@@ -249,9 +252,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2, kl = g + 8 * (e / 2);
-              s8[j][e] = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
-              p[jj][e] = element_p<kMasked, kSoftcap>(th, s8[j][e], ea, ql, kl);
-              if constexpr (!kSoftcap) s8[j][e] = p[jj][e];
+              const float first = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
+              p[jj][e] = element_p<kMasked, kSoftcap>(th, first, ea, ql, kl);
+              s8[j][e] = p[jj][e] * element_dscale<kSoftcap>(first, ea);
               if constexpr (kDropout) {  // element_second's keep, as a bit
                 const bool keep = dropout_keep(ea.seed, ea.drop0 + static_cast<int64_t>(ql) * n_t + kl, dropout);
                 kept |= static_cast<uint32_t>(keep) << (4 * j + e);
@@ -283,17 +286,14 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_wait<1>();  // dP^T (S^T's group before it); dV's stays in flight
       th.wgmma_hold(s);
       th.wgmma_hold(dp);
-      by_variant([&]<bool kMasked, bool kSoftcap>() {
+      // dS = p dscale (dP keep - D), every variant alike (s holds p dscale, zero where masked).
 #pragma unroll
-        for (int j = 0; j < kBwdBlockM / 8; ++j)
+      for (int j = 0; j < kBwdBlockM / 8; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            // dS = p (dP keep - D) dscale: with dropout dP takes its keep here, element_second none.
-            if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
-            element_second<kSoftcap && kMasked, kSoftcap, false>(th, s8[j][e], dp8[j][e], ea, 8 * j + 2 * t + e % 2,
-                                                                 g + 8 * (e / 2));
-          }
-      });
+        for (int e = 0; e < 4; ++e) {
+          if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
+          dp8[j][e] = s8[j][e] * (dp8[j][e] - lse_s[kBwdBlockM + 8 * j + 2 * t + e % 2]);  // lse_s, then D
+        }
     }
     // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
     // register's two queries are adjacent there, one 32-bit store, and a warp's store covers one
@@ -341,10 +341,17 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // dq register 4 j + e: (query 16 (warp % 4) + g + 8 (e / 2), column wg D / 2 + 8 j + 2 t + e % 2).
     if constexpr (kBulkDq) {
       // This thread's staged dQ (row 16 (warp % 4) + g of its warpgroup's 64, column 2 t of its
-      // half of D), and the row a lane of t < 2 reduces (g + 8 t of its warp's 16): computed here,
-      // not held across the loop.
-      const int dq_row = 16 * (warp % 4) + g + 8 * t;
-      const uint32_t dq_mine = th.smem_addr(dq_s + (wg * kBwdBlockM + 16 * (warp % 4) + g) * kStageRow + 2 * t);
+      // half of D), and the row a lane of t < 2 reduces (g + 8 t of its warp's 16): computed each
+      // tile from a held copy of the thread's index (tid_here), so that ptxas does not hoist them
+      // out of the loop and hold them across it. At d 128 with dropout that spilled 56 bytes, 36
+      // so; with the reduction's t and wg below from tid_here as well, 64.
+      uint32_t tid_here = static_cast<uint32_t>(th.tid());
+      th.wgmma_hold(tid_here);
+      const int me = static_cast<int>(tid_here), w_here = me / 32 % 4, g_here = me % 32 / 4, t_here = me % 4,
+                wg_here = me / 128;
+      const int dq_row = 16 * w_here + g_here + 8 * t_here;
+      const uint32_t dq_mine =
+          th.smem_addr(dq_s + (wg_here * kBwdBlockM + 16 * w_here + g_here) * kStageRow + 2 * t_here);
       // Staged as rows (64-bit stores), fenced for the async proxy (the bulk reduction reads
       // through it), the warp's lanes met; then one lane a row (t < 2) adds the row's D / 2 floats
       // to dq_accum with one cp.reduce.async.bulk; rows past the sequence's end are skipped.
