@@ -322,7 +322,7 @@ std::vector<FlashCase> cases() {
   a.window = 2;
   c.push_back({"mha_t65_window2", a});
   // Dropout with a soft-cap and a window at d_head 64: the wgmma backward computes dropout's keep
-  // with P^T while dP^T's products run there (at d 128 after them, as mqa_t130_dh128_softcap20_dropout).
+  // with P^T while dP^T's products run there (at d 128 after them, as mqa_t130_dh128_softcap2_dropout).
   a = {1, 100, 2, 2, 64, 0.125};
   a.window = 30;
   a.softcap = 15;
@@ -345,11 +345,13 @@ std::vector<FlashCase> cases() {
   a = {1, 130, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.window = 66;
   c.push_back({"mqa_t130_dh128_window66", a});
+  // A cap of 2 against logits of about 1: tanh's derivative 1 - c^2 well below 1, so a backward
+  // that drops it fails here (at caps of 12 and more it is within the tolerance of 1).
   a = {1, 130, 2, 1, 128, 1.0 / std::sqrt(128.0)};
-  a.softcap = 20;
+  a.softcap = 2;
   a.dropout = 0.1;
   a.dropout_seed = 5;
-  c.push_back({"mqa_t130_dh128_softcap20_dropout", a});
+  c.push_back({"mqa_t130_dh128_softcap2_dropout", a});
   // Key tiles of 128 (the warp-specialized forward's): one partial tile of 100 keys (the last 36
   // past the sequence, the causal diagonal inside its first 64 for warpgroup 0 and past 64 for
   // warpgroup 1); a second tile of one key (T 129); GQA with a last tile of 72 keys (partial past
