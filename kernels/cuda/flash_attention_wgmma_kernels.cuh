@@ -78,6 +78,17 @@ constexpr int kWgStages = 3;
 // (mbarrier round trips, named barriers, the softmax's row reductions) are paid once per 128 keys
 // (docs/kernels.md, "Key tiles of 128"); the forward in step keeps 64.
 constexpr int kWsBlockN = 128;
+
+/// The key tile flash_attention_wgmma_forward launches for `requested` (AttentionArgs::
+/// flash_forward_key_tile: 0 the default, 64 or 128), the variant (`ws`: warp-specialized, cp.async
+/// or TMA) and dropout; 0 where no such kernel is built. The warp-specialized variants take 64 or
+/// 128, by default kWsBlockN, except with dropout, whose 128-key instantiations spill (64 only);
+/// the variant in step takes 64 only. The emulator's tests run the kernels through it.
+constexpr int wgmma_forward_key_tile(int requested, bool ws, bool dropout) {
+  const int kn = requested != 0 ? requested : ws && !dropout ? kWsBlockN : kBlockN;
+  if (kn == kBlockN) return kn;
+  return kn == kWsBlockN && ws && !dropout ? kn : 0;
+}
 // Shared memory an SM gives one block (sm_90: 227 KB).
 constexpr size_t kWgMaxSmem = 227 * 1024;
 
