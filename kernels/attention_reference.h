@@ -56,9 +56,9 @@ struct AttentionArgs {
   /// the order of dQ's additions; a measurement's choice (cuda_check's "... bulk dq" row).
   bool flash_backward_bulk_dq = false;
   /// The wgmma flash forward's warp-specialized variants only (cp.async and TMA): keys a tile, 64
-  /// or 128, or 0 for the launcher's choice (128 without dropout, 64 with it, whose 128-key kernels
-  /// spill and are not built: flash::wgmma_forward_key_tile). The same outputs up to the order of
-  /// the online softmax's float operations; a measurement's choice (cuda_check's "... keys 64" rows).
+  /// or 128, or 0 for the launcher's choice (128: flash::wgmma_forward_key_tile). The same outputs
+  /// up to the order of the online softmax's float operations; a measurement's choice (cuda_check's
+  /// "... keys 64" rows).
   int flash_forward_key_tile = 0;
 };
 

@@ -42,9 +42,8 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 /// cudaErrorNotSupported): the producer's copies by TMA tensor loads into 128-byte swizzled tiles,
 /// the tensor map encoded here by cuTensorMapEncodeTiled fetched from the driver
 /// (cudaErrorNotSupported where that fails). a.flash_forward_key_tile: the keys a tile
-/// (flash::wgmma_forward_key_tile: 0 the default, 128 warp-specialized without dropout, else 64;
-/// 64 or 128 asked for; the variant in step has 64 only, else cudaErrorNotSupported). None has
-/// run on a GPU.
+/// (flash::wgmma_forward_key_tile: 0 the default, 128 warp-specialized, 64 in step; 64 or 128
+/// asked for; the variant in step has 64 only, else cudaErrorNotSupported). None has run on a GPU.
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                           tile::bf16* out, float* row_max, float* lse, bool warp_specialized = false,
                                           bool tma = false);
@@ -55,7 +54,7 @@ int flash_attention_wgmma_key_tile(const AttentionArgs& a, bool warp_specialized
 
 /// Why flash_attention_wgmma_forward cannot run `a` on the current device (one line), or "":
 /// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too
-/// tall, a key tile (a.flash_forward_key_tile) other than 0, 64 or 128, or 128 with dropout.
+/// tall, a key tile (a.flash_forward_key_tile) other than 0, 64 or 128.
 std::string flash_attention_wgmma_refusal(const AttentionArgs& a);
 
 /// Bytes of float workspace flash_attention_backward needs: B H T (d_head + 1).

@@ -242,8 +242,7 @@ struct CudaWgThread : CudaThread {
 };
 
 /// The forward at key tile kN (flash::wgmma_forward_key_tile chooses it: 64 in step;
-/// warp-specialized 64 or 128, 128 only without dropout, whose 128-key instantiations spill:
-/// docs/kernels.md, "Key tiles of 128").
+/// warp-specialized 64 or 128: docs/kernels.md, "Key tiles of 128").
 template <int D, bool kDropout, bool kWs, int kN>
 __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
     flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
@@ -411,16 +410,13 @@ std::string wgmma_refusal(const AttentionArgs& a, const char* what, int64_t grid
 }  // namespace
 
 int flash_attention_wgmma_key_tile(const AttentionArgs& a, bool warp_specialized) {
-  return flash::wgmma_forward_key_tile(a.flash_forward_key_tile, warp_specialized, a.dropout > 0);
+  return flash::wgmma_forward_key_tile(a.flash_forward_key_tile, warp_specialized);
 }
 
 std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
   const int key_tile = a.flash_forward_key_tile;
   if (key_tile != 0 && key_tile != flash::kBlockN && key_tile != flash::kWsBlockN)
     return "the wgmma flash forward takes key tiles of 64 or 128 (0: its choice), not " + std::to_string(key_tile);
-  if (key_tile == flash::kWsBlockN && a.dropout > 0)
-    return "the wgmma flash forward has no key tiles of 128 with dropout (they spill; docs/kernels.md, \"Key tiles of "
-           "128\")";
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
   return wgmma_refusal(a, "the wgmma flash forward", y);
@@ -448,8 +444,7 @@ cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionAr
   auto* o = reinterpret_cast<uint16_t*>(out);
   const int kn = flash_attention_wgmma_key_tile(a, warp_specialized);
   if (kn == 0 || (tma && !warp_specialized)) return cudaErrorNotSupported;
-  // The kernel of d_head and dropout for the variant (kWs, kTma) at key tile kN; dropout at 128
-  // keys is not built (wgmma_forward_key_tile never returns it).
+  // The kernel of d_head and dropout for the variant (kWs, kTma) at key tile kN.
   const auto by_shape = [&]<bool kWs, bool kTma, int kN>() {
     const auto launch = [&]<int D, bool kDropout>() {
       if constexpr (kTma)
@@ -457,12 +452,8 @@ cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionAr
       else
         return launch_forward_wgmma<D, kDropout, kWs, kN>(stream, a, in, o, row_max, lse);
     };
-    if (a.dropout > 0) {
-      if constexpr (kN == flash::kBlockN)
-        return a.d_head == 64 ? launch.template operator()<64, true>() : launch.template operator()<128, true>();
-      else
-        return cudaErrorNotSupported;
-    }
+    if (a.dropout > 0)
+      return a.d_head == 64 ? launch.template operator()<64, true>() : launch.template operator()<128, true>();
     return a.d_head == 64 ? launch.template operator()<64, false>() : launch.template operator()<128, false>();
   };
   constexpr int k64 = flash::kBlockN, k128 = flash::kWsBlockN;

@@ -11,7 +11,7 @@ namespace {
 
 /// A variant of flash_attention_wgmma_forward as the rows run it: its name in the rows, whether
 /// warp-specialized, whether with TMA loads, the key tile asked for (AttentionArgs::
-/// flash_forward_key_tile: 0 the launcher's choice, 128 without dropout and 64 with it).
+/// flash_forward_key_tile: 0 the launcher's choice, 128 warp-specialized, 64 in step).
 struct WgmmaForwardVariant {
   const char* name;
   bool ws, tma;
@@ -28,7 +28,7 @@ constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false,
 /// "wgmma_ws/<case>/forward" the same for the warp-specialized forward (a producer warpgroup,
 /// mbarriers, the consumers' ping-pong), "wgmma_ws_tma/<case>/forward" for it with TMA loads
 /// (the producer's boxes into 128-byte swizzled tiles; the tensor map encoded by the driver), both
-/// at their launched key tiles (128, with dropout 64), and "wgmma_ws_keys64/..." and
+/// at their launched key tiles (128), and "wgmma_ws_keys64/..." and
 /// "wgmma_ws_tma_keys64/..." for both at key tiles of 64 (kWgmmaForwardVariants).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
@@ -104,8 +104,8 @@ void wgmma_checks(test::CheckTable& t) {
 }
 
 /// "attention/flash wgmma forward", "... wgmma ws forward" (the warp-specialized forward), "... wgmma
-/// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice without
-/// dropout), "... wgmma ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
+/// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice), "... wgmma
+/// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
 /// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
 /// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
 /// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;

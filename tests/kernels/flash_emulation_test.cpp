@@ -219,12 +219,11 @@ void check_ws(const AttentionArgs& a) {
 
 /// The warp-specialized kernel that flash_attention_wgmma_forward launches for `a` with
 /// a.flash_forward_key_tile = `requested`: the key tile of flash::wgmma_forward_key_tile, the
-/// launcher's own choice. Where it launches none (128 with dropout: those kernels spill and are not
-/// built), the 128-key kernel all the same, which the GPU never runs (kept checked for a build
-/// without spills).
+/// launcher's own choice.
 template <bool kTma>
 void check_launched(const AttentionArgs& a, int requested) {
-  const int kn = flash::wgmma_forward_key_tile(requested, true, a.dropout > 0);
+  const int kn = flash::wgmma_forward_key_tile(requested, true);
+  ASSERT_TRUE(kn == 64 || kn == 128) << "the launcher builds no key tile of " << requested;
   if (kn == 64)
     check_ws<64, kTma>(a);
   else
@@ -234,17 +233,14 @@ void check_launched(const AttentionArgs& a, int requested) {
 // The choice of flash_attention_wgmma_forward's key tile (flash::wgmma_forward_key_tile), which the
 // tests below run the kernels through: every tile it gives one the parameterized tests run.
 TEST(FlashEmulationKeyTile, LauncherChoosesBuiltTiles) {
-  for (const bool dropout : {false, true}) {
-    EXPECT_EQ(flash::wgmma_forward_key_tile(0, true, dropout), dropout ? 64 : 128);
-    EXPECT_EQ(flash::wgmma_forward_key_tile(64, true, dropout), 64);
-    EXPECT_EQ(flash::wgmma_forward_key_tile(128, true, dropout), dropout ? 0 : 128);
-    EXPECT_EQ(flash::wgmma_forward_key_tile(0, false, dropout), 64);
-    EXPECT_EQ(flash::wgmma_forward_key_tile(64, false, dropout), 64);
-    EXPECT_EQ(flash::wgmma_forward_key_tile(128, false, dropout), 0);
-    for (const bool ws : {false, true})
-      for (const int other : {-64, 16, 32, 96, 256})
-        EXPECT_EQ(flash::wgmma_forward_key_tile(other, ws, dropout), 0) << other;
-  }
+  EXPECT_EQ(flash::wgmma_forward_key_tile(0, true), 128);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(64, true), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(128, true), 128);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(0, false), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(64, false), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(128, false), 0);
+  for (const bool ws : {false, true})
+    for (const int other : {-64, 16, 32, 96, 256}) EXPECT_EQ(flash::wgmma_forward_key_tile(other, ws), 0) << other;
 }
 
 TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
