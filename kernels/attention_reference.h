@@ -55,6 +55,11 @@ struct AttentionArgs {
   /// FlashAttention-3's approach) instead of per-thread red.global.add. The same gradients up to
   /// the order of dQ's additions; a measurement's choice (cuda_check's "... bulk dq" row).
   bool flash_backward_bulk_dq = false;
+  /// The wgmma flash forward's warp-specialized variants only (cp.async and TMA): keys a tile, 64
+  /// or 128, or 0 for the launcher's choice (128: flash::wgmma_forward_key_tile). The same outputs
+  /// up to the order of the online softmax's float operations; a measurement's choice (cuda_check's
+  /// "... keys 64" rows).
+  int flash_forward_key_tile = 0;
 };
 
 /// Index of probability (b, h, i, j) in [B, H, T, T]: the element index of the dropout mask.

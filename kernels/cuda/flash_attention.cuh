@@ -41,13 +41,20 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 /// the one of two warpgroups in step (256 threads). `tma` (with warp_specialized only, else
 /// cudaErrorNotSupported): the producer's copies by TMA tensor loads into 128-byte swizzled tiles,
 /// the tensor map encoded here by cuTensorMapEncodeTiled fetched from the driver
-/// (cudaErrorNotSupported where that fails). None has run on a GPU.
+/// (cudaErrorNotSupported where that fails). a.flash_forward_key_tile: the keys a tile
+/// (flash::wgmma_forward_key_tile: 0 the default, 128 warp-specialized, 64 in step; 64 or 128
+/// asked for; the variant in step has 64 only, else cudaErrorNotSupported). None has run on a GPU.
 cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                           tile::bf16* out, float* row_max, float* lse, bool warp_specialized = false,
                                           bool tma = false);
 
+/// The keys a tile flash_attention_wgmma_forward launches for `a` and the variant
+/// (flash::wgmma_forward_key_tile of a.flash_forward_key_tile): 64 or 128, 0 where it launches none.
+int flash_attention_wgmma_key_tile(const AttentionArgs& a, bool warp_specialized);
+
 /// Why flash_attention_wgmma_forward cannot run `a` on the current device (one line), or "":
-/// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too tall.
+/// a shape the mma.sync forward refuses, a device other than compute capability 9.0, a grid too
+/// tall, a key tile (a.flash_forward_key_tile) other than 0, 64 or 128.
 std::string flash_attention_wgmma_refusal(const AttentionArgs& a);
 
 /// Bytes of float workspace flash_attention_backward needs: B H T (d_head + 1).

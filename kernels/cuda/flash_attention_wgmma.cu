@@ -242,38 +242,34 @@ struct CudaWgThread : CudaThread {
   }
 };
 
-/// The key tile of the forward as launched: 64 in step; warp-specialized 128 (flash::kWsBlockN),
-/// except with dropout, whose 128-key instantiations spill (docs/kernels.md, "Key tiles of 128").
-template <bool kWs, bool kDropout>
-constexpr int kKeyTile = kWs && !kDropout ? flash::kWsBlockN : flash::kBlockN;
-
-template <int D, bool kDropout, bool kWs>
+/// The forward at key tile kN (flash::wgmma_forward_key_tile chooses it: 64 in step;
+/// warp-specialized 64 or 128: docs/kernels.md, "Key tiles of 128").
+template <int D, bool kDropout, bool kWs, int kN>
 __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
     flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,
                         float* __restrict__ lse, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
                         int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_forward_wgmma<D, kDropout, kWs, false, kKeyTile<kWs, kDropout>>(th, qkv, out, row_max, lse, n_t, n_h,
-                                                                               n_kv, scale, softcap, window, causal,
-                                                                               dropout, dropout_seed_of(seed, step_at));
+  flash::flash_forward_wgmma<D, kDropout, kWs, false, kN>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap,
+                                                          window, causal, dropout, dropout_seed_of(seed, step_at));
 #else
   (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale, (void)softcap;
   (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
 #endif
 }
 
-template <int D, bool kDropout, bool kWs>
+template <int D, bool kDropout, bool kWs, int kN>
 cudaError_t launch_forward_wgmma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
                                  float* row_max, float* lse) {
-  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, kWs, false, kKeyTile<kWs, kDropout>>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout, kWs>,
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, kWs, false, kN>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma<D, kDropout, kWs, kN>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-  flash_forward_wgmma<D, kDropout, kWs><<<grid, flash::wgmma_forward_threads<kWs>(), smem, stream>>>(
+  flash_forward_wgmma<D, kDropout, kWs, kN><<<grid, flash::wgmma_forward_threads<kWs>(), smem, stream>>>(
       qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
       a.dropout_seed, a.dropout_step_at);
@@ -290,7 +286,7 @@ static_assert(tma::kDataTypeBfloat16 == static_cast<uint32_t>(CU_TENSOR_MAP_DATA
 
 /// The warp-specialized forward with TMA loads: the tensor map is a __grid_constant__ parameter
 /// (the ISA's tensor-map operand may be the generic address of a kernel parameter so declared).
-template <int D, bool kDropout>
+template <int D, bool kDropout, int kN>
 __global__ void __launch_bounds__(flash::kWsThreads, 1)
     flash_forward_wgmma_tma(const __grid_constant__ CUtensorMap map, const uint16_t* __restrict__ qkv,
                             uint16_t* __restrict__ out, float* __restrict__ row_max, float* __restrict__ lse,
@@ -298,9 +294,9 @@ __global__ void __launch_bounds__(flash::kWsThreads, 1)
                             float dropout, uint64_t seed, const int64_t* step_at) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_forward_wgmma<D, kDropout, true, true, kKeyTile<true, kDropout>>(
-      th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
-      dropout_seed_of(seed, step_at), &map);
+  flash::flash_forward_wgmma<D, kDropout, true, true, kN>(th, qkv, out, row_max, lse, n_t, n_h, n_kv, scale, softcap,
+                                                          window, causal, dropout, dropout_seed_of(seed, step_at),
+                                                          &map);
 #else
   (void)map, (void)qkv, (void)out, (void)row_max, (void)lse, (void)n_t, (void)n_h, (void)n_kv, (void)scale;
   (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
@@ -337,21 +333,21 @@ cudaError_t encode_tensor_map(const tma::TensorMapArgs& m, CUtensorMap& map) {
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorNotSupported;
 }
 
-template <int D, bool kDropout>
+template <int D, bool kDropout, int kN>
 cudaError_t launch_forward_wgmma_tma(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, uint16_t* out,
                                      float* row_max, float* lse) {
   CUtensorMap map;
   const cudaError_t enc = encode_tensor_map(
       tma::flash_tensor_map(qkv, a.batch, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads), D), map);
   if (enc != cudaSuccess) return enc;
-  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, true, true, kKeyTile<true, kDropout>>();
-  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma_tma<D, kDropout>,
+  constexpr size_t smem = flash::wgmma_forward_smem_bytes<D, true, true, kN>();
+  const cudaError_t err = cudaFuncSetAttribute(flash_forward_wgmma_tma<D, kDropout, kN>,
                                                cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
-  flash_forward_wgmma_tma<D, kDropout><<<grid, flash::kWsThreads, smem, stream>>>(
+  flash_forward_wgmma_tma<D, kDropout, kN><<<grid, flash::kWsThreads, smem, stream>>>(
       map, qkv, out, row_max, lse, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
       static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
       a.dropout_seed, a.dropout_step_at);
@@ -414,7 +410,14 @@ std::string wgmma_refusal(const AttentionArgs& a, const char* what, int64_t grid
 
 }  // namespace
 
+int flash_attention_wgmma_key_tile(const AttentionArgs& a, bool warp_specialized) {
+  return flash::wgmma_forward_key_tile(a.flash_forward_key_tile, warp_specialized);
+}
+
 std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
+  const int key_tile = a.flash_forward_key_tile;
+  if (key_tile != 0 && key_tile != flash::kBlockN && key_tile != flash::kWsBlockN)
+    return "the wgmma flash forward takes key tiles of 64 or 128 (0: its choice), not " + std::to_string(key_tile);
   int64_t x = 0, y = 0;
   flash::forward_grid(a.seq, a.batch * a.n_heads, a.causal, x, y);
   return wgmma_refusal(a, "the wgmma flash forward", y);
@@ -440,22 +443,27 @@ cudaError_t flash_attention_wgmma_forward(cudaStream_t stream, const AttentionAr
     throw std::invalid_argument("flash_attention_wgmma_forward: qkv and out must be 16-byte aligned");
   const auto* in = reinterpret_cast<const uint16_t*>(qkv);
   auto* o = reinterpret_cast<uint16_t*>(out);
-  if (tma) {
-    if (!warp_specialized) return cudaErrorNotSupported;
+  const int kn = flash_attention_wgmma_key_tile(a, warp_specialized);
+  if (kn == 0 || (tma && !warp_specialized)) return cudaErrorNotSupported;
+  // The kernel of d_head and dropout for the variant (kWs, kTma) at key tile kN.
+  const auto by_shape = [&]<bool kWs, bool kTma, int kN>() {
+    const auto launch = [&]<int D, bool kDropout>() {
+      if constexpr (kTma)
+        return launch_forward_wgmma_tma<D, kDropout, kN>(stream, a, in, o, row_max, lse);
+      else
+        return launch_forward_wgmma<D, kDropout, kWs, kN>(stream, a, in, o, row_max, lse);
+    };
     if (a.dropout > 0)
-      return a.d_head == 64 ? launch_forward_wgmma_tma<64, true>(stream, a, in, o, row_max, lse)
-                            : launch_forward_wgmma_tma<128, true>(stream, a, in, o, row_max, lse);
-    return a.d_head == 64 ? launch_forward_wgmma_tma<64, false>(stream, a, in, o, row_max, lse)
-                          : launch_forward_wgmma_tma<128, false>(stream, a, in, o, row_max, lse);
-  }
-  const auto by_variant = [&]<bool kWs>() {
-    if (a.dropout > 0)
-      return a.d_head == 64 ? launch_forward_wgmma<64, true, kWs>(stream, a, in, o, row_max, lse)
-                            : launch_forward_wgmma<128, true, kWs>(stream, a, in, o, row_max, lse);
-    return a.d_head == 64 ? launch_forward_wgmma<64, false, kWs>(stream, a, in, o, row_max, lse)
-                          : launch_forward_wgmma<128, false, kWs>(stream, a, in, o, row_max, lse);
+      return a.d_head == 64 ? launch.template operator()<64, true>() : launch.template operator()<128, true>();
+    return a.d_head == 64 ? launch.template operator()<64, false>() : launch.template operator()<128, false>();
   };
-  return warp_specialized ? by_variant.template operator()<true>() : by_variant.template operator()<false>();
+  constexpr int k64 = flash::kBlockN, k128 = flash::kWsBlockN;
+  if (!warp_specialized) return by_shape.template operator()<false, false, k64>();
+  if (tma)
+    return kn == k64 ? by_shape.template operator()<true, true, k64>()
+                     : by_shape.template operator()<true, true, k128>();
+  return kn == k64 ? by_shape.template operator()<true, false, k64>()
+                   : by_shape.template operator()<true, false, k128>();
 }
 
 }  // namespace bench::kernels::cuda

@@ -31,7 +31,8 @@
 //      uses: the same masking, soft-cap, negative-scale and dropout arithmetic), P_j rounded to
 //      bf16 into wgmma's A fragments (the m16n8k16 A layout: the accumulators of keys
 //      16 kb .. 16 kb + 15 are exactly one), while the tensor cores run P_{j-1} V_{j-1}
-//      (FlashAttention-3's intra-warpgroup pipelining).
+//      (FlashAttention-3's intra-warpgroup pipelining). Dropout's keep bits are hashed before
+//      step 1 (S not live yet: at key tiles of 128 there is no room for the hashes beside it).
 //   3. wait_group 0, O rescaled by the new maxima, P_j kept for the next tile.
 // Three stages because tile j-1's V is read until step 3 of tile j, while tile j + 1 is copied.
 // Two variants share this code (kWs): the two warpgroups in step, all 256 threads copying and a
@@ -78,6 +79,17 @@ constexpr int kWgStages = 3;
 // (mbarrier round trips, named barriers, the softmax's row reductions) are paid once per 128 keys
 // (docs/kernels.md, "Key tiles of 128"); the forward in step keeps 64.
 constexpr int kWsBlockN = 128;
+
+/// The key tile flash_attention_wgmma_forward launches for `requested` (AttentionArgs::
+/// flash_forward_key_tile: 0 the default, 64 or 128) and the variant (`ws`: warp-specialized,
+/// cp.async or TMA); 0 where no such kernel is built. The warp-specialized variants take 64 or
+/// 128, by default kWsBlockN, dropout or not; the variant in step takes 64 only. The emulator's
+/// tests run the kernels through it.
+constexpr int wgmma_forward_key_tile(int requested, bool ws) {
+  const int kn = requested != 0 ? requested : ws ? kWsBlockN : kBlockN;
+  if (kn == kBlockN) return kn;
+  return kn == kWsBlockN && ws ? kn : 0;
+}
 // Shared memory an SM gives one block (sm_90: 227 KB).
 constexpr size_t kWgMaxSmem = 227 * 1024;
 
@@ -314,6 +326,34 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   int stage = 0;                   // tile i sits in stage i % kWgStages
   [[maybe_unused]] int phase = 0;  // kWs: the parity of that stage's full phase
   for (int64_t n0 = n_begin; n0 < n_end; n0 += kN) {
+    // Dropout's keep bits: flash_forward's hash arguments, i = ((b H + h) T + query) T + key, for
+    // this thread's rows (row0 + 8 r of the warpgroup's) and keys; bit i % 32 of keep[i / 32] for
+    // s[i]. Hashed here, before the waits, where S is not live yet (at key tiles of 128 the
+    // registers of S, O and both P leave none for the hashes beside them), and held here
+    // (wgmma_hold: the compiler would sink them to their use); overlapping the other warpgroup's
+    // turn at the tensor cores. The hash base is recomputed each tile from an opaque copy of the
+    // lane (the same empty asm): hoisted out of the loop, its 64 bits took two registers from the
+    // whole loop. (docs/kernels.md, "Dropout at 128 keys".)
+    [[maybe_unused]] uint32_t keep[kN / 64] = {};
+    if constexpr (kDropout) {
+      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+      uint32_t lane_now = static_cast<uint32_t>(lane);
+      th.wgmma_hold(lane_now);
+      const int row_now = 16 * warp + static_cast<int>(lane_now) / 4, t_now = static_cast<int>(lane_now) % 4;
+      const uint64_t arg0 =
+          dropout_seed +
+          kG * static_cast<uint64_t>((static_cast<int64_t>(bh) * n_t + q0 + row_now) * n_t + n0 + 2 * t_now + 1);
+      const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
+#pragma unroll
+      for (int i = 0; i < kN / 2; ++i) {
+        const uint64_t arg =
+            arg0 + row8 * static_cast<uint64_t>((i % 4) / 2) + kG * static_cast<uint64_t>(8 * (i / 4) + i % 2);
+        keep[i / 32] |= static_cast<uint32_t>(static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout)
+                        << (i % 32);
+      }
+#pragma unroll
+      for (int w = 0; w < kN / 64; ++w) th.wgmma_hold(keep[w]);
+    }
     if constexpr (kWs) {
       th.mbar_wait(full + 8 * stage, phase);
       // The producer's landed cp.async copies, seen through the mbarrier, visible to wgmma (not
@@ -375,10 +415,16 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       fac = 1.f;
     }
     if (!mask.interior) {
+      // s[i] is key kl = c + 2 t against row row0 + 8 r (c = 8 (i / 4) + i % 2, r = (i % 4) / 2),
+      // d = kl - row = dc + 2 t - row0 (dc = c - 8 r): the bounds shifted by 2 t - row0 once a
+      // tile, so that each element compares its compile-time c and dc. (Per-element column indices
+      // are loop-invariant, and hoisted out of the key loop they took registers for the whole loop.)
+      const int shift = row0 - 2 * t, end = mask.end - 2 * t, causal_at = causal ? mask.causal + shift : kN,
+                window_at = mask.window + shift;
 #pragma unroll
       for (int i = 0; i < kN / 2; ++i) {
-        const int kl = 8 * (i / 4) + 2 * t + i % 2, d = kl - (row0 + 8 * ((i % 4) / 2));
-        const bool visible = kl < mask.end && (!causal || d <= mask.causal) && (window <= 0 || d > mask.window);
+        const int c = 8 * (i / 4) + i % 2, dc = c - 8 * ((i % 4) / 2);
+        const bool visible = c < end && dc <= causal_at && dc > window_at;
         s[i] = visible ? s[i] : -INFINITY;
       }
     }
@@ -404,22 +450,10 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
       l[r] = l[r] * alpha[r] + sum;
     }
 
-    // Dropout: flash_forward's hash arguments, i = ((b H + h) T + query) T + key, for this
-    // thread's rows (row0 + 8 r of the warpgroup's) and keys.
     if constexpr (kDropout) {
-      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
-      const uint64_t arg0 =
-          dropout_seed +
-          kG * static_cast<uint64_t>((static_cast<int64_t>(bh) * n_t + q0 + row0) * n_t + n0 + 2 * t + 1);
-      const uint64_t row8 = kG * static_cast<uint64_t>(8 * n_t);
       const float keep_scale = 1.f / (1.f - dropout);
 #pragma unroll
-      for (int i = 0; i < kN / 2; ++i) {
-        const uint64_t arg =
-            arg0 + row8 * static_cast<uint64_t>((i % 4) / 2) + kG * static_cast<uint64_t>(8 * (i / 4) + i % 2);
-        const bool keep = static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout;
-        s[i] *= keep ? keep_scale : 0.f;
-      }
+      for (int i = 0; i < kN / 2; ++i) s[i] *= (keep[i / 32] >> (i % 32)) & 1 ? keep_scale : 0.f;
     }
 
     // This tile's P as A fragments (keys 16 kb .. 16 kb + 15 are the accumulators of n8 blocks

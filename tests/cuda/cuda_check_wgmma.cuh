@@ -9,14 +9,27 @@
 
 namespace {
 
+/// A variant of flash_attention_wgmma_forward as the rows run it: its name in the rows, whether
+/// warp-specialized, whether with TMA loads, the key tile asked for (AttentionArgs::
+/// flash_forward_key_tile: 0 the launcher's choice, 128 warp-specialized, 64 in step).
+struct WgmmaForwardVariant {
+  const char* name;
+  bool ws, tma;
+  int key_tile;
+};
+constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false, 0},
+                                                         {"wgmma_ws", true, false, 0},
+                                                         {"wgmma_ws_tma", true, true, 0},
+                                                         {"wgmma_ws_keys64", true, false, 64},
+                                                         {"wgmma_ws_tma_keys64", true, true, 64}};
+
 /// "wgmma/<case>/forward": out (bf16 tolerances of the mma.sync forward: 2e-2), row max and lse
 /// (1e-3: float softmax statistics; lse from bf16 scores) against float64, on NaN-poisoned outputs;
 /// "wgmma_ws/<case>/forward" the same for the warp-specialized forward (a producer warpgroup,
 /// mbarriers, the consumers' ping-pong), "wgmma_ws_tma/<case>/forward" for it with TMA loads
-/// (the producer's boxes into 128-byte swizzled tiles; the tensor map encoded by the driver).
-/// "wgmma/<case>/backward": dqkv of the wgmma backward (after the mma.sync forward, whose out and
-/// lse it takes, so that a failure is the backward's) against float64 with the tolerances of the
-/// mma.sync backward's emulation test (2e-2 of the largest |reference| + 3e-2 relative), NaN-poisoned.
+/// (the producer's boxes into 128-byte swizzled tiles; the tensor map encoded by the driver), both
+/// at their launched key tiles (128), and "wgmma_ws_keys64/..." and
+/// "wgmma_ws_tma_keys64/..." for both at key tiles of 64 (kWgmmaForwardVariants).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -36,37 +49,35 @@ void wgmma_checks(test::CheckTable& t) {
   cases.emplace_back(a, "MQA T=190 dh=64 negative scale");
   a = {1, 1000, 2, 2, 128, 1.0 / std::sqrt(128.0)};
   cases.emplace_back(a, "MHA T=1000 dh=128");
-  for (const auto& [args, name] : cases) {
-    for (const int variant : {0, 1, 2})
-      t.run(std::string(variant == 0   ? "wgmma/"
-                        : variant == 1 ? "wgmma_ws/"
-                                       : "wgmma_ws_tma/") +
-                name + "/forward",
-            [&, args = args, variant] {
-              if (!g_setup.cuda) return cuda_only();
-              if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(args); !why.empty())
-                return CheckResult::skipped(why);
-              const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
-              const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 47);
-              std::vector<double> qkv64, out_ref, max_ref;
-              for (const bf16 v : qkv) qkv64.push_back(to_double(v));
-              kernels::attention_forward_reference(args, qkv64, out_ref, &max_ref);
-              const std::vector<double> lse_ref = kernels::attention_lse_reference(args, qkv64);
-              Buf<bf16> in(qkv), out(std::vector<bf16>(out_ref.size(), tile::float_to_bf16(NAN)));
-              Buf<float> row_max(std::vector<float>(max_ref.size(), NAN)), lse(std::vector<float>(lse_ref.size(), NAN));
-              CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(static_cast<cudaStream_t>(g_setup.exec().stream),
-                                                                   args, in.get(), out.get(), row_max.get(), lse.get(),
-                                                                   variant > 0, variant == 2));
-              CheckResult r = compare(out_ref, out.host(), 2e-2, 2e-2);
-              if (r.result != "PASS") return CheckResult::fail("out: " + r.detail);
-              if (const CheckResult m = compare(max_ref, row_max.host(), 1e-3, 1e-3); m.result != "PASS")
-                return CheckResult::fail("row max: " + m.detail);
-              // Both log-sum-exps are of the undropped probabilities (dropout scales P V only).
-              if (const CheckResult l = compare(lse_ref, lse.host(), 1e-3, 1e-3); l.result != "PASS")
-                return CheckResult::fail("lse: " + l.detail);
-              return r;
-            });
-    t.run("wgmma/" + name + "/backward", [&, args = args] {
+  for (const auto& [case_args, name] : cases) {
+    for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
+      t.run(std::string(variant.name) + "/" + name + "/forward", [&, base = case_args, variant] {
+        kernels::AttentionArgs args = base;
+        args.flash_forward_key_tile = variant.key_tile;
+        if (!g_setup.cuda) return cuda_only();
+        if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(args); !why.empty())
+          return CheckResult::skipped(why);
+        const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
+        const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 47);
+        std::vector<double> qkv64, out_ref, max_ref;
+        for (const bf16 v : qkv) qkv64.push_back(to_double(v));
+        kernels::attention_forward_reference(args, qkv64, out_ref, &max_ref);
+        const std::vector<double> lse_ref = kernels::attention_lse_reference(args, qkv64);
+        Buf<bf16> in(qkv), out(std::vector<bf16>(out_ref.size(), tile::float_to_bf16(NAN)));
+        Buf<float> row_max(std::vector<float>(max_ref.size(), NAN)), lse(std::vector<float>(lse_ref.size(), NAN));
+        CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(static_cast<cudaStream_t>(g_setup.exec().stream), args,
+                                                             in.get(), out.get(), row_max.get(), lse.get(), variant.ws,
+                                                             variant.tma));
+        CheckResult r = compare(out_ref, out.host(), 2e-2, 2e-2);
+        if (r.result != "PASS") return CheckResult::fail("out: " + r.detail);
+        if (const CheckResult m = compare(max_ref, row_max.host(), 1e-3, 1e-3); m.result != "PASS")
+          return CheckResult::fail("row max: " + m.detail);
+        // Both log-sum-exps are of the undropped probabilities (dropout scales P V only).
+        if (const CheckResult l = compare(lse_ref, lse.host(), 1e-3, 1e-3); l.result != "PASS")
+          return CheckResult::fail("lse: " + l.detail);
+        return r;
+      });
+    t.run("wgmma/" + name + "/backward", [&, args = case_args] {
       if (!g_setup.cuda) return cuda_only();
       if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
         return CheckResult::skipped(why);
@@ -93,49 +104,52 @@ void wgmma_checks(test::CheckTable& t) {
 }
 
 /// "attention/flash wgmma forward", "... wgmma ws forward" (the warp-specialized forward), "... wgmma
-/// ws tma forward" (it with TMA loads) and "... wgmma backward" (and "... wgmma backward heaviest
-/// first", "... wgmma backward bulk dq", backward_option_row): TFLOP/s at
-/// B=4 H=16 T=4096 dh=128 causal (the issue's shape;
+/// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice), "... wgmma
+/// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
+/// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
+/// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
+/// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
 /// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape), and
 /// how far their outputs are from the mma.sync kernels' there (the float64 reference is too slow
 /// at this size).
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  for (const int variant : {0, 1, 2})
-    t.run(variant == 0   ? "attention/flash wgmma forward"
-          : variant == 1 ? "attention/flash wgmma ws forward"
-                         : "attention/flash wgmma ws tma forward",
-          [&, variant] {
-            if (!g_setup.cuda) return cuda_only();
-            if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(big); !why.empty())
-              return CheckResult::skipped(why);
-            const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-            const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
-            const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
-            Buf<bf16> qkv(random_vec<bf16>(static_cast<size_t>(big.batch * big.seq * width), 32)), out(n_out),
-                ref(n_out);
-            Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
-            CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), ref.get(), nullptr, lse.get()));
-            const Times ms = time_ms(
-                [&] {
-                  CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(stream, big, qkv.get(), out.get(), nullptr,
-                                                                       lse.get(), variant > 0, variant == 2));
-                },
-                10);
-            const std::vector<bf16> a = out.host(), b = ref.host();
-            double worst = 0;
-            for (size_t i = 0; i < a.size(); ++i) {
-              const double d = std::abs(to_double(a[i]) - to_double(b[i]));
-              worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-            }
-            if (!(worst <= 2e-2))
-              return CheckResult::fail(fmt("output differs from the mma.sync forward's by up to %.3g", worst));
-            return CheckResult::info(
-                flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal; |out - mma.sync's| <= %.3g", ms.median,
-                    ms.min, ms.max, worst));
-          });
+  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants) {
+    kernels::AttentionArgs args = big;
+    args.flash_forward_key_tile = variant.key_tile;
+    const int kn = kernels::cuda::flash_attention_wgmma_key_tile(args, variant.ws);
+    const std::string name = std::string("attention/flash wgmma") + (variant.ws ? " ws" : "") +
+                             (variant.tma ? " tma" : "") + " forward" + (variant.key_tile == 64 ? " keys 64" : "");
+    t.run(name, [&, args, variant, kn] {
+      if (!g_setup.cuda) return cuda_only();
+      if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(args); !why.empty())
+        return CheckResult::skipped(why);
+      const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+      const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
+      const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
+      Buf<bf16> qkv(random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 32)), out(n_out), ref(n_out);
+      Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
+      CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, qkv.get(), ref.get(), nullptr, lse.get()));
+      const Times ms = time_ms(
+          [&] {
+            CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(stream, args, qkv.get(), out.get(), nullptr, lse.get(),
+                                                                 variant.ws, variant.tma));
+          },
+          10);
+      const std::vector<bf16> a = out.host(), b = ref.host();
+      double worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        const double d = std::abs(to_double(a[i]) - to_double(b[i]));
+        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+      }
+      if (!(worst <= 2e-2))
+        return CheckResult::fail(fmt("output differs from the mma.sync forward's by up to %.3g", worst));
+      return CheckResult::info(flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
+                               fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal", ms.median, ms.min, ms.max) +
+                                   fmt(", key tiles of %.0f; |out - mma.sync's| <= %.3g", kn, worst));
+    });
+  }
   // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
   // backward" is the mma.sync backward at the same shape). Both run after the mma.sync forward.
   t.run("attention/flash wgmma backward", [&] {

@@ -22,28 +22,36 @@ if grep -E "C75[0-9][0-9]" "$log"; then
   echo "wgmma_ptxas: ptxas serializes the wgmma (above)" >&2
   status=1
 fi
-# The warp-specialized forward (kWs, the last template argument 1): all four instantiations
-# compiled, each at the 168 registers a thread of __launch_bounds__(384, 1); setmaxnreg then gives
-# the producer warpgroup 24 and the consumers 240 (the per-warpgroup figures are in the SASS:
+# The warp-specialized forward (kWs, the third template argument 1; the fourth the key tile kN):
+# every instantiation the launcher can take (flash::wgmma_forward_key_tile: d 64 and 128, dropout
+# (Lb1) or not (Lb0), key tiles of 64 and 128; docs/kernels.md, "Key tiles of 128" and "Dropout at
+# 128 keys"), each at the 168 registers a thread of __launch_bounds__(384, 1); setmaxnreg then
+# gives the producer warpgroup 24 and the consumers 240 (the per-warpgroup figures are in the SASS:
 # USETMAXREG, docs/kernels.md), and a spill in either region shows in the spill count below. The
-# instantiations without dropout (Lb0) take key tiles of 128 (flash::kWsBlockN: S is m64n128k16),
-# those with dropout 64 (at 128 they spilled 24-132 bytes; docs/kernels.md, "Key tiles of 128").
-ws=$(grep -cE "Compiling entry function '.*flash_forward_wgmmaILi(64|128)ELb[01]ELb1EEEv" "$log" || true)
-ws_regs=$(grep -A3 -E "Compiling entry function '.*flash_forward_wgmmaILi(64|128)ELb[01]ELb1EEEv" "$log" |
-  grep -c "Used 168 registers" || true)
-if [ "$ws" != 4 ] || [ "$ws_regs" != 4 ]; then
-  echo "wgmma_ptxas: expected 4 warp-specialized forward instantiations at 168 registers, got $ws ($ws_regs)" >&2
-  status=1
-fi
-# The warp-specialized forward with TMA loads (flash_forward_wgmma_tma): its four instantiations at
-# the same 168 registers, no spill (below); key tiles as above.
-tma=$(grep -cE "Compiling entry function '.*flash_forward_wgmma_tmaILi(64|128)ELb[01]EEEv" "$log" || true)
-tma_regs=$(grep -A3 -E "Compiling entry function '.*flash_forward_wgmma_tmaILi(64|128)ELb[01]EEEv" "$log" |
-  grep -c "Used 168 registers" || true)
-if [ "$tma" != 4 ] || [ "$tma_regs" != 4 ]; then
-  echo "wgmma_ptxas: expected 4 TMA forward instantiations at 168 registers, got $tma ($tma_regs)" >&2
-  status=1
-fi
+# same eight for the TMA variant (flash_forward_wgmma_tma, <D, kDropout, kN>).
+expected_ws() {  # PREFIX INFIX: the eight names' regex, PREFIX ILi<D>ELb<dropout> INFIX ELi<kN> EEEv
+  local d dropout kn out=""
+  for d in 64 128; do
+    for dropout in 0 1; do
+      for kn in 64 128; do out="$out|$1ILi${d}ELb${dropout}$2ELi${kn}EEEv"; done
+    done
+  done
+  echo "${out#|}"
+}
+for variant in "flash_forward_wgmma ELb1" "flash_forward_wgmma_tma "; do
+  read -r prefix infix <<< "$variant"
+  want=$(expected_ws "$prefix" "$infix")
+  names=$(grep -oE "Compiling entry function '[^']*'" "$log" | grep -oE "${prefix}ILi[0-9]+ELb[01](ELb1)?ELi[0-9]+EEEv" |
+    sort -u || true)
+  got=$(echo "$names" | grep -cxE "$want" || true)
+  all=$(echo "$names" | grep -c . || true)
+  regs=$(grep -A3 -E "Compiling entry function '.*(${want})" "$log" | grep -c "Used 168 registers" || true)
+  if [ "$got" != 8 ] || [ "$all" != 8 ] || [ "$regs" != 8 ]; then
+    echo "wgmma_ptxas: expected the 8 $prefix instantiations (d 64/128, dropout or not, key tiles 64 and 128)" \
+      "at 168 registers, got $all ($got of them expected, $regs at 168): $(echo "$names" | tr '\n' ' ')" >&2
+    status=1
+  fi
+done
 # Per entry function: its name (forward or backward, d_head, dropout), spill stores and registers.
 # The backward's budgets, per instantiation (d_head, dropout, dQ by bulk reductions): what each
 # spills today (docs/kernels.md: none at d 128 without dropout and at d 64; at d 128 with dropout

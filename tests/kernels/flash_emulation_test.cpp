@@ -207,9 +207,8 @@ TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
 }
 
 // The warp-specialized variant: a producer warpgroup under full/empty mbarriers, the consumers'
-// ping-pong by named barriers (the emulator runs the waiters of each release first); at the key
-// tile it is launched with (flash::kWsBlockN, 128) and at 64 (what the first GPU session compares
-// it with).
+// ping-pong by named barriers (the emulator runs the waiters of each release first); at key tiles
+// of 128 and of 64.
 template <int kN, bool kTma>
 void check_ws(const AttentionArgs& a) {
   if (a.d_head == 64)
@@ -218,20 +217,46 @@ void check_ws(const AttentionArgs& a) {
     check_forward<128, true, true, kTma, kN>(a);
 }
 
+/// The warp-specialized kernel that flash_attention_wgmma_forward launches for `a` with
+/// a.flash_forward_key_tile = `requested`: the key tile of flash::wgmma_forward_key_tile, the
+/// launcher's own choice.
+template <bool kTma>
+void check_launched(const AttentionArgs& a, int requested) {
+  const int kn = flash::wgmma_forward_key_tile(requested, true);
+  ASSERT_TRUE(kn == 64 || kn == 128) << "the launcher builds no key tile of " << requested;
+  if (kn == 64)
+    check_ws<64, kTma>(a);
+  else
+    check_ws<128, kTma>(a);
+}
+
+// The choice of flash_attention_wgmma_forward's key tile (flash::wgmma_forward_key_tile), which the
+// tests below run the kernels through: every tile it gives one the parameterized tests run.
+TEST(FlashEmulationKeyTile, LauncherChoosesBuiltTiles) {
+  EXPECT_EQ(flash::wgmma_forward_key_tile(0, true), 128);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(64, true), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(128, true), 128);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(0, false), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(64, false), 64);
+  EXPECT_EQ(flash::wgmma_forward_key_tile(128, false), 0);
+  for (const bool ws : {false, true})
+    for (const int other : {-64, 16, 32, 96, 256}) EXPECT_EQ(flash::wgmma_forward_key_tile(other, ws), 0) << other;
+}
+
 TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
-  check_ws<flash::kWsBlockN, false>(GetParam().args);
+  check_launched<false>(GetParam().args, 128);
 }
 
 TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedKeys64MatchesFloat64Reference) {
-  check_ws<64, false>(GetParam().args);
+  check_launched<false>(GetParam().args, 64);
 }
 
 // The warp-specialized variant with TMA loads: one producer thread issues the boxes under
 // expect_tx, the tiles 128-byte swizzled (the emulator's TMA poisons each destination until the
 // phase that counts its bytes completes, and zero-fills the rows past the sequence's end).
-TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) { check_ws<flash::kWsBlockN, true>(GetParam().args); }
+TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) { check_launched<true>(GetParam().args, 128); }
 
-TEST_P(FlashEmulation, ForwardWgmmaTmaKeys64MatchesFloat64Reference) { check_ws<64, true>(GetParam().args); }
+TEST_P(FlashEmulation, ForwardWgmmaTmaKeys64MatchesFloat64Reference) { check_launched<true>(GetParam().args, 64); }
 
 // The backward in both orders of its main kernel's blocks (flash::backward_grid): by head, and,
 // causal, heaviest first across heads (the case's name ends in _heaviest_first).
