@@ -205,9 +205,9 @@ class CudaCtx {
 
   // Whether run k of the thread (tile element e) at q moves as one access: it lies in one row,
   // is aligned and below n. With 4 runs a thread or more, the row and bounds tests are held from
-  // tl::rows (float's 4096-wide tile: 142 registers, one block an SM, where it tested each
-  // access; 128 and two blocks held), else made at each access (held: bf16's 768-wide tile took 86
-  // registers, 7 blocks; 72 and 9 blocks tested).
+  // tl::rows (float's 4096-wide RopeHalf: 128 registers and two blocks an SM held, 142 and one
+  // tested at each access), else tested at each access (held, bf16's 768-wide RopeHalf spilled
+  // 12 bytes at its 9 blocks an SM; tested, 72 registers and none).
   template <class T, int N, class Q>
   __device__ static bool one_access(const Rows<N>& at, int k, int e, Q* q) {
     constexpr int kVec = Layout<N, TH, Run>::kVec;

@@ -81,10 +81,10 @@ BENCH_HD BENCH_FORCEINLINE auto load(const Ctx& c, const T* p, int64_t n, acc_t<
 }
 /// The addressing of a tile of N elements laid in rows of `width` contiguous elements: tile
 /// element i is flat element f = first + i of the rows, row f / width, column f % width; elements
-/// i >= n are not moved. Computed once (on CUDA each run's row, column and bounds tests; the
-/// division is the costly part) and shared by every load_rows and store_rows with that geometry,
-/// whatever their base and stride: RoPE's rotate-half moves six tiles (x's two halves loaded and
-/// stored, the cos and sin tables) over the same rows.
+/// i >= n are not moved. Computed once (on CUDA each run's row and column: a division each) and
+/// shared by every load_rows and store_rows with that geometry, whatever their base and stride:
+/// RoPE's rotate-half moves six tiles (x's two halves loaded and stored, the cos and sin tables)
+/// over the same rows.
 template <int N, class Ctx>
 BENCH_HD BENCH_FORCEINLINE auto rows(const Ctx& c, int64_t width, int64_t first, int64_t n) {
   return c.template rows<N>(width, first, n);
