@@ -134,7 +134,7 @@ class CudaCtx {
     static constexpr int kRuns = Layout<N, TH, Run>::kPer / Layout<N, TH, Run>::kVec;
     int64_t row[kRuns];
     int64_t col[kRuns];
-    bool whole[kRuns];  ///< one_access's row and bounds tests, held where a thread has 4 runs or more
+    bool whole[kRuns];  ///< one_access's row and bounds tests, held where a thread has 2 runs or more
     int64_t width;
     int64_t n;
   };
@@ -204,10 +204,10 @@ class CudaCtx {
   }
 
   // Whether run k of the thread (tile element e) at q moves as one access: it lies in one row,
-  // is aligned and below n. With 4 runs a thread or more, the row and bounds tests are held from
-  // tl::rows (float's 4096-wide RopeHalf: 128 registers and two blocks an SM held, 142 and one
-  // tested at each access), else tested at each access (held, bf16's 768-wide RopeHalf spilled
-  // 12 bytes at its 9 blocks an SM; tested, 72 registers and none).
+  // is aligned and below n. With 2 runs a thread or more, the row and bounds tests are held from
+  // tl::rows (RopeHalf tested at each access: float 4096 142 registers and one block an SM, 128
+  // and two held; bf16 4096 spilled 4 bytes), else tested at each access (held, bf16's 768-wide
+  // RopeHalf spilled 12 bytes at its 9 blocks an SM; tested, 72 registers and none).
   template <class T, int N, class Q>
   __device__ static bool one_access(const Rows<N>& at, int k, int e, Q* q) {
     constexpr int kVec = Layout<N, TH, Run>::kVec;
@@ -349,11 +349,9 @@ class CudaCtx {
   }
 
   // Row and column of flat element f in rows of `width`: one 32-bit division where both fit (a
-  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise. The 32-bit
-  // quotient is computed outside the branch, so that a program's load_rows and store_rows over the
-  // same rows share it (RopeHalf bf16: four loads and two stores a run, 688 -> 605 instructions
-  // on a thread's path); inside the branch, each computed its own. Its divisor is width's low
-  // half, not zero for any width below 2^32 (a row of 4 G elements).
+  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise; tl::rows
+  // calls it once a run for all the accesses in its geometry. Its divisor is width's low half,
+  // not zero for any width below 2^32 (a row of 4 G elements).
   __device__ static void split_row(int64_t f, int64_t width, int64_t& row, int64_t& col) {
     const uint32_t q = static_cast<uint32_t>(f) / static_cast<uint32_t>(width);
     if (f <= 0x7fffffff && width <= 0x7fffffff) {
