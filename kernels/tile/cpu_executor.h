@@ -39,23 +39,33 @@ class CpuCtx : public GridPosition {
     return r;
   }
 
-  template <int N, class T>
-  Tile<acc_t<T>, N, N> load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
-                                 acc_t<T> other) const {
+  /// tl::rows: the geometry as given (load_rows and store_rows walk the rows piece by piece).
+  template <int N>
+  struct Rows {
+    int64_t width;
+    int64_t first;
+    int valid;  ///< tile elements moved: n clamped to [0, N]
+  };
+
+  template <int N>
+  Rows<N> rows(int64_t width, int64_t first, int64_t n) const {
+    return {width, first, n >= N ? N : (n > 0 ? static_cast<int>(n) : 0)};
+  }
+
+  template <class T, int N>
+  Tile<acc_t<T>, N, N> load_rows(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
-    const int valid = n >= N ? N : (n > 0 ? static_cast<int>(n) : 0);
-    for_row_segments(width, stride, first, valid, [&](int i, int64_t at, int len) {
-      BENCH_IVDEP for (int k = 0; k < len; ++k) r.v[i + k] = to_acc(p[at + k]);
+    for_row_segments(at.width, stride, at.first, at.valid, [&](int i, int64_t off, int len) {
+      BENCH_IVDEP for (int k = 0; k < len; ++k) r.v[i + k] = to_acc(p[off + k]);
     });
-    for (int i = valid; i < N; ++i) r.v[i] = other;
+    for (int i = at.valid; i < N; ++i) r.v[i] = other;
     return r;
   }
 
   template <class T, class U, int N>
-  void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, N>& x, int64_t n) const {
-    const int valid = n >= N ? N : (n > 0 ? static_cast<int>(n) : 0);
-    for_row_segments(width, stride, first, valid, [&](int i, int64_t at, int len) {
-      BENCH_IVDEP for (int k = 0; k < len; ++k) p[at + k] = from_acc<T>(x.v[i + k]);
+  void store_rows(T* p, int64_t stride, const Rows<N>& at, const Tile<U, N, N>& x) const {
+    for_row_segments(at.width, stride, at.first, at.valid, [&](int i, int64_t off, int len) {
+      BENCH_IVDEP for (int k = 0; k < len; ++k) p[off + k] = from_acc<T>(x.v[i + k]);
     });
   }
 

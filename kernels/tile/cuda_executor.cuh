@@ -125,29 +125,58 @@ class CudaCtx {
     }
   }
 
-  // A run starts at a multiple of kVec within the tile; it moves as one access when it lies in
-  // one row (col + kVec <= width), is aligned and in bounds, else element by element.
-  template <int N, class T>
-  __device__ auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
+  /// tl::rows: each of the thread's runs' row and column (a division each, computed once for
+  /// every access in this geometry), and whether the run moves as one access: it lies in one row
+  /// (col + kVec <= width) and below n; the alignment, which depends on the base, is tested at
+  /// each access.
+  template <int N>
+  struct Rows {
+    static constexpr int kRuns = Layout<N, TH, Run>::kPer / Layout<N, TH, Run>::kVec;
+    int64_t row[kRuns];
+    int64_t col[kRuns];
+    bool whole[kRuns];  ///< one_access's row and bounds tests, held where a thread has 2 runs or more
+    int64_t width;
+    int64_t n;
+  };
+
+  template <int N>
+  __device__ Rows<N> rows(int64_t width, int64_t first, int64_t n) const {
+    using L = Layout<N, TH, Run>;
+    Rows<N> r;
+    r.width = width;
+    r.n = n;
+#pragma unroll
+    for (int k = 0; k < Rows<N>::kRuns; ++k) {
+      const int e = L::element(threadIdx.x, k * L::kVec);
+      split_row(first + e, width, r.row[k], r.col[k]);
+      if constexpr (Rows<N>::kRuns >= 2) r.whole[k] = r.col[k] + L::kVec <= width && e + L::kVec <= n;
+    }
+    return r;
+  }
+
+  // A run starts at a multiple of kVec within the tile; it moves as one access when at.whole and
+  // aligned, else element by element.
+  template <class T, int N>
+  __device__ auto load_rows(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
     using L = Layout<N, TH, Run>;
     if constexpr (kLoadsPacked<T, L::kVec>) {
       Packed<N, L::kPer, CudaCtx> r;
-      r.n = n;
+      r.n = at.n;
       r.other = other;
       uint32_t* raw = r.words;
 #pragma unroll
       for (int i = 0; i < L::kPer; i += L::kVec) {
-        const int e = L::element(threadIdx.x, i);
-        int64_t row = 0, col = 0;
-        split_row(first + e, width, row, col);
-        const T* at = p + row * stride + col;
-        if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
-          load_raw<L::kVec>(at, &raw[i / 2]);
+        const int k = i / L::kVec;
+        const T* q = p + at.row[k] * stride + at.col[k];
+        if (one_access<T, N>(at, k, L::element(threadIdx.x, i), q)) {
+          load_raw<L::kVec>(q, &raw[i / 2]);
         } else {
+          const int e = L::element(threadIdx.x, i);
+          int64_t col = at.col[k];
 #pragma unroll
-          for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
-            if (col == width) ++row, col = 0;
-            set_half(raw, i + j, e + j < n ? p[row * stride + col].bits : uint16_t{0});
+          for (int j = 0; j < L::kVec; ++j, ++col, ++q) {  // the run's elements, row by row: no division
+            if (col == at.width) q += stride - at.width, col = 0;
+            set_half(raw, i + j, e + j < at.n ? q->bits : uint16_t{0});
           }
         }
       }
@@ -156,18 +185,17 @@ class CudaCtx {
       Tile<acc_t<T>, N, L::kPer> r;
 #pragma unroll
       for (int i = 0; i < L::kPer; i += L::kVec) {
-        const int e = L::element(threadIdx.x, i);
-        const int64_t f = first + e;
-        int64_t row = 0, col = 0;
-        split_row(f, width, row, col);
-        const T* at = p + row * stride + col;
-        if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
-          load_vec<T, L::kVec>(at, &r.v[i]);
+        const int k = i / L::kVec;
+        const T* q = p + at.row[k] * stride + at.col[k];
+        if (one_access<T, N>(at, k, L::element(threadIdx.x, i), q)) {
+          load_vec<T, L::kVec>(q, &r.v[i]);
         } else {
+          const int e = L::element(threadIdx.x, i);
+          int64_t col = at.col[k];
 #pragma unroll
-          for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
-            if (col == width) ++row, col = 0;
-            r.v[i + j] = e + j < n ? to_acc(p[row * stride + col]) : other;
+          for (int j = 0; j < L::kVec; ++j, ++col, ++q) {  // the run's elements, row by row: no division
+            if (col == at.width) q += stride - at.width, col = 0;
+            r.v[i + j] = e + j < at.n ? to_acc(*q) : other;
           }
         }
       }
@@ -175,24 +203,37 @@ class CudaCtx {
     }
   }
 
+  // Whether run k of the thread (tile element e) at q moves as one access: it lies in one row,
+  // is aligned and below n. With 2 runs a thread or more, the row and bounds tests are held from
+  // tl::rows (RopeHalf tested at each access: float 4096 142 registers and one block an SM, 128
+  // and two held; bf16 4096 spilled 4 bytes), else tested at each access (held, bf16's 768-wide
+  // RopeHalf spilled 12 bytes at its 9 blocks an SM; tested, 72 registers and none).
+  template <class T, int N, class Q>
+  __device__ static bool one_access(const Rows<N>& at, int k, int e, Q* q) {
+    constexpr int kVec = Layout<N, TH, Run>::kVec;
+    if constexpr (Rows<N>::kRuns >= 2) {
+      return at.whole[k] && vector_ok<T, kVec>(q);
+    } else {
+      return at.col[k] + kVec <= at.width && vector_ok<T, kVec>(q) && e + kVec <= at.n;
+    }
+  }
+
   template <class T, class U, int N, int P>
-  __device__ void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, P>& x,
-                             int64_t n) const {
+  __device__ void store_rows(T* p, int64_t stride, const Rows<N>& at, const Tile<U, N, P>& x) const {
     using L = Layout<N, TH, Run>;
 #pragma unroll
     for (int i = 0; i < P; i += L::kVec) {
-      const int e = L::element(threadIdx.x, i);
-      const int64_t f = first + e;
-      int64_t row = 0, col = 0;
-      split_row(f, width, row, col);
-      T* at = p + row * stride + col;
-      if (col + L::kVec <= width && vector_ok<T, L::kVec>(at) && e + L::kVec <= n) {
-        store_vec<T, L::kVec>(at, &x.v[i]);
+      const int k = i / L::kVec;
+      T* q = p + at.row[k] * stride + at.col[k];
+      if (one_access<T, N>(at, k, L::element(threadIdx.x, i), q)) {
+        store_vec<T, L::kVec>(q, &x.v[i]);
       } else {
+        const int e = L::element(threadIdx.x, i);
+        int64_t col = at.col[k];
 #pragma unroll
-        for (int j = 0; j < L::kVec; ++j, ++col) {  // the run's elements, row by row: no division
-          if (col == width) ++row, col = 0;
-          if (e + j < n) p[row * stride + col] = from_acc<T>(x.v[i + j]);
+        for (int j = 0; j < L::kVec; ++j, ++col, ++q) {  // the run's elements, row by row: no division
+          if (col == at.width) q += stride - at.width, col = 0;
+          if (e + j < at.n) *q = from_acc<T>(x.v[i + j]);
         }
       }
     }
@@ -308,11 +349,9 @@ class CudaCtx {
   }
 
   // Row and column of flat element f in rows of `width`: one 32-bit division where both fit (a
-  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise. The 32-bit
-  // quotient is computed outside the branch, so that a program's load_rows and store_rows over the
-  // same rows share it (RopeHalf bf16: four loads and two stores a run, 688 -> 605 instructions
-  // on a thread's path); inside the branch, each computed its own. Its divisor is width's low
-  // half, not zero for any width below 2^32 (a row of 4 G elements).
+  // 64-bit division is a software routine of some 70 instructions), 64-bit otherwise; tl::rows
+  // calls it once a run for all the accesses in its geometry. Its divisor is width's low half,
+  // not zero for any width below 2^32 (a row of 4 G elements).
   __device__ static void split_row(int64_t f, int64_t width, int64_t& row, int64_t& col) {
     const uint32_t q = static_cast<uint32_t>(f) / static_cast<uint32_t>(width);
     if (f <= 0x7fffffff && width <= 0x7fffffff) {

@@ -46,15 +46,26 @@ class EmulatedCtx : public GridPosition {
     }
   }
 
-  template <int N, class T>
-  auto load_rows(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n, acc_t<T> other) const {
+  /// tl::rows: the geometry as given; every element's row and column are computed at its access,
+  /// as the definition reads (the CUDA executor's per-run addressing is checked against it).
+  template <int N>
+  struct Rows {
+    int64_t width;
+    int64_t first;
+    int64_t n;
+  };
+
+  template <int N>
+  Rows<N> rows(int64_t width, int64_t first, int64_t n) const {
+    return {width, first, n};
+  }
+
+  template <class T, int N>
+  auto load_rows(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
     if constexpr (kLoadsPacked<T, Layout<N, TH, Run>::kVec>) {  // NOLINT(bugprone-branch-clone): one is discarded
-      return pack<N>(n, other, [&](int e) {
-        const int64_t f = first + e;
-        return p[(f / width) * stride + f % width].bits;
-      });
+      return pack<N>(at.n, other, [&](int e) { return p[offset(at, stride, e)].bits; });
     } else {
-      return load_rows_unpacked<N>(p, width, stride, first, n, other);
+      return load_rows_unpacked<N>(p, stride, at, other);
     }
   }
 
@@ -73,12 +84,11 @@ class EmulatedCtx : public GridPosition {
   }
 
   template <class T, class U, int N>
-  void store_rows(T* p, int64_t width, int64_t stride, int64_t first, const Tile<U, N, N>& x, int64_t n) const {
+  void store_rows(T* p, int64_t stride, const Rows<N>& at, const Tile<U, N, N>& x) const {
     for (int lane = 0; lane < TH; ++lane)
       for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
         const int e = Layout<N, TH, Run>::element(lane, i);
-        const int64_t f = first + e;
-        if (e < n) p[(f / width) * stride + f % width] = from_acc<T>(x.v[slot<N>(lane, i)]);
+        if (e < at.n) p[offset(at, stride, e)] = from_acc<T>(x.v[slot<N>(lane, i)]);
       }
   }
 
@@ -151,16 +161,21 @@ class EmulatedCtx : public GridPosition {
   }
 
   template <int N, class T>
-  Tile<acc_t<T>, N, N> load_rows_unpacked(const T* p, int64_t width, int64_t stride, int64_t first, int64_t n,
-                                          acc_t<T> other) const {
+  Tile<acc_t<T>, N, N> load_rows_unpacked(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
     for (int lane = 0; lane < TH; ++lane)
       for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
         const int e = Layout<N, TH, Run>::element(lane, i);
-        const int64_t f = first + e;
-        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[(f / width) * stride + f % width]) : other;
+        r.v[slot<N>(lane, i)] = e < at.n ? to_acc(p[offset(at, stride, e)]) : other;
       }
     return r;
+  }
+
+  // Where tile element e of the geometry `at` lies, rows `stride` apart.
+  template <int N>
+  static int64_t offset(const Rows<N>& at, int64_t stride, int e) {
+    const int64_t f = at.first + e;
+    return (f / at.width) * stride + f % at.width;
   }
 
   template <int N>

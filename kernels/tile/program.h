@@ -1,4 +1,4 @@
-// defines: the tile-program verbs tl::program_id, arange, full, load, store, load_rows,
+// defines: the tile-program verbs tl::program_id, arange, full, load, store, rows, load_rows,
 //          store_rows, gather, sum, max, store_scalar, unpacked, loaded_t — the only things a program
 //          calls besides element-wise tile arithmetic.
 //
@@ -79,20 +79,41 @@ template <int N, class Ctx, class T>
 BENCH_HD BENCH_FORCEINLINE auto load(const Ctx& c, const T* p, int64_t n, acc_t<T> other = acc_t<T>(0)) {
   return c.template load<N>(p, n, other);
 }
-/// Load a tile from rows of `width` contiguous elements, `stride` elements apart (the heads of a
-/// token, the columns of a block): tile element i is element first + i of that layout, f = first
-/// + i at p[(f / width) * stride + f % width]; elements i >= n read as `other`. A run of a thread
-/// that stays within one row moves as one access, like load's; stride 0 repeats one row (a table).
+/// The addressing of a tile of N elements laid in rows of `width` contiguous elements: tile
+/// element i is flat element f = first + i of the rows, row f / width, column f % width; elements
+/// i >= n are not moved. Computed once (on CUDA each run's row and column: a division each) and
+/// shared by every load_rows and store_rows with that geometry, whatever their base and stride:
+/// RoPE's rotate-half moves six tiles (x's two halves loaded and stored, the cos and sin tables)
+/// over the same rows.
+template <int N, class Ctx>
+BENCH_HD BENCH_FORCEINLINE auto rows(const Ctx& c, int64_t width, int64_t first, int64_t n) {
+  return c.template rows<N>(width, first, n);
+}
+/// Load a tile from rows `stride` elements apart (the heads of a token, the columns of a block),
+/// in the geometry `at` of tl::rows: element i at p[(f / width) * stride + f % width]; elements i
+/// >= n read as `other`. A run of a thread that stays within one row moves as one access, like
+/// load's; stride 0 repeats one row (a table).
+template <class Ctx, class T, class At>
+BENCH_HD BENCH_FORCEINLINE auto load_rows(const Ctx& c, const T* p, int64_t stride, const At& at,
+                                          acc_t<T> other = acc_t<T>(0)) {
+  return c.load_rows(p, stride, at, other);
+}
+/// load_rows of one tile: tl::load_rows(c, p, stride, tl::rows<N>(c, width, first, n), other).
 template <int N, class Ctx, class T>
 BENCH_HD BENCH_FORCEINLINE auto load_rows(const Ctx& c, const T* p, int64_t width, int64_t stride, int64_t first,
                                           int64_t n, acc_t<T> other = acc_t<T>(0)) {
-  return c.template load_rows<N>(p, width, stride, first, n, other);
+  return c.load_rows(p, stride, c.template rows<N>(width, first, n), other);
 }
-/// Store the first n elements of x to the rows of load_rows (the same addressing).
+/// Store the first n elements of x (n: at's) to the rows of load_rows (the same addressing).
+template <class Ctx, class T, class At, class U, int N, int L>
+BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t stride, const At& at, const Tile<U, N, L>& x) {
+  c.store_rows(p, stride, at, x);
+}
+/// store_rows of one tile: tl::store_rows(c, p, stride, tl::rows<N>(c, width, first, n), x).
 template <class Ctx, class T, class U, int N, int L>
 BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
                                            const Tile<U, N, L>& x, int64_t n) {
-  c.store_rows(p, width, stride, first, x, n);
+  c.store_rows(p, stride, c.template rows<N>(width, first, n), x);
 }
 /// Load p[idx[i]] for the elements i < n, `other` elsewhere.
 template <class Ctx, class T, int N, int L>
@@ -116,10 +137,14 @@ BENCH_HD BENCH_FORCEINLINE U max(const Ctx& c, const Tile<U, N, L>& x) {
   return c.max(x);
 }
 // The verbs above on a packed tile (tile/packed.h: a bf16 load's result on CUDA), unpacked here.
+template <class Ctx, class T, class At, int N, int L, class P>
+BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t stride, const At& at, const Packed<N, L, P>& x) {
+  c.store_rows(p, stride, at, unpacked(x));
+}
 template <class Ctx, class T, int N, int L, class P>
 BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
                                            const Packed<N, L, P>& x, int64_t n) {
-  c.store_rows(p, width, stride, first, unpacked(x), n);
+  c.store_rows(p, stride, c.template rows<N>(width, first, n), unpacked(x));
 }
 /// A packed tile stored as bf16 (a tile loaded and stored unchanged: a copy, a relayout) moves its
 /// words as loaded, without the unpack and the re-rounding (exact, but a conversion an element).
