@@ -98,22 +98,10 @@ BENCH_HD BENCH_FORCEINLINE auto load_rows(const Ctx& c, const T* p, int64_t stri
                                           acc_t<T> other = acc_t<T>(0)) {
   return c.load_rows(p, stride, at, other);
 }
-/// load_rows of one tile: tl::load_rows(c, p, stride, tl::rows<N>(c, width, first, n), other).
-template <int N, class Ctx, class T>
-BENCH_HD BENCH_FORCEINLINE auto load_rows(const Ctx& c, const T* p, int64_t width, int64_t stride, int64_t first,
-                                          int64_t n, acc_t<T> other = acc_t<T>(0)) {
-  return c.load_rows(p, stride, c.template rows<N>(width, first, n), other);
-}
 /// Store the first n elements of x (n: at's) to the rows of load_rows (the same addressing).
 template <class Ctx, class T, class At, class U, int N, int L>
 BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t stride, const At& at, const Tile<U, N, L>& x) {
   c.store_rows(p, stride, at, x);
-}
-/// store_rows of one tile: tl::store_rows(c, p, stride, tl::rows<N>(c, width, first, n), x).
-template <class Ctx, class T, class U, int N, int L>
-BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
-                                           const Tile<U, N, L>& x, int64_t n) {
-  c.store_rows(p, stride, c.template rows<N>(width, first, n), x);
 }
 /// Load p[idx[i]] for the elements i < n, `other` elsewhere.
 template <class Ctx, class T, int N, int L>
@@ -140,11 +128,6 @@ BENCH_HD BENCH_FORCEINLINE U max(const Ctx& c, const Tile<U, N, L>& x) {
 template <class Ctx, class T, class At, int N, int L, class P>
 BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t stride, const At& at, const Packed<N, L, P>& x) {
   c.store_rows(p, stride, at, unpacked(x));
-}
-template <class Ctx, class T, int N, int L, class P>
-BENCH_HD BENCH_FORCEINLINE void store_rows(const Ctx& c, T* p, int64_t width, int64_t stride, int64_t first,
-                                           const Packed<N, L, P>& x, int64_t n) {
-  c.store_rows(p, stride, c.template rows<N>(width, first, n), unpacked(x));
 }
 /// A packed tile stored as bf16 (a tile loaded and stored unchanged: a copy, a relayout) moves its
 /// words as loaded, without the unpack and the re-rounding (exact, but a conversion an element).

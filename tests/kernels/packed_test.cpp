@@ -91,7 +91,7 @@ TEST_F(PackedTile, LoadsPackedAndUnpacksExactly) {
   // The rows verb: rows of 5 elements 7 apart, from element 3 (the rows' tail past the data).
   std::vector<bf16> rows(static_cast<size_t>(kN) * 2);
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = in.a[i % kN];
-  const auto r = tl::load_rows<kN>(c, rows.data(), 5, 7, 3, kValid, in.other_a);
+  const auto r = tl::load_rows(c, rows.data(), 7, tl::rows<kN>(c, 5, 3, kValid), in.other_a);
   static_assert(kAnyPacked<decltype(r)>);
   expect(
       "load_rows", r,
@@ -184,7 +184,7 @@ TEST_F(PackedTile, ReductionsAndStores) {
   tl::store(c, out.data(), pa, kValid);
   for (int e = 0; e < kN; ++e) EXPECT_EQ(out[e].bits, e < kValid ? in.a[e].bits : kUntouched) << e;
   std::vector<bf16> rows(static_cast<size_t>(kN) * 2, bf16{kUntouched});
-  tl::store_rows(c, rows.data(), 5, 7, 3, pa, kValid);
+  tl::store_rows(c, rows.data(), 7, tl::rows<kN>(c, 5, 3, kValid), pa);
   for (int e = 0; e < kValid; ++e) EXPECT_EQ(rows[((3 + e) / 5) * 7 + (3 + e) % 5].bits, in.a[e].bits) << e;
 }
 
