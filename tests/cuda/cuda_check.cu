@@ -402,7 +402,12 @@ void list() {
                         "attention/flash wgmma ws tma forward keys 64",
                         "attention/flash wgmma backward",
                         "attention/flash wgmma backward heaviest first",
-                        "attention/flash wgmma backward bulk dq"})
+                        "attention/flash wgmma backward bulk dq",
+                        "attention/flash wgmma ws forward dropout 0.1",
+                        "attention/flash wgmma ws tma forward dropout 0.1",
+                        "attention/flash wgmma ws forward keys 64 dropout 0.1",
+                        "attention/flash wgmma ws tma forward keys 64 dropout 0.1",
+                        "attention/flash wgmma backward dropout 0.1"})
     std::printf("%s\n", c);
 }
 

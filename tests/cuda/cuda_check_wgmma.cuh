@@ -103,70 +103,83 @@ void wgmma_checks(test::CheckTable& t) {
   }
 }
 
-/// "attention/flash wgmma forward", "... wgmma ws forward" (the warp-specialized forward), "... wgmma
-/// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice), "... wgmma
-/// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
-/// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
-/// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
-/// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
-/// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape), and
-/// how far their outputs are from the mma.sync kernels' there (the float64 reference is too slow
-/// at this size).
-void wgmma_rates(test::CheckTable& t) {
-  const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
-  const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants) {
-    kernels::AttentionArgs args = big;
-    args.flash_forward_key_tile = variant.key_tile;
-    const int kn = kernels::cuda::flash_attention_wgmma_key_tile(args, variant.ws);
-    const std::string name = std::string("attention/flash wgmma") + (variant.ws ? " ws" : "") +
-                             (variant.tma ? " tma" : "") + " forward" + (variant.key_tile == 64 ? " keys 64" : "");
-    t.run(name, [&, args, variant, kn] {
-      if (!g_setup.cuda) return cuda_only();
-      if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(args); !why.empty())
-        return CheckResult::skipped(why);
-      const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-      const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
-      const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
-      Buf<bf16> qkv(random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 32)), out(n_out), ref(n_out);
-      Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
-      CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, qkv.get(), ref.get(), nullptr, lse.get()));
-      const Times ms = time_ms(
-          [&] {
-            CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(stream, args, qkv.get(), out.get(), nullptr, lse.get(),
-                                                                 variant.ws, variant.tma));
-          },
-          10);
-      const std::vector<bf16> a = out.host(), b = ref.host();
-      double worst = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        const double d = std::abs(to_double(a[i]) - to_double(b[i]));
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
-      }
-      if (!(worst <= 2e-2))
-        return CheckResult::fail(fmt("output differs from the mma.sync forward's by up to %.3g", worst));
-      return CheckResult::info(flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                               fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal", ms.median, ms.min, ms.max) +
-                                   fmt(", key tiles of %.0f; |out - mma.sync's| <= %.3g", kn, worst));
-    });
+/// The shape every rate row below names: "B=4 H=16 T=4096 dh=128 causal", and the dropout rate
+/// where there is one.
+std::string rate_shape(const kernels::AttentionArgs& a) {
+  return "B=4 H=16 T=4096 dh=128 causal" + (a.dropout > 0 ? fmt(", dropout %.2g", a.dropout) : std::string());
+}
+
+/// What the forward rate rows of one AttentionArgs share, made by the first of them that runs
+/// (none, where --only skips them all): random qkv (seed 32) and the mma.sync forward's output
+/// at the same args (with dropout, the same keep mask: kernels/dropout.h), each row's reference.
+struct ForwardRateInputs {
+  explicit ForwardRateInputs(const kernels::AttentionArgs& a)
+      : n_out(static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head)),
+        qkv(random_vec<bf16>(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head), 32)),
+        out(n_out),
+        lse(static_cast<size_t>(a.batch * a.n_heads * a.seq)) {
+    Buf<bf16> ref_out(n_out);
+    CUDA_OK(kernels::cuda::flash_attention_forward(static_cast<cudaStream_t>(g_setup.exec().stream), a, qkv.get(),
+                                                   ref_out.get(), nullptr, lse.get()));
+    ref = ref_out.host();
   }
-  // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
-  // backward" is the mma.sync backward at the same shape). Both run after the mma.sync forward.
-  t.run("attention/flash wgmma backward", [&] {
+  size_t n_out;
+  Buf<bf16> qkv, out;
+  Buf<float> lse;
+  std::vector<bf16> ref;
+};
+
+/// "attention/flash wgmma<variant> forward" (+ " keys 64", + `suffix`): TFLOP/s of `variant` at
+/// `args` (the issue's shape), and how far its output is from the mma.sync forward's there (the
+/// float64 reference is too slow at this size): within 2e-2 + 2e-2 |mma.sync's| an element, the
+/// float64 rows' tolerance (a bf16 output of 4..8 is 0.031 from its neighbours). `inputs`: the
+/// rows' shared ForwardRateInputs at `args`, made here if it is not yet.
+void forward_rate_row(test::CheckTable& t, const WgmmaForwardVariant& variant, kernels::AttentionArgs args,
+                      double flops, const std::string& suffix, std::unique_ptr<ForwardRateInputs>& inputs) {
+  args.flash_forward_key_tile = variant.key_tile;
+  const int kn = kernels::cuda::flash_attention_wgmma_key_tile(args, variant.ws);
+  const std::string name = std::string("attention/flash wgmma") + (variant.ws ? " ws" : "") +
+                           (variant.tma ? " tma" : "") + " forward" + (variant.key_tile == 64 ? " keys 64" : "") +
+                           suffix;
+  t.run(name, [&, args, variant, kn] {
     if (!g_setup.cuda) return cuda_only();
-    if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(big); !why.empty())
+    if (const std::string why = kernels::cuda::flash_attention_wgmma_refusal(args); !why.empty())
       return CheckResult::skipped(why);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-    BackwardBuffers buf(big);
+    if (!inputs) inputs = std::make_unique<ForwardRateInputs>(args);
+    ForwardRateInputs& in = *inputs;
+    const Times ms = time_ms(
+        [&] {
+          CUDA_OK(kernels::cuda::flash_attention_wgmma_forward(stream, args, in.qkv.get(), in.out.get(), nullptr,
+                                                               in.lse.get(), variant.ws, variant.tma));
+        },
+        10);
+    const CheckResult gap = compare(in.ref, in.out.host(), 2e-2, 2e-2);
+    if (gap.result != "PASS") return CheckResult::fail("output against the mma.sync forward's: " + gap.detail);
+    return CheckResult::info(flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
+                             fmt("%.3f ms (%.3f..%.3f); ", ms.median, ms.min, ms.max) + rate_shape(args) +
+                                 fmt(", key tiles of %.0f; |out - mma.sync's| <= %.3g", kn, gap.value));
+  });
+}
+
+/// "<name>": TFLOP/s of the wgmma backward at `args` (the issue's shape), after the mma.sync
+/// forward, and how far its dqkv is from the mma.sync backward's there.
+void backward_rate_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& args, double flops) {
+  t.run(name, [&] {
+    if (!g_setup.cuda) return cuda_only();
+    if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
+      return CheckResult::skipped(why);
+    const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+    BackwardBuffers buf(args);
     auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
     auto& lse = buf.lse;
     auto& work = buf.work;
-    CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
-    CUDA_OK(kernels::cuda::flash_attention_backward(stream, big, qkv.get(), out.get(), dout.get(), lse.get(), ref.get(),
-                                                    work.get()));
+    CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, qkv.get(), out.get(), nullptr, lse.get()));
+    CUDA_OK(kernels::cuda::flash_attention_backward(stream, args, qkv.get(), out.get(), dout.get(), lse.get(),
+                                                    ref.get(), work.get()));
     const Times ms = time_ms(
         [&] {
-          CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, big, qkv.get(), out.get(), dout.get(),
+          CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, qkv.get(), out.get(), dout.get(),
                                                                 lse.get(), dqkv.get(), work.get()));
         },
         10);
@@ -177,15 +190,43 @@ void wgmma_rates(test::CheckTable& t) {
       return CheckResult::fail(
           fmt("dqkv differs from the mma.sync backward's by up to %.3g (largest |dqkv| %.3g)", worst, largest));
     return CheckResult::info(2.5 * flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal; |dqkv - mma.sync's| <= %.3g",
-                                 ms.median, ms.min, ms.max, worst));
+                             fmt("%.3f ms (%.3f..%.3f); ", ms.median, ms.min, ms.max) + rate_shape(args) +
+                                 fmt("; |dqkv - mma.sync's| <= %.3g", worst));
   });
+}
+
+/// "attention/flash wgmma forward", "... wgmma ws forward" (the warp-specialized forward), "... wgmma
+/// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice), "... wgmma
+/// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
+/// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
+/// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
+/// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
+/// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape). Then
+/// the four warp-specialized forwards and the backward again with dropout 0.1 ("... dropout 0.1"):
+/// the same FLOP count (dropout's hashes are not products), so each rate reads against its row
+/// without dropout.
+void wgmma_rates(test::CheckTable& t) {
+  const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
+  const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
+  std::unique_ptr<ForwardRateInputs> inputs;
+  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants) forward_rate_row(t, variant, big, flops, "", inputs);
+  inputs.reset();
+  // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
+  // backward" is the mma.sync backward at the same shape). Both run after the mma.sync forward.
+  backward_rate_row(t, "attention/flash wgmma backward", big, flops);
   const std::string refusal = g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(big) : "";
   heaviest_first_row(t, "attention/flash wgmma backward", big, flops, kernels::cuda::flash_attention_wgmma_backward,
                      refusal);
   backward_option_row(t, "attention/flash wgmma backward", " bulk dq", &kernels::AttentionArgs::flash_backward_bulk_dq,
                       "dQ by cp.reduce.async.bulk of staged rows, not per-thread red.global.add", big, flops,
                       kernels::cuda::flash_attention_wgmma_backward, refusal);
+  kernels::AttentionArgs dropped = big;
+  dropped.dropout = 0.1;
+  dropped.dropout_seed = 5;
+  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
+    if (variant.ws) forward_rate_row(t, variant, dropped, flops, " dropout 0.1", inputs);
+  inputs.reset();
+  backward_rate_row(t, "attention/flash wgmma backward dropout 0.1", dropped, flops);
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ std::vector<double> widen(const std::vector<uint16_t>& v) {
 struct FlashCase {
   std::string name;
   AttentionArgs args;
+  bool negative_logits = false;  // the forward's inputs through make_logits_negative
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -112,9 +113,27 @@ void forward_wgmma(const AttentionArgs& a, const std::vector<uint16_t>& qkv, std
          });
 }
 
+/// Q's elements made non-negative and K's non-positive (V as drawn): every logit q.k scale is
+/// -scale sum |q_i| |k_i|, about -0.64 d_head scale (-5 at d 64, -7 at d 128, a spread under 1).
+/// A key past the sequence's end is a zero row (its copy fills zeros), so its logit 0 is then the
+/// largest of the row: a mask that let it in would report a row max of 0 and add exp(0 - m) >> the
+/// row's own sum, where with logits about 0 it adds a few per cent at most, inside the tolerance.
+void make_logits_negative(std::vector<uint16_t>& qkv, const AttentionArgs& a, int d) {
+  const size_t width = static_cast<size_t>((a.n_heads + 2 * a.n_kv_heads) * d),
+               q_end = static_cast<size_t>(a.n_heads * d), k_end = static_cast<size_t>((a.n_heads + a.n_kv_heads) * d);
+  for (size_t i = 0; i < qkv.size(); ++i) {
+    const size_t col = i % width;
+    if (col < q_end)
+      qkv[i] &= 0x7fffu;  // bf16's sign bit cleared
+    else if (col < k_end)
+      qkv[i] |= 0x8000u;
+  }
+}
+
 template <int D, bool kWgmma = false, bool kWs = false, bool kTma = false, int kN = flash::kBlockN>
-void check_forward(const AttentionArgs& a) {
-  const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
+void check_forward(const AttentionArgs& a, bool negative_logits = false) {
+  auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
+  if (negative_logits) make_logits_negative(qkv, a, D);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
   if constexpr (kWgmma)
@@ -193,41 +212,41 @@ void check_backward(const AttentionArgs& a) {
 TEST_P(FlashEmulation, ForwardMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_forward<64>(a);
+    check_forward<64>(a, GetParam().negative_logits);
   else
-    check_forward<128>(a);
+    check_forward<128>(a, GetParam().negative_logits);
 }
 
 TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_forward<64, true, false>(a);
+    check_forward<64, true, false>(a, GetParam().negative_logits);
   else
-    check_forward<128, true, false>(a);
+    check_forward<128, true, false>(a, GetParam().negative_logits);
 }
 
 // The warp-specialized variant: a producer warpgroup under full/empty mbarriers, the consumers'
 // ping-pong by named barriers (the emulator runs the waiters of each release first); at key tiles
 // of 128 and of 64.
 template <int kN, bool kTma>
-void check_ws(const AttentionArgs& a) {
+void check_ws(const AttentionArgs& a, bool negative_logits = false) {
   if (a.d_head == 64)
-    check_forward<64, true, true, kTma, kN>(a);
+    check_forward<64, true, true, kTma, kN>(a, negative_logits);
   else
-    check_forward<128, true, true, kTma, kN>(a);
+    check_forward<128, true, true, kTma, kN>(a, negative_logits);
 }
 
-/// The warp-specialized kernel that flash_attention_wgmma_forward launches for `a` with
-/// a.flash_forward_key_tile = `requested`: the key tile of flash::wgmma_forward_key_tile, the
+/// The warp-specialized kernel that flash_attention_wgmma_forward launches for case c's args with
+/// flash_forward_key_tile = `requested`: the key tile of flash::wgmma_forward_key_tile, the
 /// launcher's own choice.
 template <bool kTma>
-void check_launched(const AttentionArgs& a, int requested) {
+void check_launched(const FlashCase& c, int requested) {
   const int kn = flash::wgmma_forward_key_tile(requested, true);
   ASSERT_TRUE(kn == 64 || kn == 128) << "the launcher builds no key tile of " << requested;
   if (kn == 64)
-    check_ws<64, kTma>(a);
+    check_ws<64, kTma>(c.args, c.negative_logits);
   else
-    check_ws<128, kTma>(a);
+    check_ws<128, kTma>(c.args, c.negative_logits);
 }
 
 // The choice of flash_attention_wgmma_forward's key tile (flash::wgmma_forward_key_tile), which the
@@ -243,20 +262,18 @@ TEST(FlashEmulationKeyTile, LauncherChoosesBuiltTiles) {
     for (const int other : {-64, 16, 32, 96, 256}) EXPECT_EQ(flash::wgmma_forward_key_tile(other, ws), 0) << other;
 }
 
-TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) {
-  check_launched<false>(GetParam().args, 128);
-}
+TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedMatchesFloat64Reference) { check_launched<false>(GetParam(), 128); }
 
 TEST_P(FlashEmulation, ForwardWgmmaWarpSpecializedKeys64MatchesFloat64Reference) {
-  check_launched<false>(GetParam().args, 64);
+  check_launched<false>(GetParam(), 64);
 }
 
 // The warp-specialized variant with TMA loads: one producer thread issues the boxes under
 // expect_tx, the tiles 128-byte swizzled (the emulator's TMA poisons each destination until the
 // phase that counts its bytes completes, and zero-fills the rows past the sequence's end).
-TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) { check_launched<true>(GetParam().args, 128); }
+TEST_P(FlashEmulation, ForwardWgmmaTmaMatchesFloat64Reference) { check_launched<true>(GetParam(), 128); }
 
-TEST_P(FlashEmulation, ForwardWgmmaTmaKeys64MatchesFloat64Reference) { check_launched<true>(GetParam().args, 64); }
+TEST_P(FlashEmulation, ForwardWgmmaTmaKeys64MatchesFloat64Reference) { check_launched<true>(GetParam(), 64); }
 
 // The backward in both orders of its main kernel's blocks (flash::backward_grid): by head, and,
 // causal, heaviest first across heads (the case's name ends in _heaviest_first).
@@ -395,13 +412,30 @@ std::vector<FlashCase> cases() {
   a.window = 90;
   a.softcap = 12;
   c.push_back({"mqa_t260_window90_softcap12", a});
+  // The sequence's end bound (key kl of the last tile visible iff kl < T - n0), one key late fails
+  // only these: not causal (a causal row never sees the key past T, whatever the bound) and every
+  // logit strongly negative (make_logits_negative), so that the key past T, a zero row, would be
+  // the row's largest logit (0). T past a multiple of both key tiles: a last tile of 6 keys at 64
+  // and of 70 at 128 (T 70), of 8 at 64 and 72 at 128 (T 200, with dropout: the other kernels).
+  a = {1, 70, 2, 1, 64, 0.125};
+  a.causal = false;
+  c.push_back({"mqa_noncausal_t70_negative_logits", a, true});
+  a = {1, 200, 1, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.causal = false;
+  a.dropout = 0.1;
+  a.dropout_seed = 3;
+  c.push_back({"mha_noncausal_t200_dh128_dropout_negative_logits", a, true});
   return c;
 }
 
 /// cases() by head, and the causal ones again heaviest first (not causal, the order is by head
-/// whatever is asked: backward_grid).
+/// whatever is asked: backward_grid); not the negative_logits cases, whose inputs only the forward
+/// takes (the backward's own end bounds one key or query late change no output: the rows past T
+/// are zeros there, and every product a masked-in pair adds to is with one, docs/kernels.md).
 std::vector<FlashCase> backward_cases() {
-  std::vector<FlashCase> c = cases();
+  std::vector<FlashCase> c;
+  for (const FlashCase& f : cases())
+    if (!f.negative_logits) c.push_back(f);
   for (const FlashCase& f : cases())
     if (f.args.causal) {
       FlashCase h = f;
