@@ -29,9 +29,16 @@ void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x
     throw std::invalid_argument("norm_forward_residual: a second input needs `sum` for x + x2");
   // LayerNorm and RMSNorm are one program each width (`center` a run-time member, as `unit_offset`).
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    tile::launch(exec, tile::Grid{rows},
-                 programs::NormForward<T, B>{x, weight, bias, y, mean, rstd, cols, static_cast<acc_t<T>>(eps), x2, sum,
-                                             res, unit_offset, center});
+    const programs::NormForward<T, B> program{
+        x, weight, bias, y, mean, rstd, cols, static_cast<acc_t<T>>(eps), x2, sum, res, unit_offset, center};
+    // Only the widest tile of a target (1024 on the host, 4096 on a device) sees wider rows.
+    if constexpr (B == tile::kHostMaxTile || B == tile::kDeviceRowTile) {
+      if (cols > B) {
+        tile::launch(exec, tile::Grid{rows}, programs::NormForwardWide<T, B>{program});
+        return;
+      }
+    }
+    tile::launch(exec, tile::Grid{rows}, program);
   });
 }
 
