@@ -14,6 +14,24 @@ BENCH_KERNEL(norm_forward_residual,
              "norm_forward with the residual add folded in: y = norm(x + x2) (x + x2 kept), or y = res + norm(x)");
 BENCH_KERNEL(norm_backward_residual, "norm_backward with the residual gradient folded in: dx = dres + dnorm");
 
+namespace {
+
+/// `program` (a norm program of tile B over T) on `grid`, or Wide<T, B>{program}, its chunked
+/// form, for rows wider than the tile: only the widest tile of a target (1024 on the host, 4096
+/// on a device) sees them.
+template <template <class, int> class Wide, int B, template <class, int> class Program, class T>
+void launch_row(const Exec& exec, const tile::Grid& grid, const Program<T, B>& program, int64_t cols) {
+  if constexpr (B == tile::kHostMaxTile || B == tile::kDeviceRowTile) {
+    if (cols > B) {
+      tile::launch(exec, grid, Wide<T, B>{program});
+      return;
+    }
+  }
+  tile::launch(exec, grid, program);
+}
+
+}  // namespace
+
 template <class T>
 void norm_forward(const Exec& exec, bool center, const T* x, const T* weight, const T* bias, T* y, acc_t<T>* mean,
                   acc_t<T>* rstd, int64_t rows, int64_t cols, double eps, bool unit_offset) {
@@ -29,9 +47,11 @@ void norm_forward_residual(const Exec& exec, bool center, const T* x, const T* x
     throw std::invalid_argument("norm_forward_residual: a second input needs `sum` for x + x2");
   // LayerNorm and RMSNorm are one program each width (`center` a run-time member, as `unit_offset`).
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    tile::launch(exec, tile::Grid{rows},
-                 programs::NormForward<T, B>{x, weight, bias, y, mean, rstd, cols, static_cast<acc_t<T>>(eps), x2, sum,
-                                             res, unit_offset, center});
+    launch_row<programs::NormForwardWide, B>(
+        exec, tile::Grid{rows},
+        programs::NormForward<T, B>{x, weight, bias, y, mean, rstd, cols, static_cast<acc_t<T>>(eps), x2, sum, res,
+                                    unit_offset, center},
+        cols);
   });
 }
 
@@ -95,16 +115,11 @@ void norm_backward_residual(const Exec& exec, bool center, const T* dy, const T*
   acc_t<T>* dw_part = dweight != nullptr ? workspace : nullptr;
   acc_t<T>* db_part = dbias != nullptr ? workspace + groups * cols : nullptr;
   tile::dispatch_row(exec, cols, [&]<int B>() {
-    const programs::NormBackward<T, B> program{dy,      x,    weight, mean,      rstd, dx,          dw_part,
-                                               db_part, rows, cols,   per_group, dres, unit_offset, center};
-    // Only the widest tile of a target (1024 on the host, 4096 on a device) sees wider rows.
-    if constexpr (B == tile::kHostMaxTile || B == tile::kDeviceRowTile) {
-      if (cols > B) {
-        tile::launch(exec, tile::Grid{groups}, programs::NormBackwardWide<T, B>{program});
-        return;
-      }
-    }
-    tile::launch(exec, tile::Grid{groups}, program);
+    launch_row<programs::NormBackwardWide, B>(
+        exec, tile::Grid{groups},
+        programs::NormBackward<T, B>{dy, x, weight, mean, rstd, dx, dw_part, db_part, rows, cols, per_group, dres,
+                                     unit_offset, center},
+        cols);
   });
   gradient_sums<T>(exec, dw_part, dweight, db_part, dbias, groups, cols);
 }

@@ -72,11 +72,13 @@ struct NormForward {
   static constexpr int kRun = tile::kRun16<T>;  // 16-byte runs
   static constexpr int kFillSm =
       2048 / tile::threads_for_tile(B, kRun) < 32 ? 2048 / tile::threads_for_tile(B, kRun) : 32;
-  // bf16's 4096-wide tile: 79 registers without spills at 3 blocks an SM (2 by default); float's
-  // 108 (2) would spill at 3. Float tiles up to 1024 wide fill the SM (2,048 threads, at
-  // most 32 blocks) in 32 registers without spills; by default the affine's weight and bias, in
-  // flight together, took them to 33-37 (1024 columns: 35, 6 blocks of 256 threads, not 8).
-  static constexpr int kMinBlocks = std::is_same_v<T, tile::bf16> ? 3 : (B <= 1024 ? kFillSm : 1);
+  // Without the chunk loops (NormForwardWide's), the 4096-wide tile fits 4 blocks an SM in bf16
+  // (64 registers) and 3 in float (80; 100 by default, 2 blocks), without spills; with them it
+  // took 79 (3) and 108 (2). bf16 2048 and narrower: 3. Float tiles up to 1024 wide fill the SM
+  // (2,048 threads, at most 32 blocks) in 32 registers without spills (the affine's weight and
+  // bias, in flight together, took them to 33-37 by default: 1024 columns, 6 blocks, not 8).
+  static constexpr int kMinBlocks =
+      std::is_same_v<T, tile::bf16> ? (B == 4096 ? 4 : 3) : (B <= 1024 ? kFillSm : (B == 4096 ? 3 : 1));
   using A = acc_t<T>;
   const T* x;
   const T* w;  // may be null
@@ -108,31 +110,27 @@ struct NormForward {
                 rows * (center ? 4 : 3)};
   }
 
+  /// Rows of at most B columns, the row held in registers (NormForwardWide takes wider ones).
   template <class Ctx>
   BENCH_HD void operator()(Ctx& c) const {
     const int64_t row = tl::program_id(c, 0);
-    const T* xr = x + row * cols;
+    auto xv = tl::load<B>(c, input(c, row), cols);
+    A mu = A(0);
+    if (center) mu = tl::sum(c, xv) / A(cols);
+    auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));
+    const A rs = tile::math::rsqrt(tl::sum(c, d * d) / A(cols) + eps);
+    tl::store(c, y + row * cols, affine(c, d * rs, 0), cols);
+    add_residual(c, row);
+    finish(c, row, mu, rs);
+  }
+
+  /// Rows of more than B columns, chunk by chunk: x read again for each pass (the mean with
+  /// LayerNorm, the variance, y).
+  template <class Ctx>
+  BENCH_HD void wide(Ctx& c) const {
+    const int64_t row = tl::program_id(c, 0);
+    const T* xr = input(c, row);
     T* yr = y + row * cols;
-    if (x2 != nullptr) {
-      // x + x2 rounded to T as a separate add would, then normalized from memory (each agent
-      // reads back the elements it wrote).
-      T* sr = sum + row * cols;
-      for (int64_t c0 = 0; c0 < cols; c0 += B)
-        tl::store(c, sr + c0, tl::load<B>(c, xr + c0, cols - c0) + tl::load<B>(c, x2 + row * cols + c0, cols - c0),
-                  cols - c0);
-      xr = sr;
-    }
-    if (cols <= B) {  // one chunk: keep the row in registers
-      auto xv = tl::load<B>(c, xr, cols);
-      A mu = A(0);
-      if (center) mu = tl::sum(c, xv) / A(cols);
-      auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));
-      const A rs = tile::math::rsqrt(tl::sum(c, d * d) / A(cols) + eps);
-      tl::store(c, yr, affine(c, d * rs, 0), cols);
-      add_residual(c, row);
-      finish(c, row, mu, rs);
-      return;
-    }
     A mu = A(0);
     if (center) {
       auto acc = tl::full<B>(c, A(0));
@@ -151,6 +149,20 @@ struct NormForward {
     }
     add_residual(c, row);
     finish(c, row, mu, rs);
+  }
+
+  /// The row the norm reads: x's, or with x2 the sum x + x2, rounded to T as a separate add would
+  /// round it, written to `sum` and read back from there (each agent reads back the elements it
+  /// wrote).
+  template <class Ctx>
+  BENCH_HD const T* input(Ctx& c, int64_t row) const {
+    const T* xr = x + row * cols;
+    if (x2 == nullptr) return xr;
+    T* sr = sum + row * cols;
+    for (int64_t c0 = 0; c0 < cols; c0 += B)
+      tl::store(c, sr + c0, tl::load<B>(c, xr + c0, cols - c0) + tl::load<B>(c, x2 + row * cols + c0, cols - c0),
+                cols - c0);
+    return sr;
   }
 
   /// y += res on the row, from y as stored (rounded to T, as a separate add would read it).
@@ -185,6 +197,21 @@ struct NormForward {
   BENCH_HD void finish(Ctx& c, int64_t row, A mu, A rs) const {
     if (mean != nullptr) tl::store_scalar(c, mean + row, mu);
     tl::store_scalar(c, rstd + row, rs);
+  }
+};
+
+/// NormForward on rows wider than its tile (cols > B), the same arithmetic, as a program of its
+/// own: its chunk loops took registers that the one-tile program, which every row of up to 4096
+/// columns runs on a device, then does not pay (float 4096: 108 registers, 2 blocks an SM, with
+/// them; 80, 3 blocks, without).
+template <class T, int B>
+struct NormForwardWide : NormForward<T, B> {
+  // bf16: 80 registers, no spill, the 3 blocks the one program held (94 by default, 2).
+  static constexpr int kMinBlocks = std::is_same_v<T, tile::bf16> ? 3 : 1;
+
+  template <class Ctx>
+  BENCH_HD void operator()(Ctx& c) const {
+    this->wide(c);
   }
 };
 
