@@ -23,7 +23,9 @@ in two passes over every file, on two cores:
   turn off), so this pass gives those that look at the main file only (-Wunused-function,
   -Wunused-const-variable) for each file as before.
 
-Every check of .clang-tidy runs on every file, in one of the two passes.
+Every check of .clang-tidy runs on every file, in one of the two passes. A build whose targets are
+unity builds (the default preset's) lists its units, not its files, in compile_commands.json: each
+file of a unit is checked with the unit's command (compile_commands), as the build compiles it.
 """
 
 import concurrent.futures
@@ -70,6 +72,34 @@ def group_key(entry, path):
     return entry["directory"], tuple(key)
 
 
+def compile_commands(build):
+    """build's compile commands by source file, one for each file of a unity unit too.
+
+    A unity build (CMAKE_UNITY_BUILD, the default preset's) lists only its generated units,
+    unity_N_<lang>.<ext>, each of which includes its target's .cpp files by absolute path: every
+    file it includes is compiled with the unit's command, so that command, with the file in the
+    unit's place, is the file's own.
+    """
+    try:
+        with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
+            entries = json.load(f)
+    except OSError:
+        return {}
+    db = {}
+    for e in entries:
+        unit = os.path.normpath(os.path.join(e["directory"], e["file"]))
+        if os.path.basename(os.path.dirname(unit)) != "Unity":
+            db[unit] = e
+            continue
+        with open(unit, encoding="utf-8") as f:
+            included = [line.split('"')[1] for line in f if line.startswith('#include "')]
+        args = shlex.split(e["command"]) if "command" in e else list(e["arguments"])
+        for path in included:
+            own = [path if os.path.normpath(os.path.join(e["directory"], a)) == unit else a for a in args]
+            db[os.path.normpath(path)] = {"directory": e["directory"], "file": path, "command": shlex.join(own)}
+    return db
+
+
 def run(cmd, cwd):
     r = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     failed = r.returncode != 0 or "error:" in r.stdout
@@ -85,11 +115,7 @@ def main():
     rest = "".join(",-" + c for c in context)
 
     files = sys.argv[4:] or tidy_files(src)  # files given (relative to SOURCE_DIR): only those
-    try:
-        with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
-            db = {os.path.normpath(os.path.join(e["directory"], e["file"])): e for e in json.load(f)}
-    except OSError:
-        db = {}
+    db = compile_commands(build)
     groups, alone = {}, []
     for rel in files:
         path = os.path.join(src, rel)
@@ -98,12 +124,17 @@ def main():
         else:
             alone.append(rel)  # no compile command of its own: checked alone, as clang-tidy infers one
 
-    def per_file(names, checks):
-        extra = ["--checks=" + checks] if checks else []
-        return [(common + ["-p", build] + extra + names[i:i + BATCH], src) for i in range(0, len(names), BATCH)]
-
     with tempfile.TemporaryDirectory(prefix="bench-tidy-") as tmp:
         db_out = []
+        files_dir = os.path.join(tmp, "files")  # a command for each file, those of unity units too
+        os.mkdir(files_dir)
+        with open(os.path.join(files_dir, "compile_commands.json"), "w", encoding="utf-8") as f:
+            json.dump(list(db.values()), f)
+
+        def per_file(names, checks):
+            extra = ["--checks=" + checks] if checks else []
+            return [(common + ["-p", files_dir] + extra + names[i:i + BATCH], src)
+                    for i in range(0, len(names), BATCH)]
 
         def unit_job(names):
             """A unit of names (files of one group): its compile command goes to tmp's compile_commands.json."""
