@@ -269,6 +269,7 @@ checks = [
     ("layernorm forward", "layernorm", "layernorm", "forward", ("NormForward",), True),
     ("layernorm backward (+dw, db)", "layernorm", "layernorm", "backward", ("NormBackward", "ColumnSum"), True),
     ("swiglu forward", None, "swiglu", "forward", ("GluForward",), True),
+    ("swiglu backward", None, "swiglu", "backward", ("GluBackward",), True),
     ("add", None, None, None, ("Add<",), True),
     ("rope (in place)", None, "rope", None, ("Rope",), False),
     ("adamw", None, None, "optimizer", ("AdamW<",), False),

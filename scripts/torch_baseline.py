@@ -74,7 +74,10 @@ def row_kernels(torch, dtype):
             g = torch.compile(f) if c else f
             xg = inputs[0].detach().requires_grad_(True)
             y = g(xg, *inputs[1:])
-            return lambda: torch.autograd.grad(y, (xg,), dy, retain_graph=True)
+            # The output's gradient: dy, or its first columns where the output is narrower (a GLU's
+            # is half its input), as cuda_check's rows read it.
+            dout = dy if y.shape == dy.shape else dy[:, : y.shape[-1]].contiguous()
+            return lambda: torch.autograd.grad(y, (xg,), dout, retain_graph=True)
         return make
 
     def rmsnorm(a, weight):
@@ -87,11 +90,17 @@ def row_kernels(torch, dtype):
         gate, up = a.view(rows, 2, cols // 2).unbind(1)  # as cuda_check: gate and up halves of a row
         return F.silu(gate) * up
 
+    def reglu(a):
+        gate, up = a.view(rows, 2, cols // 2).unbind(1)
+        return F.relu(gate) * up
+
     out.append(("rmsnorm forward", "16384x4096", 2 * n * e, fwd(rmsnorm, x, w)))
     out.append(("rmsnorm backward", "16384x4096", 3 * n * e, bwd(rmsnorm, x, w)))
     out.append(("layernorm forward", "16384x4096", 2 * n * e, fwd(layernorm, x, w)))
     out.append(("softmax forward", "16384x4096", 2 * n * e, fwd(lambda a: torch.softmax(a, -1), x)))
     out.append(("swiglu forward", "16384x4096", 1.5 * n * e, fwd(swiglu, x)))
+    out.append(("swiglu backward", "16384x4096", 2.5 * n * e, bwd(swiglu, x)))
+    out.append(("reglu backward", "16384x4096", 2.5 * n * e, bwd(reglu, x)))
     out.append(("add", "16384x4096", 3 * n * e, fwd(torch.add, x, dy)))
 
     # RoPE, half layout, in place on 16384 tokens of 32 heads of 128 (cos/sin tables [seq, 64] float).

@@ -322,6 +322,14 @@ void bandwidth_rows(test::CheckTable& t) {
   });
   row("swiglu forward", 1.5 * n * e, shape,
       [&] { kernels::glu_forward<T>(exec, kernels::Activation::kSilu, x.get(), y.get(), rows, cols / 2); });
+  // The gated backward reads the gate and up halves (n) and dh (n / 2), and writes dgate and dup (n):
+  // SwiGLU, and ReGLU, whose bf16 build is the one declared at 24 blocks an SM (kernels/activation.h).
+  row("swiglu backward", 2.5 * n * e, shape, [&] {
+    kernels::glu_backward<T>(exec, kernels::Activation::kSilu, x.get(), dy.get(), y.get(), rows, cols / 2);
+  });
+  row("reglu backward", 2.5 * n * e, shape, [&] {
+    kernels::glu_backward<T>(exec, kernels::Activation::kRelu, x.get(), dy.get(), y.get(), rows, cols / 2);
+  });
   row("add", 3 * n * e, shape, [&] { kernels::add<T>(exec, x.get(), dy.get(), y.get(), n); });
   {
     // RoPE in place on fused rows of 32 heads of 128 (the tables stay in cache: 2 n e).

@@ -64,7 +64,8 @@ check "cpu: no failed scaling run" bash -c "! grep -q '^| cpu | cpu-scaling.sh |
 # The profile section: the model's per-kernel GB/s beside every bandwidth row of cuda_check, in
 # both dtypes; INFO in a dry run, with the ratio where cuda_check's row finished (the float rows
 # before the hung check; not the failed one).
-for k in "rmsnorm forward" "rmsnorm backward" "layernorm forward" "layernorm backward (+dw, db)" "swiglu forward" add \
+for k in "rmsnorm forward" "rmsnorm backward" "layernorm forward" "layernorm backward (+dw, db)" "swiglu forward" \
+  "swiglu backward" add \
   "rope (in place)" adamw "cross_entropy fwd+bwd"; do
   for dt in float bf16; do
     check "profile: the row of $k/$dt" grep -Fq "| profile | $k/$dt | INFO | " "$md"
