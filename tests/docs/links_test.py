@@ -90,7 +90,8 @@ def check(root, path):
             if not os.path.exists(resolved):
                 errors.append((number, target, "no such file"))
             elif anchor and resolved.endswith(".md") and anchor not in anchors(resolved):
-                errors.append((number, target, f"no heading or anchor '{anchor}' in {os.path.relpath(resolved, root)}"))
+                in_file = os.path.relpath(resolved, root)
+                errors.append((number, target, f"no heading or anchor '{anchor}' in {in_file}"))
     return errors
 
 
