@@ -20,7 +20,8 @@
 // Memory: O(T) per row besides the inputs and outputs, a few 64 x 128 tiles per task; the
 // materializing path (attention_forward) keeps B·H·T² probabilities (twice that with a cap)
 // and a 64 x T block per (batch, kv head). Summation order differs from it, so results agree to
-// rounding, not bit for bit: docs/kernels.md, "Tiled attention on the CPU", says where each runs.
+// rounding, not bit for bit: docs/attention-cores.md, "Tiled attention on the CPU", says where each
+// runs.
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,9 @@
 //          products of one shape at fixed strides, one launch), gemm_backend
 //
 // Dense matrix multiply. float goes to oneDNN's dnnl_sgemm, measured fastest here (see
-// docs/kernels.md: 265-318 GFLOP/s on 2 AVX-512 cores at the model's shapes, ahead of
-// Debian's OpenBLAS and BLIS); double runs a blocked loop of our own, used for gradient checks.
+// docs/attention-cores.md, "CPU GEMM": 265-318 GFLOP/s on 2 AVX-512 cores at the model's shapes,
+// ahead of Debian's OpenBLAS and BLIS); double runs a blocked loop of our own, used for gradient
+// checks.
 // bf16 (storage) runs oneDNN's bf16 matmul primitive (AMX / AVX512-BF16: 1.1-1.6 TFLOP/s on this
 // project's 2-core Xeon against 0.25-0.3 for dnnl_sgemm), made once per shape and kept; where
 // oneDNN has only its reference implementation for a layout, A and B are widened to float

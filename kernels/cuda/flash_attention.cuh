@@ -34,7 +34,7 @@ cudaError_t flash_attention_forward(cudaStream_t stream, const AttentionArgs& a,
 /// The bf16 forward on Hopper's warpgroup MMA (flash_attention_wgmma_kernels.cuh: wgmma, sm_90a
 /// only): the contract of flash_attention_forward, every variant, d_head 64 or 128. Compiled and
 /// checked by the CPU emulator, NOT yet run on a GPU: nothing selects it by default (it runs where
-/// a layer sets `core = "flash_wgmma"`; docs/kernels.md). What flash_attention_wgmma_refusal names returns
+/// a layer sets `core = "flash_wgmma"`; docs/flash-forward.md). What flash_attention_wgmma_refusal names returns
 /// cudaErrorNotSupported without launching; a base pointer not 16-byte aligned throws
 /// std::invalid_argument. `warp_specialized`: the variant with a producer warpgroup, mbarriers and
 /// the two consumer warpgroups' ping-pong (FlashAttention-3's structure; 384 threads a block), else
@@ -88,8 +88,8 @@ cudaError_t flash_attention_backward_with(cudaStream_t stream, const AttentionAr
 /// The bf16 backward with its main kernel on Hopper's warpgroup MMA
 /// (flash_attention_wgmma_backward_kernels.cuh: wgmma, sm_90a only): the contract of
 /// flash_attention_backward, every variant, d_head 64 or 128, the same workspace. Compiled and
-/// checked by the CPU emulator, NOT yet run on a GPU (docs/kernels.md, "Flash attention backward
-/// on wgmma"). What flash_attention_wgmma_backward_refusal names returns cudaErrorNotSupported
+/// checked by the CPU emulator, NOT yet run on a GPU (docs/flash-backward.md, "Flash attention
+/// backward on wgmma"). What flash_attention_wgmma_backward_refusal names returns cudaErrorNotSupported
 /// without launching.
 cudaError_t flash_attention_wgmma_backward(cudaStream_t stream, const AttentionArgs& a, const tile::bf16* qkv,
                                            const tile::bf16* out, const tile::bf16* dout, const float* lse,

@@ -28,7 +28,8 @@
 // mma.sync again (V's fragments by ldmatrix.trans), the probabilities going from the score
 // accumulators straight into A fragments (cvt.rn.bf16x2 on the GPU). Causal, the heaviest query
 // blocks start first, across all heads (forward_grid). This shape is compiled for sm_90 and
-// checked by the CPU emulator, not yet run on a GPU (docs/kernels.md, "Flash attention forward").
+// checked by the CPU emulator, not yet run on a GPU (docs/flash-forward.md, "Flash attention
+// forward").
 //
 // Fragment layouts of mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), with
 // g = lane / 4 and t = lane % 4: A (16x16, row-major) a0 = (g, 2t..2t+1), a1 = (g+8, 2t..),

@@ -243,7 +243,7 @@ struct CudaWgThread : CudaThread {
 };
 
 /// The forward at key tile kN (flash::wgmma_forward_key_tile chooses it: 64 in step;
-/// warp-specialized 64 or 128: docs/kernels.md, "Key tiles of 128").
+/// warp-specialized 64 or 128: docs/flash-forward.md, "Key tiles of 128").
 template <int D, bool kDropout, bool kWs, int kN>
 __global__ void __launch_bounds__(flash::wgmma_forward_threads<kWs>(), 1)
     flash_forward_wgmma(const uint16_t* __restrict__ qkv, uint16_t* __restrict__ out, float* __restrict__ row_max,

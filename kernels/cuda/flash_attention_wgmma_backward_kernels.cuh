@@ -49,7 +49,8 @@
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
 // and dS^T are masked to zero. Not done: TMA, warp specialization, the two warpgroups out of
 // lockstep, dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by
-// the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention backward on wgmma").
+// the CPU emulator; not run on a GPU (docs/flash-backward.md, "Flash attention backward on
+// wgmma").
 #pragma once
 
 #include <cmath>

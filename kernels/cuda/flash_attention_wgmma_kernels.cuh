@@ -49,8 +49,8 @@
 // zeros by the tensor map's bounds (tma_map.h); the consumers need no fence.proxy.async, TMA
 // writes through the async proxy. Its Thread also supplies mbar_arrive_expect_tx(bar, bytes) and
 // tma_load_4d(dst, map, c0, c1, c2, c3, bar). Compiled for sm_90a,
-// checked by the CPU emulator; not run on a GPU (docs/kernels.md, "Flash attention forward on
-// wgmma").
+// checked by the CPU emulator; not run on a GPU (docs/flash-forward.md, "Flash attention
+// forward on wgmma").
 #pragma once
 
 #include <cmath>
@@ -77,7 +77,7 @@ constexpr int kWgStages = 3;
 // is launched at kWsBlockN = 128 (FlashAttention-3's tile at d 128): S's wgmma read 6 KB of shared
 // memory per 64 clocks instead of 4 KB per 32 (the SM's 128 B/clk), and the per-tile overheads
 // (mbarrier round trips, named barriers, the softmax's row reductions) are paid once per 128 keys
-// (docs/kernels.md, "Key tiles of 128"); the forward in step keeps 64.
+// (docs/flash-forward.md, "Key tiles of 128"); the forward in step keeps 64.
 constexpr int kWsBlockN = 128;
 
 /// The key tile flash_attention_wgmma_forward launches for `requested` (AttentionArgs::
@@ -333,7 +333,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
     // (wgmma_hold: the compiler would sink them to their use); overlapping the other warpgroup's
     // turn at the tensor cores. The hash base is recomputed each tile from an opaque copy of the
     // lane (the same empty asm): hoisted out of the loop, its 64 bits took two registers from the
-    // whole loop. (docs/kernels.md, "Dropout at 128 keys".)
+    // whole loop. (docs/flash-forward.md, "Dropout at 128 keys".)
     [[maybe_unused]] uint32_t keep[kN / 64] = {};
     if constexpr (kDropout) {
       constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;

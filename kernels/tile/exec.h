@@ -167,7 +167,7 @@ inline constexpr int kDeviceRowTile = 4096;
 /// (runs_as_device) also 2048 and 4096: a row of up to 4096 elements is one tile, held in
 /// registers (16 elements a thread at 4096, 256 threads), so a program issues every load of
 /// its row before its first reduction, and reads the row from memory once; a CUDA thread
-/// looping over 1024-wide chunks has one 16-byte load in flight at a time (docs/kernels.md,
+/// looping over 1024-wide chunks has one 16-byte load in flight at a time (docs/kernels-rows.md,
 /// "Row kernels against the roofline").
 template <class F>
 void dispatch_row(const Exec& exec, int64_t n, F&& f) {

@@ -60,7 +60,7 @@ std::string flash_wgmma_unsupported(const CoreQuery& q) {
   const std::string why = kernels::attention_flash_wgmma_refusal(tile::Exec{q.backend}, a);
   return why.empty() ? "" : "the wgmma flash forward: " + why;
 }
-// Never preferred: not run on a GPU yet (docs/kernels.md, "Flash attention forward on wgmma").
+// Never preferred: not run on a GPU yet (docs/flash-forward.md, "Flash attention forward on wgmma").
 bool never(const CoreQuery&) { return false; }
 
 using FlashWgmmaCore = FlashWgmmaCoreOf<false>;

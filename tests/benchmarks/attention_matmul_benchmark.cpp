@@ -10,7 +10,7 @@
 // achieved rate on the FLOPs each way actually executes. Each way is checked against the tasks
 // (the visible part of S, and O from the same P) before it is timed. Not a test: run it by hand,
 //   build/bin/attention_matmul_benchmark --benchmark_repetitions=15
-// (docs/kernels.md, "CPU attention": the figures and the decision).
+// (docs/attention-cores.md, "CPU attention": the figures and the decision).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -4,10 +4,10 @@
 # wgmma.mma_async instructions are serialized" message (a wgmma under a branch ptxas cannot prove
 # warpgroup-uniform, registers of a wgmma in flight redefined: every wgmma of the kernel then waits
 # for the one before), no spills in the forward, and in the backward at most the spills recorded
-# in docs/kernels.md ("Flash attention backward on wgmma": a few loop-invariant or epilogue values
-# at 255 registers, none in a run of wgmma), so that a change that spills more fails here. Prints
-# the registers and spills of each instantiation, the warp-specialized forward's (cp.async and
-# TMA) included. About 15 CPU seconds (one sm_90a compile of the file).
+# in docs/flash-backward.md ("Flash attention backward on wgmma": a few loop-invariant or epilogue
+# values at 255 registers, none in a run of wgmma), so that a change that spills more fails here.
+# Prints the registers and spills of each instantiation, the warp-specialized forward's (cp.async
+# and TMA) included. About 15 CPU seconds (one sm_90a compile of the file).
 # Usage: wgmma_ptxas.sh NVCC SOURCE_DIR
 set -euo pipefail
 nvcc=$1
@@ -24,11 +24,11 @@ if grep -E "C75[0-9][0-9]" "$log"; then
 fi
 # The warp-specialized forward (kWs, the third template argument 1; the fourth the key tile kN):
 # every instantiation the launcher can take (flash::wgmma_forward_key_tile: d 64 and 128, dropout
-# (Lb1) or not (Lb0), key tiles of 64 and 128; docs/kernels.md, "Key tiles of 128" and "Dropout at
-# 128 keys"), each at the 168 registers a thread of __launch_bounds__(384, 1); setmaxnreg then
-# gives the producer warpgroup 24 and the consumers 240 (the per-warpgroup figures are in the SASS:
-# USETMAXREG, docs/kernels.md), and a spill in either region shows in the spill count below. The
-# same eight for the TMA variant (flash_forward_wgmma_tma, <D, kDropout, kN>).
+# (Lb1) or not (Lb0), key tiles of 64 and 128; docs/flash-forward.md, "Key tiles of 128" and
+# "Dropout at 128 keys"), each at the 168 registers a thread of __launch_bounds__(384, 1); setmaxnreg
+# then gives the producer warpgroup 24 and the consumers 240 (the per-warpgroup figures are in the
+# SASS: USETMAXREG, docs/flash-forward.md), and a spill in either region shows in the spill count
+# below. The same eight for the TMA variant (flash_forward_wgmma_tma, <D, kDropout, kN>).
 expected_ws() {  # PREFIX INFIX: the eight names' regex, PREFIX ILi<D>ELb<dropout> INFIX ELi<kN> EEEv
   local d dropout kn out=""
   for d in 64 128; do
@@ -54,9 +54,9 @@ for variant in "flash_forward_wgmma ELb1" "flash_forward_wgmma_tma "; do
 done
 # Per entry function: its name (forward or backward, d_head, dropout), spill stores and registers.
 # The backward's budgets, per instantiation (d_head, dropout, dQ by bulk reductions): what each
-# spills today (docs/kernels.md: none at d 128 without dropout and at d 64; at d 128 with dropout
-# the copies' row offsets, reloaded once a tile, 32 bytes, and with bulk dQ 36 bytes, one more
-# reload a tile), so that any more fails.
+# spills today (docs/flash-backward.md: none at d 128 without dropout and at d 64; at d 128 with
+# dropout the copies' row offsets, reloaded once a tile, 32 bytes, and with bulk dQ 36 bytes, one
+# more reload a tile), so that any more fails.
 awk '
   /Compiling entry function/ { name = $0; sub(/.*_cu_[0-9a-f]+[0-9][0-9]/, "", name); sub(/EEEv.*/, "", name) }
   /bytes spill stores/ { for (i = 1; i <= NF; ++i) if ($(i + 1) == "bytes" && $(i + 2) == "spill" && $(i + 3) ~ /^stores,?$/) stores = $i }

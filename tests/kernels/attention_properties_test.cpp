@@ -4,7 +4,7 @@
 // sequence, dropout's closed forms (P stored undropped, the mask of the global index, the
 // expectation), bitwise equality of results across thread counts (the GEMM runs single-threaded
 // inside the parallel tasks), the device's launch count, the shape check. DISABLED_Timing
-// measures the CPU speed reported in docs/kernels.md.
+// measures the CPU speed reported in docs/attention-cores.md ("CPU attention").
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 // masking, soft-cap, probability dropout, all together, T not a multiple of the 64-row tiles);
 // the same numbers as the materializing path to rounding; bitwise equality across thread counts;
 // the refusals (bf16, CUDA/emulated targets, bad shapes). DISABLED_Timing and
-// DISABLED_PeakMemory* measure the table of docs/kernels.md ("Tiled attention on the CPU").
+// DISABLED_PeakMemory* measure the table of docs/attention-cores.md ("Tiled attention on the CPU").
 #include "attention_tiled.h"
 
 #include <gtest/gtest.h>
@@ -203,7 +203,7 @@ TEST(AttentionTiled, AutoRule) {
   EXPECT_TRUE(attention_tiled_preferred(tiled_args(1, 2048, 4, 4, 64, 30.0), 4));  // scores kept too: 128 MiB
 }
 
-// --- measurements for docs/kernels.md (not run by default) ------------------------------------
+// --- measurements for docs/attention-cores.md (not run by default) ----------------------------
 
 /// B=1, H=4, dh=64, causal, float, one thread: forward and forward+backward medians of both paths
 /// at T = 256, 1024, 4096, and the bytes each keeps between forward and backward.

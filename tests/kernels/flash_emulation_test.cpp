@@ -431,7 +431,8 @@ std::vector<FlashCase> cases() {
 /// cases() by head, and the causal ones again heaviest first (not causal, the order is by head
 /// whatever is asked: backward_grid); not the negative_logits cases, whose inputs only the forward
 /// takes (the backward's own end bounds one key or query late change no output: the rows past T
-/// are zeros there, and every product a masked-in pair adds to is with one, docs/kernels.md).
+/// are zeros there, and every product a masked-in pair adds to is with one, docs/flash-forward.md,
+/// "The sequence's end bound, tested").
 std::vector<FlashCase> backward_cases() {
   std::vector<FlashCase> c;
   for (const FlashCase& f : cases())

@@ -1,7 +1,8 @@
 // Tests of kernels/gemm.h: float (oneDNN) and double GEMM against a float64 triple loop for
 // every transpose combination, with row strides wider than the matrices and beta != 0; the
 // launcher that follows an Exec, on every target (kernel_test_util.h: cuBLASLt on CUDA).
-// DISABLED_Timing measures the GFLOP/s quoted in docs/kernels.md.
+// DISABLED_Timing measures the GFLOP/s quoted in docs/attention-cores.md ("CPU GEMM") and
+// docs/gpu-path.md ("bf16 models").
 #include "gemm.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // A captured step's side of the model (model/model.h): the device probes gathered into one block
 // at the end of a captured forward, the layer probes and series sums a captured logging step
 // leaves there too, the batch staged before a replay, and the block read after it
-// (bench/device_probes.h; docs/kernels.md, "CUDA graphs").
+// (bench/device_probes.h; docs/gpu-path.md, "CUDA graphs").
 #include <algorithm>
 #include <cmath>
 #include <string>

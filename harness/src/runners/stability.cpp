@@ -90,7 +90,7 @@ const std::vector<ParamSpec>& stability_params() {
           "cuda_graph", true,
           "on a device, capture the plain train step and the logging step (log_every) once each (after "
           "one uncaptured step of the kind) and replay them, the probes and series read after each "
-          "replay; a kind of step that cannot be captured (docs/kernels.md) runs uncaptured, the other kind "
+          "replay; a kind of step that cannot be captured (docs/gpu-path.md) runs uncaptured, the other kind "
           "still replayed, with "
           "graph_fallback/stability = 1 and the reason in the case's notes, unless cuda_graph = true is "
           "given (then the case fails)"),

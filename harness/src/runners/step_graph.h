@@ -5,7 +5,7 @@
 // step again at each replay under the rules of capture (RunContext::capturing and a
 // kernels::CaptureScope: no tokens copied, nothing read back, nothing allocated), so that CI runs
 // the path, replays included, without a GPU. The CPU never captures. What a step must satisfy to
-// be captured is in docs/kernels.md ("CUDA graphs").
+// be captured is in docs/gpu-path.md ("CUDA graphs").
 #pragma once
 
 #include <functional>
