@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build git pkg-config  # toolchain (GCC brings OpenMP: libgomp)
   python3-numpy                                     # tests: the float64 NumPy reference of `bench eval`
   libboost-dev                                      # Boost.DLL (header-only)
+  libboost-context-dev                              # Boost.Context: the warp emulator's fibers (tests)
   libtomlplusplus-dev                               # TOML++
   libcli11-dev libfmt-dev nlohmann-json3-dev        # CLI11, fmt, nlohmann-json
   libsqlite3-dev sqlite3                            # results database

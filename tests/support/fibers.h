@@ -1,12 +1,20 @@
 // defines: bench::test::FiberTeam — n cooperative fibers on the calling thread, with barriers
 // between them (the warp emulator of tests/kernels/flash_emulation_test.cpp runs a block's CUDA
 // threads so: a barrier is a switch of stacks, not an OS thread's sleep and wake-up).
+//
+// The switch is Boost.Context's fcontext (make_fcontext / jump_fcontext: registers and stack
+// pointer, in user space). ucontext's swapcontext also saved and restored the signal mask, a
+// system call on every switch: 40 % of a flash emulation case's time (perf), and under ASan its
+// interceptor cleared the shadow of the whole 256 KB stack on every resume. Boost.Context's public
+// `fiber` wraps the same two calls, but unwinds an abandoned fiber (one left waiting when another
+// threw) with an exception that the fibers' catch-all would have to let through, and annotates for
+// ASan only under a macro of its own; this team abandons such fibers, and annotates itself.
 #pragma once
 
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <algorithm>
+#include <boost/context/detail/fcontext.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -26,6 +34,7 @@
 #endif
 #endif
 #if defined(BENCH_FIBERS_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -118,16 +127,12 @@ class FiberTeam {
     for (int i = 0; i < n_; ++i) {
       Fiber& f = fibers_[static_cast<size_t>(i)];
       f = Fiber{};
-      // Through a pointer: getcontext is declared returns_twice (GCC then fears for the loop's
-      // variables, -Wclobbered), but this context is only ever entered at `entry`, which
-      // makecontext sets: getcontext returns here once.
-      static int (*volatile const get_context)(ucontext_t*) = &getcontext;
-      get_context(&f.context);
-      f.context.uc_stack.ss_sp = stack(i);
-      f.context.uc_stack.ss_size = stack_bytes_;
-      f.context.uc_link = nullptr;
-      // makecontext passes ints: the fiber finds its team through current_, its index in index_.
-      makecontext(&f.context, &FiberTeam::entry, 0);
+      f.context = boost::context::detail::make_fcontext(stack(i) + stack_bytes_, stack_bytes_, &FiberTeam::entry);
+#if defined(BENCH_FIBERS_ASAN)
+      // A fresh stack for this run: the last run's fibers never left `entry`, whose frames'
+      // redzones are still poisoned.
+      ASAN_UNPOISON_MEMORY_REGION(stack(i), stack_bytes_);
+#endif
     }
     int live = n_;
     while (live > 0) {
@@ -160,8 +165,8 @@ class FiberTeam {
   static constexpr size_t kGuard = 4096;
 
   struct Fiber {
-    ucontext_t context{};
-    const Barrier* waiting = nullptr;  // the barrier it waits on, at `generation`
+    boost::context::detail::fcontext_t context = nullptr;  // where it resumes
+    const Barrier* waiting = nullptr;                      // the barrier it waits on, at `generation`
     uint64_t generation = 0;
     bool done = false;
     void* fake_stack = nullptr;  // ASan's fake stack of the suspended fiber
@@ -177,7 +182,8 @@ class FiberTeam {
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, stack(i), stack_bytes_);
 #endif
-    swapcontext(&scheduler_, &fibers_[static_cast<size_t>(i)].context);
+    Fiber& f = fibers_[static_cast<size_t>(i)];
+    f.context = boost::context::detail::jump_fcontext(f.context, nullptr).fctx;
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
@@ -190,7 +196,7 @@ class FiberTeam {
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, scheduler_bottom_, scheduler_size_);
 #endif
-    swapcontext(&f.context, &scheduler_);
+    scheduler_ = boost::context::detail::jump_fcontext(scheduler_, nullptr).fctx;
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_finish_switch_fiber(f.fake_stack, &scheduler_bottom_, &scheduler_size_);
 #endif
@@ -238,8 +244,9 @@ class FiberTeam {
     suspend(false);
   }
 
-  static void entry() {
+  static void entry(boost::context::detail::transfer_t from) {
     FiberTeam* team = current_;
+    team->scheduler_ = from.fctx;
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_finish_switch_fiber(nullptr, &team->scheduler_bottom_, &team->scheduler_size_);
 #endif
@@ -259,7 +266,7 @@ class FiberTeam {
   std::vector<int> order_;  // the fibers, gang after gang
   std::vector<int> gangs_;  // the gangs in order_
   std::minstd_rand random_{2024};
-  ucontext_t scheduler_{};
+  boost::context::detail::fcontext_t scheduler_ = nullptr;  // where the scheduler resumes
   const std::function<void(int)>* body_ = nullptr;
   std::exception_ptr error_;
   bool restart_ = false;
