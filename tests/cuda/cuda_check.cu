@@ -324,12 +324,10 @@ void bandwidth_rows(test::CheckTable& t) {
       [&] { kernels::glu_forward<T>(exec, kernels::Activation::kSilu, x.get(), y.get(), rows, cols / 2); });
   // The gated backward reads the gate and up halves (n) and dh (n / 2), and writes dgate and dup (n):
   // SwiGLU, and ReGLU, whose bf16 build is the one declared at 24 blocks an SM (kernels/activation.h).
-  row("swiglu backward", 2.5 * n * e, shape, [&] {
-    kernels::glu_backward<T>(exec, kernels::Activation::kSilu, x.get(), dy.get(), y.get(), rows, cols / 2);
-  });
-  row("reglu backward", 2.5 * n * e, shape, [&] {
-    kernels::glu_backward<T>(exec, kernels::Activation::kRelu, x.get(), dy.get(), y.get(), rows, cols / 2);
-  });
+  row("swiglu backward", 2.5 * n * e, shape,
+      [&] { kernels::glu_backward<T>(exec, kernels::Activation::kSilu, x.get(), dy.get(), y.get(), rows, cols / 2); });
+  row("reglu backward", 2.5 * n * e, shape,
+      [&] { kernels::glu_backward<T>(exec, kernels::Activation::kRelu, x.get(), dy.get(), y.get(), rows, cols / 2); });
   row("add", 3 * n * e, shape, [&] { kernels::add<T>(exec, x.get(), dy.get(), y.get(), n); });
   {
     // RoPE in place on fused rows of 32 heads of 128 (the tables stay in cache: 2 n e).
@@ -392,6 +390,9 @@ void list() {
                         "attention/flash backward heaviest first",
                         "attention/cudnn forward",
                         "attention/cudnn backward",
+                        "attention/flash forward dropout 0.1",
+                        "attention/flash backward dropout 0.1",
+                        "attention/flash backward heaviest first dropout 0.1",
                         "flash32/<case>/forward",
                         "flash32/<case>/backward",
                         "flash32/deterministic",
@@ -411,11 +412,14 @@ void list() {
                         "attention/flash wgmma backward",
                         "attention/flash wgmma backward heaviest first",
                         "attention/flash wgmma backward bulk dq",
+                        "attention/flash wgmma forward dropout 0.1",
                         "attention/flash wgmma ws forward dropout 0.1",
                         "attention/flash wgmma ws tma forward dropout 0.1",
                         "attention/flash wgmma ws forward keys 64 dropout 0.1",
                         "attention/flash wgmma ws tma forward keys 64 dropout 0.1",
-                        "attention/flash wgmma backward dropout 0.1"})
+                        "attention/flash wgmma backward dropout 0.1",
+                        "attention/flash wgmma backward heaviest first dropout 0.1",
+                        "attention/flash wgmma backward bulk dq dropout 0.1"})
     std::printf("%s\n", c);
 }
 

@@ -248,6 +248,26 @@ void cudnn_checks(test::CheckTable& t) {
 
 // --- attention rates ----------------------------------------------------------------------------
 
+/// The issue's shape with dropout 0.1 (seed 5): the args of every rate row's dropout twin.
+kernels::AttentionArgs with_dropout(kernels::AttentionArgs a) {
+  a.dropout = 0.1;
+  a.dropout_seed = 5;
+  return a;
+}
+
+/// The tail of a rate row's name at `a`: " dropout 0.1" with dropout, else nothing (the twin of
+/// each row without dropout, the same FLOP count: dropout's hashes are not products, so each
+/// rate reads against its row without dropout).
+std::string dropout_suffix(const kernels::AttentionArgs& a) {
+  return a.dropout > 0 ? fmt(" dropout %.2g", a.dropout) : std::string();
+}
+
+/// The shape every rate row names: "B=4 H=16 T=4096 dh=128 causal", and the dropout rate where
+/// there is one.
+std::string rate_shape(const kernels::AttentionArgs& a) {
+  return "B=4 H=16 T=4096 dh=128 causal" + (a.dropout > 0 ? fmt(", dropout %.2g", a.dropout) : std::string());
+}
+
 /// A bf16 flash backward: flash_attention_backward (mma.sync) or flash_attention_wgmma_backward.
 using FlashBackward = cudaError_t (*)(cudaStream_t, const kernels::AttentionArgs&, const bf16*, const bf16*,
                                       const bf16*, const float*, bf16*, void*);
@@ -286,22 +306,34 @@ struct BackwardBuffers {
   Buf<char> work;
 };
 
-/// "<name><suffix>": `backward` at `big` (the issue's shape, causal) with the launch option
-/// `option` of AttentionArgs set (flash_backward_heaviest_first: the main kernel's blocks
-/// heaviest first across heads; flash_backward_bulk_dq: the wgmma backward's dQ by bulk
-/// reductions), its TFLOP/s beside the row `name` (the same backward without it; `what` says what
-/// the option does), and how far its dqkv is from that row's: each block computes the same, but
+/// `buffers`, made at `a` unless they are already of a's shape: the backward rate rows of one
+/// shape share one draw of qkv and dout (134 M host normals at the issue's shape, about 2 s), as
+/// the forward rows share ForwardRateInputs. Each row runs its own forward and reference into them.
+BackwardBuffers& backward_buffers(std::unique_ptr<BackwardBuffers>& buffers, const kernels::AttentionArgs& a) {
+  const auto n_in = static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * a.d_head),
+             n_out = static_cast<size_t>(a.batch * a.seq * a.n_heads * a.d_head);
+  if (!buffers || buffers->n_in != n_in || buffers->n_out != n_out) buffers = std::make_unique<BackwardBuffers>(a);
+  return *buffers;
+}
+
+/// "<name><suffix>" (+ dropout_suffix(big)): `backward` at `big` (the issue's shape, causal, with
+/// or without dropout) with the launch option `option` of AttentionArgs set
+/// (flash_backward_heaviest_first: the main kernel's blocks heaviest first across heads;
+/// flash_backward_bulk_dq: the wgmma backward's dQ by bulk reductions), its TFLOP/s beside the row
+/// `name` (+ the same dropout suffix: the same backward without the option; `what` says what the
+/// option does), and how far its dqkv is from that row's: each block computes the same, but
 /// dQ's float additions come in another order, so not bit-equal; within the wgmma backward row's
 /// tolerance (2e-2 of the largest |dqkv|). `refusal`: why `backward` cannot run here, or "".
+/// `buffers`: the rows' shared BackwardBuffers (backward_buffers).
 void backward_option_row(test::CheckTable& t, const std::string& name, const std::string& suffix,
                          bool kernels::AttentionArgs::*option, const std::string& what,
                          const kernels::AttentionArgs& big, double flops, FlashBackward backward,
-                         const std::string& refusal) {
-  t.run(name + suffix, [&] {
+                         const std::string& refusal, std::unique_ptr<BackwardBuffers>& buffers) {
+  t.run(name + suffix + dropout_suffix(big), [&] {
     if (!g_setup.cuda) return cuda_only();
     if (!refusal.empty()) return CheckResult::skipped(refusal);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-    BackwardBuffers buf(big);
+    BackwardBuffers& buf = backward_buffers(buffers, big);
     auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
     auto& lse = buf.lse;
     auto& work = buf.work;
@@ -317,80 +349,69 @@ void backward_option_row(test::CheckTable& t, const std::string& name, const std
       return CheckResult::fail(
           fmt("dqkv differs from the row without it by up to %.3g (largest |dqkv| %.3g)", worst, largest));
     return CheckResult::info(2.5 * flops / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                             fmt("%.3f ms (%.3f..%.3f); B=4 H=16 T=4096 dh=128 causal, ", ms.median, ms.min, ms.max) +
-                                 what + fmt(" (without: the row above); |dqkv - its| <= %.3g", worst));
+                             fmt("%.3f ms (%.3f..%.3f); ", ms.median, ms.min, ms.max) + rate_shape(big) + ", " + what +
+                                 fmt(" (without: the row above); |dqkv - its| <= %.3g", worst));
   });
 }
 
 /// "<name> heaviest first" (backward_option_row).
 void heaviest_first_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& big, double flops,
-                        FlashBackward backward, const std::string& refusal) {
+                        FlashBackward backward, const std::string& refusal, std::unique_ptr<BackwardBuffers>& buffers) {
   backward_option_row(t, name, " heaviest first", &kernels::AttentionArgs::flash_backward_heaviest_first,
-                      "blocks heaviest first across heads", big, flops, backward, refusal);
+                      "blocks heaviest first across heads", big, flops, backward, refusal, buffers);
 }
 
 /// B=4, H=16, T=4096, dh=128, causal: half of the 4 B H T^2 dh FLOPs of a full product forward;
-/// the backward's five products against the forward's two: 2.5x.
+/// the backward's five products against the forward's two: 2.5x. The mma.sync rows ("attention/flash
+/// forward", "... backward", "... backward heaviest first"), cuDNN's, then the mma.sync rows' dropout
+/// twins (with_dropout: "... dropout 0.1", the same FLOP count), on the same buffers.
 void attention_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  const std::string shape = "B=4 H=16 T=4096 dh=128 causal";
-  if (!g_setup.cuda) {
-    for (const char* c :
-         {"attention/flash forward", "attention/flash backward", "attention/flash backward heaviest first",
-          "attention/cudnn forward", "attention/cudnn backward"})
-      t.run(c, [] { return cuda_only(); });
-    return;
-  }
-  const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-  const int64_t width = (big.n_heads + 2 * big.n_kv_heads) * big.d_head;
-  const size_t n_out = static_cast<size_t>(big.batch * big.seq * big.n_heads * big.d_head);
-  Buf<bf16> qkv(random_vec<bf16>(static_cast<size_t>(big.batch * big.seq * width), 32)), out(n_out),
-      dout(random_vec<bf16>(n_out, 33)), dqkv(static_cast<size_t>(big.batch * big.seq * width));
-  Buf<float> lse(static_cast<size_t>(big.batch * big.n_heads * big.seq));
-  Buf<char> work(kernels::cuda::flash_attention_backward_workspace(big));
-  const auto rate = [&](double f, const Times& ms) {
+  std::unique_ptr<BackwardBuffers> buffers;  // every row's, made by the first that runs
+  // TFLOP/s of `f` FLOPs in `run` (timed, after `prepare` once) at `a`, on the shared buffers.
+  const auto rate = [&](const kernels::AttentionArgs& a, double f, const auto& prepare, const auto& run) {
+    if (!g_setup.cuda) return cuda_only();
+    const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+    BackwardBuffers& b = backward_buffers(buffers, a);
+    prepare(stream, b);
+    const Times ms = time_ms([&] { run(stream, b); }, 10);
     return CheckResult::info(f / (ms.median * 1e-3) * 1e-12, "TFLOP/s",
-                             fmt("%.3f ms (%.3f..%.3f); ", ms.median, ms.min, ms.max) + shape);
+                             fmt("%.3f ms (%.3f..%.3f); ", ms.median, ms.min, ms.max) + rate_shape(a));
   };
-  t.run("attention/flash forward", [&] {
-    return rate(flops, time_ms(
-                           [&] {
-                             CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr,
-                                                                            lse.get()));
-                           },
-                           10));
+  const auto nothing = [](cudaStream_t, BackwardBuffers&) {};
+  // The mma.sync forward, backward (after a forward) and backward heaviest first at `a`.
+  const auto flash_rows = [&](const kernels::AttentionArgs& a) {
+    const auto forward = [&](cudaStream_t stream, BackwardBuffers& b) {
+      CUDA_OK(kernels::cuda::flash_attention_forward(stream, a, b.qkv.get(), b.out.get(), nullptr, b.lse.get()));
+    };
+    t.run("attention/flash forward" + dropout_suffix(a), [&] { return rate(a, flops, nothing, forward); });
+    t.run("attention/flash backward" + dropout_suffix(a), [&] {
+      return rate(a, 2.5 * flops, forward, [&](cudaStream_t stream, BackwardBuffers& b) {
+        CUDA_OK(kernels::cuda::flash_attention_backward(stream, a, b.qkv.get(), b.out.get(), b.dout.get(), b.lse.get(),
+                                                        b.dqkv.get(), b.work.get()));
+      });
+    });
+    heaviest_first_row(t, "attention/flash backward", a, flops, kernels::cuda::flash_attention_backward, "", buffers);
+  };
+  flash_rows(big);
+  // cuDNN's SDPA where it loads (kernels::cuda::cudnn_attention_available says why not).
+  const auto cudnn_row = [&](const std::string& name, double f, const auto& prepare, const auto& run) {
+    t.run(name, [&] {
+      std::string why;
+      if (g_setup.cuda && !kernels::cuda::cudnn_attention_available(&why)) return CheckResult::skipped(why);
+      return rate(big, f, prepare, run);
+    });
+  };
+  const auto cudnn_forward = [&](cudaStream_t stream, BackwardBuffers& b) {
+    kernels::cuda::cudnn_attention_forward<bf16>(stream, big, b.qkv.get(), b.out.get(), b.lse.get());
+  };
+  cudnn_row("attention/cudnn forward", flops, nothing, cudnn_forward);
+  cudnn_row("attention/cudnn backward", 2.5 * flops, cudnn_forward, [&](cudaStream_t stream, BackwardBuffers& b) {
+    kernels::cuda::cudnn_attention_backward<bf16>(stream, big, b.qkv.get(), b.out.get(), b.lse.get(), b.dout.get(),
+                                                  b.dqkv.get());
   });
-  t.run("attention/flash backward", [&] {
-    CUDA_OK(kernels::cuda::flash_attention_forward(stream, big, qkv.get(), out.get(), nullptr, lse.get()));
-    return rate(2.5 * flops,
-                time_ms(
-                    [&] {
-                      CUDA_OK(kernels::cuda::flash_attention_backward(stream, big, qkv.get(), out.get(), dout.get(),
-                                                                      lse.get(), dqkv.get(), work.get()));
-                    },
-                    10));
-  });
-  heaviest_first_row(t, "attention/flash backward", big, flops, kernels::cuda::flash_attention_backward, "");
-  std::string why;
-  const bool loaded = kernels::cuda::cudnn_attention_available(&why);
-  t.run("attention/cudnn forward", [&] {
-    if (!loaded) return CheckResult::skipped(why);
-    return rate(
-        flops,
-        time_ms([&] { kernels::cuda::cudnn_attention_forward<bf16>(stream, big, qkv.get(), out.get(), lse.get()); },
-                10));
-  });
-  t.run("attention/cudnn backward", [&] {
-    if (!loaded) return CheckResult::skipped(why);
-    kernels::cuda::cudnn_attention_forward<bf16>(stream, big, qkv.get(), out.get(), lse.get());
-    return rate(2.5 * flops, time_ms(
-                                 [&] {
-                                   kernels::cuda::cudnn_attention_backward<bf16>(stream, big, qkv.get(), out.get(),
-                                                                                 lse.get(), dout.get(), dqkv.get());
-                                 },
-                                 10));
-  });
+  flash_rows(with_dropout(big));
 }
 
 }  // namespace

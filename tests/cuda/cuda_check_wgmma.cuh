@@ -103,12 +103,6 @@ void wgmma_checks(test::CheckTable& t) {
   }
 }
 
-/// The shape every rate row below names: "B=4 H=16 T=4096 dh=128 causal", and the dropout rate
-/// where there is one.
-std::string rate_shape(const kernels::AttentionArgs& a) {
-  return "B=4 H=16 T=4096 dh=128 causal" + (a.dropout > 0 ? fmt(", dropout %.2g", a.dropout) : std::string());
-}
-
 /// What the forward rate rows of one AttentionArgs share, made by the first of them that runs
 /// (none, where --only skips them all): random qkv (seed 32) and the mma.sync forward's output
 /// at the same args (with dropout, the same keep mask: kernels/dropout.h), each row's reference.
@@ -163,14 +157,16 @@ void forward_rate_row(test::CheckTable& t, const WgmmaForwardVariant& variant, k
 }
 
 /// "<name>": TFLOP/s of the wgmma backward at `args` (the issue's shape), after the mma.sync
-/// forward, and how far its dqkv is from the mma.sync backward's there.
-void backward_rate_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& args, double flops) {
+/// forward, and how far its dqkv is from the mma.sync backward's there. `buffers`: the rows' shared
+/// BackwardBuffers (backward_buffers).
+void backward_rate_row(test::CheckTable& t, const std::string& name, const kernels::AttentionArgs& args, double flops,
+                       std::unique_ptr<BackwardBuffers>& buffers) {
   t.run(name, [&] {
     if (!g_setup.cuda) return cuda_only();
     if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
       return CheckResult::skipped(why);
     const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-    BackwardBuffers buf(args);
+    BackwardBuffers& buf = backward_buffers(buffers, args);
     auto &qkv = buf.qkv, &out = buf.out, &dout = buf.dout, &dqkv = buf.dqkv, &ref = buf.ref;
     auto& lse = buf.lse;
     auto& work = buf.work;
@@ -202,31 +198,29 @@ void backward_rate_row(test::CheckTable& t, const std::string& name, const kerne
 /// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
 /// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
 /// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape). Then
-/// the four warp-specialized forwards and the backward again with dropout 0.1 ("... dropout 0.1"):
-/// the same FLOP count (dropout's hashes are not products), so each rate reads against its row
-/// without dropout.
+/// all eight again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same
+/// FLOP count (dropout's hashes are not products), so each rate reads against its row without
+/// dropout.
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  std::unique_ptr<ForwardRateInputs> inputs;
-  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants) forward_rate_row(t, variant, big, flops, "", inputs);
-  inputs.reset();
-  // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
-  // backward" is the mma.sync backward at the same shape). Both run after the mma.sync forward.
-  backward_rate_row(t, "attention/flash wgmma backward", big, flops);
-  const std::string refusal = g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(big) : "";
-  heaviest_first_row(t, "attention/flash wgmma backward", big, flops, kernels::cuda::flash_attention_wgmma_backward,
-                     refusal);
-  backward_option_row(t, "attention/flash wgmma backward", " bulk dq", &kernels::AttentionArgs::flash_backward_bulk_dq,
-                      "dQ by cp.reduce.async.bulk of staged rows, not per-thread red.global.add", big, flops,
-                      kernels::cuda::flash_attention_wgmma_backward, refusal);
-  kernels::AttentionArgs dropped = big;
-  dropped.dropout = 0.1;
-  dropped.dropout_seed = 5;
-  for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
-    if (variant.ws) forward_rate_row(t, variant, dropped, flops, " dropout 0.1", inputs);
-  inputs.reset();
-  backward_rate_row(t, "attention/flash wgmma backward dropout 0.1", dropped, flops);
+  std::unique_ptr<BackwardBuffers> buffers;  // the six backward rows', made by the first that runs
+  for (const kernels::AttentionArgs& args : {big, with_dropout(big)}) {
+    std::unique_ptr<ForwardRateInputs> inputs;
+    for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
+      forward_rate_row(t, variant, args, flops, dropout_suffix(args), inputs);
+    inputs.reset();
+    // The backward's five products against the forward's two: 2.5x the FLOPs ("attention/flash
+    // backward" is the mma.sync backward at the same shape). Each runs after the mma.sync forward.
+    backward_rate_row(t, "attention/flash wgmma backward" + dropout_suffix(args), args, flops, buffers);
+    const std::string refusal = g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(args) : "";
+    heaviest_first_row(t, "attention/flash wgmma backward", args, flops, kernels::cuda::flash_attention_wgmma_backward,
+                       refusal, buffers);
+    backward_option_row(t, "attention/flash wgmma backward", " bulk dq",
+                        &kernels::AttentionArgs::flash_backward_bulk_dq,
+                        "dQ by cp.reduce.async.bulk of staged rows, not per-thread red.global.add", args, flops,
+                        kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
+  }
 }
 
 }  // namespace
