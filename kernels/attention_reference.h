@@ -55,6 +55,11 @@ struct AttentionArgs {
   /// FlashAttention-3's approach) instead of per-thread red.global.add. The same gradients up to
   /// the order of dQ's additions; a measurement's choice (cuda_check's "... bulk dq" row).
   bool flash_backward_bulk_dq = false;
+  /// The wgmma flash backward only: Q and dO loaded by TMA (cp.async.bulk.tensor under an
+  /// mbarrier, one thread issuing a tile's boxes, the tiles 128-byte swizzled) instead of cp.async
+  /// by every thread. The same gradients, bit for bit (the same products in the same order); a
+  /// measurement's choice (cuda_check's "... tma" rows).
+  bool flash_backward_tma = false;
   /// The wgmma flash forward's warp-specialized variants only (cp.async and TMA): keys a tile, 64
   /// or 128, or 0 for the launcher's choice (128: flash::wgmma_forward_key_tile). The same outputs
   /// up to the order of the online softmax's float operations; a measurement's choice (cuda_check's

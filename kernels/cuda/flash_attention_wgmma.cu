@@ -363,9 +363,9 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
                          bool heaviest_first) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   CudaWgThread th;
-  flash::flash_backward_wgmma<D, kDropout, kBulkDq>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale,
-                                                    softcap, window, causal, dropout, dropout_seed_of(seed, step_at),
-                                                    heaviest_first);
+  flash::flash_backward_wgmma<D, kDropout, kBulkDq, false>(th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv,
+                                                           scale, softcap, window, causal, dropout,
+                                                           dropout_seed_of(seed, step_at), heaviest_first);
 #else
   (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t, (void)n_h, (void)n_kv;
   (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed, (void)step_at;
@@ -373,17 +373,54 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
 #endif
 }
 
+/// The same with Q and dO loaded by TMA: the tensor maps of qkv and dout, __grid_constant__
+/// parameters (as the forward's).
+template <int D, bool kDropout, bool kBulkDq>
+__global__ void __launch_bounds__(flash::kWgThreads, 1)
+    flash_backward_wgmma_tma(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap do_map,
+                             const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
+                             const float* __restrict__ lse, const float* __restrict__ dvec,
+                             float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv,
+                             float scale, float softcap, int64_t window, bool causal, float dropout, uint64_t seed,
+                             const int64_t* step_at, bool heaviest_first) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_backward_wgmma<D, kDropout, kBulkDq, true>(
+      th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
+      dropout_seed_of(seed, step_at), heaviest_first, &q_map, &do_map);
+#else
+  (void)q_map, (void)do_map, (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t;
+  (void)n_h, (void)n_kv, (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed;
+  (void)step_at, (void)heaviest_first;
+#endif
+}
+
 /// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain; dQ by bulk
 /// reductions with a.flash_backward_bulk_dq (dq_accum, the workspace's start, is 16-byte aligned:
-/// flash_attention_backward_with checks it).
+/// flash_attention_backward_with checks it); Q and dO by TMA with a.flash_backward_tma (qkv and
+/// dout then 16-byte aligned, the tensor maps' global addresses: else cudaErrorInvalidValue;
+/// cudaErrorNotSupported where the driver encodes no map).
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
-    if (a.flash_backward_bulk_dq)
-      return launch_backward_main(flash_backward_wgmma<D, kDropout, true>, flash::wgmma_backward_smem_bytes<D, true>(),
-                                  flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
-    return launch_backward_main(flash_backward_wgmma<D, kDropout, false>, flash::wgmma_backward_smem_bytes<D>(),
-                                flash::kWgThreads, stream, a, qkv, dout, lse, dvec, dq_accum, dqkv);
+    const auto launch = [&]<bool kBulkDq>() {
+      if (!a.flash_backward_tma)
+        return launch_backward_main(flash_backward_wgmma<D, kDropout, kBulkDq>,
+                                    flash::wgmma_backward_smem_bytes<D, kBulkDq>(), flash::kWgThreads, stream, a, qkv,
+                                    dout, lse, dvec, dq_accum, dqkv);
+      if (reinterpret_cast<uintptr_t>(qkv) % 16 != 0 || reinterpret_cast<uintptr_t>(dout) % 16 != 0)
+        return cudaErrorInvalidValue;
+      const int n_h = static_cast<int>(a.n_heads);
+      CUtensorMap q_map, do_map;
+      cudaError_t err =
+          encode_tensor_map(tma::flash_tensor_map(qkv, a.batch, a.seq, n_h, static_cast<int>(a.n_kv_heads), D), q_map);
+      if (err == cudaSuccess) err = encode_tensor_map(tma::flash_tensor_map(dout, a.batch, a.seq, n_h, 0, D), do_map);
+      if (err != cudaSuccess) return err;
+      return launch_backward_main(flash_backward_wgmma_tma<D, kDropout, kBulkDq>,
+                                  flash::wgmma_backward_smem_bytes<D, kBulkDq, true>(), flash::kWgThreads, stream, a,
+                                  qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
+    };
+    return a.flash_backward_bulk_dq ? launch.template operator()<true>() : launch.template operator()<false>();
   });
 }
 

@@ -10,7 +10,9 @@
 // shared-window address, smem_addr's: it reaches wgmma, which reads through the async proxy, only
 // after fence_proxy_async, like a cp.async write), and for the bulk dQ path store_shared_v2_f32,
 // warp_sync (__syncwarp), bulk_reduce_add (cp.reduce.async.bulk.global.shared::cta.bulk_group
-// .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}).
+// .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}),
+// and for the TMA path (kTma) the forward's mbar_init, mbar_wait, mbar_arrive_expect_tx and
+// tma_load_4d.
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -47,10 +49,10 @@
 // half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
-// and dS^T are masked to zero. Not done: TMA, warp specialization, the two warpgroups out of
-// lockstep, dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by
-// the CPU emulator; not run on a GPU (docs/flash-backward.md, "Flash attention backward on
-// wgmma").
+// and dS^T are masked to zero. kTma: Q and dO by TMA (an option, "TMA loads of Q and dO" in the
+// doc). Not done: warp specialization, the two warpgroups out of lockstep, dQ's bulk reduction as
+// one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
+// (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 
 #include <cmath>
@@ -58,6 +60,7 @@
 
 #include "flash_attention_backward_kernels.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
+#include "tma_map.h"
 #include "wgmma_layout.cuh"
 
 #if !defined(__CUDACC__)
@@ -81,14 +84,20 @@ inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
 /// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
 /// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse (base 2) and D, then
 /// with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of kWgmmaDqStageRow<D>
-/// floats.
-template <int D, bool kBulkDq = false>
+/// floats; with kTma then the two stages' mbarriers (8 bytes each), and 1024 bytes of slack to
+/// align K (and so the Q and dO stages after it, multiples of 1024 bytes further) to the
+/// 128-byte swizzle's atoms wherever the block's shared memory starts.
+template <int D, bool kBulkDq = false, bool kTma = false>
 constexpr size_t wgmma_backward_smem_bytes() {
   return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
          2 * kBwdBlockM * sizeof(float) +
-         (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0);
+         (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
+         (kTma ? 2 * 8 + wgmma::kSw128Atom : 0);
 }
-static_assert(wgmma_backward_smem_bytes<128, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
+static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
+static_assert(kBwdBlockN * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 &&
+                  kBwdBlockM * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 && kBwdBlockM == tma::kFlashBoxRows,
+              "kTma: K, V and every Q or dO tile whole swizzle atoms, a tile's column block one box of rows");
 static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_bytes<64>() % 16 == 0 &&
                   kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
               "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
@@ -100,17 +109,28 @@ static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_
 /// reaches dq_accum by per-thread red.global.add.v2.f32, or with kBulkDq by cp.reduce.async.bulk
 /// of whole rows from a staging buffer (dq_accum then 16-byte aligned). A template argument, not
 /// a run-time one: both paths in one kernel spilled 56 bytes at d 128 with dropout (32 before).
-template <int D, bool kDropout, bool kBulkDq, class Thread>
+/// kTma: Q and dO come by TMA through `q_map` (tma::flash_tensor_map(qkv, ...)) and `do_map`
+/// (tma::flash_tensor_map(dout, ..., n_kv 0, ...): heads n_h), on the GPU CUtensorMap kernel
+/// parameters, in the emulator their arguments: one thread issues a tile's boxes under its stage's
+/// mbarrier, the tiles 128-byte swizzled (wgmma::k_major_sw128 / mn_major_sw128), the rows past
+/// the sequence's end zeros by the map's bounds; K and V still by cp.async, once a block.
+template <int D, bool kDropout, bool kBulkDq, bool kTma, class Thread>
 BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict__ qkv,
                                          const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                                          const float* __restrict__ dvec, float* __restrict__ dq_accum,
                                          uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale,
                                          float softcap, int64_t window, bool causal, float dropout,
-                                         uint64_t dropout_seed, bool heaviest_first) {
+                                         uint64_t dropout_seed, bool heaviest_first, const void* q_map = nullptr,
+                                         const void* do_map = nullptr) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
-  // further, then dS^T, then lse and D.
+  // further, then dS^T, then lse and D (then the bulk dQ path's staging); kTma from the first
+  // 1024-byte boundary, and the stages' mbarriers after the rest.
   uint16_t* k_s = reinterpret_cast<uint16_t*>(th.shared());
+  if constexpr (kTma)
+    k_s = sw128_align(th, k_s);
+  else
+    (void)q_map, (void)do_map;
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
   uint16_t* ds_s = qdo_s + 4 * kBwdBlockM * D;
@@ -130,13 +150,45 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   const int64_t m_begin = causal ? n0 : 0;
   const int64_t m_end = window > 0 && n0 + kBwdBlockN + window - 1 < n_t ? n0 + kBwdBlockN + window - 1 : n_t;
 
-  // K, V and the first tile's Q and dO in one group.
+  // kTma: stage s's "full" mbarrier (one arrival a phase, the issuing thread's expect_tx; the
+  // phase completes once the tile's Q and dO boxes have landed) and tile (h, m) into stage s: per
+  // column block c of 64, a box of 64 rows of Q and one of dO, coordinates (column, head, row,
+  // batch) innermost first (tma::flash_tensor_map), at c 64 128 bytes into the tile
+  // (sw128_offset<kBwdBlockM>'s layout). Boxes past the sequence's end are zeros there and count
+  // whole.
+  [[maybe_unused]] const uint32_t full = th.smem_addr(dq_s + (kBulkDq ? kWgGroups * kBwdBlockM * kStageRow : 0));
+  [[maybe_unused]] const auto load_tile = [&](int s, int hh, int64_t m) {
+    constexpr uint32_t kBox = kBwdBlockM * 128;
+    const uint32_t q_at = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * s), bar = full + 8 * s;
+    th.mbar_arrive_expect_tx(bar, 2 * kBox * (D / 64));
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c) {
+      th.tma_load_4d(q_at + c * kBox, q_map, 64 * c, hh, static_cast<int>(m), b, bar);
+      th.tma_load_4d(q_at + (D / 64 + c) * kBox, do_map, 64 * c, hh, static_cast<int>(m), b, bar);
+    }
+  };
+  // K, V and the first tile's Q and dO in one group (kTma: the tile by TMA, K and V awaited here).
   const int h_first = kv * group;
+  if constexpr (kTma) {
+    if (th.tid() == 0) {
+      th.mbar_init(full, 1);
+      th.mbar_init(full + 8, 1);
+    }
+    th.sync();  // the inits, visible to every thread
+    if (th.tid() == 0) load_tile(0, h_first, m_begin);
+  }
   wgmma_rows_async<D, kBwdBlockN>(th, k_s, v_s, n_kv * D, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
-  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s, nullptr, 0, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t, width);
-  wgmma_rows_async<D, kBwdBlockM>(th, qdo_s + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h_first) * D,
-                                  m_begin, n_t, out_width);
+  if constexpr (!kTma) {
+    wgmma_rows_async<D, kBwdBlockM>(th, qdo_s, nullptr, 0, seq + static_cast<int64_t>(h_first) * D, m_begin, n_t,
+                                    width);
+    wgmma_rows_async<D, kBwdBlockM>(th, qdo_s + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h_first) * D,
+                                    m_begin, n_t, out_width);
+  }
   th.cp_async_commit();
+  if constexpr (kTma) {
+    th.cp_async_wait(0);
+    th.fence_proxy_async();  // this thread's landed K and V, visible to wgmma (the loop's barrier for every thread's)
+  }
   float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
 
   // This warp's 16 keys (rows g and g + 8 of them are this thread's), its warpgroup's 64 (wgmma's
@@ -156,24 +208,35 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockM>(16 * warp + g, 2 * t));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
 
-  // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none).
+  // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none). kTma:
+  // bit s of `parity` the parity of stage s's next phase.
   int h = h_first, stage = 0;
+  [[maybe_unused]] uint32_t parity = 0;
   int64_t m0 = m_begin;
   for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end), stage ^= 1) {
     const int h1 = h1_of(h, m0, m_end);
     const int64_t m1 = m1_of(m0, m_begin, m_end);
-    th.cp_async_wait(0);  // this tile's Q and dO (the only group in flight)
+    if constexpr (kTma) {
+      th.mbar_wait(full + 8 * stage, static_cast<int>(parity >> stage & 1u));  // this tile's Q and dO
+      parity ^= 1u << stage;
+    } else {
+      th.cp_async_wait(0);  // this tile's Q and dO (the only group in flight)
+    }
     if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
-    th.fence_proxy_async();  // this thread's landed copies, visible to wgmma
+    if constexpr (!kTma) th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (TMA's need none)
     // Every warpgroup's products of the tile before completed (each waits for its own before its
     // atomics), so the other stage, which they read, may be written; and this tile is here.
     th.sync();
     if (h1 < h_first + group) {
-      uint16_t* next = qdo_s + 2 * kBwdBlockM * D * (stage ^ 1);
-      wgmma_rows_async<D, kBwdBlockM>(th, next, nullptr, 0, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
-      wgmma_rows_async<D, kBwdBlockM>(th, next + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h1) * D, m1,
-                                      n_t, out_width);
-      th.cp_async_commit();
+      if constexpr (kTma) {
+        if (th.tid() == 0) load_tile(stage ^ 1, h1, m1);
+      } else {
+        uint16_t* next = qdo_s + 2 * kBwdBlockM * D * (stage ^ 1);
+        wgmma_rows_async<D, kBwdBlockM>(th, next, nullptr, 0, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
+        wgmma_rows_async<D, kBwdBlockM>(th, next + kBwdBlockM * D, nullptr, 0, dseq + static_cast<int64_t>(h1) * D, m1,
+                                        n_t, out_width);
+        th.cp_async_commit();
+      }
       stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
     }
     // The descriptors of K, V, dS are recomputed from these each tile (a few adds), not hoisted
@@ -184,6 +247,21 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(ds_addr);
     const uint32_t q_addr = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * stage);
     const uint32_t do_addr = q_addr + static_cast<uint32_t>(kBwdBlockM * D * sizeof(uint16_t));
+    // Q's and dO's k16 step kk as the K-major B of S^T and dP^T (their rows the n dimension), and
+    // as the N-major B of dV and dK (their rows the k dimension): the core-matrix layout, or kTma
+    // the 128-byte swizzle.
+    const auto b_k_major = [](uint32_t at, int kk) {
+      if constexpr (kTma)
+        return wgmma::k_major_sw128<kBwdBlockM>(at, kk);
+      else
+        return wgmma::k_major<D>(at, kk);
+    };
+    const auto b_mn_major = [](uint32_t at, int kk) {
+      if constexpr (kTma)
+        return wgmma::mn_major_sw128<kBwdBlockM>(at, kk);
+      else
+        return wgmma::mn_major<D>(at, kk);
+    };
 
     // 1. S^T = K Q^T, then dP^T = V dO^T (64 keys x 64 queries each), a commit group each.
     float s[kBwdBlockM / 2], dp[kBwdBlockM / 2];
@@ -192,11 +270,11 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      th.template wgmma_ss<kBwdBlockM, 0>(s, wgmma::k_major<D>(k_addr, kk), wgmma::k_major<D>(q_addr, kk), kk > 0);
+      th.template wgmma_ss<kBwdBlockM, 0>(s, wgmma::k_major<D>(k_addr, kk), b_k_major(q_addr, kk), kk > 0);
     th.wgmma_commit();
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk)
-      th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), wgmma::k_major<D>(do_addr, kk), kk > 0);
+      th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), b_k_major(do_addr, kk), kk > 0);
     th.wgmma_commit();
 
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
@@ -279,8 +357,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(dv);
     th.wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
-      th.template wgmma_rs<D, 1>(dv, pa[ks], wgmma::mn_major<D>(do_addr, ks), true);
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks) th.template wgmma_rs<D, 1>(dv, pa[ks], b_mn_major(do_addr, ks), true);
     th.wgmma_commit();
 
     if constexpr (kEarlyDv) {
@@ -313,8 +390,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(dk);
     th.wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < kBwdBlockM / 16; ++ks)
-      th.template wgmma_rs<D, 1>(dk, da[ks], wgmma::mn_major<D>(q_addr, ks), true);
+    for (int ks = 0; ks < kBwdBlockM / 16; ++ks) th.template wgmma_rs<D, 1>(dk, da[ks], b_mn_major(q_addr, ks), true);
     th.wgmma_commit();
 
     // 4. dQ = dS K for this warpgroup's half of D, once every warp's dS^T is in shared memory.

@@ -135,6 +135,19 @@ constexpr size_t wgmma_forward_smem_bytes() {
 static_assert(wgmma_forward_smem_bytes<128, true, true, kWsBlockN>() <= kWgMaxSmem, "fits an SM's shared memory");
 static_assert(wgmma_forward_smem_bytes<128, true, true, kWsBlockN>() == 230456, "the figure above");
 
+/// `p`, a pointer into shared memory, moved up to the next 128-byte swizzle atom
+/// (wgmma::kSw128Atom): where the TMA variants' swizzled tiles start (forward and backward),
+/// wherever the block's shared memory starts (their shared-memory sizes add the slack; `p` is
+/// 16-byte aligned). An offset added to `p`, a visible multiple of 16 bytes: the compiler then
+/// still knows the result shared and 16-byte aligned (a select between two pointers made the
+/// backward's reads of its lse and D rows generic loads, LD.E; an offset of any even size, 32-bit
+/// LDS where they are LDS.64).
+template <class Thread>
+BENCH_FLASH_FN uint16_t* sw128_align(Thread& th, uint16_t* p) {
+  const uint32_t pad = (wgmma::kSw128Atom - th.smem_addr(p) % wgmma::kSw128Atom) % wgmma::kSw128Atom;
+  return p + (pad & ~15u) / sizeof(uint16_t);
+}
+
 /// Issues cp.async copies of rows [row0, row0 + kRows) of one head (D elements from `base`, rows
 /// `width` apart) into `dst` in wgmma_layout.cuh's core-matrix layout, and when `second` is set
 /// the head `off` elements further into `second`; rows at or past `rows` become zeros (copying
@@ -188,10 +201,7 @@ BENCH_FLASH_FN void flash_forward_wgmma(Thread& th, const uint16_t* __restrict__
   // from the first 1024-byte boundary.
   uint16_t* q_s = reinterpret_cast<uint16_t*>(th.shared());
   if constexpr (!kTma) (void)tma_map;
-  if constexpr (kTma) {
-    const uint32_t skew = th.smem_addr(q_s) % wgmma::kSw128Atom;
-    q_s += skew == 0 ? 0 : (wgmma::kSw128Atom - skew) / sizeof(uint16_t);
-  }
+  if constexpr (kTma) q_s = sw128_align(th, q_s);
   uint16_t* k_s = q_s + kFwdBlockM * D;
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
 

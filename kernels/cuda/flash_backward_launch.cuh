@@ -29,11 +29,12 @@ cudaError_t by_head_and_dropout(const AttentionArgs& a, const Step& step) {
 /// both take (flash::backward_grid: 128-key blocks in x, (batch, kv head) in y; causal with
 /// a.flash_backward_heaviest_first, the two swapped), with `threads` threads and `smem` bytes of
 /// dynamic shared memory, set first. cudaErrorInvalidConfiguration where the swapped grid's y
-/// (the key blocks) passes CUDA's 65535.
-template <class Kernel>
+/// (the key blocks) passes CUDA's 65535. `first`: arguments before qkv (the wgmma backward's TMA
+/// variant: its tensor maps), none for the others.
+template <class Kernel, class... First>
 cudaError_t launch_backward_main(Kernel kernel, size_t smem, int threads, cudaStream_t stream, const AttentionArgs& a,
                                  const uint16_t* qkv, const uint16_t* dout, const float* lse, const float* dvec,
-                                 float* dq_accum, uint16_t* dqkv) {
+                                 float* dq_accum, uint16_t* dqkv, const First&... first) {
   const cudaError_t err =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (err != cudaSuccess) return err;
@@ -43,9 +44,9 @@ cudaError_t launch_backward_main(Kernel kernel, size_t smem, int threads, cudaSt
   if (y > kCudaMaxGridY) return cudaErrorInvalidConfiguration;
   const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(y));
   kernel<<<grid, threads, smem, stream>>>(
-      qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads), static_cast<int>(a.n_kv_heads),
-      static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal, static_cast<float>(a.dropout),
-      a.dropout_seed, a.dropout_step_at, heaviest_first);
+      first..., qkv, dout, lse, dvec, dq_accum, dqkv, a.seq, static_cast<int>(a.n_heads),
+      static_cast<int>(a.n_kv_heads), static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+      static_cast<float>(a.dropout), a.dropout_seed, a.dropout_step_at, heaviest_first);
   return cudaGetLastError();
 }
 

@@ -48,7 +48,9 @@ constexpr uint32_t kFlashBoxColumns = 64, kFlashBoxRows = 64;
 /// batch) innermost first, a box of (64 columns, 1 head, 64 rows, 1 batch). Time is a dimension
 /// of its own (not folded with the batch), so that the rows of a tile past its sequence's end are
 /// out of bounds, zeros, not the next sequence's first rows. Element strides 1, no interleave,
-/// the 128-byte swizzle, L2 promotion of 128 bytes, out-of-bounds elements zeros.
+/// the 128-byte swizzle, L2 promotion of 128 bytes, out-of-bounds elements zeros. The wgmma
+/// backward's TMA variant takes Q from this map of qkv and dO from the map of dout ([batch, time,
+/// n_heads, d_head]) as n_kv 0 makes it.
 inline TensorMapArgs flash_tensor_map(const void* qkv, int64_t batch, int64_t seq, int n_heads, int n_kv, int d_head) {
   TensorMapArgs m;
   m.rank = 4;

@@ -404,6 +404,7 @@ void list() {
                         "wgmma_ws_keys64/<case>/forward",
                         "wgmma_ws_tma_keys64/<case>/forward",
                         "wgmma/<case>/backward",
+                        "wgmma_tma/<case>/backward",
                         "attention/flash wgmma forward",
                         "attention/flash wgmma ws forward",
                         "attention/flash wgmma ws tma forward",
@@ -412,6 +413,7 @@ void list() {
                         "attention/flash wgmma backward",
                         "attention/flash wgmma backward heaviest first",
                         "attention/flash wgmma backward bulk dq",
+                        "attention/flash wgmma backward tma",
                         "attention/flash wgmma forward dropout 0.1",
                         "attention/flash wgmma ws forward dropout 0.1",
                         "attention/flash wgmma ws tma forward dropout 0.1",
@@ -419,7 +421,8 @@ void list() {
                         "attention/flash wgmma ws tma forward keys 64 dropout 0.1",
                         "attention/flash wgmma backward dropout 0.1",
                         "attention/flash wgmma backward heaviest first dropout 0.1",
-                        "attention/flash wgmma backward bulk dq dropout 0.1"})
+                        "attention/flash wgmma backward bulk dq dropout 0.1",
+                        "attention/flash wgmma backward tma dropout 0.1"})
     std::printf("%s\n", c);
 }
 

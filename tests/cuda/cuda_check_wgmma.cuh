@@ -30,6 +30,9 @@ constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false,
 /// (the producer's boxes into 128-byte swizzled tiles; the tensor map encoded by the driver), both
 /// at their launched key tiles (128), and "wgmma_ws_keys64/..." and
 /// "wgmma_ws_tma_keys64/..." for both at key tiles of 64 (kWgmmaForwardVariants).
+/// "wgmma/<case>/backward": dqkv against float64 (2e-2 of the largest |dqkv|, 3e-2 relative) on
+/// NaN-poisoned gradients; "wgmma_tma/<case>/backward" the same with Q and dO by TMA
+/// (AttentionArgs::flash_backward_tma).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -77,29 +80,32 @@ void wgmma_checks(test::CheckTable& t) {
           return CheckResult::fail("lse: " + l.detail);
         return r;
       });
-    t.run("wgmma/" + name + "/backward", [&, args = case_args] {
-      if (!g_setup.cuda) return cuda_only();
-      if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
-        return CheckResult::skipped(why);
-      const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-      const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
-      const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
-      const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 48);
-      const auto dout = random_vec<bf16>(n_out, 49);
-      std::vector<double> qkv64, dout64, ref;
-      for (const bf16 v : qkv) qkv64.push_back(to_double(v));
-      for (const bf16 v : dout) dout64.push_back(to_double(v));
-      kernels::attention_backward_reference(args, qkv64, dout64, ref);
-      Buf<bf16> in(qkv), d_o(dout), out(n_out), dqkv(std::vector<bf16>(qkv.size(), tile::float_to_bf16(NAN)));
-      Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
-      Buf<char> work(kernels::cuda::flash_attention_backward_workspace(args));
-      CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, in.get(), out.get(), nullptr, lse.get()));
-      CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, in.get(), out.get(), d_o.get(), lse.get(),
-                                                            dqkv.get(), work.get()));
-      double scale = 0;
-      for (const double v : ref) scale = std::max(scale, std::abs(v));
-      return compare(ref, dqkv.host(), 2e-2 * scale, 3e-2);
-    });
+    for (const bool tma : {false, true})
+      t.run(std::string(tma ? "wgmma_tma/" : "wgmma/") + name + "/backward", [&, base = case_args, tma] {
+        kernels::AttentionArgs args = base;
+        args.flash_backward_tma = tma;
+        if (!g_setup.cuda) return cuda_only();
+        if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
+          return CheckResult::skipped(why);
+        const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+        const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
+        const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
+        const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 48);
+        const auto dout = random_vec<bf16>(n_out, 49);
+        std::vector<double> qkv64, dout64, ref;
+        for (const bf16 v : qkv) qkv64.push_back(to_double(v));
+        for (const bf16 v : dout) dout64.push_back(to_double(v));
+        kernels::attention_backward_reference(args, qkv64, dout64, ref);
+        Buf<bf16> in(qkv), d_o(dout), out(n_out), dqkv(std::vector<bf16>(qkv.size(), tile::float_to_bf16(NAN)));
+        Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
+        Buf<char> work(kernels::cuda::flash_attention_backward_workspace(args));
+        CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, in.get(), out.get(), nullptr, lse.get()));
+        CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, in.get(), out.get(), d_o.get(), lse.get(),
+                                                              dqkv.get(), work.get()));
+        double scale = 0;
+        for (const double v : ref) scale = std::max(scale, std::abs(v));
+        return compare(ref, dqkv.host(), 2e-2 * scale, 3e-2);
+      });
   }
 }
 
@@ -195,16 +201,16 @@ void backward_rate_row(test::CheckTable& t, const std::string& name, const kerne
 /// ws tma forward" (it with TMA loads), both at key tiles of 128 (the launcher's choice), "... wgmma
 /// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
 /// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
-/// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq",
-/// backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
+/// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq", "... wgmma
+/// backward tma", backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
 /// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape). Then
-/// all eight again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same
+/// all nine again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same
 /// FLOP count (dropout's hashes are not products), so each rate reads against its row without
 /// dropout.
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  std::unique_ptr<BackwardBuffers> buffers;  // the six backward rows', made by the first that runs
+  std::unique_ptr<BackwardBuffers> buffers;  // the eight backward rows', made by the first that runs
   for (const kernels::AttentionArgs& args : {big, with_dropout(big)}) {
     std::unique_ptr<ForwardRateInputs> inputs;
     for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
@@ -219,6 +225,9 @@ void wgmma_rates(test::CheckTable& t) {
     backward_option_row(t, "attention/flash wgmma backward", " bulk dq",
                         &kernels::AttentionArgs::flash_backward_bulk_dq,
                         "dQ by cp.reduce.async.bulk of staged rows, not per-thread red.global.add", args, flops,
+                        kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
+    backward_option_row(t, "attention/flash wgmma backward", " tma", &kernels::AttentionArgs::flash_backward_tma,
+                        "Q and dO by TMA (cp.async.bulk.tensor under an mbarrier), not cp.async", args, flops,
                         kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
   }
 }

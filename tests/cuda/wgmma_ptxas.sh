@@ -52,11 +52,24 @@ for variant in "flash_forward_wgmma ELb1" "flash_forward_wgmma_tma "; do
     status=1
   fi
 done
+# The backward's main kernel: 8 instantiations with cp.async copies of Q and dO
+# (flash_backward_wgmma) and the same 8 with TMA loads (flash_backward_wgmma_tma), <D, kDropout,
+# kBulkDq> each: d 64 and 128, dropout or not, dQ by atomics or bulk reductions.
+for prefix in flash_backward_wgmma flash_backward_wgmma_tma; do
+  names=$(grep -oE "Compiling entry function '[^']*'" "$log" | grep -oE "[0-9]${prefix}ILi[0-9]+ELb[01]ELb[01]EEEv" |
+    sort -u || true)
+  got=$(echo "$names" | grep -cE "^[0-9]${prefix}ILi(64|128)ELb[01]ELb[01]EEEv$" || true)
+  if [ "$got" != 8 ]; then
+    echo "wgmma_ptxas: expected the 8 $prefix instantiations (d 64/128, dropout or not, bulk dQ or not), got $got" >&2
+    status=1
+  fi
+done
 # Per entry function: its name (forward or backward, d_head, dropout), spill stores and registers.
 # The backward's budgets, per instantiation (d_head, dropout, dQ by bulk reductions): what each
-# spills today (docs/flash-backward.md: none at d 128 without dropout and at d 64; at d 128 with
-# dropout the copies' row offsets, reloaded once a tile, 32 bytes, and with bulk dQ 36 bytes, one
-# more reload a tile), so that any more fails.
+# spills today (docs/flash-backward.md: none at d 128 without dropout and at d 64; at d 128 with dropout
+# the copies' row offsets, reloaded once a tile, 32 bytes, and with bulk dQ 36 bytes, one more
+# reload a tile; with TMA loads of Q and dO 36 and 48 bytes, "TMA loads of Q and dO"), so that
+# any more fails.
 awk '
   /Compiling entry function/ { name = $0; sub(/.*_cu_[0-9a-f]+[0-9][0-9]/, "", name); sub(/EEEv.*/, "", name) }
   /bytes spill stores/ { for (i = 1; i <= NF; ++i) if ($(i + 1) == "bytes" && $(i + 2) == "spill" && $(i + 3) ~ /^stores,?$/) stores = $i }
@@ -65,6 +78,8 @@ awk '
     limit = 0
     if (name ~ /backward_wgmmaILi128ELb1ELb0$/) limit = 32
     if (name ~ /backward_wgmmaILi128ELb1ELb1$/) limit = 36
+    if (name ~ /backward_wgmma_tmaILi128ELb1ELb0$/) limit = 36
+    if (name ~ /backward_wgmma_tmaILi128ELb1ELb1$/) limit = 48
     verdict = stores > limit ? "  <- more than " limit " bytes of spills" : ""
     printf "%-36s %3d registers, %3d bytes of spill stores%s\n", name, regs, stores, verdict
     if (stores > limit) bad = 1

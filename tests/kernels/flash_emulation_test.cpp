@@ -150,11 +150,13 @@ void check_forward(const AttentionArgs& a, bool negative_logits = false) {
 
 /// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
 /// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh (dQ by bulk reductions
-/// with a.flash_backward_bulk_dq), on the grid of flash::backward_grid in
-/// a.flash_backward_heaviest_first's order, against float64. dq_accum has a tile of rows beyond
-/// its end, which no bulk reduction may reach (a row past the sequence's end not skipped).
+/// with a.flash_backward_bulk_dq, Q and dO by TMA with a.flash_backward_tma: through the tensor
+/// map arguments the GPU launch encodes), on the grid of flash::backward_grid in
+/// a.flash_backward_heaviest_first's order, against float64; dqkv into `got` where given. dq_accum
+/// has a tile of rows beyond its end, which no bulk reduction may reach (a row past the sequence's
+/// end not skipped).
 template <int D, bool kWgmma = false>
-void check_backward(const AttentionArgs& a) {
+void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr) {
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * D;
   const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * width), 33);
   const auto dout = random_bf16(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 34);
@@ -171,6 +173,8 @@ void check_backward(const AttentionArgs& a) {
   int64_t grid_x = 0, grid_y = 0;
   const bool heaviest_first =
       flash::backward_grid(a.seq, a.batch * a.n_kv_heads, a.causal, a.flash_backward_heaviest_first, grid_x, grid_y);
+  const tma::TensorMapArgs q_map = tma::flash_tensor_map(qkv.data(), a.batch, a.seq, n_h, n_kv, D),
+                           do_map = tma::flash_tensor_map(dout.data(), a.batch, a.seq, n_h, 0, D);
   const auto body = [&]<bool kDropout>(EmulatedThread& th) {
     const auto run = [&](auto kernel) {
       kernel(th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv,
@@ -178,17 +182,27 @@ void check_backward(const AttentionArgs& a) {
              static_cast<float>(a.dropout), a.dropout_seed, heaviest_first);
     };
     if constexpr (kWgmma) {
-      if (a.flash_backward_bulk_dq)
-        run(flash::flash_backward_wgmma<D, kDropout, true, EmulatedThread>);
+      const auto wgmma = [&]<bool kBulkDq, bool kTma>() {
+        flash::flash_backward_wgmma<D, kDropout, kBulkDq, kTma>(
+            th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv,
+            static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
+            static_cast<float>(a.dropout), a.dropout_seed, heaviest_first, &q_map, &do_map);
+      };
+      if (a.flash_backward_tma)
+        a.flash_backward_bulk_dq ? wgmma.template operator()<true, true>() : wgmma.template operator()<false, true>();
       else
-        run(flash::flash_backward_wgmma<D, kDropout, false, EmulatedThread>);
+        a.flash_backward_bulk_dq ? wgmma.template operator()<true, false>() : wgmma.template operator()<false, false>();
     } else
       run(flash::flash_backward<D, kDropout, EmulatedThread>);
   };
   emulator::BulkLog bulk_log;
-  const size_t smem = !kWgmma                    ? flash::backward_smem_bytes<D>()
-                      : a.flash_backward_bulk_dq ? flash::wgmma_backward_smem_bytes<D, true>()
-                                                 : flash::wgmma_backward_smem_bytes<D>();
+  const auto wgmma_smem = [&]<bool kTma>() {
+    return a.flash_backward_bulk_dq ? flash::wgmma_backward_smem_bytes<D, true, kTma>()
+                                    : flash::wgmma_backward_smem_bytes<D, false, kTma>();
+  };
+  const size_t smem = !kWgmma                ? flash::backward_smem_bytes<D>()
+                      : a.flash_backward_tma ? wgmma_smem.template operator()<true>()
+                                             : wgmma_smem.template operator()<false>();
   launch(grid_x, grid_y, flash::kBwdThreads, smem, [&](EmulatedThread& th) {
     if (a.dropout > 0)
       body.template operator()<true>(th);
@@ -207,6 +221,7 @@ void check_backward(const AttentionArgs& a) {
   double scale = 0;
   for (const double v : ref) scale = std::max(scale, std::abs(v));
   EXPECT_TRUE(close(ref, widen(dqkv), 2e-2 * scale, 3e-2)) << "dqkv (largest |ref| " << scale << ")";
+  if (got != nullptr) *got = dqkv;
 }
 
 TEST_P(FlashEmulation, ForwardMatchesFloat64Reference) {
@@ -304,6 +319,31 @@ TEST_P(FlashEmulationBwd, BackwardWgmmaBulkDqMatchesFloat64Reference) {
     check_backward<64, true>(a);
   else
     check_backward<128, true>(a);
+}
+
+// The wgmma backward with Q and dO by TMA (one thread issues a tile's boxes under its stage's
+// mbarrier; the emulator's TMA poisons each destination until the phase that counts its bytes
+// completes, and zero-fills the rows past the sequence's end), with dQ by red.global.add and by
+// bulk reductions. The same products in the same order as with cp.async, only the operands'
+// layout differs: dqkv bit-equal to the cp.async kernel's (the emulator runs the blocks and their
+// atomic additions in the same order both times).
+TEST_P(FlashEmulationBwd, BackwardWgmmaTmaMatchesFloat64Reference) {
+  AttentionArgs a = GetParam().args;
+  const auto check = [&]<int D>() {
+    for (const bool bulk : {false, true}) {
+      a.flash_backward_bulk_dq = bulk;
+      std::vector<uint16_t> copied, loaded;
+      a.flash_backward_tma = false;
+      check_backward<D, true>(a, &copied);
+      a.flash_backward_tma = true;
+      check_backward<D, true>(a, &loaded);
+      EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq " << bulk;
+    }
+  };
+  if (a.d_head == 64)
+    check.template operator()<64>();
+  else
+    check.template operator()<128>();
 }
 
 // Sequences long enough that the K/V ring of three stages turns several times in one block (9 and
