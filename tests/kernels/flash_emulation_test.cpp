@@ -302,48 +302,36 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
     check_backward<128>(a);
 }
 
-TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) {
-  const AttentionArgs& a = GetParam().args;
+// The wgmma backward, with Q and dO by cp.async and then by TMA (one thread issues a tile's boxes
+// under its stage's mbarrier; the emulator's TMA poisons each destination until the phase that
+// counts its bytes completes, and zero-fills the rows past the sequence's end). Both against the
+// float64 reference, and the TMA kernel's dqkv bit-equal to the cp.async one's: the same products
+// in the same order, only the operands' layout differs (the emulator runs the blocks and their
+// atomic additions in the same order both times).
+void check_wgmma_backward_both_loads(AttentionArgs a) {
+  const auto check = [&]<int D>() {
+    std::vector<uint16_t> copied, loaded;
+    a.flash_backward_tma = false;
+    check_backward<D, true>(a, &copied);
+    a.flash_backward_tma = true;
+    check_backward<D, true>(a, &loaded);
+    EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq "
+                                  << a.flash_backward_bulk_dq;
+  };
   if (a.d_head == 64)
-    check_backward<64, true>(a);
+    check.template operator()<64>();
   else
-    check_backward<128, true>(a);
+    check.template operator()<128>();
 }
+
+TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) { check_wgmma_backward_both_loads(GetParam().args); }
 
 // The wgmma backward with dQ summed by bulk reductions of staged rows (cp.reduce.async.bulk), the
 // emulator checking the staging's fence, its reuse after wait_group.read and the final wait.
 TEST_P(FlashEmulationBwd, BackwardWgmmaBulkDqMatchesFloat64Reference) {
   AttentionArgs a = GetParam().args;
   a.flash_backward_bulk_dq = true;
-  if (a.d_head == 64)
-    check_backward<64, true>(a);
-  else
-    check_backward<128, true>(a);
-}
-
-// The wgmma backward with Q and dO by TMA (one thread issues a tile's boxes under its stage's
-// mbarrier; the emulator's TMA poisons each destination until the phase that counts its bytes
-// completes, and zero-fills the rows past the sequence's end), with dQ by red.global.add and by
-// bulk reductions. The same products in the same order as with cp.async, only the operands'
-// layout differs: dqkv bit-equal to the cp.async kernel's (the emulator runs the blocks and their
-// atomic additions in the same order both times).
-TEST_P(FlashEmulationBwd, BackwardWgmmaTmaMatchesFloat64Reference) {
-  AttentionArgs a = GetParam().args;
-  const auto check = [&]<int D>() {
-    for (const bool bulk : {false, true}) {
-      a.flash_backward_bulk_dq = bulk;
-      std::vector<uint16_t> copied, loaded;
-      a.flash_backward_tma = false;
-      check_backward<D, true>(a, &copied);
-      a.flash_backward_tma = true;
-      check_backward<D, true>(a, &loaded);
-      EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq " << bulk;
-    }
-  };
-  if (a.d_head == 64)
-    check.template operator()<64>();
-  else
-    check.template operator()<128>();
+  check_wgmma_backward_both_loads(a);
 }
 
 // Sequences long enough that the K/V ring of three stages turns several times in one block (9 and
