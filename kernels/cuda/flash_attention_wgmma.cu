@@ -374,9 +374,11 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
 }
 
 /// The same with Q and dO loaded by TMA: the tensor maps of qkv and dout, __grid_constant__
-/// parameters (as the forward's).
+/// parameters (as the forward's). Capped at flash::wgmma_backward_tma_max_regs registers (240 at
+/// d 128 without dropout, warp specialization's consumer budget) rather than by
+/// __launch_bounds__(kWgThreads, 1) (the two cannot both be given; one block an SM either way).
 template <int D, bool kDropout, bool kBulkDq>
-__global__ void __launch_bounds__(flash::kWgThreads, 1)
+__global__ void __maxnreg__((flash::wgmma_backward_tma_max_regs<D, kDropout>()))
     flash_backward_wgmma_tma(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap do_map,
                              const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
                              const float* __restrict__ lse, const float* __restrict__ dvec,

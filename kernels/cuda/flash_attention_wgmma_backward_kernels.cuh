@@ -44,7 +44,8 @@
 // Registers (D 128, per thread): dV and dK are 64 + 64 accumulators for the whole walk; S^T and
 // dP^T 32 + 32 until packed into the P^T and dS^T fragments (16 + 16, held until dV and dK
 // complete); dQ 32. At most 208 of them live at once (without dropout: dV, dK, P^T as floats and
-// as fragments, dP^T in flight), the rest of the 255 for addresses, the element step and the loop.
+// as fragments, dP^T in flight), the rest of the 255 for addresses, the element step and the loop
+// (kTma at D 128 without dropout: of 240, wgmma_backward_tma_max_regs).
 // Only dQ splits N: its M is the tile's 64 queries, which both warpgroups share, so each takes
 // half of D (N = D / 2: 32 registers, not 64). D 64 halves every accumulator.
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
@@ -101,6 +102,18 @@ static_assert(kBwdBlockN * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 &&
 static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_bytes<64>() % 16 == 0 &&
                   kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
               "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
+
+/// The register cap of flash_backward_wgmma<D, kDropout, ..., kTma = true>'s kernel (a
+/// __maxnreg__, in place of __launch_bounds__(kWgThreads, 1), whose 255 it would be otherwise):
+/// 240 at d 128 without dropout, the consumers' budget under warp specialization (setmaxnreg.inc
+/// 240), which ptxas meets there without a spill and 5 loop instructions more (253 / 248
+/// registers uncapped; 236 / 234 still fit, 234 / 232 spill); 255 for the rest (d 64 needs no
+/// cap, dropout at d 128 spills already). docs/flash-backward.md, "240 registers for the TMA
+/// backward".
+template <int D, bool kDropout>
+constexpr int wgmma_backward_tma_max_regs() {
+  return D == 128 && !kDropout ? 240 : 255;
+}
 
 /// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
 /// added to dq_accum; after flash_backward_prep, before flash_backward_dq) on wgmma: every variant
