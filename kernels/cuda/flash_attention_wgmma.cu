@@ -400,8 +400,8 @@ __global__ void __maxnreg__((flash::wgmma_backward_tma_max_regs<D, kDropout>()))
 /// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain; dQ by bulk
 /// reductions with a.flash_backward_bulk_dq (dq_accum, the workspace's start, is 16-byte aligned:
 /// flash_attention_backward_with checks it); Q and dO by TMA with a.flash_backward_tma (qkv and
-/// dout then 16-byte aligned, the tensor maps' global addresses: else cudaErrorInvalidValue;
-/// cudaErrorNotSupported where the driver encodes no map).
+/// dout, the tensor maps' global addresses, are 16-byte aligned: flash_attention_backward_with
+/// checks them too; cudaErrorNotSupported where the driver encodes no map).
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
@@ -410,8 +410,6 @@ cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, con
         return launch_backward_main(flash_backward_wgmma<D, kDropout, kBulkDq>,
                                     flash::wgmma_backward_smem_bytes<D, kBulkDq>(), flash::kWgThreads, stream, a, qkv,
                                     dout, lse, dvec, dq_accum, dqkv);
-      if (reinterpret_cast<uintptr_t>(qkv) % 16 != 0 || reinterpret_cast<uintptr_t>(dout) % 16 != 0)
-        return cudaErrorInvalidValue;
       const int n_h = static_cast<int>(a.n_heads);
       CUtensorMap q_map, do_map;
       cudaError_t err =
