@@ -12,7 +12,8 @@
 // warp_sync (__syncwarp), bulk_reduce_add (cp.reduce.async.bulk.global.shared::cta.bulk_group
 // .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}),
 // and for the TMA path (kTma) the forward's mbar_init, mbar_wait, mbar_arrive_expect_tx and
-// tma_load_4d.
+// tma_load_4d; for the warp-specialized variant (kWs) also warpgroup, mbar_arrive, named_sync and
+// setmaxnreg_inc/dec.
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -51,8 +52,14 @@
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
 // and dS^T are masked to zero. kTma: Q and dO by TMA (an option, "TMA loads of Q and dO" in the
-// doc). Not done: warp specialization, the two warpgroups out of lockstep, dQ's bulk reduction as
-// one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
+// doc). kWs (with kTma; an option, "Warp-specialized backward" in the doc): 384 threads, a third
+// warpgroup, the producer, at setmaxnreg.dec 24, one of its threads issuing the walk's Q and dO
+// tiles into a ring of three stages (full mbarriers with expect_tx; it waits on a stage's empty
+// mbarrier, which every consumer thread arrives on once its last wgmma reading the stage has
+// completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
+// setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads. Not done:
+// the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
+// warp-specialized variant with dropout. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
 // (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 
