@@ -63,7 +63,7 @@ struct AttentionArgs {
   /// The wgmma flash backward only: warp-specialized (implies flash_backward_tma): a producer
   /// warpgroup loads Q and dO by TMA into a ring of three stages (full / empty mbarriers), the two
   /// consumer warpgroups compute at 240 registers (setmaxnreg). The same gradients, bit for bit;
-  /// without dropout only (refused with it: flash_attention_wgmma_backward_refusal); a
+  /// not with dropout at d_head 128 (refused: flash_attention_wgmma_backward_refusal); a
   /// measurement's choice (cuda_check's "... ws" rows).
   bool flash_backward_ws = false;
   /// The wgmma flash forward's warp-specialized variants only (cp.async and TMA): keys a tile, 64

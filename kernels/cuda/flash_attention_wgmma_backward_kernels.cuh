@@ -59,7 +59,7 @@
 // completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
 // setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads. Not done:
 // the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
-// warp-specialized variant with dropout. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
+// warp-specialized variant with dropout at d 128. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
 // (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 

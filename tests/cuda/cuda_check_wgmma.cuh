@@ -34,7 +34,7 @@ constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false,
 /// NaN-poisoned gradients; "wgmma_tma/<case>/backward" the same with Q and dO by TMA
 /// (AttentionArgs::flash_backward_tma), "wgmma_ws/<case>/backward" warp-specialized
 /// (AttentionArgs::flash_backward_ws: a producer warpgroup's TMA loads, the consumers at 240
-/// registers; the dropout case skipped with its refusal).
+/// registers; the dropout case, at d 128, skipped with its refusal).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -235,7 +235,7 @@ void wgmma_rates(test::CheckTable& t) {
     backward_option_row(t, "attention/flash wgmma backward", " tma", &kernels::AttentionArgs::flash_backward_tma,
                         "Q and dO by TMA (cp.async.bulk.tensor under an mbarrier), not cp.async", args, flops,
                         kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
-    // Warp-specialized: built without dropout only (its refusal), so no dropout twin.
+    // Warp-specialized: refused with dropout at d 128 (the issue's shape), so no dropout twin.
     if (args.dropout == 0) {
       kernels::AttentionArgs ws = args;
       ws.flash_backward_ws = true;
