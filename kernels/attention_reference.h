@@ -60,6 +60,12 @@ struct AttentionArgs {
   /// by every thread. The same gradients, bit for bit (the same products in the same order); a
   /// measurement's choice (cuda_check's "... tma" rows).
   bool flash_backward_tma = false;
+  /// The wgmma flash backward only: warp-specialized (implies flash_backward_tma): a producer
+  /// warpgroup loads Q and dO by TMA into a ring of three stages (full / empty mbarriers), the two
+  /// consumer warpgroups compute at 240 registers (setmaxnreg). The same gradients, bit for bit;
+  /// not with dropout at d_head 128 (refused: flash_attention_wgmma_backward_refusal); a
+  /// measurement's choice (cuda_check's "... ws" rows).
+  bool flash_backward_ws = false;
   /// The wgmma flash forward's warp-specialized variants only (cp.async and TMA): keys a tile, 64
   /// or 128, or 0 for the launcher's choice (128: flash::wgmma_forward_key_tile). The same outputs
   /// up to the order of the online softmax's float operations; a measurement's choice (cuda_check's

@@ -397,16 +397,44 @@ __global__ void __maxnreg__((flash::wgmma_backward_tma_max_regs<D, kDropout>()))
 #endif
 }
 
+/// The same warp-specialized (AttentionArgs::flash_backward_ws, flash_backward_wgmma's kWs): a
+/// producer warpgroup issues the TMA loads of Q and dO into a ring of three stages at
+/// setmaxnreg.dec 24, the two consumer warpgroups compute at setmaxnreg.inc 240 (what
+/// __launch_bounds__(kWsThreads, 1)'s 168 a thread gives them). Not built with dropout at d 128
+/// (its consumers spill at 240 registers): the refusal names it (docs/flash-backward.md,
+/// "Warp-specialized backward").
+template <int D, bool kDropout, bool kBulkDq>
+__global__ void __launch_bounds__(flash::kWsThreads, 1)
+    flash_backward_wgmma_ws(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap do_map,
+                            const uint16_t* __restrict__ qkv, const uint16_t* __restrict__ dout,
+                            const float* __restrict__ lse, const float* __restrict__ dvec, float* __restrict__ dq_accum,
+                            uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
+                            int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at,
+                            bool heaviest_first) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_backward_wgmma<D, kDropout, kBulkDq, true, true>(
+      th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
+      dropout_seed_of(seed, step_at), heaviest_first, &q_map, &do_map);
+#else
+  (void)q_map, (void)do_map, (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t;
+  (void)n_h, (void)n_kv, (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed;
+  (void)step_at, (void)heaviest_first;
+#endif
+}
+
 /// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain; dQ by bulk
 /// reductions with a.flash_backward_bulk_dq (dq_accum, the workspace's start, is 16-byte aligned:
 /// flash_attention_backward_with checks it); Q and dO by TMA with a.flash_backward_tma (qkv and
 /// dout, the tensor maps' global addresses, are 16-byte aligned: flash_attention_backward_with
-/// checks them too; cudaErrorNotSupported where the driver encodes no map).
+/// checks them too; cudaErrorNotSupported where the driver encodes no map); warp-specialized (by
+/// TMA too) with a.flash_backward_ws, but with dropout at d 128 (cudaErrorNotSupported: the
+/// refusal names it).
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
     const auto launch = [&]<bool kBulkDq>() {
-      if (!a.flash_backward_tma)
+      if (!a.flash_backward_tma && !a.flash_backward_ws)
         return launch_backward_main(flash_backward_wgmma<D, kDropout, kBulkDq>,
                                     flash::wgmma_backward_smem_bytes<D, kBulkDq>(), flash::kWgThreads, stream, a, qkv,
                                     dout, lse, dvec, dq_accum, dqkv);
@@ -416,6 +444,14 @@ cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, con
           encode_tensor_map(tma::flash_tensor_map(qkv, a.batch, a.seq, n_h, static_cast<int>(a.n_kv_heads), D), q_map);
       if (err == cudaSuccess) err = encode_tensor_map(tma::flash_tensor_map(dout, a.batch, a.seq, n_h, 0, D), do_map);
       if (err != cudaSuccess) return err;
+      if (a.flash_backward_ws) {
+        if constexpr (kDropout && D == 128)
+          return cudaErrorNotSupported;
+        else
+          return launch_backward_main(flash_backward_wgmma_ws<D, kDropout, kBulkDq>,
+                                      flash::wgmma_backward_smem_bytes<D, kBulkDq, true, true>(), flash::kWsThreads,
+                                      stream, a, qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
+      }
       return launch_backward_main(flash_backward_wgmma_tma<D, kDropout, kBulkDq>,
                                   flash::wgmma_backward_smem_bytes<D, kBulkDq, true>(), flash::kWgThreads, stream, a,
                                   qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
@@ -461,6 +497,9 @@ std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
 }
 
 std::string flash_attention_wgmma_backward_refusal(const AttentionArgs& a) {
+  if (a.flash_backward_ws && a.dropout > 0 && a.d_head == 128)
+    return "the warp-specialized wgmma flash backward (flash_backward_ws) takes no dropout at d_head 128 (its "
+           "consumers' 240 registers do not hold it without spills); unset flash_backward_ws";
   return wgmma_refusal(a, "the wgmma flash backward", a.batch * a.n_kv_heads);
 }
 

@@ -12,7 +12,8 @@
 // warp_sync (__syncwarp), bulk_reduce_add (cp.reduce.async.bulk.global.shared::cta.bulk_group
 // .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}),
 // and for the TMA path (kTma) the forward's mbar_init, mbar_wait, mbar_arrive_expect_tx and
-// tma_load_4d.
+// tma_load_4d; for the warp-specialized variant (kWs) also warpgroup, mbar_arrive, named_sync and
+// setmaxnreg_inc/dec.
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -51,8 +52,14 @@
 // No tile is skipped for a warpgroup whose keys the tile cannot see (a wgmma under a branch that
 // depends on the thread index makes ptxas serialize every wgmma: C7520, see the forward); its P^T
 // and dS^T are masked to zero. kTma: Q and dO by TMA (an option, "TMA loads of Q and dO" in the
-// doc). Not done: warp specialization, the two warpgroups out of lockstep, dQ's bulk reduction as
-// one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
+// doc). kWs (with kTma; an option, "Warp-specialized backward" in the doc): 384 threads, a third
+// warpgroup, the producer, at setmaxnreg.dec 24, one of its threads issuing the walk's Q and dO
+// tiles into a ring of three stages (full mbarriers with expect_tx; it waits on a stage's empty
+// mbarrier, which every consumer thread arrives on once its last wgmma reading the stage has
+// completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
+// setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads. Not done:
+// the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
+// warp-specialized variant with dropout at d 128. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
 // (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 
@@ -82,20 +89,44 @@ static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k1
 template <int D>
 inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
 
-/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), two stages of Q and dO
-/// (kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse (base 2) and D, then
-/// with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of kWgmmaDqStageRow<D>
-/// floats; with kTma then the two stages' mbarriers (8 bytes each), and 1024 bytes of slack to
-/// align K (and so the Q and dO stages after it, multiples of 1024 bytes further) to the
-/// 128-byte swizzle's atoms wherever the block's shared memory starts.
-template <int D, bool kBulkDq = false, bool kTma = false>
+/// Stages of Q and dO in flash_backward_wgmma<..., kWs>: two (the tile being multiplied, the next
+/// one being loaded), three for the warp-specialized variant (the producer may then load two tiles
+/// ahead of the consumers; docs/flash-backward.md, "Warp-specialized backward").
+template <bool kWs>
+inline constexpr int kWgmmaBwdStages = kWs ? 3 : 2;
+
+/// Threads of flash_backward_wgmma<..., kWs>: two consumer warpgroups, and with kWs the producer's.
+template <bool kWs>
+constexpr int wgmma_backward_threads() {
+  return kWs ? kWsThreads : kWgThreads;
+}
+
+/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), the stages of Q and dO
+/// (kWgmmaBwdStages, kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse
+/// (base 2) and D, then with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of
+/// kWgmmaDqStageRow<D> floats; with kTma then the stages' "full" mbarriers and with kWs their
+/// "empty" ones (8 bytes each), and 1024 bytes of slack to align K (and so the Q and dO stages
+/// after it, multiples of 1024 bytes further) to the 128-byte swizzle's atoms wherever the block's
+/// shared memory starts.
+template <int D, bool kBulkDq = false, bool kTma = false, bool kWs = false>
 constexpr size_t wgmma_backward_smem_bytes() {
-  return static_cast<size_t>((2 * kBwdBlockN + 4 * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) * sizeof(uint16_t) +
+  constexpr int kStages = kWgmmaBwdStages<kWs>;
+  return static_cast<size_t>((2 * kBwdBlockN + 2 * kStages * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) *
+             sizeof(uint16_t) +
          2 * kBwdBlockM * sizeof(float) +
          (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
-         (kTma ? 2 * 8 + wgmma::kSw128Atom : 0);
+         (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0);
 }
 static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
+// The warp-specialized variant's three stages at d 128 with bulk dQ: 131,072 bytes of K, V and Q /
+// dO stages (+ 32,768 for the third), 16,384 of dS^T, 512 of lse and D, 36,864 of staging, 48 of
+// mbarriers, 1,024 of slack: 218,672 <= 232,448.
+static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 218672 &&
+                  wgmma_backward_smem_bytes<128, true, true, true>() <= kWgMaxSmem,
+              "the figure above, within the 227 KB a block may opt in to");
+// Named barrier of the warp-specialized backward's consumers (bar.sync over their 256 threads, the
+// producer never among them): where the variant in step has its __syncthreads.
+constexpr int kWsBwdBarrier = 1;
 static_assert(kBwdBlockN * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 &&
                   kBwdBlockM * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 && kBwdBlockM == tma::kFlashBoxRows,
               "kTma: K, V and every Q or dO tile whole swizzle atoms, a tile's column block one box of rows");
@@ -127,7 +158,7 @@ constexpr int wgmma_backward_tma_max_regs() {
 /// parameters, in the emulator their arguments: one thread issues a tile's boxes under its stage's
 /// mbarrier, the tiles 128-byte swizzled (wgmma::k_major_sw128 / mn_major_sw128), the rows past
 /// the sequence's end zeros by the map's bounds; K and V still by cp.async, once a block.
-template <int D, bool kDropout, bool kBulkDq, bool kTma, class Thread>
+template <int D, bool kDropout, bool kBulkDq, bool kTma, bool kWs = false, class Thread>
 BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict__ qkv,
                                          const uint16_t* __restrict__ dout, const float* __restrict__ lse,
                                          const float* __restrict__ dvec, float* __restrict__ dq_accum,
@@ -136,6 +167,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                          uint64_t dropout_seed, bool heaviest_first, const void* q_map = nullptr,
                                          const void* do_map = nullptr) {
   static_assert(D == 64 || D == 128, "d_head 64 or 128");
+  static_assert(kTma || !kWs, "the warp-specialized variant's producer loads by TMA");
+  constexpr int kStages = kWgmmaBwdStages<kWs>;
   // Shared memory: K, V, then stage s's Q at qdo_s + 2 kBwdBlockM D s and its dO kBwdBlockM D
   // further, then dS^T, then lse and D (then the bulk dQ path's staging); kTma from the first
   // 1024-byte boundary, and the stages' mbarriers after the rest.
@@ -146,13 +179,15 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     (void)q_map, (void)do_map;
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
-  uint16_t* ds_s = qdo_s + 4 * kBwdBlockM * D;
+  uint16_t* ds_s = qdo_s + 2 * kStages * kBwdBlockM * D;
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockM * kBwdBlockN);
   float* dq_s = lse_s + 2 * kBwdBlockM;  // the bulk dQ path's staging
   constexpr int kStageRow = kWgmmaDqStageRow<D>;
   constexpr float kLog2e = 1.4426950408889634f;
 
-  const int warp = th.tid() / 32, wg = th.tid() / 128, lane = th.tid() % 32, g = lane / 4, t = lane % 4;
+  // kWs: a warp-uniform warpgroup index (ptxas then knows the branch on it warpgroup-uniform).
+  const int warp = th.tid() / 32, wg = kWs ? th.warpgroup() : th.tid() / 128, lane = th.tid() % 32, g = lane / 4,
+            t = lane % 4;
   int key_block = 0, bkv = 0;  // see backward_grid
   backward_block(th, heaviest_first, key_block, bkv);
   const int64_t n0 = static_cast<int64_t>(key_block) * kBwdBlockN;
@@ -169,7 +204,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // batch) innermost first (tma::flash_tensor_map), at c 64 128 bytes into the tile
   // (sw128_offset<kBwdBlockM>'s layout). Boxes past the sequence's end are zeros there and count
   // whole.
-  [[maybe_unused]] const uint32_t full = th.smem_addr(dq_s + (kBulkDq ? kWgGroups * kBwdBlockM * kStageRow : 0));
+  // kWs: stage s's "empty" mbarrier (every consumer thread arrives once its last wgmma that read
+  // the stage's Q and dO has completed; the producer waits on it before loading the stage again).
+  [[maybe_unused]] const uint32_t full = th.smem_addr(dq_s + (kBulkDq ? kWgGroups * kBwdBlockM * kStageRow : 0)),
+                                  empty = full + 8 * kStages;
   [[maybe_unused]] const auto load_tile = [&](int s, int hh, int64_t m) {
     constexpr uint32_t kBox = kBwdBlockM * 128;
     const uint32_t q_at = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * s), bar = full + 8 * s;
@@ -184,11 +222,36 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   const int h_first = kv * group;
   if constexpr (kTma) {
     if (th.tid() == 0) {
-      th.mbar_init(full, 1);
-      th.mbar_init(full + 8, 1);
+#pragma unroll
+      for (int s = 0; s < kStages; ++s) {
+        th.mbar_init(full + 8 * s, 1);
+        if constexpr (kWs) th.mbar_init(empty + 8 * s, kWgThreads);
+      }
     }
-    th.sync();  // the inits, visible to every thread
-    if (th.tid() == 0) load_tile(0, h_first, m_begin);
+    th.sync();  // the inits, visible to every thread (kWs: the kernel's last __syncthreads)
+    if constexpr (kWs) {
+      if (wg == kWgGroups) {
+        // The producer: the walk's tiles in order, tile i into stage i % kStages once the
+        // consumers have emptied it (tile i - kStages's last wgmma completed). Its phase bit flips
+        // at each turn of the ring; a fresh mbarrier counts its phase of parity 1 as completed, so
+        // the first turn does not wait. One thread issues; the others end here.
+        th.template setmaxnreg_dec<kWsProducerRegs>();
+        if (th.tid() == kWgThreads) {
+          int s = 0, phase = 0, hp = h_first;
+          int64_t mp = m_begin;
+#pragma unroll 1
+          for (; hp < h_first + group; hp = h1_of(hp, mp, m_end), mp = m1_of(mp, m_begin, m_end)) {
+            th.mbar_wait(empty + 8 * s, phase ^ 1);
+            load_tile(s, hp, mp);
+            if (++s == kStages) s = 0, phase ^= 1;
+          }
+        }
+        return;
+      }
+      th.template setmaxnreg_inc<kWsConsumerRegs>();
+    } else {
+      if (th.tid() == 0) load_tile(0, h_first, m_begin);
+    }
   }
   wgmma_rows_async<D, kBwdBlockN>(th, k_s, v_s, n_kv * D, seq + static_cast<int64_t>(n_h + kv) * D, n0, n_t, width);
   if constexpr (!kTma) {
@@ -203,6 +266,14 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.fence_proxy_async();  // this thread's landed K and V, visible to wgmma (the loop's barrier for every thread's)
   }
   float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
+  // The barrier of every thread that computes: __syncthreads, or (kWs) a named barrier of the two
+  // consumer warpgroups, which the producer never reaches.
+  const auto consumers_sync = [&] {
+    if constexpr (kWs)
+      th.named_sync(kWsBwdBarrier, kWgThreads);
+    else
+      th.sync();
+  };
 
   // This warp's 16 keys (rows g and g + 8 of them are this thread's), its warpgroup's 64 (wgmma's
   // M: rows 64 wg of K and V, core group 8 wg) and their dK, dV: register 4 i + e holds (key
@@ -226,7 +297,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   int h = h_first, stage = 0;
   [[maybe_unused]] uint32_t parity = 0;
   int64_t m0 = m_begin;
-  for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end), stage ^= 1) {
+  for (; h < h_first + group; h = h1_of(h, m0, m_end), m0 = m1_of(m0, m_begin, m_end),
+                              stage = kStages == 2 ? stage ^ 1 : (stage + 1 == kStages ? 0 : stage + 1)) {
     const int h1 = h1_of(h, m0, m_end);
     const int64_t m1 = m1_of(m0, m_begin, m_end);
     if constexpr (kTma) {
@@ -238,11 +310,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
     if constexpr (!kTma) th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (TMA's need none)
     // Every warpgroup's products of the tile before completed (each waits for its own before its
-    // atomics), so the other stage, which they read, may be written; and this tile is here.
-    th.sync();
+    // atomics), so the other stage, which they read, may be written (kWs: the empty mbarriers say
+    // so to the producer); dS^T and lse_s read, so they may be written; and this tile is here.
+    consumers_sync();
     if (h1 < h_first + group) {
       if constexpr (kTma) {
-        if (th.tid() == 0) load_tile(stage ^ 1, h1, m1);
+        if (!kWs && th.tid() == 0) load_tile(stage ^ 1, h1, m1);  // kWs: the producer's
       } else {
         uint16_t* next = qdo_s + 2 * kBwdBlockM * D * (stage ^ 1);
         wgmma_rows_async<D, kBwdBlockM>(th, next, nullptr, 0, seq + static_cast<int64_t>(h1) * D, m1, n_t, width);
@@ -412,7 +485,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // the top barrier: a tile after the issue, not just after it.
     if constexpr (kBulkDq) th.template bulk_wait_read<0>();
     th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
-    th.sync();
+    consumers_sync();
     float dq[D / 4];
     th.wgmma_fence();
 #pragma unroll
@@ -424,6 +497,8 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.wgmma_hold(dq);
     th.wgmma_hold(dv);
     th.wgmma_hold(dk);
+    // kWs: this thread's last wgmma reading the stage's Q and dO (dK, dV) has completed.
+    if constexpr (kWs) th.mbar_arrive(empty + 8 * stage);
     // The fragments stay live until their wgmma completed (else ptxas may reuse their registers
     // in flight: C7513, see the forward).
     th.wgmma_hold(pa);

@@ -32,7 +32,9 @@ constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false,
 /// "wgmma_ws_tma_keys64/..." for both at key tiles of 64 (kWgmmaForwardVariants).
 /// "wgmma/<case>/backward": dqkv against float64 (2e-2 of the largest |dqkv|, 3e-2 relative) on
 /// NaN-poisoned gradients; "wgmma_tma/<case>/backward" the same with Q and dO by TMA
-/// (AttentionArgs::flash_backward_tma).
+/// (AttentionArgs::flash_backward_tma), "wgmma_ws/<case>/backward" warp-specialized
+/// (AttentionArgs::flash_backward_ws: a producer warpgroup's TMA loads, the consumers at 240
+/// registers; the dropout case, at d 128, skipped with its refusal).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -80,32 +82,37 @@ void wgmma_checks(test::CheckTable& t) {
           return CheckResult::fail("lse: " + l.detail);
         return r;
       });
-    for (const bool tma : {false, true})
-      t.run(std::string(tma ? "wgmma_tma/" : "wgmma/") + name + "/backward", [&, base = case_args, tma] {
-        kernels::AttentionArgs args = base;
-        args.flash_backward_tma = tma;
-        if (!g_setup.cuda) return cuda_only();
-        if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
-          return CheckResult::skipped(why);
-        const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
-        const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
-        const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
-        const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 48);
-        const auto dout = random_vec<bf16>(n_out, 49);
-        std::vector<double> qkv64, dout64, ref;
-        for (const bf16 v : qkv) qkv64.push_back(to_double(v));
-        for (const bf16 v : dout) dout64.push_back(to_double(v));
-        kernels::attention_backward_reference(args, qkv64, dout64, ref);
-        Buf<bf16> in(qkv), d_o(dout), out(n_out), dqkv(std::vector<bf16>(qkv.size(), tile::float_to_bf16(NAN)));
-        Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
-        Buf<char> work(kernels::cuda::flash_attention_backward_workspace(args));
-        CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, in.get(), out.get(), nullptr, lse.get()));
-        CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, in.get(), out.get(), d_o.get(), lse.get(),
-                                                              dqkv.get(), work.get()));
-        double scale = 0;
-        for (const double v : ref) scale = std::max(scale, std::abs(v));
-        return compare(ref, dqkv.host(), 2e-2 * scale, 3e-2);
-      });
+    for (const int load : {0, 1, 2})  // cp.async, TMA, warp-specialized (by TMA)
+      t.run(std::string(load == 2   ? "wgmma_ws/"
+                        : load == 1 ? "wgmma_tma/"
+                                    : "wgmma/") +
+                name + "/backward",
+            [&, base = case_args, load] {
+              kernels::AttentionArgs args = base;
+              args.flash_backward_tma = load == 1;
+              args.flash_backward_ws = load == 2;
+              if (!g_setup.cuda) return cuda_only();
+              if (const std::string why = kernels::cuda::flash_attention_wgmma_backward_refusal(args); !why.empty())
+                return CheckResult::skipped(why);
+              const auto stream = static_cast<cudaStream_t>(g_setup.exec().stream);
+              const int64_t width = (args.n_heads + 2 * args.n_kv_heads) * args.d_head;
+              const size_t n_out = static_cast<size_t>(args.batch * args.seq * args.n_heads * args.d_head);
+              const auto qkv = random_vec<bf16>(static_cast<size_t>(args.batch * args.seq * width), 48);
+              const auto dout = random_vec<bf16>(n_out, 49);
+              std::vector<double> qkv64, dout64, ref;
+              for (const bf16 v : qkv) qkv64.push_back(to_double(v));
+              for (const bf16 v : dout) dout64.push_back(to_double(v));
+              kernels::attention_backward_reference(args, qkv64, dout64, ref);
+              Buf<bf16> in(qkv), d_o(dout), out(n_out), dqkv(std::vector<bf16>(qkv.size(), tile::float_to_bf16(NAN)));
+              Buf<float> lse(static_cast<size_t>(args.batch * args.n_heads * args.seq));
+              Buf<char> work(kernels::cuda::flash_attention_backward_workspace(args));
+              CUDA_OK(kernels::cuda::flash_attention_forward(stream, args, in.get(), out.get(), nullptr, lse.get()));
+              CUDA_OK(kernels::cuda::flash_attention_wgmma_backward(stream, args, in.get(), out.get(), d_o.get(),
+                                                                    lse.get(), dqkv.get(), work.get()));
+              double scale = 0;
+              for (const double v : ref) scale = std::max(scale, std::abs(v));
+              return compare(ref, dqkv.host(), 2e-2 * scale, 3e-2);
+            });
   }
 }
 
@@ -202,15 +209,14 @@ void backward_rate_row(test::CheckTable& t, const std::string& name, const kerne
 /// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
 /// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
 /// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq", "... wgmma
-/// backward tma", backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128 causal (the issue's shape;
-/// "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape). Then
-/// all nine again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same
-/// FLOP count (dropout's hashes are not products), so each rate reads against its row without
-/// dropout.
+/// backward tma", and without dropout "... wgmma backward ws", backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128
+/// causal (the issue's shape; "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape).
+/// Then all but "... ws" again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same FLOP count
+/// (dropout's hashes are not products), so each rate reads against its row without dropout.
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
   const double flops = 4.0 * 4 * 16 * 4096.0 * 4096.0 * 128 / 2;
-  std::unique_ptr<BackwardBuffers> buffers;  // the eight backward rows', made by the first that runs
+  std::unique_ptr<BackwardBuffers> buffers;  // the nine backward rows', made by the first that runs
   for (const kernels::AttentionArgs& args : {big, with_dropout(big)}) {
     std::unique_ptr<ForwardRateInputs> inputs;
     for (const WgmmaForwardVariant& variant : kWgmmaForwardVariants)
@@ -229,6 +235,15 @@ void wgmma_rates(test::CheckTable& t) {
     backward_option_row(t, "attention/flash wgmma backward", " tma", &kernels::AttentionArgs::flash_backward_tma,
                         "Q and dO by TMA (cp.async.bulk.tensor under an mbarrier), not cp.async", args, flops,
                         kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
+    // Warp-specialized: refused with dropout at d 128 (the issue's shape), so no dropout twin.
+    if (args.dropout == 0) {
+      kernels::AttentionArgs ws = args;
+      ws.flash_backward_ws = true;
+      backward_option_row(t, "attention/flash wgmma backward", " ws", &kernels::AttentionArgs::flash_backward_ws,
+                          "warp-specialized: a producer warpgroup's TMA loads of Q and dO, consumers at 240 registers",
+                          args, flops, kernels::cuda::flash_attention_wgmma_backward,
+                          g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(ws) : "", buffers);
+    }
   }
 }
 

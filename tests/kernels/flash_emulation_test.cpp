@@ -151,7 +151,8 @@ void check_forward(const AttentionArgs& a, bool negative_logits = false) {
 /// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
 /// (kWgmma) the wgmma one of flash_attention_wgmma_backward_kernels.cuh (dQ by bulk reductions
 /// with a.flash_backward_bulk_dq, Q and dO by TMA with a.flash_backward_tma: through the tensor
-/// map arguments the GPU launch encodes), on the grid of flash::backward_grid in
+/// map arguments the GPU launch encodes; warp-specialized, by TMA, with a.flash_backward_ws), on
+/// the grid of flash::backward_grid in
 /// a.flash_backward_heaviest_first's order, against float64; dqkv into `got` where given. dq_accum
 /// has a tile of rows beyond its end, which no bulk reduction may reach (a row past the sequence's
 /// end not skipped).
@@ -182,13 +183,16 @@ void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr
              static_cast<float>(a.dropout), a.dropout_seed, heaviest_first);
     };
     if constexpr (kWgmma) {
-      const auto wgmma = [&]<bool kBulkDq, bool kTma>() {
-        flash::flash_backward_wgmma<D, kDropout, kBulkDq, kTma>(
+      const auto wgmma = [&]<bool kBulkDq, bool kTma, bool kWs = false>() {
+        flash::flash_backward_wgmma<D, kDropout, kBulkDq, kTma, kWs>(
             th, qkv.data(), dout.data(), lse.data(), dvec.data(), dq_accum.data(), dqkv.data(), a.seq, n_h, n_kv,
             static_cast<float>(a.scale), static_cast<float>(a.softcap), a.window, a.causal,
             static_cast<float>(a.dropout), a.dropout_seed, heaviest_first, &q_map, &do_map);
       };
-      if (a.flash_backward_tma)
+      if (a.flash_backward_ws)
+        a.flash_backward_bulk_dq ? wgmma.template operator()<true, true, true>()
+                                 : wgmma.template operator()<false, true, true>();
+      else if (a.flash_backward_tma)
         a.flash_backward_bulk_dq ? wgmma.template operator()<true, true>() : wgmma.template operator()<false, true>();
       else
         a.flash_backward_bulk_dq ? wgmma.template operator()<true, false>() : wgmma.template operator()<false, false>();
@@ -196,19 +200,22 @@ void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr
       run(flash::flash_backward<D, kDropout, EmulatedThread>);
   };
   emulator::BulkLog bulk_log;
-  const auto wgmma_smem = [&]<bool kTma>() {
-    return a.flash_backward_bulk_dq ? flash::wgmma_backward_smem_bytes<D, true, kTma>()
-                                    : flash::wgmma_backward_smem_bytes<D, false, kTma>();
+  const auto wgmma_smem = [&]<bool kTma, bool kWs = false>() {
+    return a.flash_backward_bulk_dq ? flash::wgmma_backward_smem_bytes<D, true, kTma, kWs>()
+                                    : flash::wgmma_backward_smem_bytes<D, false, kTma, kWs>();
   };
+  const bool ws = kWgmma && a.flash_backward_ws;
   const size_t smem = !kWgmma                ? flash::backward_smem_bytes<D>()
+                      : ws                   ? wgmma_smem.template operator()<true, true>()
                       : a.flash_backward_tma ? wgmma_smem.template operator()<true>()
                                              : wgmma_smem.template operator()<false>();
-  launch(grid_x, grid_y, flash::kBwdThreads, smem, [&](EmulatedThread& th) {
-    if (a.dropout > 0)
-      body.template operator()<true>(th);
-    else
-      body.template operator()<false>(th);
-  });
+  launch(grid_x, grid_y, ws ? flash::wgmma_backward_threads<true>() : flash::kBwdThreads, smem,
+         [&](EmulatedThread& th) {
+           if (a.dropout > 0)
+             body.template operator()<true>(th);
+           else
+             body.template operator()<false>(th);
+         });
   EXPECT_EQ(bulk_log.records.empty(), !(kWgmma && a.flash_backward_bulk_dq));
   for (const emulator::BulkRecord& r : bulk_log.records)
     ASSERT_LE(r.dst + r.floats, dq_accum.data() + rows * D) << "a bulk reduction past dq_accum's end";
@@ -307,17 +314,29 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
 // counts its bytes completes, and zero-fills the rows past the sequence's end). Both against the
 // float64 reference, and the TMA kernel's dqkv bit-equal to the cp.async one's: the same products
 // in the same order, only the operands' layout differs (the emulator runs the blocks and their
-// atomic additions in the same order both times).
+// atomic additions in the same order both times). Then (but with dropout at d 128, which it does
+// not take: flash_backward_ws) the warp-specialized kernel (a producer warpgroup's TMA loads into
+// a ring of three stages under full / empty mbarriers, the consumers' barriers named ones over
+// their 256 threads), against float64 and bit-equal to the others too.
 void check_wgmma_backward_both_loads(AttentionArgs a) {
-  const auto check = [&]<int D>() {
-    std::vector<uint16_t> copied, loaded;
-    a.flash_backward_tma = false;
-    check_backward<D, true>(a, &copied);
-    a.flash_backward_tma = true;
-    check_backward<D, true>(a, &loaded);
-    EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq "
-                                  << a.flash_backward_bulk_dq;
-  };
+  const auto check =
+      [&]<int D>() {
+        std::vector<uint16_t> copied, loaded;
+        a.flash_backward_tma = false;
+        check_backward<D, true>(a, &copied);
+        a.flash_backward_tma = true;
+        check_backward<D, true>(a, &loaded);
+        EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq "
+                                      << a.flash_backward_bulk_dq;
+        if (a.dropout > 0 && D == 128) return;
+        std::vector<uint16_t> specialized;
+        a.flash_backward_ws = true;
+        check_backward<D, true>(a, &specialized);
+        a.flash_backward_ws = false;
+        EXPECT_TRUE(specialized == copied)
+            << "dqkv of the warp-specialized kernel differs from the cp.async one's, bulk dq "
+            << a.flash_backward_bulk_dq;
+      };
   if (a.d_head == 64)
     check.template operator()<64>();
   else
