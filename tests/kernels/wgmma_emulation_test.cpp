@@ -228,7 +228,14 @@ TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
   // D read before the wait: the poison, not the product.
   EXPECT_FALSE(close(p.product, run<64, 0>(p, Layout::kCore, false, false, Fault::kReadBeforeWait)));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kNoFence); }, "without a wgmma.fence"));
+  // At the wait each thread compares its part: eight k in a row at once (K-major B), or one by one.
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 1>(p, Layout::kCore, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kSwizzle128, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 1>(p, Layout::kSwizzle128, false, false, Fault::kWriteSharedInFlight); },
                      "shared memory it reads changed"));
   // The warpgroup's operands are read once for its 128 threads: they must issue one shape.
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kTransBDiffers); }, "different shapes"));
