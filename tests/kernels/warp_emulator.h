@@ -200,10 +200,11 @@ class EmulatedThread {
     const int row = lane / 4, col = 2 * (lane % 4);
     float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
     for (int k = 0; k < 16; ++k) {
-      const float a_lo = bf16_at(w.a[p][row * 4 + (k % 8) / 2][2 * (k / 8)], k % 2);
-      const float a_hi = bf16_at(w.a[p][row * 4 + (k % 8) / 2][1 + 2 * (k / 8)], k % 2);
-      const float b_lo = bf16_at(w.b[p][col * 4 + (k % 8) / 2][k / 8], k % 2);
-      const float b_hi = bf16_at(w.b[p][(col + 1) * 4 + (k % 8) / 2][k / 8], k % 2);
+      const int a_lane = 4 * row + (k % 8) / 2, b_lane = 4 * col + (k % 8) / 2, a_reg = 2 * (k / 8);
+      const float a_lo = bf16_at(w.a[p][a_lane][a_reg], k % 2);
+      const float a_hi = bf16_at(w.a[p][a_lane][a_reg + 1], k % 2);
+      const float b_lo = bf16_at(w.b[p][b_lane][k / 8], k % 2);
+      const float b_hi = bf16_at(w.b[p][b_lane + 4][k / 8], k % 2);
       s0 += a_lo * b_lo;
       s1 += a_lo * b_hi;
       s2 += a_hi * b_lo;

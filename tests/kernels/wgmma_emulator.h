@@ -85,6 +85,9 @@ struct WgmmaOperands {
   std::vector<uint8_t> a_run, b_run;     // per row: bit h when its k 8 h .. 8 h + 7 are 16 bytes in a row
 };
 
+/// The index of operand element (mn, k) in WgmmaOperands' arrays: 16 mn + k.
+inline size_t wgmma_index(int mn, int k) { return static_cast<size_t>(mn) * 16 + static_cast<size_t>(k); }
+
 /// The byte address of an operand element that was not read (outside shared memory: a violation).
 constexpr uint32_t kWgmmaUnread = ~0u;
 
@@ -183,7 +186,7 @@ inline void wgmma_read(int rows, uint64_t desc, bool mn_major, const uint8_t* sh
   run.assign(static_cast<size_t>(rows), 0);
   for (int mn = 0; mn < rows; ++mn)
     for (int k = 0; k < 16; ++k) {
-      const auto i = static_cast<size_t>(mn * 16 + k);
+      const size_t i = wgmma_index(mn, k);
       const uint32_t address = wgmma_element_address(desc, mn_major, mn, k, error);
       at[i] = wgmma_load(shared, bytes, unfenced, address, bits[i], error) ? address : kWgmmaUnread;
       values[i] = tile::bf16_to_float(tile::bf16{bits[i]});
@@ -202,13 +205,12 @@ inline void wgmma_read(int rows, uint64_t desc, bool mn_major, const uint8_t* sh
 inline void wgmma_gather(WgmmaOperands& o, const uint32_t (*regs)[4], const uint8_t* shared, size_t bytes,
                          const uint8_t* unfenced, std::string& error) {
   if (o.a_in_regs) {
-    o.a.resize(64 * 16);
+    o.a.resize(wgmma_index(64, 0));
     for (int row = 0; row < 64; ++row)
       for (int k = 0; k < 16; ++k) {
         // A(row, k): lane (row % 8) 4 + (k % 8) / 2 of warp row / 16, register (row % 16) / 8 + 2 (k / 8).
         const uint32_t reg = regs[32 * (row / 16) + (row % 8) * 4 + (k % 8) / 2][(row % 16) / 8 + 2 * (k / 8)];
-        o.a[static_cast<size_t>(row * 16 + k)] =
-            tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * (k % 2)))});
+        o.a[wgmma_index(row, k)] = tile::bf16_to_float(tile::bf16{static_cast<uint16_t>(reg >> (16 * (k % 2)))});
       }
   } else {
     wgmma_read(64, o.desc_a, o.trans_a, shared, bytes, unfenced, o.a, o.a_at, o.a_bits, o.a_run, error);
@@ -227,7 +229,7 @@ inline bool wgmma_unchanged(const WgmmaOperands& o, int me, const uint8_t* share
   const auto same = [&](const std::vector<uint32_t>& at, const std::vector<uint16_t>& bits,
                         const std::vector<uint8_t>& run, int mn) {
     for (int h = 0; h < 2; ++h) {
-      const auto first = static_cast<size_t>(mn * 16 + 8 * h);
+      const size_t first = wgmma_index(mn, 8 * h);
       if ((run[static_cast<size_t>(mn)] >> h & 1) != 0) {
         uint64_t now[2] = {}, then[2] = {};
         std::memcpy(now, shared + at[first], sizeof now);
@@ -323,18 +325,19 @@ inline void wgmma_push(WgmmaState& s, WgmmaOp op, std::string& error) {
   }
   op.result.resize(half);
   const WgmmaOperands& o = *op.operands;
-  if (o.n != op.n || op.n % 8 != 0 || o.a.size() != 64 * 16) {
+  if (o.n != op.n || op.n % 8 != 0 || o.a.size() != wgmma_index(64, 0)) {
     // Another shape than the warpgroup's (a violation at the issue): no product.
     std::fill(op.result.begin(), op.result.end(), 0.f);
   } else {
     // D's registers 4 q .. 4 q + 3 are rows g and g + 8 by columns j = 2 q and 2 q + 1: their four
     // sums (each over k in order, as one register's alone) run side by side, so that the additions
     // of one, each waiting on the last, overlap the others'.
-    const float* a0 = &o.a[static_cast<size_t>(wgmma_row(op.me, 0)) * 16];
-    const float* a1 = &o.a[static_cast<size_t>(wgmma_row(op.me, 1)) * 16];
+    const float* a0 = &o.a[wgmma_index(wgmma_row(op.me, 0), 0)];
+    const float* a1 = &o.a[wgmma_index(wgmma_row(op.me, 1), 0)];
     for (size_t q = 0; q < half / 4; ++q) {
-      const float* b0 = &o.b[static_cast<size_t>(wgmma_col(op.me, 2 * static_cast<int>(q))) * 16];
-      const float* b1 = &o.b[static_cast<size_t>(wgmma_col(op.me, 2 * static_cast<int>(q) + 1)) * 16];
+      const int j = 2 * static_cast<int>(q);
+      const float* b0 = &o.b[wgmma_index(wgmma_col(op.me, j), 0)];
+      const float* b1 = &o.b[wgmma_index(wgmma_col(op.me, j + 1), 0)];
       float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
       for (int k = 0; k < 16; ++k) {
         s0 += a0[k] * b0[k];
