@@ -73,14 +73,22 @@ class Block {
     const uint16_t* row[2][32] = {};
   };
 
-  /// A warpgroup's slots for wgmma: the A fragments (when A is in registers) and descriptors.
+  /// A warpgroup's slots for wgmma: the A fragments (when A is in registers), descriptors and
+  /// shapes; and the operands of its wgmma, read once for the warpgroup by the first of its
+  /// threads to go on from the issue's barrier (`issued`: the warpgroup operation whose operands
+  /// `operands` holds, per parity).
   struct Group {
     Group(FiberTeam& team, int launch_regs) : barrier(team, 128), registers(launch_regs) {}
     FiberTeam::Barrier barrier;
     uint32_t a[2][128][4] = {};
     uint64_t desc_a[2][128] = {}, desc_b[2][128] = {};
-    int regs[2][128] = {};  // setmaxnreg's operand, per thread
-    int registers;          // the warpgroup's registers a thread, as setmaxnreg set them
+    uint32_t shape[2][128] = {};  // N, and which operands are transposed or in registers
+    int regs[2][128] = {};        // setmaxnreg's operand, per thread
+    int registers;                // the warpgroup's registers a thread, as setmaxnreg set them
+    WgmmaPool pool;
+    WgmmaOperands* operands[2] = {};
+    uint64_t issued[2] = {kNone, kNone};
+    static constexpr uint64_t kNone = ~uint64_t{0};
   };
 
   FiberTeam& team() { return team_; }
@@ -132,7 +140,10 @@ class Block {
     for (const Group& g : groups_) used += int64_t{128} * g.registers;
     if (used > int64_t{threads_} * launch_registers())
       wgmma_error(violation_, "setmaxnreg: the warpgroups ask for more registers than the block holds");
-    for (Group& g : groups_) g.registers = launch_registers();
+    for (Group& g : groups_) {
+      g.registers = launch_registers();
+      g.issued[0] = g.issued[1] = Group::kNone;  // the next block counts its operations from 0
+    }
     for (auto& b : named_) b.reset();
   }
 
@@ -184,14 +195,25 @@ class EmulatedThread {
     w.b[p][lane][0] = b0;
     w.b[p][lane][1] = b1;
     w.barrier.arrive_and_wait();
-    for (int r = 0; r < 4; ++r) {
-      const int row = lane / 4 + 8 * (r / 2), col = 2 * (lane % 4) + r % 2;
-      float sum = 0.f;
-      for (int k = 0; k < 16; ++k)
-        sum += bf16_at(w.a[p][(row % 8) * 4 + (k % 8) / 2][row / 8 + 2 * (k / 8)], k % 2) *
-               bf16_at(w.b[p][col * 4 + (k % 8) / 2][k / 8], k % 2);
-      d[r] += sum;
+    // This lane's rows lane / 4 and lane / 4 + 8 of A by its columns 2 (lane % 4) and the next of
+    // B: the four sums (each over k in order) side by side, each element decoded once.
+    const int row = lane / 4, col = 2 * (lane % 4);
+    float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+    for (int k = 0; k < 16; ++k) {
+      const int a_lane = 4 * row + (k % 8) / 2, b_lane = 4 * col + (k % 8) / 2, a_reg = 2 * (k / 8);
+      const float a_lo = bf16_at(w.a[p][a_lane][a_reg], k % 2);
+      const float a_hi = bf16_at(w.a[p][a_lane][a_reg + 1], k % 2);
+      const float b_lo = bf16_at(w.b[p][b_lane][k / 8], k % 2);
+      const float b_hi = bf16_at(w.b[p][b_lane + 4][k / 8], k % 2);
+      s0 += a_lo * b_lo;
+      s1 += a_lo * b_hi;
+      s2 += a_hi * b_lo;
+      s3 += a_hi * b_hi;
     }
+    d[0] += s0;
+    d[1] += s1;
+    d[2] += s2;
+    d[3] += s3;
   }
   /// ldmatrix.x4: row r of matrix m is at the address lane 8 m + r gave; this lane receives,
   /// of each matrix, row lane / 4, columns 2 (lane % 4) and the next (.trans: the transpose's).
@@ -275,7 +297,7 @@ class EmulatedThread {
   /// results reach the accumulators.
   template <int kPending>
   void wgmma_wait() {
-    wgmma_retire(wgmma_, kPending, block_.shared(), block_.shared_bytes(), block_.violation());
+    wgmma_retire(wgmma_, kPending, block_.shared(), block_.violation());
   }
 
   // --- sm_90 bulk asynchronous reductions to global memory (bulk_emulator.h describes the checks) ---
@@ -390,6 +412,7 @@ class EmulatedThread {
   void wgmma_finish() {
     if (!wgmma_.ops.empty())
       wgmma_error(block_.violation(), "wgmma: the kernel ended with wgmma in flight (no wait_group)");
+    for (WgmmaOp& op : wgmma_.ops) wgmma_drop(wgmma_, op);
     wgmma_.ops.clear();
   }
 
@@ -458,7 +481,8 @@ class EmulatedThread {
     if (!wgmma_.fenced)
       wgmma_error(block_.violation(), "wgmma: issued without a wgmma.fence since the last wait_group");
     Block::Group& grp = block_.group(tid_);
-    const int me = tid_ % 128, p = static_cast<int>(group_ops_++ & 1);
+    const uint64_t issue = group_ops_++;
+    const int me = tid_ % 128, p = static_cast<int>(issue & 1);
     uint32_t held[4] = {};  // A's registers, those a wgmma in flight reads as they were at its issue
     if (a != nullptr) {
       wgmma_a_values(wgmma_, a, held, block_.violation());
@@ -466,26 +490,44 @@ class EmulatedThread {
     }
     grp.desc_a[p][me] = desc_a;
     grp.desc_b[p][me] = desc_b;
+    const uint32_t shape = static_cast<uint32_t>(n) << 3 | static_cast<uint32_t>(a != nullptr) << 2 |
+                           static_cast<uint32_t>(trans_a) << 1 | static_cast<uint32_t>(trans_b);
+    grp.shape[p][me] = shape;
     grp.barrier.arrive_and_wait();
-    for (int i = 0; i < 128; ++i)
-      if (grp.desc_a[p][i] != desc_a || grp.desc_b[p][i] != desc_b)
-        wgmma_error(block_.violation(), "wgmma: descriptors differ between the threads of a warpgroup");
+    if (grp.issued[p] != issue) {
+      // The first thread on after the barrier (the last to arrive, before any other runs): the
+      // warpgroup's operands, as every thread's own read of them would have found them now.
+      for (int i = 0; i < 128; ++i) {
+        if (grp.desc_a[p][i] != desc_a || grp.desc_b[p][i] != desc_b)
+          wgmma_error(block_.violation(), "wgmma: descriptors differ between the threads of a warpgroup");
+        if (grp.shape[p][i] != shape)
+          wgmma_error(block_.violation(),
+                      "wgmma: the threads of a warpgroup issue different shapes (N, A, transposes)");
+      }
+      if (n % 8 != 0 || n < 8 || n > 256)
+        wgmma_error(block_.violation(), "wgmma: an N not a multiple of 8 in [8, 256]");
+      WgmmaOperands& o = grp.pool.take();
+      o.users = 128;
+      o.n = n;
+      o.a_in_regs = a != nullptr;
+      o.trans_a = trans_a;
+      o.trans_b = trans_b;
+      o.desc_a = desc_a;
+      o.desc_b = desc_b;
+      wgmma_gather(o, grp.a[p], block_.shared(), block_.shared_bytes(), block_.unfenced(), block_.violation());
+      grp.operands[p] = &o;
+      grp.issued[p] = issue;
+    }
     WgmmaOp op;
     op.d = d;
     op.n = n;
     op.me = me;
-    op.desc_a = desc_a;
-    op.desc_b = desc_b;
-    op.a_in_regs = a != nullptr;
-    op.trans_a = trans_a;
-    op.trans_b = trans_b;
     op.accumulate = accumulate;
+    op.operands = grp.operands[p];
     if (a != nullptr) {
       op.a_regs = a;
       std::memcpy(op.a_held, held, sizeof held);
     }
-    wgmma_gather(op, me, a != nullptr ? grp.a[p] : nullptr, block_.shared(), block_.shared_bytes(), block_.unfenced(),
-                 block_.violation());
     wgmma_push(wgmma_, std::move(op), block_.violation());
   }
 

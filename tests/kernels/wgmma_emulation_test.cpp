@@ -123,7 +123,8 @@ enum class Fault {
   kWriteAccumulatorInFlight,
   kWriteARegistersInFlight,
   kScaleAccumulatorInFlight,  // o *= 0.5 in flight: a read and a write
-  kTransAOff                  // A placed M-major, read with the transpose bit 0
+  kTransAOff,                 // A placed M-major, read with the transpose bit 0
+  kTransBDiffers              // the warpgroup's last thread issues its wgmma with B's transpose bit flipped
 };
 
 /// One warpgroup: places the operands (thread 0, plain stores), then d = A B (+ d0 when
@@ -148,6 +149,8 @@ std::vector<double> run(const Problem& p, Layout layout, bool a_in_regs, bool ac
       th.template wgmma_rs<N, kTransB>(d, a, desc_b, accumulate);
     } else if (fault == Fault::kTransAOff) {
       th.template wgmma_ss<N, kTransB, 0>(d, pl.desc_a, desc_b, accumulate);
+    } else if (fault == Fault::kTransBDiffers && th.tid() == 127) {
+      th.template wgmma_ss<N, 1 - kTransB, kTransA>(d, pl.desc_a, desc_b, accumulate);
     } else {
       th.template wgmma_ss<N, kTransB, kTransA>(d, pl.desc_a, desc_b, accumulate);
     }
@@ -225,8 +228,17 @@ TEST(WgmmaEmulation, AsynchronyFaultsAreCaught) {
   // D read before the wait: the poison, not the product.
   EXPECT_FALSE(close(p.product, run<64, 0>(p, Layout::kCore, false, false, Fault::kReadBeforeWait)));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kNoFence); }, "without a wgmma.fence"));
+  // At the wait each thread compares its part: eight k in a row at once (K-major B), or one by one.
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kWriteSharedInFlight); },
                      "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 1>(p, Layout::kCore, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kSwizzle128, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  EXPECT_TRUE(throws([&] { run<64, 1>(p, Layout::kSwizzle128, false, false, Fault::kWriteSharedInFlight); },
+                     "shared memory it reads changed"));
+  // The warpgroup's operands are read once for its 128 threads: they must issue one shape.
+  EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, false, Fault::kTransBDiffers); }, "different shapes"));
   EXPECT_TRUE(throws([&] { run<64, 0>(p, Layout::kCore, false, true, Fault::kWriteAccumulatorInFlight); },
                      "accumulator registers"));
   EXPECT_TRUE(
