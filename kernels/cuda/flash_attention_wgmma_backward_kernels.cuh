@@ -57,7 +57,9 @@
 // tiles into a ring of three stages (full mbarriers with expect_tx; it waits on a stage's empty
 // mbarrier, which every consumer thread arrives on once its last wgmma reading the stage has
 // completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
-// setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads. Not done:
+// setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads; with
+// kBulkDq a dQ writer (thread 288, at the producer's 24 registers) issues the bulk reductions of
+// the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it. Not done:
 // the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
 // warp-specialized variant with dropout at d 128. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
 // (docs/flash-backward.md, "Flash attention backward on wgmma").
@@ -105,7 +107,8 @@ constexpr int wgmma_backward_threads() {
 /// (kWgmmaBwdStages, kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse
 /// (base 2) and D, then with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of
 /// kWgmmaDqStageRow<D> floats; with kTma then the stages' "full" mbarriers and with kWs their
-/// "empty" ones (8 bytes each), and 1024 bytes of slack to align K (and so the Q and dO stages
+/// "empty" ones (8 bytes each), with kWs and kBulkDq the dQ writer's "dq full" and "dq empty"
+/// (8 bytes each), and 1024 bytes of slack to align K (and so the Q and dO stages
 /// after it, multiples of 1024 bytes further) to the 128-byte swizzle's atoms wherever the block's
 /// shared memory starts.
 template <int D, bool kBulkDq = false, bool kTma = false, bool kWs = false>
@@ -115,13 +118,14 @@ constexpr size_t wgmma_backward_smem_bytes() {
              sizeof(uint16_t) +
          2 * kBwdBlockM * sizeof(float) +
          (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
-         (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0);
+         (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0) + (kWs && kBulkDq ? 2 * 8 : 0);
 }
 static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
 // The warp-specialized variant's three stages at d 128 with bulk dQ: 131,072 bytes of K, V and Q /
 // dO stages (+ 32,768 for the third), 16,384 of dS^T, 512 of lse and D, 36,864 of staging, 48 of
-// mbarriers, 1,024 of slack: 218,672 <= 232,448.
-static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 218672 &&
+// mbarriers (and 16 of the dQ writer's two), 1,024 of slack: 218,688 <= 232,448. A second staging
+// buffer (36,864 more, 255,552) would not fit.
+static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 218688 &&
                   wgmma_backward_smem_bytes<128, true, true, true>() <= kWgMaxSmem,
               "the figure above, within the 227 KB a block may opt in to");
 // Named barrier of the warp-specialized backward's consumers (bar.sync over their 256 threads, the
@@ -206,8 +210,14 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // whole.
   // kWs: stage s's "empty" mbarrier (every consumer thread arrives once its last wgmma that read
   // the stage's Q and dO has completed; the producer waits on it before loading the stage again).
+  // kWs with kBulkDq: the dQ writer's (thread kWgThreads + 32, in the producer warpgroup)
+  // "dq full" mbarrier (every consumer thread arrives once its tile's dQ is staged and fenced for
+  // the async proxy) and "dq empty" one (the writer arrives once its bulk reductions of the tile
+  // have read the staging; the consumers wait on it before staging again).
+  // Their phases go by the walk's tiles, one a tile.
   [[maybe_unused]] const uint32_t full = th.smem_addr(dq_s + (kBulkDq ? kWgGroups * kBwdBlockM * kStageRow : 0)),
-                                  empty = full + 8 * kStages;
+                                  empty = full + 8 * kStages, dq_full = empty + 8 * kStages, dq_empty = dq_full + 8;
+  constexpr bool kDqWriter = kWs && kBulkDq;
   [[maybe_unused]] const auto load_tile = [&](int s, int hh, int64_t m) {
     constexpr uint32_t kBox = kBwdBlockM * 128;
     const uint32_t q_at = th.smem_addr(qdo_s + 2 * kBwdBlockM * D * s), bar = full + 8 * s;
@@ -227,6 +237,10 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
         th.mbar_init(full + 8 * s, 1);
         if constexpr (kWs) th.mbar_init(empty + 8 * s, kWgThreads);
       }
+      if constexpr (kDqWriter) {
+        th.mbar_init(dq_full, kWgThreads);
+        th.mbar_init(dq_empty, 1);
+      }
     }
     th.sync();  // the inits, visible to every thread (kWs: the kernel's last __syncthreads)
     if constexpr (kWs) {
@@ -245,6 +259,36 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
             load_tile(s, hp, mp);
             if (++s == kStages) s = 0, phase ^= 1;
           }
+        } else if (kDqWriter && th.tid() == kWgThreads + 32) {
+          // The dQ writer, lane 0 of the producer's second warp: per tile, once the consumers have
+          // staged its dQ (dq full), it adds the staging's rows (warpgroup w's half of D for query
+          // q at row w kBwdBlockM + q; rows past the sequence's end skipped) to dq_accum by
+          // cp.reduce.async.bulk, one a row and one bulk group a tile, and once they have read the
+          // staging (wait_group.read 0) arrives on dq empty. One thread in a rolled loop rather
+          // than a lane a row: a bulk operation's operands are uniform registers, so a warp's
+          // lanes issue one by one anyway, and 4 rows a lane hoisted spilled 56 bytes of the 24
+          // registers. Every reduction complete (wait_group 0) before it ends.
+          int phase = 0, hw = h_first;
+          int64_t mw = m_begin;
+#pragma unroll 1
+          for (; hw < h_first + group; hw = h1_of(hw, mw, m_end), mw = m1_of(mw, m_begin, m_end)) {
+            th.mbar_wait(dq_full, phase);
+            phase ^= 1;
+            const int rows = n_t - mw < kBwdBlockM ? static_cast<int>(n_t - mw) : kBwdBlockM;
+            float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + hw) * n_t + mw) * D;
+            uint32_t src = th.smem_addr(dq_s);
+#pragma unroll 1
+            for (int q = 0; q < rows; ++q, dst += D, src += kStageRow * sizeof(float)) {
+#pragma unroll
+              for (int w = 0; w < kWgGroups; ++w)
+                th.bulk_reduce_add(dst + w * (D / 2), src + w * kBwdBlockM * kStageRow * sizeof(float),
+                                   static_cast<uint32_t>(D / 2 * sizeof(float)));
+            }
+            th.bulk_commit();
+            th.template bulk_wait_read<0>();
+            th.mbar_arrive(dq_empty);
+          }
+          th.template bulk_wait<0>();
         }
         return;
       }
@@ -483,7 +527,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // The bulk dQ path: the staging's reads of the tile before complete before this barrier, past
     // which it is written again (a no-op for the threads that issued none). Here rather than at
     // the top barrier: a tile after the issue, not just after it.
-    if constexpr (kBulkDq) th.template bulk_wait_read<0>();
+    if constexpr (kBulkDq && !kDqWriter) th.template bulk_wait_read<0>();
     th.fence_proxy_async();  // this thread's dS stores, visible to wgmma
     consumers_sync();
     float dq[D / 4];
@@ -514,12 +558,19 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.wgmma_hold(tid_here);
       const int me = static_cast<int>(tid_here), w_here = me / 32 % 4, g_here = me % 32 / 4, t_here = me % 4,
                 wg_here = me / 128;
-      const int dq_row = 16 * w_here + g_here + 8 * t_here;
+      // Unused with kDqWriter (the writer's rows); here so that the other kernels' SASS stays as it was.
+      [[maybe_unused]] const int dq_row = 16 * w_here + g_here + 8 * t_here;
       const uint32_t dq_mine =
           th.smem_addr(dq_s + (wg_here * kBwdBlockM + 16 * w_here + g_here) * kStageRow + 2 * t_here);
       // Staged as rows (64-bit stores), fenced for the async proxy (the bulk reduction reads
       // through it), the warp's lanes met; then one lane a row (t < 2) adds the row's D / 2 floats
       // to dq_accum with one cp.reduce.async.bulk; rows past the sequence's end are skipped.
+      // kDqWriter: staged once the writer has read the tile before (dq empty; bit kStages of
+      // `parity` its next phase's parity, the first turn free), then the writer told (dq full).
+      if constexpr (kDqWriter) {
+        th.mbar_wait(dq_empty, static_cast<int>((parity >> kStages & 1u) ^ 1u));
+        parity ^= 1u << kStages;
+      }
 #pragma unroll
       for (int r = 0; r < 2; ++r)
 #pragma unroll
@@ -527,12 +578,16 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           th.store_shared_v2_f32(dq_mine + static_cast<uint32_t>((8 * r * kStageRow + 8 * j) * sizeof(float)),
                                  dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
       th.fence_proxy_async();
-      th.warp_sync();
-      if (t < 2 && m0 + dq_row < n_t)
-        th.bulk_reduce_add(dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + m0 + dq_row) * D + wg * (D / 2),
-                           dq_mine + static_cast<uint32_t>((8 * t * kStageRow - 2 * t) * sizeof(float)),
-                           static_cast<uint32_t>(D / 2 * sizeof(float)));
-      th.bulk_commit();
+      if constexpr (kDqWriter) {
+        th.mbar_arrive(dq_full);
+      } else {
+        th.warp_sync();
+        if (t < 2 && m0 + dq_row < n_t)
+          th.bulk_reduce_add(dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + m0 + dq_row) * D + wg * (D / 2),
+                             dq_mine + static_cast<uint32_t>((8 * t * kStageRow - 2 * t) * sizeof(float)),
+                             static_cast<uint32_t>(D / 2 * sizeof(float)));
+        th.bulk_commit();
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -546,7 +601,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   }
   // The bulk dQ path: every reduction complete (its staging's reads, and its additions) before
   // the block's shared memory goes away.
-  if constexpr (kBulkDq) {
+  if constexpr (kBulkDq && !kDqWriter) {
     th.template bulk_wait<0>();
   }
 
