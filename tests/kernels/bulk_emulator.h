@@ -17,7 +17,10 @@
 //   issue: so a kernel that reads the destination before the wait sees either;
 // - at the cp.async.bulk.wait_group.read (or wait_group) that completes a group's reads,
 //   compares the source with what it held at the issue: shared memory written again before that
-//   wait (the staging buffer reused too early, a barrier missing) is a violation;
+//   wait (the staging buffer reused too early, a barrier missing) is a violation. Such a wait
+//   first lets every other thread of the block run as far as it can (FiberTeam::yield_last): the
+//   reads take time on the hardware, so a thread that the waiting one has let go (an mbarrier
+//   arrival before the wait, a wait skipped elsewhere) may write the source meanwhile;
 // - at the kernel's end, a bulk reduction not completed by a cp.async.bulk.wait_group (not only
 //   .read), committed or not, is a violation. (Stricter than the ISA needs for the writes, which
 //   the hardware finishes after an exit; kernels here wait for them with wait_group 0.)
@@ -117,6 +120,15 @@ inline void bulk_commit(BulkState& s, int tid) {
       if (now) bulk_add(op);
     }
   ++s.groups;
+}
+
+/// Whether a cp.async.bulk.wait_group{.read} `pending` completes the reads of some reduction
+/// (a committed group older than the `pending` newest, not yet read).
+inline bool bulk_reads_complete(const BulkState& s, int pending) {
+  const int limit = s.groups - pending;
+  for (const BulkOp& op : s.ops)
+    if (op.group >= 0 && op.group < limit && !op.read) return true;
+  return false;
 }
 
 /// cp.async.bulk.wait_group{.read} pending: the committed groups older than the `pending` newest

@@ -324,13 +324,17 @@ class EmulatedThread {
   /// cp.async.bulk.commit_group.
   void bulk_commit() { emulator::bulk_commit(bulk_, tid_); }
   /// cp.async.bulk.wait_group kPending: all but the kPending newest groups complete.
+  /// Where it completes some reads, the other threads run first (bulk_emulator.h).
   template <int kPending>
   void bulk_wait() {
+    if (bulk_reads_complete(bulk_, kPending)) block_.team().yield_last();
     emulator::bulk_wait(bulk_, kPending, false, block_.shared(), block_.violation());
   }
-  /// cp.async.bulk.wait_group.read kPending: their reads of shared memory complete.
+  /// cp.async.bulk.wait_group.read kPending: their reads of shared memory complete (the other
+  /// threads first, as bulk_wait).
   template <int kPending>
   void bulk_wait_read() {
+    if (bulk_reads_complete(bulk_, kPending)) block_.team().yield_last();
     emulator::bulk_wait(bulk_, kPending, true, block_.shared(), block_.violation());
   }
   /// At the end of the kernel: no bulk reduction may be outstanding.

@@ -145,7 +145,7 @@ class FiberTeam {
           for (int k = g; k < g + gang_ && !restart_; ++k) {
             const int i = order_[static_cast<size_t>(k)];
             Fiber& f = fibers_[static_cast<size_t>(i)];
-            if (f.done || (f.waiting != nullptr && f.waiting->generation_ == f.generation)) continue;
+            if (f.done || f.deferred || (f.waiting != nullptr && f.waiting->generation_ == f.generation)) continue;
             f.waiting = nullptr;
             resume(i);
             gang_ran = ran = true;
@@ -154,11 +154,26 @@ class FiberTeam {
         }
       }
       if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      if (!ran && deferred_ > 0) {  // no other fiber can go on: the deferred ones do
+        for (Fiber& f : fibers_) f.deferred = false;
+        deferred_ = 0;
+        continue;
+      }
       if (!ran && live > 0)
         throw std::logic_error("FiberTeam: " + std::to_string(live) +
                                " fibers wait on barriers that can never fill (one skipped by some fiber?)");
     }
     body_ = nullptr;
+  }
+
+  /// Called by a fiber: it goes on only once no other fiber can (every other one ended, waiting on
+  /// a barrier, or deferred too): an asynchronous operation's completion that the other threads
+  /// may overtake (the warp emulator's bulk waits).
+  void yield_last() {
+    fibers_[static_cast<size_t>(index_)].deferred = true;
+    ++deferred_;
+    restart_ = true;
+    suspend(false);
   }
 
  private:
@@ -169,6 +184,7 @@ class FiberTeam {
     const Barrier* waiting = nullptr;                      // the barrier it waits on, at `generation`
     uint64_t generation = 0;
     bool done = false;
+    bool deferred = false;       // yield_last: runs once no other fiber can
     void* fake_stack = nullptr;  // ASan's fake stack of the suspended fiber
   };
 
@@ -270,6 +286,7 @@ class FiberTeam {
   const std::function<void(int)>* body_ = nullptr;
   std::exception_ptr error_;
   bool restart_ = false;
+  int deferred_ = 0;  // fibers deferred by yield_last
   int index_ = 0;
   const void* scheduler_bottom_ = nullptr;
   size_t scheduler_size_ = 0;
