@@ -373,6 +373,30 @@ __global__ void __launch_bounds__(flash::kWgThreads, 1)
 #endif
 }
 
+/// The body of the two TMA kernels below (flash_backward_wgmma_tma, flash_backward_wgmma_ws),
+/// which differ in their register attributes and kWs only; the tensor maps stay references to
+/// the kernels' __grid_constant__ parameters.
+template <int D, bool kDropout, bool kBulkDq, bool kWs>
+__device__ __forceinline__ void backward_wgmma_tma_body(const CUtensorMap& q_map, const CUtensorMap& do_map,
+                                                        const uint16_t* __restrict__ qkv,
+                                                        const uint16_t* __restrict__ dout,
+                                                        const float* __restrict__ lse, const float* __restrict__ dvec,
+                                                        float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv,
+                                                        int64_t n_t, int n_h, int n_kv, float scale, float softcap,
+                                                        int64_t window, bool causal, float dropout, uint64_t seed,
+                                                        const int64_t* step_at, bool heaviest_first) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  CudaWgThread th;
+  flash::flash_backward_wgmma<D, kDropout, kBulkDq, true, kWs>(
+      th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
+      dropout_seed_of(seed, step_at), heaviest_first, &q_map, &do_map);
+#else
+  (void)q_map, (void)do_map, (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t;
+  (void)n_h, (void)n_kv, (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed;
+  (void)step_at, (void)heaviest_first;
+#endif
+}
+
 /// The same with Q and dO loaded by TMA: the tensor maps of qkv and dout, __grid_constant__
 /// parameters (as the forward's). Capped at flash::wgmma_backward_tma_max_regs registers (240 at
 /// d 128 without dropout, warp specialization's consumer budget) rather than by
@@ -385,16 +409,9 @@ __global__ void __maxnreg__((flash::wgmma_backward_tma_max_regs<D, kDropout>()))
                              float* __restrict__ dq_accum, uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv,
                              float scale, float softcap, int64_t window, bool causal, float dropout, uint64_t seed,
                              const int64_t* step_at, bool heaviest_first) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  CudaWgThread th;
-  flash::flash_backward_wgmma<D, kDropout, kBulkDq, true>(
-      th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
-      dropout_seed_of(seed, step_at), heaviest_first, &q_map, &do_map);
-#else
-  (void)q_map, (void)do_map, (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t;
-  (void)n_h, (void)n_kv, (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed;
-  (void)step_at, (void)heaviest_first;
-#endif
+  backward_wgmma_tma_body<D, kDropout, kBulkDq, false>(q_map, do_map, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h,
+                                                       n_kv, scale, softcap, window, causal, dropout, seed, step_at,
+                                                       heaviest_first);
 }
 
 /// The same warp-specialized (AttentionArgs::flash_backward_ws, flash_backward_wgmma's kWs): a
@@ -411,16 +428,9 @@ __global__ void __launch_bounds__(flash::kWsThreads, 1)
                             uint16_t* __restrict__ dqkv, int64_t n_t, int n_h, int n_kv, float scale, float softcap,
                             int64_t window, bool causal, float dropout, uint64_t seed, const int64_t* step_at,
                             bool heaviest_first) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  CudaWgThread th;
-  flash::flash_backward_wgmma<D, kDropout, kBulkDq, true, true>(
-      th, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h, n_kv, scale, softcap, window, causal, dropout,
-      dropout_seed_of(seed, step_at), heaviest_first, &q_map, &do_map);
-#else
-  (void)q_map, (void)do_map, (void)qkv, (void)dout, (void)lse, (void)dvec, (void)dq_accum, (void)dqkv, (void)n_t;
-  (void)n_h, (void)n_kv, (void)scale, (void)softcap, (void)window, (void)causal, (void)dropout, (void)seed;
-  (void)step_at, (void)heaviest_first;
-#endif
+  backward_wgmma_tma_body<D, kDropout, kBulkDq, true>(q_map, do_map, qkv, dout, lse, dvec, dq_accum, dqkv, n_t, n_h,
+                                                      n_kv, scale, softcap, window, causal, dropout, seed, step_at,
+                                                      heaviest_first);
 }
 
 /// The wgmma main kernel as flash_attention_backward_with's FlashBackwardMain; dQ by bulk
