@@ -124,6 +124,7 @@ class FiberTeam {
   /// throws where the fibers left wait on barriers that can never fill.
   void run(const std::function<void(int)>& body) {
     body_ = &body;
+    deferred_ = 0;  // a run that threw may have left fibers deferred
     for (int i = 0; i < n_; ++i) {
       Fiber& f = fibers_[static_cast<size_t>(i)];
       f = Fiber{};
