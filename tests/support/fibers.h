@@ -41,14 +41,15 @@
 namespace bench::test {
 
 /// Runs body(0) .. body(n - 1) as fibers of the calling thread, each on a stack of its own, until
-/// all have returned. A fiber runs until it waits at a Barrier; a barrier that fills lets its
-/// fibers go on. The fibers come in gangs of `gang` consecutive ones (a warp's lanes), and between
-/// two releases of a phase barrier (the block's __syncthreads) one gang at a time runs as far as
-/// it can, the gangs and the fibers within each in a fresh pseudo-random order (fixed seed: every
-/// run the same). So one warp does all of its work of a phase before the next starts: a read of
-/// shared memory that lacks its barrier sees another warp's write too early or too late, and a
-/// write another warp still needs overwrites it, whichever warp goes first, and the test fails.
-/// Waits that can never be met (a barrier some fiber skips) are an exception, not a hang.
+/// all have returned. A fiber runs until it waits at a Barrier (or defers itself, yield_last, until
+/// no other fiber can go on); a barrier that fills lets its fibers go on. The fibers come in gangs
+/// of `gang` consecutive ones (a warp's lanes), and between two releases of a phase barrier (the
+/// block's __syncthreads) one gang at a time runs as far as it can, the gangs and the fibers within
+/// each in a fresh pseudo-random order (fixed seed: every run the same). So one warp does all of
+/// its work of a phase before the next starts: a read of shared memory that lacks its barrier sees
+/// another warp's write too early or too late, and a write another warp still needs overwrites it,
+/// whichever warp goes first, and the test fails. Waits that can never be met (a barrier some fiber
+/// skips) are an exception, not a hang.
 class FiberTeam {
  public:
   /// A barrier of `count` fibers of the team (CUDA's __syncthreads for a block, a warp's
