@@ -63,6 +63,30 @@ double activation_flops(kernels::Activation act) {
   return 1;
 }
 
+Ffn::Ffn(const Params& p, kernels::Activation act)
+    : act_(act),
+      d_ff_(p.integer("d_ff")),
+      ratio_(p.number("ratio")),
+      multiple_of_(p.integer("multiple_of")),
+      out_scale_(p.boolean("scaled_output_init")),
+      bias_(p.boolean("bias")) {}
+
+void Ffn::setup_weights(SetupContext& ctx, int64_t in_halves) {
+  const ModelDims& d = ctx.dims();
+  rows_ = ctx.rows();
+  width_ = ctx.width();
+  hidden_ = hidden_width(d_ff_, ratio_, multiple_of_, width_);
+  w_in_ = ctx.add_param("w_in", {in_halves * hidden_, width_}, Init::normal(d.init_std));
+  const double out_std = out_scale_ ? d.init_std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : d.init_std;
+  w_out_ = ctx.add_param("w_out", {width_, hidden_}, Init::normal(out_std));
+  if (bias_) {
+    b_in_ = ctx.add_param("b_in", {in_halves * hidden_}, Init::zeros(), ParamGroup::kBias);
+    b_out_ = ctx.add_param("b_out", {width_}, Init::zeros(), ParamGroup::kBias);
+    bias_scratch_ = ctx.buffer({std::max(in_halves * hidden_, width_)});
+  }
+  esize_ = dtype_size(ctx.dtype());
+}
+
 Cost ffn_cost(int64_t rows, int64_t width, int64_t hidden, int in_halves, double pointwise_fwd, double pointwise_bwd,
               size_t esize, bool bias) {
   const double r = static_cast<double>(rows), w = static_cast<double>(width), h = static_cast<double>(hidden);

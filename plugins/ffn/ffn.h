@@ -1,5 +1,6 @@
 // defines: the ffn family — the plain MLP (mlp) and the gated units (swiglu, geglu, reglu) over
-//          one base class, GatedFfn; hidden_width (the d_ff rule) and ffn_cost (declared work)
+//          one base class, GatedFfn, both on Ffn (sizing and weights); hidden_width (the d_ff
+//          rule) and ffn_cost (declared work)
 #pragma once
 
 #include <cstdint>
@@ -42,20 +43,19 @@ Cost ffn_cost(int64_t rows, int64_t width, int64_t hidden, int in_halves, double
 /// function, plus the product).
 double activation_flops(kernels::Activation act);
 
-/// Gated FFN (Shazeer 2020): y = (act(x Wg^T) * (x Wu^T)) Wd^T. Gate and up projections are
-/// one [2 d_ff, d_model] matrix "w_in" (rows [gate | up]), so the input side is one GEMM; the
-/// down projection is "w_out" [d_model, d_ff]. With `bias`, "b_in" [2 d_ff] ([gate | up]) and
-/// "b_out" [d_model]. Subclasses only choose the activation.
-class GatedFfn : public Sublayer {
+/// What every FFN of the family has: the activation, the sizing parameters of size_params, and
+/// the input and down projections. setup_weights() declares "w_in" [in_halves * d_ff, d_model]
+/// and "w_out" [d_model, d_ff] (std / sqrt(2 n_layers) with scaled_output_init) and, with
+/// `bias`, "b_in" [in_halves * d_ff] and "b_out" [d_model] and the scratch of their gradients.
+class Ffn : public Sublayer {
  public:
-  GatedFfn(const Params& p, kernels::Activation act);
-  void setup(SetupContext& ctx) override;
-  void forward(const Tensor& x, Tensor& y, RunContext& ctx) override;
-  void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override;
-  Cost cost() const override;
   AccountingFacts accounting() const override { return {hidden_, 0}; }
 
- private:
+ protected:
+  Ffn(const Params& p, kernels::Activation act);
+  /// The weights above and rows_, width_, hidden_ and esize_, before the subclass's buffers.
+  void setup_weights(SetupContext& ctx, int64_t in_halves);
+
   kernels::Activation act_;
   int64_t d_ff_;
   double ratio_;
@@ -68,7 +68,23 @@ class GatedFfn : public Sublayer {
   Param* w_out_ = nullptr;
   Param* b_in_ = nullptr;
   Param* b_out_ = nullptr;
-  Tensor x_, gu_, dgu_, h_, dh_, bias_scratch_;
+  Tensor x_, bias_scratch_;
+};
+
+/// Gated FFN (Shazeer 2020): y = (act(x Wg^T) * (x Wu^T)) Wd^T. Gate and up projections are
+/// one [2 d_ff, d_model] matrix "w_in" (rows [gate | up]), so the input side is one GEMM; the
+/// down projection is "w_out" [d_model, d_ff]. With `bias`, "b_in" [2 d_ff] ([gate | up]) and
+/// "b_out" [d_model]. Subclasses only choose the activation.
+class GatedFfn : public Ffn {
+ public:
+  GatedFfn(const Params& p, kernels::Activation act) : Ffn(p, act) {}
+  void setup(SetupContext& ctx) override;
+  void forward(const Tensor& x, Tensor& y, RunContext& ctx) override;
+  void backward(const Tensor& dy, Tensor& dx, RunContext& ctx) override;
+  Cost cost() const override;
+
+ private:
+  Tensor gu_, dgu_, h_, dh_;
 };
 
 }  // namespace bench::ffn

@@ -1,38 +1,15 @@
 // The gated FFNs' shared implementation: one fused input GEMM, the gated unit as a tile program
 // (kernels::glu_forward / glu_backward) and the down projection.
-#include <algorithm>
-#include <cmath>
-
 #include "ffn.h"
 
 namespace bench::ffn {
 
-GatedFfn::GatedFfn(const Params& p, kernels::Activation act)
-    : act_(act),
-      d_ff_(p.integer("d_ff")),
-      ratio_(p.number("ratio")),
-      multiple_of_(p.integer("multiple_of")),
-      out_scale_(p.boolean("scaled_output_init")),
-      bias_(p.boolean("bias")) {}
-
 void GatedFfn::setup(SetupContext& ctx) {
-  const ModelDims& d = ctx.dims();
-  rows_ = ctx.rows();
-  width_ = ctx.width();
-  hidden_ = hidden_width(d_ff_, ratio_, multiple_of_, width_);
-  w_in_ = ctx.add_param("w_in", {2 * hidden_, width_}, Init::normal(d.init_std));
-  const double out_std = out_scale_ ? d.init_std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : d.init_std;
-  w_out_ = ctx.add_param("w_out", {width_, hidden_}, Init::normal(out_std));
-  if (bias_) {
-    b_in_ = ctx.add_param("b_in", {2 * hidden_}, Init::zeros(), ParamGroup::kBias);
-    b_out_ = ctx.add_param("b_out", {width_}, Init::zeros(), ParamGroup::kBias);
-    bias_scratch_ = ctx.buffer({std::max(2 * hidden_, width_)});
-  }
+  setup_weights(ctx, 2);
   gu_ = ctx.buffer({rows_, 2 * hidden_});
   dgu_ = ctx.buffer({rows_, 2 * hidden_});
   h_ = ctx.buffer({rows_, hidden_});
   dh_ = ctx.buffer({rows_, hidden_});
-  esize_ = dtype_size(ctx.dtype());
 }
 
 void GatedFfn::forward(const Tensor& x, Tensor& y, RunContext& ctx) {

@@ -2,41 +2,23 @@
 //   y = act(x W_in^T (+ b_in)) W_out^T (+ b_out),  W_in [d_ff, d_model], W_out [d_model, d_ff],
 // d_ff = 4 d_model by default, rounded up to `multiple_of`. Biases with `bias = true` (GPT-2,
 // GPT-NeoX), none by default (the lecture's section 3.3: modern models drop them).
-#include <algorithm>
-#include <cmath>
+#include <utility>
+#include <vector>
 
 #include "ffn.h"
 #include "kernels/gemm_epilogue.h"
 
 namespace bench::ffn {
 
-class Mlp final : public Sublayer {
+class Mlp final : public Ffn {
  public:
-  explicit Mlp(const Params& p)
-      : act_(activation_named(p.string("activation"))),
-        d_ff_(p.integer("d_ff")),
-        ratio_(p.number("ratio")),
-        multiple_of_(p.integer("multiple_of")),
-        out_scale_(p.boolean("scaled_output_init")),
-        bias_(p.boolean("bias")) {}
+  explicit Mlp(const Params& p) : Ffn(p, activation_named(p.string("activation"))) {}
 
   void setup(SetupContext& ctx) override {
-    const ModelDims& d = ctx.dims();
-    rows_ = ctx.rows();
-    width_ = ctx.width();
-    hidden_ = hidden_width(d_ff_, ratio_, multiple_of_, width_);
-    w_in_ = ctx.add_param("w_in", {hidden_, width_}, Init::normal(d.init_std));
-    const double out_std = out_scale_ ? d.init_std / std::sqrt(2.0 * static_cast<double>(d.n_layers)) : d.init_std;
-    w_out_ = ctx.add_param("w_out", {width_, hidden_}, Init::normal(out_std));
-    if (bias_) {
-      b_in_ = ctx.add_param("b_in", {hidden_}, Init::zeros(), ParamGroup::kBias);
-      b_out_ = ctx.add_param("b_out", {width_}, Init::zeros(), ParamGroup::kBias);
-      bias_scratch_ = ctx.buffer({std::max(hidden_, width_)});
-    }
+    setup_weights(ctx, 1);
     pre_ = ctx.buffer({rows_, hidden_});
     act_out_ = ctx.buffer({rows_, hidden_});
     dact_ = ctx.buffer({rows_, hidden_});
-    esize_ = dtype_size(ctx.dtype());
   }
 
   // The input projection and the activation are one gemm_epilogue (kernels/gemm_epilogue.h): one
@@ -85,22 +67,9 @@ class Mlp final : public Sublayer {
     const double a = activation_flops(act_);
     return ffn_cost(rows_, width_, hidden_, 1, a, a + 1, esize_, bias_);
   }
-  AccountingFacts accounting() const override { return {hidden_, 0}; }
 
  private:
-  kernels::Activation act_;
-  int64_t d_ff_;
-  double ratio_;
-  int64_t multiple_of_;
-  bool out_scale_;
-  bool bias_;
-  int64_t rows_ = 0, width_ = 0, hidden_ = 0;
-  size_t esize_ = 4;
-  Param* w_in_ = nullptr;
-  Param* w_out_ = nullptr;
-  Param* b_in_ = nullptr;
-  Param* b_out_ = nullptr;
-  Tensor x_, pre_, act_out_, dact_, bias_scratch_;
+  Tensor pre_, act_out_, dact_;
 };
 
 ComponentInfo mlp_info() {

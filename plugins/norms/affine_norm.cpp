@@ -39,6 +39,26 @@ const Tensor& ResidualDropout::backward(const Tensor& dy, const RunContext& ctx)
   return grad_;
 }
 
+void add_normed(Sublayer& norm, const Tensor& fo, Tensor& fn, const ResidualDropout& dropout, const Tensor& x,
+                Tensor& y, RunContext& ctx) {
+  if (ResidualNorm* n = folding_norm(&norm, ctx); n != nullptr && !dropout.active(ctx) && x.raw() != y.raw()) {
+    n->forward_plus(fo, x, y, ctx);  // y = x + norm(fo) in the norm's launch
+    return;
+  }
+  norm.forward(fo, fn, ctx);
+  dropout.forward(fn, ctx);
+  ops::add(ctx, x, fn, y);
+}
+
+void add_norm_gradient(Sublayer& norm, const Tensor& dxn, const Tensor& dy, Tensor& dx, RunContext& ctx) {
+  if (ResidualNorm* n = folding_norm(&norm, ctx)) {  // dx = dy + the norm's gradient in one launch
+    n->backward_plus(dxn, dy, dx, ctx);
+    return;
+  }
+  norm.backward(dxn, dx, ctx);
+  ops::add(ctx, dx, dy, dx);
+}
+
 AffineNorm::AffineNorm(const Params& p, bool center)
     : center_(center),
       eps_(p.number("eps")),

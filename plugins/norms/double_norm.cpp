@@ -20,24 +20,12 @@ class DoubleNorm final : public Residual {
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     norm_in_->forward(x, xn_, ctx);
     f.forward(xn_, fo_, ctx);
-    if (ResidualNorm* n = folding_norm(norm_out_.get(), ctx);
-        n != nullptr && !dropout_.active(ctx) && x.raw() != y.raw()) {
-      n->forward_plus(fo_, x, y, ctx);  // y = x + norm_out(f) in the norm's launch
-      return;
-    }
-    norm_out_->forward(fo_, fn_, ctx);
-    dropout_.forward(fn_, ctx);
-    ops::add(ctx, x, fn_, y);
+    add_normed(*norm_out_, fo_, fn_, dropout_, x, y, ctx);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
     norm_out_->backward(dropout_.backward(dy, ctx), dfo_, ctx);
     f.backward(dfo_, dxn_, ctx);
-    if (ResidualNorm* n = folding_norm(norm_in_.get(), ctx)) {  // dx = dy + the norm's gradient in one launch
-      n->backward_plus(dxn_, dy, dx, ctx);
-      return;
-    }
-    norm_in_->backward(dxn_, dx, ctx);
-    ops::add(ctx, dx, dy, dx);
+    add_norm_gradient(*norm_in_, dxn_, dy, dx, ctx);
   }
 
  private:

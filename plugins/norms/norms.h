@@ -69,6 +69,16 @@ class ResidualDropout {
   Tensor grad_;
 };
 
+/// y = x + dropout(norm(fo)), the output side of the double and output norm positions: in the
+/// norm's own launch where it folds the add (folding_norm; nothing dropped, y not x), else norm
+/// into `fn`, dropout, add.
+void add_normed(Sublayer& norm, const Tensor& fo, Tensor& fn, const ResidualDropout& dropout, const Tensor& x,
+                Tensor& y, RunContext& ctx);
+
+/// dx = dy + the gradient of `norm` at dxn, the input side of the pre and double norm positions:
+/// in one launch where the norm folds the add.
+void add_norm_gradient(Sublayer& norm, const Tensor& dxn, const Tensor& dy, Tensor& dx, RunContext& ctx);
+
 /// Common parameters of LayerNorm and RMSNorm.
 std::vector<ParamSpec> affine_norm_params(double default_eps, bool default_bias);
 

@@ -16,13 +16,7 @@ class OutputNorm final : public Residual {
   }
   void forward(const Tensor& x, Tensor& y, Sublayer& f, RunContext& ctx) override {
     f.forward(x, fo_, ctx);
-    if (ResidualNorm* n = folding_norm(norm_.get(), ctx); n != nullptr && !dropout_.active(ctx) && x.raw() != y.raw()) {
-      n->forward_plus(fo_, x, y, ctx);  // y = x + norm(f(x)) in the norm's launch
-      return;
-    }
-    norm_->forward(fo_, fn_, ctx);
-    dropout_.forward(fn_, ctx);
-    ops::add(ctx, x, fn_, y);
+    add_normed(*norm_, fo_, fn_, dropout_, x, y, ctx);
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
     norm_->backward(dropout_.backward(dy, ctx), dfo_, ctx);

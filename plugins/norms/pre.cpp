@@ -22,12 +22,7 @@ class PreNorm final : public Residual {
   }
   void backward(const Tensor& dy, Tensor& dx, Sublayer& f, RunContext& ctx) override {
     f.backward(dropout_.backward(dy, ctx), dxn_, ctx);
-    if (ResidualNorm* n = folding_norm(norm_.get(), ctx)) {  // dx = dy + the norm's gradient in one launch
-      n->backward_plus(dxn_, dy, dx, ctx);
-      return;
-    }
-    norm_->backward(dxn_, dx, ctx);
-    ops::add(ctx, dx, dy, dx);
+    add_norm_gradient(*norm_, dxn_, dy, dx, ctx);
   }
 
  private:

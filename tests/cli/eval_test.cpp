@@ -126,6 +126,35 @@ ffn = {type = "mlp", activation = "gelu", d_ff = 64}
 vocab_size = 64
 )";
 
+/// The float64 reference's loss, as the script wrote it to DIR/loss.txt.
+double reference_loss(const std::string& dir) {
+  std::ifstream loss_file(dir + "/loss.txt");
+  double ref_loss = 0;
+  loss_file >> ref_loss;
+  return ref_loss;
+}
+
+/// How far float32 `ours` lies from the float64 `ref` (of one size): the worst error in units of
+/// 1e-4 + 1e-4 |ref|, the largest |ours - ref| and the largest |ref|.
+struct Agreement {
+  double worst = 0, max_abs = 0, scale = 0;
+};
+
+/// ours within 1e-4 + 1e-4 |ref| of a reference that is not degenerate (some |ref| > 0.5), as
+/// failures that name `what`; returns the figures.
+Agreement expect_agrees(const Npy& ours, const Npy& ref, const std::string& what) {
+  Agreement a;
+  for (size_t i = 0; i < ref.data.size(); ++i) {
+    const double err = std::fabs(ours.data[i] - ref.data[i]);
+    a.worst = std::max(a.worst, err / (1e-4 + 1e-4 * std::fabs(ref.data[i])));
+    a.max_abs = std::max(a.max_abs, err);
+    a.scale = std::max(a.scale, std::fabs(ref.data[i]));
+  }
+  EXPECT_LE(a.worst, 1.0) << what << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
+  EXPECT_GT(a.scale, 0.5) << "a degenerate reference";
+  return a;
+}
+
 /// Run the reference script and `bench eval` on its checkpoint; compare loss, logits and each
 /// block's output with the float64 reference.
 void check_against_numpy(const std::string& config, const std::string& toml, const std::string& token_format,
@@ -141,10 +170,7 @@ void check_against_numpy(const std::string& config, const std::string& toml, con
                           "/ours_logits.npy --dump-hidden " + dir + "/ours_hidden.npy --format json");
   ASSERT_EQ(ev.code, 0) << ev.out;
   const nlohmann::json j = nlohmann::json::parse(ev.out);
-  std::ifstream loss_file(dir + "/loss.txt");
-  double ref_loss = 0;
-  loss_file >> ref_loss;
-  EXPECT_NEAR(j["loss"].get<double>(), ref_loss, 1e-5);
+  EXPECT_NEAR(j["loss"].get<double>(), reference_loss(dir), 1e-5);
   EXPECT_EQ(j["positions"].get<int64_t>(), 37);
   EXPECT_EQ(j["windows"].get<int64_t>(), 3);
   for (const char* what : {"logits", "hidden"}) {
@@ -154,14 +180,7 @@ void check_against_numpy(const std::string& config, const std::string& toml, con
     EXPECT_EQ(ours.descr, "<f4");
     ASSERT_EQ(ours.shape, ref.shape) << what;
     ASSERT_EQ(ours.data.size(), ref.data.size());
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < ref.data.size(); ++i) {
-      const double err = std::fabs(ours.data[i] - ref.data[i]) / (1e-4 + 1e-4 * std::fabs(ref.data[i]));
-      worst = std::max(worst, err);
-      scale = std::max(scale, std::fabs(ref.data[i]));
-    }
-    EXPECT_LE(worst, 1.0) << config << " " << what << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
-    EXPECT_GT(scale, 0.5) << "a degenerate reference";
+    expect_agrees(ours, ref, config + " " + what);
   }
 }
 
@@ -284,27 +303,16 @@ void check_hf_folder(const std::string& model_type, const std::string& eval_args
             "/tokens.bin --token-format uint16 --dump-logits " + dir + "/ours.npy --format json " + eval_args);
   ASSERT_EQ(ev.code, 0) << ev.out;
   const nlohmann::json j = nlohmann::json::parse(ev.out);
-  std::ifstream loss_file(dir + "/loss.txt");
-  double ref_loss = 0;
-  loss_file >> ref_loss;
-  EXPECT_NEAR(j["loss"].get<double>(), ref_loss, 1e-5);
+  EXPECT_NEAR(j["loss"].get<double>(), reference_loss(dir), 1e-5);
   EXPECT_EQ(j["positions"].get<int64_t>(), 37);
   const Npy ref = read_npy(dir + "/logits.npy");
   const Npy ours = read_npy(dir + "/ours.npy");
   ASSERT_EQ(ours.shape, ref.shape);
   EXPECT_EQ(ours.shape, (std::vector<int64_t>{37, 320}));
   ASSERT_EQ(ours.data.size(), ref.data.size());
-  double worst = 0, scale = 0, max_abs = 0;
-  for (size_t i = 0; i < ref.data.size(); ++i) {
-    const double err = std::fabs(ours.data[i] - ref.data[i]);
-    worst = std::max(worst, err / (1e-4 + 1e-4 * std::fabs(ref.data[i])));
-    max_abs = std::max(max_abs, err);
-    scale = std::max(scale, std::fabs(ref.data[i]));
-  }
-  EXPECT_LE(worst, 1.0) << model_type << ": float32 vs float64 beyond 1e-4 + 1e-4 |ref|";
-  EXPECT_GT(scale, 0.5) << "a degenerate reference";
+  const Agreement a = expect_agrees(ours, ref, model_type);
   std::printf("[ %s ] logits: max |ours - ref| = %.3g, max error / (1e-4 + 1e-4 |ref|) = %.3g, max |ref| = %.3g\n",
-              model_type.c_str(), max_abs, worst, scale);
+              model_type.c_str(), a.max_abs, a.worst, a.scale);
 }
 
 TEST(EvalHuggingFaceFolder, Llama) { check_hf_folder("llama"); }

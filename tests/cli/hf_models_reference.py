@@ -49,30 +49,15 @@ Windows: SEQ positions, or WINDOW[MODEL_TYPE] where that is set.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
+from safetensors_writer import write_safetensors
+
 VOCAB, D, LAYERS, HEADS, DH, FF, SEQ = 320, 32, 2, 4, 8, 64, 16
 WINDOW = {"phi3_longrope_short": 8}
 CLIPPED = [0, 0]  # q, k, v entries clamped by clip_qkv, and all of them
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def config_of(name):

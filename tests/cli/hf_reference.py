@@ -17,41 +17,19 @@ Configurations (their TOML twins are in eval_test.cpp):
   llama:    pre-RMSNorm, SwiGLU, rotate-half RoPE, GQA (4 query / 2 key-value heads), untied head
   postnorm: post-LayerNorm (with bias), GeLU (erf) MLP, learned absolute positions, MHA, tied head
 """
-import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
+from safetensors_writer import to_bf16_bits, write_safetensors
+
 VOCAB, D, LAYERS, HEADS, DH, FF, SEQ = 64, 32, 2, 4, 8, 64, 16
-
-
-def to_bf16_bits(a):
-    """float32 -> bfloat16 bit patterns, rounding to nearest even (no NaNs here)."""
-    bits = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2")
 
 
 def bf16_bits_to_float(h):
     return (h.astype("<u4") << 16).view("<f4")
-
-
-def write_safetensors(path, tensors, dtype):
-    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name, a in tensors.items():
-        b = (to_bf16_bits(a) if dtype == "BF16" else np.ascontiguousarray(a, dtype="<f4")).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def rms_norm(x, w, eps):

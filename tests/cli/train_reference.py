@@ -16,10 +16,11 @@ optimizer step") and the schedule that of docs/experiments.md.
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
+
+from safetensors_writer import write_safetensors
 
 VOCAB, D, LAYERS, HEADS, KV, DH, FF = 64, 32, 2, 4, 2, 8, 64
 SEQ, BATCH, TOKENS, VALIDATION = 16, 4, 1000, 0.1
@@ -68,22 +69,6 @@ eval_batches = 1
 init_weights = "weights.safetensors"
 save_weights = true
 """
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f8").tobytes()
-        header[name] = {"dtype": "F64", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
-        offset += len(b)
-        blobs.append(b)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 def layer(i, name):
@@ -285,7 +270,7 @@ def main():
         normal(layer(i, "post_attention_layernorm"), (D,), 0.1, 1.0)
     normal("model.norm.weight", (D,), 0.1, 1.0)
     normal("lm_head.weight", (VOCAB, D), 0.3)
-    write_safetensors(os.path.join(out, "weights.safetensors"), p)
+    write_safetensors(os.path.join(out, "weights.safetensors"), p, "F64")
 
     # Tokens with some structure to learn: a noisy walk over the vocabulary.
     tokens = np.cumsum(rng.integers(-2, 3, TOKENS)) % VOCAB
@@ -319,7 +304,7 @@ def main():
             p[k] -= lr * (m[k] / (1 - BETA1**t)) / (np.sqrt(v2[k] / (1 - BETA2**t)) + EPS)
     ids, targets = batch(tokens, train_end, TOKENS, 0)
     val_loss, _ = forward(p, ids, targets)
-    write_safetensors(os.path.join(out, "final.safetensors"), p)
+    write_safetensors(os.path.join(out, "final.safetensors"), p, "F64")
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump({"loss": losses, "grad_norm": norms, "final_val_loss": val_loss}, f)
 

@@ -23,6 +23,20 @@ namespace {
 
 using namespace testing;  // NOLINT: the kernel test helpers
 
+/// c = alpha op(A) op(B) + beta c in double over the [m, n] part of c (row stride ldc), for stored A
+/// [m, k] or [k, m] and B [k, n] or [n, k] (row strides lda, ldb); beta = 0 does not read c (it may
+/// be NaN there, as gemm allows).
+void gemm_reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                    const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * s + (beta == 0.0 ? 0.0 : beta * c[i * ldc + j]);
+    }
+}
+
 TEST(Gemm, MatchesFloat64LoopForEveryTranspose) {
   const int64_t m = 37, n = 53, k = 29, pad = 3;
   for (bool ta : {false, true})
@@ -36,13 +50,7 @@ TEST(Gemm, MatchesFloat64LoopForEveryTranspose) {
       const auto c0 = to_double(to_storage<float>(random_vector(static_cast<size_t>(m * ldc), 3)));
       const double alpha = 0.75, beta = -0.5;
       std::vector<double> ref = c0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double s = 0;
-          for (int64_t p = 0; p < k; ++p)
-            s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-          ref[i * ldc + j] = alpha * s + beta * c0[i * ldc + j];
-        }
+      gemm_reference(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, ref.data(), ldc);
       auto cd = c0;
       gemm<double>(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, cd.data(), ldc);
       EXPECT_TRUE(all_near(cd, ref, 1e-13, 1e-13));
@@ -75,13 +83,7 @@ TEST_P(GemmTest, ExecGemmMatchesFloat64ForEveryTranspose) {
       const auto c0 = to_double(to_storage<tile::bf16>(random_vector(static_cast<size_t>(m * ldc), 6)));
       const double alpha = 0.75, beta = -0.5;
       std::vector<double> ref = c0;
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double s = 0;
-          for (int64_t p = 0; p < k; ++p)
-            s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-          ref[i * ldc + j] = alpha * s + beta * c0[i * ldc + j];
-        }
+      gemm_reference(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, ref.data(), ldc);
       Dev<float> af(t, to_storage<float>(a)), bf(t, to_storage<float>(b)), cf(t, to_storage<float>(c0));
       gemm<float>(t.exec(), ta, tb, m, n, k, 0.75f, af.get(), lda, bf.get(), ldb, -0.5f, cf.get(), ldc);
       EXPECT_TRUE(all_near(to_double(cf.host()), ref, 1e-5, 1e-5));
@@ -115,13 +117,7 @@ TEST_P(GemmTest, BatchedMatchesFloat64PerProduct) {
       const double alpha = 0.75, beta = -0.5;
       std::vector<double> ref = c0;
       for (int64_t q = 0; q < count; ++q)
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            double s = 0;
-            for (int64_t p = 0; p < k; ++p)
-              s += (ta ? a[q * sa + p * lda + i] : a[q * sa + i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-            ref[q * sc + i * ldc + j] = alpha * s + beta * c0[q * sc + i * ldc + j];
-          }
+        gemm_reference(ta, tb, m, n, k, alpha, a.data() + q * sa, lda, b.data(), ldb, beta, ref.data() + q * sc, ldc);
       Dev<float> af(t, to_storage<float>(a)), bf(t, to_storage<float>(b)), cf(t, to_storage<float>(c0));
       gemm_batched<float>(t.exec(), ta, tb, m, n, k, 0.75f, af.get(), lda, sa, bf.get(), ldb, sb, -0.5f, cf.get(), ldc,
                           sc, count);
@@ -161,13 +157,7 @@ TEST(Gemm, Bf16MatchesFloat64WithinOneRoundingOfC) {
           const auto ad = to_double(a), bd = to_double(b), c0 = to_double(c);
           const double alpha = 0.75;
           std::vector<double> ref = c0;
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              double sum = 0;
-              for (int64_t p = 0; p < k; ++p)
-                sum += (ta ? ad[p * lda + i] : ad[i * lda + p]) * (tb ? bd[j * ldb + p] : bd[p * ldb + j]);
-              ref[i * ldc + j] = alpha * sum + (beta == 0.0 ? 0.0 : beta * c0[i * ldc + j]);
-            }
+          gemm_reference(ta, tb, m, n, k, alpha, ad.data(), lda, bd.data(), ldb, beta, ref.data(), ldc);
           gemm<bf16>(ta, tb, m, n, k, 0.75F, a.data(), lda, b.data(), ldb, static_cast<float>(beta), c.data(), ldc);
           EXPECT_TRUE(all_near(to_double(c), ref, 1e-6, 1.0 / 256));
           // Through an Exec on the CPU (the model's entry point): the same bits.

@@ -91,50 +91,74 @@ TEST_P(NormTest, HostAffineRoundsTheProductBeforeTheBias) {
   EXPECT_EQ(to_double(y_w.host()), to_double(y.host()));
 }
 
+/// The backward of one case at inputs drawn and rounded to the storage type T (x, w when affine,
+/// dy; dw and db, which the kernel adds into, start at 0.25 and -0.5): in float64 on the CPU
+/// executor, and in T on the case's target (statistics and workspace in float).
+struct BackwardRun {
+  std::vector<double> x, w, dy;       // the inputs, as T holds them
+  std::vector<double> dx, dw, db;     // float64, CPU executor
+  std::vector<double> tdx, tdw, tdb;  // T, the target (tdw and tdb when affine)
+};
+
+template <class T>
+BackwardRun backward_at(const NormCase& p) {
+  const Target& t = p.target;
+  BackwardRun r;
+  r.x = to_double(to_storage<T>(random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3)));
+  r.w = p.affine ? to_double(to_storage<T>(random_vector(static_cast<size_t>(p.cols), 5))) : std::vector<double>{};
+  r.dy = to_double(to_storage<T>(random_vector(r.x.size(), 7)));
+  const auto& x = r.x;
+  const auto& w = r.w;
+  const size_t rows = static_cast<size_t>(p.rows),
+               ws_size = static_cast<size_t>(norm_backward_workspace(p.rows, p.cols));
+  std::vector<double> y(x.size()), mean(rows), rstd(rows), ws(ws_size);
+  r.dx.resize(x.size());
+  r.dw.assign(w.size(), 0.25);
+  r.db.assign(w.size(), -0.5);
+  norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
+                       rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
+  norm_backward<double>(Exec{}, p.center, r.dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(),
+                        rstd.data(), r.dx.data(), p.affine ? r.dw.data() : nullptr, p.affine ? r.db.data() : nullptr,
+                        p.rows, p.cols, ws.data(), p.unit_offset);
+  Dev<T> gx(t, to_storage<T>(x)), gw(t, to_storage<T>(w)), gdy(t, to_storage<T>(r.dy)), gy(t, x.size());
+  Dev<float> gmean(t, rows), grstd(t, rows), gws(t, ws_size);
+  Dev<T> gdx(t, x.size()), gdw(t, to_storage<T>(std::vector<double>(w.size(), 0.25))),
+      gdb(t, to_storage<T>(std::vector<double>(w.size(), -0.5)));
+  const Exec exec = t.exec();
+  norm_forward<T>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(), grstd.get(),
+                  p.rows, p.cols, 1e-5, p.unit_offset);
+  norm_backward<T>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
+                   gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols, gws.get(),
+                   p.unit_offset);
+  r.tdx = to_double(gdx.host());
+  if (p.affine) {
+    r.tdw = to_double(gdw.host());
+    r.tdb = to_double(gdb.host());
+  }
+  return r;
+}
+
 // The float backward on this target against the float64 backward (itself checked against finite
 // differences below): dx, and the weight and bias gradients added into their inputs.
 TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
   const NormCase p = GetParam();
-  const Target& t = p.target;
-  const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3)));
-  const auto w =
-      p.affine ? to_double(to_storage<float>(random_vector(static_cast<size_t>(p.cols), 5))) : std::vector<double>{};
-  const auto dy = to_double(to_storage<float>(random_vector(x.size(), 7)));
-  const size_t rows = static_cast<size_t>(p.rows),
-               ws_size = static_cast<size_t>(norm_backward_workspace(p.rows, p.cols));
-  // float64 on the CPU executor.
-  std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
-      ws(ws_size);
-  norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
-                       rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
-  norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
-                        dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
-                        ws.data(), p.unit_offset);
+  const BackwardRun r = backward_at<float>(p);
   // The float64 program against the formulas (norm_backward_reference, no tile program): the
   // targets below are compared with the program, so a fault of the program in every type (e.g. in
   // its software-pipelined rows) passes there and fails here.
-  std::vector<double> ref_dx, ref_dw(w.size(), 0.25), ref_db(w.size(), -0.5);
-  norm_backward_reference(p.center, x, w, dy, ref_dx, ref_dw, ref_db, p.rows, p.cols, 1e-5, p.unit_offset);
-  EXPECT_TRUE(all_near(dx, ref_dx, 1e-9, 1e-9));
+  std::vector<double> ref_dx, ref_dw(r.w.size(), 0.25), ref_db(r.w.size(), -0.5);
+  norm_backward_reference(p.center, r.x, r.w, r.dy, ref_dx, ref_dw, ref_db, p.rows, p.cols, 1e-5, p.unit_offset);
+  EXPECT_TRUE(all_near(r.dx, ref_dx, 1e-9, 1e-9));
   if (p.affine) {
-    EXPECT_TRUE(all_near(dw, ref_dw, 1e-9 * static_cast<double>(p.rows), 1e-9));
-    EXPECT_TRUE(all_near(db, ref_db, 1e-9 * static_cast<double>(p.rows), 1e-9));
+    EXPECT_TRUE(all_near(r.dw, ref_dw, 1e-9 * static_cast<double>(p.rows), 1e-9));
+    EXPECT_TRUE(all_near(r.db, ref_db, 1e-9 * static_cast<double>(p.rows), 1e-9));
   }
   // float on the target.
-  Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)), gy(t, x.size());
-  Dev<float> gmean(t, rows), grstd(t, rows), gdx(t, x.size()), gws(t, ws_size);
-  Dev<float> gdw(t, std::vector<float>(w.size(), 0.25f)), gdb(t, std::vector<float>(w.size(), -0.5f));
-  const Exec exec = t.exec();
-  norm_forward<float>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(),
-                      grstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
-  norm_backward<float>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
-                       gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
-                       gws.get(), p.unit_offset);
-  EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-4, 1e-4));
-  RecordProperty("max_abs_error_dx_float", ::testing::PrintToString(max_abs_diff(to_double(gdx.host()), dx)));
+  EXPECT_TRUE(all_near(r.tdx, r.dx, 1e-4, 1e-4));
+  RecordProperty("max_abs_error_dx_float", ::testing::PrintToString(max_abs_diff(r.tdx, r.dx)));
   if (p.affine) {  // sums over the rows
-    EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1e-4));
-    EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1e-4));
+    EXPECT_TRUE(all_near(r.tdw, r.dw, 1e-4 * static_cast<double>(p.rows), 1e-4));
+    EXPECT_TRUE(all_near(r.tdb, r.db, 1e-4 * static_cast<double>(p.rows), 1e-4));
   }
 }
 
@@ -142,35 +166,11 @@ TEST_P(NormTest, FloatBackwardMatchesFloat64Backward) {
 // inputs: dx rounded once to bf16, the weight and bias gradients summed in float and rounded once.
 TEST_P(NormTest, Bf16BackwardMatchesFloat64Backward) {
   const NormCase p = GetParam();
-  const Target& t = p.target;
-  using tile::bf16;
-  const auto x = to_double(to_storage<bf16>(random_vector(static_cast<size_t>(p.rows * p.cols), 4, 1.5, 0.3)));
-  const auto w =
-      p.affine ? to_double(to_storage<bf16>(random_vector(static_cast<size_t>(p.cols), 5))) : std::vector<double>{};
-  const auto dy = to_double(to_storage<bf16>(random_vector(x.size(), 7)));
-  const size_t rows = static_cast<size_t>(p.rows),
-               ws_size = static_cast<size_t>(norm_backward_workspace(p.rows, p.cols));
-  std::vector<double> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dw(w.size(), 0.25), db(w.size(), -0.5),
-      ws(ws_size);
-  norm_forward<double>(Exec{}, p.center, x.data(), p.affine ? w.data() : nullptr, nullptr, y.data(), mean.data(),
-                       rstd.data(), p.rows, p.cols, 1e-5, p.unit_offset);
-  norm_backward<double>(Exec{}, p.center, dy.data(), x.data(), p.affine ? w.data() : nullptr, mean.data(), rstd.data(),
-                        dx.data(), p.affine ? dw.data() : nullptr, p.affine ? db.data() : nullptr, p.rows, p.cols,
-                        ws.data(), p.unit_offset);
-  Dev<bf16> gx(t, to_storage<bf16>(x)), gw(t, to_storage<bf16>(w)), gdy(t, to_storage<bf16>(dy)), gy(t, x.size());
-  Dev<float> gmean(t, rows), grstd(t, rows), gws(t, ws_size);
-  Dev<bf16> gdx(t, x.size()), gdw(t, to_storage<bf16>(std::vector<double>(w.size(), 0.25))),
-      gdb(t, to_storage<bf16>(std::vector<double>(w.size(), -0.5)));
-  const Exec exec = t.exec();
-  norm_forward<bf16>(exec, p.center, gx.get(), p.affine ? gw.get() : nullptr, nullptr, gy.get(), gmean.get(),
-                     grstd.get(), p.rows, p.cols, 1e-5, p.unit_offset);
-  norm_backward<bf16>(exec, p.center, gdy.get(), gx.get(), p.affine ? gw.get() : nullptr, gmean.get(), grstd.get(),
-                      gdx.get(), p.affine ? gdw.get() : nullptr, p.affine ? gdb.get() : nullptr, p.rows, p.cols,
-                      gws.get(), p.unit_offset);
-  EXPECT_TRUE(all_near(to_double(gdx.host()), dx, 1e-3, 1.0 / 128));
+  const BackwardRun r = backward_at<tile::bf16>(p);
+  EXPECT_TRUE(all_near(r.tdx, r.dx, 1e-3, 1.0 / 128));
   if (p.affine) {  // sums over the rows, in float, rounded once
-    EXPECT_TRUE(all_near(to_double(gdw.host()), dw, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
-    EXPECT_TRUE(all_near(to_double(gdb.host()), db, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
+    EXPECT_TRUE(all_near(r.tdw, r.dw, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
+    EXPECT_TRUE(all_near(r.tdb, r.db, 1e-4 * static_cast<double>(p.rows), 1.0 / 128));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "norm.h"
 #include "rope.h"
 #include "softmax.h"
+#include "support/launch_counter.h"
 #include "tile/parallel.h"
 #include "tile/profile.h"
 
@@ -31,13 +32,8 @@ struct Launch {
 };
 
 /// Records the outermost launches of the calling thread while it exists.
-class Recorder final : public tile::LaunchObserver {
+class Recorder final : public test::ScopedLaunchObserver {
  public:
-  Recorder() : previous_(tile::observe_launches(this)) {}
-  ~Recorder() override { tile::observe_launches(previous_); }
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
-
   void begin(const tile::Exec&, const char*) override { ++begun_; }
   void end(const tile::Exec&, const char* name, const tile::Traffic& traffic) override {
     launches.push_back({name, traffic});
@@ -47,7 +43,6 @@ class Recorder final : public tile::LaunchObserver {
   std::vector<Launch> launches;
 
  private:
-  tile::LaunchObserver* previous_;
   int begun_ = 0;
 };
 

@@ -44,6 +44,24 @@ OptimizerStep clipped() {
   return opt;
 }
 
+/// Four clipped() steps, the learning rate ramping 1e-2 / 4, 2e-2 / 4, ... 1e-2.
+std::vector<OptimizerStep> ramp() {
+  std::vector<OptimizerStep> schedule;
+  for (int k = 0; k < 4; ++k) {
+    OptimizerStep opt = clipped();
+    opt.lr = 1e-2 * (k + 1) / 4;
+    schedule.push_back(opt);
+  }
+  return schedule;
+}
+
+/// Batches 0 to 3 of the case, one per step of ramp().
+std::vector<Batch> four_batches(const ResolvedCase& rc) {
+  std::vector<Batch> batches;
+  for (int k = 0; k < 4; ++k) batches.push_back(batch_of(rc, k));
+  return batches;
+}
+
 void train_step(Model& m, const Batch& b, const OptimizerStep& opt, RunContext& ctx, double* loss, double* norm) {
   ctx.training = true;
   m.zero_grad();
@@ -104,13 +122,8 @@ TEST_P(CapturedStep, ReplaysFollowTheStagedLearningRateAndDecay) {
   ResolvedCase rc = test::resolve_first(experiment(GetParam()));
   rc.model.backend = tile::Backend::kGuarded;
   const Batch b = batch_of(rc, 0);
-  std::vector<OptimizerStep> schedule;
-  for (int k = 0; k < 4; ++k) {
-    OptimizerStep opt = clipped();
-    opt.lr = 1e-2 * (k + 1) / 4;
-    opt.decay_lr = opt.lr / 1e-2;  // independent decay: wd * lr / peak
-    schedule.push_back(opt);
-  }
+  std::vector<OptimizerStep> schedule = ramp();
+  for (OptimizerStep& opt : schedule) opt.decay_lr = opt.lr / 1e-2;  // independent decay: wd * lr / peak
   Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
       unstaged(rc.model, test::builtin_registry(), 4);
   RunContext c1, c2, c3;
@@ -145,14 +158,8 @@ TEST_P(CapturedStep, ReplaysFollowTheStagedLearningRateAndDecay) {
 TEST_P(CapturedStep, ReplaysOnNewBatchesLeaveTheirLossNormAndProbesForTheHost) {
   ResolvedCase rc = test::resolve_first(experiment(GetParam()));
   rc.model.backend = tile::Backend::kGuarded;
-  std::vector<Batch> batches;
-  std::vector<OptimizerStep> schedule;
-  for (int k = 0; k < 4; ++k) {
-    batches.push_back(batch_of(rc, k));
-    OptimizerStep opt = clipped();
-    opt.lr = 1e-2 * (k + 1) / 4;
-    schedule.push_back(opt);
-  }
+  std::vector<Batch> batches = four_batches(rc);
+  const std::vector<OptimizerStep> schedule = ramp();
   for (size_t i = 0; i < batches[2].tg.size(); i += 3) batches[2].tg[i] = -1;  // ignored targets: another scale
   Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4),
       unstaged(rc.model, test::builtin_registry(), 4);
@@ -237,14 +244,8 @@ LoggedStep logging_step(Model& m, const Batch& b, const OptimizerStep& opt, RunC
 TEST_P(CapturedStep, LoggingReplaysLeaveTheLayerProbesAndSeriesSumsForTheHost) {
   ResolvedCase rc = test::resolve_first(experiment(GetParam()));
   rc.model.backend = tile::Backend::kGuarded;
-  std::vector<Batch> batches;
-  std::vector<OptimizerStep> schedule;
-  for (int k = 0; k < 4; ++k) {
-    batches.push_back(batch_of(rc, k));
-    OptimizerStep opt = clipped();
-    opt.lr = 1e-2 * (k + 1) / 4;
-    schedule.push_back(opt);
-  }
+  const std::vector<Batch> batches = four_batches(rc);
+  const std::vector<OptimizerStep> schedule = ramp();
   Model plain(rc.model, test::builtin_registry(), 4), captured(rc.model, test::builtin_registry(), 4);
   RunContext c1, c2;
   c1.seed = c2.seed = 4;

@@ -11,6 +11,7 @@
 
 #include "kernels/tile/profile.h"
 #include "model/model.h"
+#include "support/launch_counter.h"
 #include "support/toml_case.h"
 
 namespace bench {
@@ -19,23 +20,14 @@ namespace {
 
 /// The names of the outermost launches of the calling thread while it exists, and those that
 /// declared no traffic.
-class Recorder final : public tile::LaunchObserver {
+class Recorder final : public test::ScopedLaunchObserver {
  public:
-  Recorder() : previous_(tile::observe_launches(this)) {}
-  ~Recorder() override { tile::observe_launches(previous_); }
-  Recorder(const Recorder&) = delete;
-  Recorder& operator=(const Recorder&) = delete;
-
-  void begin(const tile::Exec&, const char*) override {}
   void end(const tile::Exec&, const char* name, const tile::Traffic& t) override {
     seen.insert(name);
     if (!(t.bytes >= 0 && t.flops >= 0)) undeclared.insert(name);
   }
 
   std::set<std::string> seen, undeclared;
-
- private:
-  tile::LaunchObserver* previous_;
 };
 
 constexpr const char* kHead = "[model]\nd_model = 32\nn_layers = 2\nn_heads = 4\nseq_len = 16\nbatch_size = 2\n";

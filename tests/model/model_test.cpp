@@ -7,6 +7,7 @@
 
 #include "bench/interfaces.h"
 #include "support/toml_case.h"
+#include "support/train_step.h"
 
 namespace bench {
 namespace model_test {
@@ -96,23 +97,18 @@ TEST(Model, TrainingIsDeterministicAndLowersTheLoss) {
 
 /// One training forward and backward of a fresh model (seed 9) on `backend`, set up for it (the
 /// emulated device composes as a device): the loss and the gradient's norm.
-std::pair<double, double> loss_and_grad_norm(const ResolvedCase& rc, const Batch& b, tile::Backend backend) {
+std::pair<double, double> fresh_step(const ResolvedCase& rc, const Batch& b, tile::Backend backend) {
   ModelSpec spec = rc.model;
   spec.backend = backend;
   Model m(spec, test::builtin_registry(), 9);
-  RunContext ctx;
-  ctx.exec.backend = backend;
-  m.zero_grad();
-  const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
-  m.backward(ctx);
-  return {loss, m.grad_norm(ctx)};
+  return test::loss_and_grad_norm(m, b, backend);
 }
 
 /// The emulated device's step gives the CPU's loss and gradient norm, to rounding.
 void expect_emulated_step_as_the_cpus(const ResolvedCase& rc) {
   const Batch b = batch_of(rc, 1);
-  const auto cpu = loss_and_grad_norm(rc, b, tile::Backend::kCpu);
-  const auto emu = loss_and_grad_norm(rc, b, tile::Backend::kEmulated);
+  const auto cpu = fresh_step(rc, b, tile::Backend::kCpu);
+  const auto emu = fresh_step(rc, b, tile::Backend::kEmulated);
   EXPECT_NEAR(cpu.first, emu.first, 1e-5);
   EXPECT_NEAR(cpu.second, emu.second, 1e-4 * cpu.second);
 }

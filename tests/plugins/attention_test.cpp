@@ -377,55 +377,74 @@ TEST(AttentionKernel, CudnnIsRefusedAtItsKeyWhereItCannotRun) {
   EXPECT_EQ(ours.forward(), autok.forward());
 }
 
+/// The attentions two paths are compared on, each an open `attention = {` table for the key that
+/// picks the path: MHA; GQA with a window and a soft-cap; MQA with a local/global pattern.
+const std::vector<std::string> path_variants = {
+    "attention = { type = \"causal\", ",
+    "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
+    "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, ",
+};
+
+/// Two paths of one attention (a and b, built from the same lines) agree to float64 rounding in
+/// inference with the probes on: outputs, the max-logit and entropy probes, input and weight
+/// gradients (dy drawn from `seed`). Returns b's outputs.
+std::vector<double> expect_paths_agree(Attention& a, Attention& b, uint64_t seed) {
+  a.scale_input(2.0);
+  b.scale_input(2.0);
+  RunContext ca, cb;
+  ca.training = cb.training = false;
+  ca.layer_probes = cb.layer_probes = true;
+  const std::vector<double> ya = a.forward(ca), yb = b.forward(cb);
+  expect_near(ya, yb, 1e-13, "y");
+  for (const char* probe : {"max_attn_logit", "attn_entropy"}) {
+    EXPECT_NEAR(ca.probe_values().at(probe), cb.probe_values().at(probe), 1e-12) << probe;
+  }
+  const auto dy = random_like(ya.size(), seed);
+  expect_near(a.backward(dy), b.backward(dy), 1e-12, "dx");
+  for (const char* w : {"wqkv", "wo"}) {
+    const Param& pa = a.param(w);
+    const Param& pb = b.param(w);
+    const std::vector<double> ga(pa.grad.data<double>(), pa.grad.data<double>() + pa.shape.numel());
+    const std::vector<double> gb(pb.grad.data<double>(), pb.grad.data<double>() + pb.shape.numel());
+    expect_near(ga, gb, 1e-12, w);
+  }
+  return yb;
+}
+
+/// Dropout while training: the same counter-based mask on both paths (built with
+/// dropout_attention > 0), and it acts (a's outputs differ from its inference outputs).
+void expect_same_dropout(Attention& a, Attention& b) {
+  RunContext ca, cb;
+  ca.seed = cb.seed = 5;
+  ca.step = cb.step = 3;
+  const std::vector<double> ya = a.forward(ca), yb = b.forward(cb);
+  expect_near(ya, yb, 1e-13, "y with dropout");
+  RunContext eval;
+  eval.training = false;
+  EXPECT_GT(std::abs(ya[0] - a.forward(eval)[0]) + std::abs(ya[5] - a.forward(eval)[5]), 1e-6) << "dropout acted";
+}
+
 // kernel = "tiled" (the CPU's flash-style path, kernels/attention_tiled.h) computes what the
 // materializing path ("ours" on the CPU) computes, to float64 rounding: outputs, the max-logit and
 // entropy probes (recomputed from qkv: no probabilities are kept), input and weight gradients, and
 // the dropped outputs of a training forward (the same mask). At this size "auto" is the
 // materializing path, bit for bit.
 TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
-  for (const std::string& v :
-       std::vector<std::string>{"", "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
-                                "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
+  for (const std::string& v : path_variants) {
     SCOPED_TRACE(v);
-    const auto lines = [&](const char* kernel) {
-      return v.empty() ? std::string("attention = { type = \"causal\", kernel = \"") + kernel + "\" }\n"
-                       : v + "kernel = \"" + kernel + "\" }\n";
-    };
-    Attention tiled(lines("tiled"), 1), ours(lines("ours"), 1), autok(lines("auto"), 1);
-    tiled.scale_input(2.0);
-    ours.scale_input(2.0);
+    Attention tiled(v + "kernel = \"tiled\" }\n", 1), ours(v + "kernel = \"ours\" }\n", 1),
+        autok(v + "kernel = \"auto\" }\n", 1);
+    const std::vector<double> yo = expect_paths_agree(tiled, ours, 17);
     autok.scale_input(2.0);
-    RunContext ct, co, ca;
-    ct.training = co.training = ca.training = false;
-    ct.layer_probes = co.layer_probes = ca.layer_probes = true;
-    const std::vector<double> yt = tiled.forward(ct), yo = ours.forward(co);
-    expect_near(yt, yo, 1e-13, "y");
+    RunContext ca;
+    ca.training = false;
+    ca.layer_probes = true;
     EXPECT_EQ(autok.forward(ca), yo) << "auto is the materializing path here";
-    for (const char* probe : {"max_attn_logit", "attn_entropy"}) {
-      EXPECT_NEAR(ct.probe_values().at(probe), co.probe_values().at(probe), 1e-12) << probe;
-    }
-    const auto dy = random_like(yt.size(), 17);
-    expect_near(tiled.backward(dy), ours.backward(dy), 1e-12, "dx");
-    for (const char* w : {"wqkv", "wo"}) {
-      const Param& pt = tiled.param(w);
-      const Param& po = ours.param(w);
-      const std::vector<double> gt(pt.grad.data<double>(), pt.grad.data<double>() + pt.shape.numel());
-      const std::vector<double> go(po.grad.data<double>(), po.grad.data<double>() + po.shape.numel());
-      expect_near(gt, go, 1e-12, w);
-    }
   }
   // Dropout while training: the same counter-based mask on both paths.
   const std::string drop = "dropout_attention = 0.3\nattention = { type = \"causal\", kernel = \"";
   Attention tiled(drop + "tiled\" }\n"), ours(drop + "ours\" }\n");
-  RunContext ct, co;
-  ct.seed = co.seed = 5;
-  ct.step = co.step = 3;
-  const std::vector<double> yt = tiled.forward(ct), yo = ours.forward(co);
-  expect_near(yt, yo, 1e-13, "y with dropout");
-  RunContext eval;
-  eval.training = false;
-  EXPECT_GT(std::abs(yt[0] - tiled.forward(eval)[0]) + std::abs(yt[5] - tiled.forward(eval)[5]), 1e-6)
-      << "dropout acted";
+  expect_same_dropout(tiled, ours);
 }
 
 // core = "fused" (tile programs on the qkv rows in place, kernels/attention_fused.h; here on the
@@ -434,44 +453,15 @@ TEST(AttentionKernel, TiledMatchesTheMaterializingPath) {
 // gradients with GQA, MQA, windows, a local/global pattern and a cap, and the dropped outputs of
 // a training forward (the same mask).
 TEST(AttentionCore, FusedMatchesTheMaterializingCore) {
-  for (const std::string& v :
-       std::vector<std::string>{"attention = { type = \"causal\", ",
-                                "n_kv_heads = 2\nattention = { type = \"causal\", window = 5, softcap = 2.0, ",
-                                "n_kv_heads = 1\nattention = { type = \"causal\", pattern = \"LG\", window = 3, "}) {
+  for (const std::string& v : path_variants) {
     SCOPED_TRACE(v);
     Attention fused(v + "core = \"fused\" }\n", 1), materializing(v + "core = \"materializing\" }\n", 1);
-    fused.scale_input(2.0);
-    materializing.scale_input(2.0);
-    RunContext cf, cm;
-    cf.training = cm.training = false;
-    cf.layer_probes = cm.layer_probes = true;
-    const std::vector<double> yf = fused.forward(cf), ym = materializing.forward(cm);
-    expect_near(yf, ym, 1e-13, "y");
-    for (const char* probe : {"max_attn_logit", "attn_entropy"}) {
-      EXPECT_NEAR(cf.probe_values().at(probe), cm.probe_values().at(probe), 1e-12) << probe;
-    }
-    const auto dy = random_like(yf.size(), 19);
-    expect_near(fused.backward(dy), materializing.backward(dy), 1e-12, "dx");
-    for (const char* w : {"wqkv", "wo"}) {
-      const Param& pf = fused.param(w);
-      const Param& pm = materializing.param(w);
-      const std::vector<double> gf(pf.grad.data<double>(), pf.grad.data<double>() + pf.shape.numel());
-      const std::vector<double> gm(pm.grad.data<double>(), pm.grad.data<double>() + pm.shape.numel());
-      expect_near(gf, gm, 1e-12, w);
-    }
+    expect_paths_agree(fused, materializing, 19);
   }
   // Dropout while training: the same counter-based mask in both cores.
   const std::string drop = "n_kv_heads = 2\ndropout_attention = 0.3\nattention = { type = \"causal\", core = \"";
   Attention fused(drop + "fused\" }\n"), materializing(drop + "materializing\" }\n");
-  RunContext cf, cm;
-  cf.seed = cm.seed = 5;
-  cf.step = cm.step = 3;
-  const std::vector<double> yf = fused.forward(cf), ym = materializing.forward(cm);
-  expect_near(yf, ym, 1e-13, "y with dropout");
-  RunContext eval;
-  eval.training = false;
-  EXPECT_GT(std::abs(yf[0] - fused.forward(eval)[0]) + std::abs(yf[5] - fused.forward(eval)[5]), 1e-6)
-      << "dropout acted";
+  expect_same_dropout(fused, materializing);
 }
 
 // The frame and its cores: `core` names one (materializing, tiled on the CPU), equal to what the

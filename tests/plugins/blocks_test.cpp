@@ -59,131 +59,18 @@ class Rig {
   std::unique_ptr<Position> position_;
 };
 
-// Parallel block "blk" and, with the same weights, the norm position wrapping the attention
-// alone ("ra" around "a") and the FFN alone ("rf" around "f").
-struct ParallelCase {
-  explicit ParallelCase(const std::string& norm_position)
-      : rig("block = \"parallel\"\nnorm_position = \"" + norm_position + "\"\nnorm = \"layernorm\"\n") {
+// A parallel block "blk" and, beside it, the sublayers it holds built alone: the attention "a",
+// the FFN "f", and the norm positions "ra" and "rf" to wrap them (a case copies the block's
+// weights into them); x, its input, drawn by draw_input() once the weights are set.
+struct BlockCase {
+  explicit BlockCase(const std::string& model_lines) : rig(model_lines) {
     block = rig.build<Sublayer>(Slot::kBlock, "blk");
     attn = rig.build<Sublayer>(Slot::kAttention, "a");
     ffn = rig.build<Sublayer>(Slot::kFfn, "f");
     attn_res = rig.build<Residual>(Slot::kNormPosition, "ra");
     ffn_res = rig.build<Residual>(Slot::kNormPosition, "rf");
-    // Norm gains and biases away from their 1 / 0 initialization, so that a mixed-up norm shows.
-    Rng rng(5);
-    for (const char* n : {"blk.norm.weight", "blk.norm.bias", "blk.norm.in.weight", "blk.norm.out.bias"}) {
-      try {
-        Param& p = rig.param(n);
-        for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] += 0.3 * rng.normal();
-      } catch (const Error&) {  // not every norm position has every norm
-      }
-    }
-    rig.copy_params("blk.attn", "a");
-    rig.copy_params("blk.ffn", "f");
-    rig.copy_params("blk.norm", "ra");
-    rig.copy_params("blk.norm", "rf");
-    x = &rig.tensor();
-    Rng xr(9);
-    for (double& v : *x) v = xr.normal();
   }
-  std::vector<double> run_block() {
-    std::vector<double>& y = rig.tensor();
-    Tensor xt = rig.view(*x), yt = rig.view(y);
-    block->forward(xt, yt, ctx);
-    return y;
-  }
-  std::vector<double> run_residual(Residual& res, Sublayer& f) {
-    std::vector<double>& y = rig.tensor();
-    Tensor xt = rig.view(*x), yt = rig.view(y);
-    res.forward(xt, yt, f, ctx);
-    return y;
-  }
-  void zero(const std::string& name) { rig.param(name).value.zero(); }
-
-  Rig rig;
-  std::unique_ptr<Sublayer> block, attn, ffn;
-  std::unique_ptr<Residual> attn_res, ffn_res;
-  std::vector<double>* x = nullptr;
-  RunContext ctx = [] {
-    RunContext c;
-    c.training = false;
-    c.probes = false;
-    return c;
-  }();
-};
-
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
-  EXPECT_LT(worst, 1e-12) << what;
-}
-
-class ParallelBlockForm : public ::testing::TestWithParam<std::string> {};
-
-// With the attention's output projection zeroed the attention branch adds nothing, so the block
-// is the norm position wrapping the FFN alone (pre: x + ffn(norm(x)); post: norm(x + ffn(x));
-// double: x + norm_out(ffn(norm_in(x))); output: x + norm(ffn(x))); and the other way round.
-TEST_P(ParallelBlockForm, OneBranchZeroedIsTheOtherInsideTheSameNormPosition) {
-  {
-    ParallelCase c(GetParam());
-    c.zero("blk.attn.wo");
-    expect_close(c.run_block(), c.run_residual(*c.ffn_res, *c.ffn), "attention zeroed");
-  }
-  {
-    ParallelCase c(GetParam());
-    c.zero("blk.ffn.w_out");
-    expect_close(c.run_block(), c.run_residual(*c.attn_res, *c.attn), "FFN zeroed");
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(BlocksPlugin, ParallelBlockForm, ::testing::Values("pre", "post", "double", "output"),
-                         [](const auto& tp) { return tp.param; });
-
-// Pre-norm (GPT-J): y = x + attn(norm(x)) + ffn(norm(x)) = (x + attn(norm x)) + (x + ffn(norm x)) - x.
-TEST(BlocksPlugin, ParallelPreNormIsTheSumOfTheTwoBranches) {
-  ParallelCase c("pre");
-  const std::vector<double> y = c.run_block();
-  const std::vector<double> ya = c.run_residual(*c.attn_res, *c.attn);
-  const std::vector<double> yf = c.run_residual(*c.ffn_res, *c.ffn);
-  std::vector<double> want(y.size());
-  for (size_t i = 0; i < y.size(); ++i) want[i] = ya[i] + yf[i] - (*c.x)[i];
-  expect_close(y, want, "pre-norm parallel block");
-}
-
-// Per-branch norms: "blk" with norms = "per_branch", and the norm positions "ra" around the
-// attention "a" and "rf" around the FFN "f" with the block's weights, its attn_norm's and its
-// ffn_norm's (moved off their init, differently, so that swapped norms would show).
-struct PerBranchCase {
-  explicit PerBranchCase(const std::string& norm_position)
-      : rig("block = { type = \"parallel\", norms = \"per_branch\" }\nnorm_position = \"" + norm_position +
-            "\"\nnorm = \"layernorm\"\nattention = { type = \"causal\", bias = \"all\" }\n"
-            "ffn = { type = \"mlp\", d_ff = 32, bias = true }\n") {
-    block = rig.build<Sublayer>(Slot::kBlock, "blk");
-    attn = rig.build<Sublayer>(Slot::kAttention, "a");
-    ffn = rig.build<Sublayer>(Slot::kFfn, "f");
-    attn_res = rig.build<Residual>(Slot::kNormPosition, "ra");
-    ffn_res = rig.build<Residual>(Slot::kNormPosition, "rf");
-    Rng rng(5);
-    int moved = 0;
-    for (const char* branch : {"blk.attn_norm", "blk.ffn_norm"})
-      for (const char* n : {".weight", ".bias", ".in.weight", ".in.bias", ".out.weight", ".out.bias"}) {
-        try {
-          Param& p = rig.param(std::string(branch) + n);
-          for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] += 0.3 * rng.normal();
-          ++moved;
-        } catch (const Error&) {  // not every norm position has every norm
-        }
-      }
-    EXPECT_GE(moved, 4);
-    for (const char* b : {"blk.attn.bqkv", "blk.attn.bo", "blk.ffn.b_in", "blk.ffn.b_out"}) {
-      Param& p = rig.param(b);
-      for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] = 0.2 * rng.normal();
-    }
-    rig.copy_params("blk.attn", "a");
-    rig.copy_params("blk.ffn", "f");
-    rig.copy_params("blk.attn_norm", "ra");
-    rig.copy_params("blk.ffn_norm", "rf");
+  void draw_input() {
     x = &rig.tensor();
     Rng xr(9);
     for (double& v : *x) v = xr.normal();
@@ -211,6 +98,100 @@ struct PerBranchCase {
     c.probes = false;
     return c;
   }();
+};
+
+// Parallel block "blk" and, with the same weights, the norm position wrapping the attention
+// alone ("ra" around "a") and the FFN alone ("rf" around "f").
+struct ParallelCase : BlockCase {
+  explicit ParallelCase(const std::string& norm_position)
+      : BlockCase("block = \"parallel\"\nnorm_position = \"" + norm_position + "\"\nnorm = \"layernorm\"\n") {
+    // Norm gains and biases away from their 1 / 0 initialization, so that a mixed-up norm shows.
+    Rng rng(5);
+    for (const char* n : {"blk.norm.weight", "blk.norm.bias", "blk.norm.in.weight", "blk.norm.out.bias"}) {
+      try {
+        Param& p = rig.param(n);
+        for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] += 0.3 * rng.normal();
+      } catch (const Error&) {  // not every norm position has every norm
+      }
+    }
+    rig.copy_params("blk.attn", "a");
+    rig.copy_params("blk.ffn", "f");
+    rig.copy_params("blk.norm", "ra");
+    rig.copy_params("blk.norm", "rf");
+    draw_input();
+  }
+  void zero(const std::string& name) { rig.param(name).value.zero(); }
+};
+
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  EXPECT_LT(worst, 1e-12) << what;
+}
+
+class ParallelBlockForm : public ::testing::TestWithParam<std::string> {};
+
+// With the attention's output projection zeroed the attention branch adds nothing, so the block
+// is the norm position wrapping the FFN alone (pre: x + ffn(norm(x)); post: norm(x + ffn(x));
+// double: x + norm_out(ffn(norm_in(x))); output: x + norm(ffn(x))); and the other way round.
+TEST_P(ParallelBlockForm, OneBranchZeroedIsTheOtherInsideTheSameNormPosition) {
+  {
+    ParallelCase c(GetParam());
+    c.zero("blk.attn.wo");
+    expect_close(c.run(*c.block), c.run(*c.ffn_res, *c.ffn), "attention zeroed");
+  }
+  {
+    ParallelCase c(GetParam());
+    c.zero("blk.ffn.w_out");
+    expect_close(c.run(*c.block), c.run(*c.attn_res, *c.attn), "FFN zeroed");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BlocksPlugin, ParallelBlockForm, ::testing::Values("pre", "post", "double", "output"),
+                         [](const auto& tp) { return tp.param; });
+
+// Pre-norm (GPT-J): y = x + attn(norm(x)) + ffn(norm(x)) = (x + attn(norm x)) + (x + ffn(norm x)) - x.
+TEST(BlocksPlugin, ParallelPreNormIsTheSumOfTheTwoBranches) {
+  ParallelCase c("pre");
+  const std::vector<double> y = c.run(*c.block);
+  const std::vector<double> ya = c.run(*c.attn_res, *c.attn);
+  const std::vector<double> yf = c.run(*c.ffn_res, *c.ffn);
+  std::vector<double> want(y.size());
+  for (size_t i = 0; i < y.size(); ++i) want[i] = ya[i] + yf[i] - (*c.x)[i];
+  expect_close(y, want, "pre-norm parallel block");
+}
+
+// Per-branch norms: "blk" with norms = "per_branch", and the norm positions "ra" around the
+// attention "a" and "rf" around the FFN "f" with the block's weights, its attn_norm's and its
+// ffn_norm's (moved off their init, differently, so that swapped norms would show).
+struct PerBranchCase : BlockCase {
+  explicit PerBranchCase(const std::string& norm_position)
+      : BlockCase("block = { type = \"parallel\", norms = \"per_branch\" }\nnorm_position = \"" + norm_position +
+                  "\"\nnorm = \"layernorm\"\nattention = { type = \"causal\", bias = \"all\" }\n"
+                  "ffn = { type = \"mlp\", d_ff = 32, bias = true }\n") {
+    Rng rng(5);
+    int moved = 0;
+    for (const char* branch : {"blk.attn_norm", "blk.ffn_norm"})
+      for (const char* n : {".weight", ".bias", ".in.weight", ".in.bias", ".out.weight", ".out.bias"}) {
+        try {
+          Param& p = rig.param(std::string(branch) + n);
+          for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] += 0.3 * rng.normal();
+          ++moved;
+        } catch (const Error&) {  // not every norm position has every norm
+        }
+      }
+    EXPECT_GE(moved, 4);
+    for (const char* b : {"blk.attn.bqkv", "blk.attn.bo", "blk.ffn.b_in", "blk.ffn.b_out"}) {
+      Param& p = rig.param(b);
+      for (int64_t i = 0; i < p.value.numel(); ++i) p.value.data<double>()[i] = 0.2 * rng.normal();
+    }
+    rig.copy_params("blk.attn", "a");
+    rig.copy_params("blk.ffn", "f");
+    rig.copy_params("blk.attn_norm", "ra");
+    rig.copy_params("blk.ffn_norm", "rf");
+    draw_input();
+  }
 };
 
 class PerBranchForm : public ::testing::TestWithParam<std::string> {};

@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "runners/registry.h"
 #include "support/toml_case.h"
+#include "support/train_step.h"
 
 namespace bench {
 namespace example_test {
@@ -43,16 +44,9 @@ ResolvedCase resolve(const std::string& ffn, const std::string& device, const st
   return resolve_case(expand_cases(f, registry(), device).at(0), registry(), runner_sections());
 }
 
-/// Loss and grad norm of one training step of `m` on `backend`, and the first block's FFN
-/// input gradient's squares (the backward through the plugin's own program).
+/// Loss and grad norm of one training step of `m` on `backend` (batch 1).
 std::pair<double, double> step(Model& m, const ResolvedCase& rc, tile::Backend backend) {
-  const auto b = test::batch_of(rc, 1);
-  RunContext ctx;
-  ctx.exec.backend = backend;
-  m.zero_grad();
-  const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
-  m.backward(ctx);
-  return {loss, m.grad_norm(ctx)};
+  return test::loss_and_grad_norm(m, test::batch_of(rc, 1), backend);
 }
 
 /// relu2's w1/w2 into the MLP's w_in/w_out (and every other parameter by name).

@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "support/shell.h"
 #include "support/toml_case.h"
+#include "support/train_step.h"
 
 namespace bench {
 namespace rowwise_core_test {
@@ -147,12 +148,7 @@ ResolvedCase resolve(const std::string& toml, const std::string& device = "cpu")
 
 /// Loss and grad norm of one training step.
 std::pair<double, double> step(Model& m, const ResolvedCase& rc) {
-  const auto b = test::batch_of(rc, 1);
-  RunContext ctx;
-  m.zero_grad();
-  const double loss = m.forward(b.in.data(), b.tg.data(), ctx).loss;
-  m.backward(ctx);
-  return {loss, m.grad_norm(ctx)};
+  return test::loss_and_grad_norm(m, test::batch_of(rc, 1));
 }
 
 // `core = "rowwise"` in an experiment builds a model whose train step is the materializing

@@ -1,5 +1,6 @@
-// defines: bench::test::LaunchCounter — the outermost kernel launches of the calling thread while
-// it exists (tile/profile.h's LaunchObserver, as the profile's calls column counts them).
+// defines: bench::test::ScopedLaunchObserver — a tile/profile.h LaunchObserver of the calling
+//          thread's outermost launches while it exists; LaunchCounter — one that counts them (as
+//          the profile's calls column does)
 #pragma once
 
 #include <cstdint>
@@ -11,16 +12,25 @@
 
 namespace bench::test {
 
-/// Counts the outermost launches of the calling thread from its construction to its destruction:
-/// in all, by kernel name, and their names in launch order. Restores the previous observer.
-class LaunchCounter final : public tile::LaunchObserver {
+/// The calling thread's launch observer from its construction to its destruction, which restores
+/// the previous one; a subclass says what it records (begin does nothing unless overridden).
+class ScopedLaunchObserver : public tile::LaunchObserver {
  public:
-  LaunchCounter() : previous_(tile::observe_launches(this)) {}
-  ~LaunchCounter() override { tile::observe_launches(previous_); }
-  LaunchCounter(const LaunchCounter&) = delete;
-  LaunchCounter& operator=(const LaunchCounter&) = delete;
+  ScopedLaunchObserver() : previous_(tile::observe_launches(this)) {}
+  ~ScopedLaunchObserver() override { tile::observe_launches(previous_); }
+  ScopedLaunchObserver(const ScopedLaunchObserver&) = delete;
+  ScopedLaunchObserver& operator=(const ScopedLaunchObserver&) = delete;
 
   void begin(const tile::Exec&, const char*) override {}
+
+ private:
+  tile::LaunchObserver* previous_;
+};
+
+/// Counts the outermost launches of the calling thread from its construction to its destruction:
+/// in all, by kernel name, and their names in launch order.
+class LaunchCounter final : public ScopedLaunchObserver {
+ public:
   void end(const tile::Exec&, const char* name, const tile::Traffic&) override {
     ++total;
     ++by_name[name];
@@ -36,9 +46,6 @@ class LaunchCounter final : public tile::LaunchObserver {
   int64_t total = 0;                       ///< launches so far
   std::map<std::string, int64_t> by_name;  ///< launches so far by kernel name
   std::vector<std::string> names;          ///< their names in launch order
-
- private:
-  tile::LaunchObserver* previous_;
 };
 
 }  // namespace bench::test

@@ -8,29 +8,17 @@ namespace bench::accounting {
 
 namespace {
 
-Architecture gpt2_xl() {
+/// GPT-2's layout: d_head = d_model / heads, d_ff = 4 d_model, GELU, LayerNorm, biases everywhere,
+/// a tied LM head and a learned position table as long as the context.
+Architecture gpt2_layout(const char* name, int64_t layers, int64_t d_model, int64_t heads, int64_t context,
+                         int64_t published, const char* source, const char* note) {
   Architecture a;
-  a.name = "GPT-2 XL";
-  a.n_layers = 48, a.d_model = 1600, a.n_heads = 25, a.n_kv_heads = 25, a.d_head = 64, a.d_ff = 6400;
-  a.vocab_size = 50257, a.ffn = "GELU", a.norm = NormKind::kLayerNorm;
+  a.name = name;
+  a.n_layers = layers, a.d_model = d_model, a.n_heads = heads, a.n_kv_heads = heads, a.d_head = d_model / heads;
+  a.d_ff = 4 * d_model, a.vocab_size = 50257, a.ffn = "GELU", a.norm = NormKind::kLayerNorm;
   a.qkv_bias = a.out_bias = a.ffn_bias = true, a.tied_embeddings = true;
-  a.learned_positions = 1024, a.context = 1024;
-  a.published_params = 1557611200;
-  a.published_source = "Hugging Face gpt2-xl (OpenAI's checkpoint), num_parameters()";
-  a.note = "biases everywhere, LayerNorm, tied LM head, learned positions (1024 x 1600)";
-  return a;
-}
-
-Architecture gpt3() {
-  Architecture a;
-  a.name = "GPT-3 175B";
-  a.n_layers = 96, a.d_model = 12288, a.n_heads = 96, a.n_kv_heads = 96, a.d_head = 128, a.d_ff = 49152;
-  a.vocab_size = 50257, a.ffn = "GELU", a.norm = NormKind::kLayerNorm;
-  a.qkv_bias = a.out_bias = a.ffn_bias = true, a.tied_embeddings = true;
-  a.learned_positions = 2048, a.context = 2048;
-  a.published_params = 175000000000;
-  a.published_source = "Brown et al. 2020, Table 2.1 (\"175.0B\", rounded; no checkpoint released)";
-  a.note = "GPT-2's architecture at scale (alternating dense and banded sparse attention: no extra parameters)";
+  a.learned_positions = context, a.context = context;
+  a.published_params = published, a.published_source = source, a.note = note;
   return a;
 }
 
@@ -91,8 +79,13 @@ Architecture olmo2_7b() {
 
 const std::vector<Architecture>& real_models() {
   static const std::vector<Architecture> models = {
-      gpt2_xl(),
-      gpt3(),
+      gpt2_layout("GPT-2 XL", 48, 1600, 25, 1024, 1557611200,
+                  "Hugging Face gpt2-xl (OpenAI's checkpoint), num_parameters()",
+                  "biases everywhere, LayerNorm, tied LM head, learned positions (1024 x 1600)"),
+      gpt2_layout("GPT-3 175B", 96, 12288, 96, 2048, 175000000000,
+                  "Brown et al. 2020, Table 2.1 (\"175.0B\", rounded; no checkpoint released)",
+                  "GPT-2's architecture at scale (alternating dense and banded sparse attention: no extra "
+                  "parameters)"),
       t5_11b(),
       llama("Llama 2 7B", 32, 4096, 32, 32, 11008, 32000, 4096, 6738415616,
             "Hugging Face meta-llama/Llama-2-7b-hf, num_parameters()",

@@ -86,6 +86,33 @@ void add_shape_cells(std::vector<SheetCell>& row, const Accounts& a) {
   row.push_back(ratio_cell(a.query_per_kv_head));
 }
 
+/// The three parameter counts' cells (columns params, params_embedding, params_non_embedding).
+void add_param_cells(std::vector<SheetCell>& row, const Accounts& a) {
+  row.push_back(int_cell(a.params, si(static_cast<double>(a.params))));
+  row.push_back(int_cell(a.params_embedding, si(static_cast<double>(a.params_embedding))));
+  row.push_back(int_cell(a.params_non_embedding, si(static_cast<double>(a.params_non_embedding))));
+}
+
+/// The dimensions' columns, after add_shape_columns.
+void add_dimension_columns(Rows& r) {
+  r.columns({{"n_layers", "layers"},
+             {"d_model", "d_model"},
+             {"n_heads", "heads"},
+             {"n_kv_heads", "kv heads"},
+             {"d_head", "d_head"},
+             {"d_ff", "d_ff"},
+             {"vocab_size", "vocab"}});
+}
+
+/// The cells of add_dimension_columns; d_ff "-" where it is unknown (0: an experiment's FFN that
+/// declares none).
+void add_dimension_cells(std::vector<SheetCell>& row, const accounting::Architecture& s) {
+  for (int64_t v : {s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.d_head})
+    row.push_back(int_cell(v, std::to_string(v)));
+  row.push_back(s.d_ff > 0 ? int_cell(s.d_ff, std::to_string(s.d_ff)) : SheetCell{Value(), "-"});
+  row.push_back(int_cell(s.vocab_size, std::to_string(s.vocab_size)));
+}
+
 std::string conventions(const CalcArgs& o, double bytes, bool config) {
   return fmt::format(
       "FLOPs per token: forward 2N + 2*L*T*d_attn, training 6N + 6*L*T*d_attn (N: parameters in matrix products, "
@@ -186,13 +213,7 @@ int calc_models(const CalcArgs& o, double bytes, report::Format f) {
              {"flops_forward_per_token", "fwd FLOP/token"}});
   r.sheet.columns[0].right_aligned = r.sheet.columns[1].right_aligned = false;
   add_shape_columns(r);
-  r.columns({{"n_layers", "layers"},
-             {"d_model", "d_model"},
-             {"n_heads", "heads"},
-             {"n_kv_heads", "kv heads"},
-             {"d_head", "d_head"},
-             {"d_ff", "d_ff"},
-             {"vocab_size", "vocab"}});
+  add_dimension_columns(r);
   r.sheet.columns.push_back({"note", "note", false});
   r.sheet.columns.push_back({"published_source", "published source", false});
   std::string notes;
@@ -201,17 +222,14 @@ int calc_models(const CalcArgs& o, double bytes, report::Format f) {
     auto& row = r.row();
     row.push_back(text_cell(a->name));
     row.push_back(text_cell(a->ffn));
-    row.push_back(int_cell(acc.params, si(static_cast<double>(acc.params))));
-    row.push_back(int_cell(acc.params_embedding, si(static_cast<double>(acc.params_embedding))));
-    row.push_back(int_cell(acc.params_non_embedding, si(static_cast<double>(acc.params_non_embedding))));
+    add_param_cells(row, acc);
     row.push_back(int_cell(a->published_params, si(static_cast<double>(a->published_params))));
     const double diff =
         100.0 * static_cast<double>(acc.params - a->published_params) / static_cast<double>(a->published_params);
     row.push_back(num_cell(diff, fmt::format("{:+.3f}", diff)));
     row.push_back(num_cell(acc.flops_forward_per_token, si(acc.flops_forward_per_token, "FLOP")));
     add_shape_cells(row, acc);
-    for (int64_t v : {a->n_layers, a->d_model, a->n_heads, a->n_kv_heads, a->d_head, a->d_ff, a->vocab_size})
-      row.push_back(int_cell(v, std::to_string(v)));
+    add_dimension_cells(row, *a);
     row.push_back(text_cell(a->note));
     row.push_back(text_cell(a->published_source));
     notes +=
@@ -243,14 +261,8 @@ int calc_file(const CalcArgs& o, double bytes, report::Format f) {
              {"flops_declared_train_per_token", "declared train FLOP/token"}});
   r.sheet.columns[0].right_aligned = r.sheet.columns[1].right_aligned = false;
   add_shape_columns(r);
-  r.columns({{"n_layers", "layers"},
-             {"d_model", "d_model"},
-             {"n_heads", "heads"},
-             {"n_kv_heads", "kv heads"},
-             {"d_head", "d_head"},
-             {"d_ff", "d_ff"},
-             {"vocab_size", "vocab"},
-             {"seq_len", "seq_len"}});
+  add_dimension_columns(r);
+  r.columns({{"seq_len", "seq_len"}});
   for (const auto& m : models) {
     auto& row = r.row();
     std::string ordinals;
@@ -258,17 +270,11 @@ int calc_file(const CalcArgs& o, double bytes, report::Format f) {
     row.push_back(text_cell(ordinals));
     row.push_back(text_cell(m.label));
     const Accounts& a = m.accounts;
-    row.push_back(int_cell(a.params, si(static_cast<double>(a.params))));
-    row.push_back(int_cell(a.params_embedding, si(static_cast<double>(a.params_embedding))));
-    row.push_back(int_cell(a.params_non_embedding, si(static_cast<double>(a.params_non_embedding))));
+    add_param_cells(row, a);
     row.push_back(num_cell(m.flops_declared_forward_per_token, si(m.flops_declared_forward_per_token, "FLOP")));
     row.push_back(num_cell(m.flops_declared_train_per_token, si(m.flops_declared_train_per_token, "FLOP")));
     add_shape_cells(row, a);
-    const auto& s = m.shape;
-    for (int64_t v : {s.n_layers, s.d_model, s.n_heads, s.n_kv_heads, s.d_head})
-      row.push_back(int_cell(v, std::to_string(v)));
-    row.push_back(s.d_ff > 0 ? int_cell(s.d_ff, std::to_string(s.d_ff)) : SheetCell{Value(), "-"});
-    row.push_back(int_cell(s.vocab_size, std::to_string(s.vocab_size)));
+    add_dimension_cells(row, m.shape);
     row.push_back(int_cell(m.seq_len, std::to_string(m.seq_len)));
   }
   const std::string preamble = fmt::format("{}: {} distinct models on {} ({} overrides)\n{}", o.file, models.size(),

@@ -2,10 +2,22 @@
 // eval, merge, submit.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 
 #include "bench/build_info.h"
 #include "cli/commands.h"
 #include "cli/signals.h"
+
+namespace {
+
+/// --format of a command that prints a sheet: table, csv, json or markdown.
+void add_sheet_format(CLI::App* cmd, std::string& format, const std::string& help = "table, csv, json or markdown") {
+  cmd->add_option("--format", format, help)
+      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
+      ->capture_default_str();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace bench::cli;
@@ -30,9 +42,7 @@ int main(int argc, char** argv) {
                    "CPU worker threads (default: the experiment's, else one per CPU the process may use: affinity mask "
                    "and cgroup quota; 0: that default)")
       ->check(CLI::NonNegativeNumber);
-  run_cmd->add_option("--format", run.format, "format of the results printed at the end")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
-      ->capture_default_str();
+  add_sheet_format(run_cmd, run.format, "format of the results printed at the end");
   run_cmd->add_option("--resume", run.resume,
                       "RUN: resume this run (id) of the same experiment file: run only its cases that are missing or "
                       "did not finish (neither completed nor diverged); auto: the latest run of this file (and "
@@ -83,9 +93,7 @@ int main(int argc, char** argv) {
   auto* results_run_opt = results_cmd->add_option("--run", results_run.run, "run id");
   results_cmd->add_option("--experiment", results_run.experiment, "the latest run of this experiment")
       ->excludes(results_run_opt);
-  results_cmd->add_option("--format", results_format, "table, csv, json or markdown")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
-      ->capture_default_str();
+  add_sheet_format(results_cmd, results_format);
   ProfileChoice results_profile;
   auto* profile_flag = results_cmd->add_flag(
       "--profile", results_profile.show,
@@ -105,9 +113,7 @@ int main(int argc, char** argv) {
   std::string sql, query_format = "table";
   auto* query_cmd = app.add_subcommand("query", "run read-only SQL on the results database");
   query_cmd->add_option("sql", sql, "one SQL statement")->required();
-  query_cmd->add_option("--format", query_format, "table, csv, json or markdown")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
-      ->capture_default_str();
+  add_sheet_format(query_cmd, query_format);
 
   CompareArgs cmp;
   auto* compare_cmd = app.add_subcommand(
@@ -123,9 +129,7 @@ int main(int argc, char** argv) {
                    "mfu_percent, peak_mb, or a stability metric name (final_loss ...); default: median_ms, "
                    "tokens_per_s, final_loss, best_loss, spike_count, max_attn_logit")
       ->delimiter(',');
-  compare_cmd->add_option("--format", cmp.format, "table, csv, json or markdown")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
-      ->capture_default_str();
+  add_sheet_format(compare_cmd, cmp.format);
   compare_cmd->add_flag("--fail-if-regression", cmp.fail_if_regression,
                         "exit with status 1 when any compared metric is a clear regression (slower or worse)");
   compare_cmd->add_option("--alpha", cmp.alpha, "significance level of the test")
@@ -165,9 +169,7 @@ int main(int argc, char** argv) {
                    "which overrides of an experiment apply: auto, cpu, cuda, guarded or emulated")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "guarded", "emulated"}))
       ->capture_default_str();
-  calc_cmd->add_option("--format", calc.format, "table, csv, json or markdown")
-      ->check(CLI::IsMember({"table", "csv", "json", "markdown"}))
-      ->capture_default_str();
+  add_sheet_format(calc_cmd, calc.format);
 
   ExportArgs exp;
   auto* export_cmd = app.add_subcommand("export", "a run as long (tidy) tables for pandas or a spreadsheet");
