@@ -2,6 +2,15 @@
 // between them (the warp emulator of tests/kernels/flash_emulation_test.cpp runs a block's CUDA
 // threads so: a barrier is a switch of stacks, not an OS thread's sleep and wake-up).
 //
+// A team's stacks outlive it: a fiber that ends its body parks at the top of its entry loop, and the
+// thread keeps the stacks with their parked fibers for the next team of the same size (one a kernel
+// launch in the emulator). A launch so maps, guards and faults in no fresh stacks, and under ASan
+// each fiber keeps its fake stack (detect_stack_use_after_return): a fiber that died took its fake
+// stack with it, and every launch mapped and faulted in a new one a thread. ASan sizes a fake stack
+// by the stack (11 size classes of the stack's size each, walked round-robin, so a long-running
+// fiber touches all of it): a stack is 64 KB, ASan's smallest, not 256 (the emulation tests' deepest
+// fiber used 4.7 KB in the default build and 14 KB under ASan; the guard page faults past 64).
+//
 // The switch is Boost.Context's fcontext (make_fcontext / jump_fcontext: registers and stack
 // pointer, in user space). ucontext's swapcontext also saved and restored the signal mask, a
 // system call on every switch: 40 % of a flash emulation case's time (perf), and under ASan its
@@ -19,6 +28,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -99,7 +109,9 @@ class FiberTeam {
 
   /// A team of n fibers in gangs of `gang` (n a multiple of it), with `stack_bytes` of stack each
   /// (a guard page below each: an overflow faults instead of writing over another stack).
-  explicit FiberTeam(int n, int gang = 1, size_t stack_bytes = size_t{256} << 10)
+  /// The stacks are the thread's last team's of this n and stack_bytes where it has one (their
+  /// fibers parked), new ones otherwise.
+  explicit FiberTeam(int n, int gang = 1, size_t stack_bytes = size_t{64} << 10)
       : n_(n),
         gang_(gang),
         stack_bytes_(stack_bytes),
@@ -108,16 +120,13 @@ class FiberTeam {
         gangs_(static_cast<size_t>(n / gang)) {
     if (gang < 1 || n % gang != 0)
       throw std::invalid_argument("FiberTeam: " + std::to_string(n) + " fibers in gangs of " + std::to_string(gang));
-    const size_t total = static_cast<size_t>(n) * (stack_bytes_ + kGuard);
-    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-      throw std::runtime_error("FiberTeam: cannot map " + std::to_string(total) + " bytes of stacks");
-    stacks_ = static_cast<uint8_t*>(p);
-    for (int i = 0; i < n; ++i) mprotect(stacks_ + static_cast<size_t>(i) * (stack_bytes_ + kGuard), kGuard, PROT_NONE);
+    stacks_ = Stacks::take(n, stack_bytes);
     std::iota(order_.begin(), order_.end(), 0);
     std::iota(gangs_.begin(), gangs_.end(), 0);
   }
-  ~FiberTeam() { munmap(stacks_, static_cast<size_t>(n_) * (stack_bytes_ + kGuard)); }
+  ~FiberTeam() { Stacks::give_back(std::move(stacks_)); }
+  /// How many sets of stacks this thread has mapped (for tests: a team of a size seen before maps none).
+  static int stacks_mapped() { return Stacks::mapped_; }
   FiberTeam(const FiberTeam&) = delete;
   FiberTeam& operator=(const FiberTeam&) = delete;
 
@@ -127,12 +136,14 @@ class FiberTeam {
     body_ = &body;
     deferred_ = 0;  // a run that threw may have left fibers deferred
     for (int i = 0; i < n_; ++i) {
-      Fiber& f = fibers_[static_cast<size_t>(i)];
-      f = Fiber{};
-      f.context = boost::context::detail::make_fcontext(stack(i) + stack_bytes_, stack_bytes_, &FiberTeam::entry);
+      fibers_[static_cast<size_t>(i)] = Fiber{};
+      Slot& s = stacks_->slots[static_cast<size_t>(i)];
+      if (s.parked) continue;  // it takes this run's body where it waits, in entry's loop
+      // Never started, or left waiting by a run that threw: a fresh start on the stack.
+      s.context = boost::context::detail::make_fcontext(stack(i) + stack_bytes_, stack_bytes_, &FiberTeam::entry);
+      s.fake_stack = nullptr;  // an abandoned fiber's (ASan): left as it is, as the fiber is
 #if defined(BENCH_FIBERS_ASAN)
-      // A fresh stack for this run: the last run's fibers never left `entry`, whose frames'
-      // redzones are still poisoned.
+      // An abandoned fiber's frames' redzones are still poisoned.
       ASAN_UNPOISON_MEMORY_REGION(stack(i), stack_bytes_);
 #endif
     }
@@ -181,16 +192,61 @@ class FiberTeam {
  private:
   static constexpr size_t kGuard = 4096;
 
+  // A fiber in this team's run.
   struct Fiber {
-    boost::context::detail::fcontext_t context = nullptr;  // where it resumes
-    const Barrier* waiting = nullptr;                      // the barrier it waits on, at `generation`
+    const Barrier* waiting = nullptr;  // the barrier it waits on, at `generation`
     uint64_t generation = 0;
     bool done = false;
-    bool deferred = false;       // yield_last: runs once no other fiber can
-    void* fake_stack = nullptr;  // ASan's fake stack of the suspended fiber
+    bool deferred = false;  // yield_last: runs once no other fiber can
   };
 
-  uint8_t* stack(int i) const { return stacks_ + static_cast<size_t>(i) * (stack_bytes_ + kGuard) + kGuard; }
+  // A fiber on its stack, from one team to the next.
+  struct Slot {
+    boost::context::detail::fcontext_t context = nullptr;  // where it resumes
+    bool parked = false;                                   // its body ended: it waits for the next
+    void* fake_stack = nullptr;                            // ASan's fake stack while it is suspended
+  };
+
+  // n stacks of `bytes` (a guard page below each) and their fibers; the thread keeps one set for
+  // each (n, bytes) between teams.
+  struct Stacks {
+    Stacks(int fibers, size_t stack_bytes) : n(fibers), bytes(stack_bytes), slots(static_cast<size_t>(fibers)) {
+      const size_t total = size();
+      void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (p == MAP_FAILED)
+        throw std::runtime_error("FiberTeam: cannot map " + std::to_string(total) + " bytes of stacks");
+      base = static_cast<uint8_t*>(p);
+      for (int i = 0; i < n; ++i) mprotect(base + static_cast<size_t>(i) * (bytes + kGuard), kGuard, PROT_NONE);
+      ++mapped_;
+    }
+    ~Stacks() { munmap(base, size()); }  // a parked fiber is never resumed again
+    Stacks(const Stacks&) = delete;
+    Stacks& operator=(const Stacks&) = delete;
+    size_t size() const { return static_cast<size_t>(n) * (bytes + kGuard); }
+
+    static std::unique_ptr<Stacks> take(int fibers, size_t stack_bytes) {
+      for (auto& s : pool_)
+        if (s != nullptr && s->n == fibers && s->bytes == stack_bytes) return std::move(s);
+      return std::make_unique<Stacks>(fibers, stack_bytes);
+    }
+    static void give_back(std::unique_ptr<Stacks> stacks) {
+      for (auto& s : pool_)
+        if (s == nullptr || (s->n == stacks->n && s->bytes == stacks->bytes)) {
+          s = std::move(stacks);  // (a second team of one size alive at once: the later one's kept)
+          return;
+        }
+      pool_.push_back(std::move(stacks));
+    }
+
+    int n;
+    size_t bytes;
+    std::vector<Slot> slots;
+    uint8_t* base = nullptr;
+    static inline thread_local std::vector<std::unique_ptr<Stacks>> pool_;
+    static inline thread_local int mapped_ = 0;
+  };
+
+  uint8_t* stack(int i) const { return stacks_->base + static_cast<size_t>(i) * (stack_bytes_ + kGuard) + kGuard; }
 
   // The scheduler's side: into fiber i, back when it waits or ends.
   void resume(int i) {
@@ -200,24 +256,32 @@ class FiberTeam {
     void* fake = nullptr;
     __sanitizer_start_switch_fiber(&fake, stack(i), stack_bytes_);
 #endif
-    Fiber& f = fibers_[static_cast<size_t>(i)];
-    f.context = boost::context::detail::jump_fcontext(f.context, nullptr).fctx;
+    Slot& s = stacks_->slots[static_cast<size_t>(i)];
+    s.context = boost::context::detail::jump_fcontext(s.context, nullptr).fctx;
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   }
 
-  // The fiber's side: back to the scheduler (for good when `done`).
-  void suspend(bool done) {
-    Fiber& f = fibers_[static_cast<size_t>(index_)];
-    f.done = done;
+  // The fiber's side: back to the scheduler, until the same run resumes it. With `done` its body
+  // ended: it parks, and the run that resumes it is a later one, of this team or of another that
+  // took these stacks, whose team it returns (`this` may be gone by then).
+  FiberTeam* suspend(bool done) {
+    fibers_[static_cast<size_t>(index_)].done = done;
+    Slot& s = stacks_->slots[static_cast<size_t>(index_)];
+    s.parked = done;
 #if defined(BENCH_FIBERS_ASAN)
-    __sanitizer_start_switch_fiber(done ? nullptr : &f.fake_stack, scheduler_bottom_, scheduler_size_);
+    __sanitizer_start_switch_fiber(&s.fake_stack, scheduler_bottom_, scheduler_size_);
 #endif
-    scheduler_ = boost::context::detail::jump_fcontext(scheduler_, nullptr).fctx;
+    const boost::context::detail::fcontext_t scheduler =
+        boost::context::detail::jump_fcontext(scheduler_, nullptr).fctx;
+    FiberTeam* team = current_;
+    team->scheduler_ = scheduler;
 #if defined(BENCH_FIBERS_ASAN)
-    __sanitizer_finish_switch_fiber(f.fake_stack, &scheduler_bottom_, &scheduler_size_);
+    __sanitizer_finish_switch_fiber(s.fake_stack, &team->scheduler_bottom_, &team->scheduler_size_);
 #endif
+    s.parked = false;
+    return team;
   }
 
   void wait(const Barrier* b, uint64_t generation) {
@@ -262,24 +326,28 @@ class FiberTeam {
     suspend(false);
   }
 
-  static void entry(boost::context::detail::transfer_t from) {
+  // A fiber's life: a body a run, for as long as the thread keeps its stack (Stacks).
+  [[noreturn]] static void entry(boost::context::detail::transfer_t from) {
     FiberTeam* team = current_;
     team->scheduler_ = from.fctx;
 #if defined(BENCH_FIBERS_ASAN)
     __sanitizer_finish_switch_fiber(nullptr, &team->scheduler_bottom_, &team->scheduler_size_);
 #endif
-    try {
-      (*team->body_)(team->index_);
-    } catch (...) {
-      team->error_ = std::current_exception();
+    const int i = team->index_;
+    for (;;) {
+      try {
+        (*team->body_)(i);
+      } catch (...) {
+        team->error_ = std::current_exception();
+      }
+      team = team->suspend(true);
     }
-    team->suspend(true);
   }
 
   int n_;
   int gang_;
   size_t stack_bytes_;
-  uint8_t* stacks_ = nullptr;
+  std::unique_ptr<Stacks> stacks_;
   std::vector<Fiber> fibers_;
   std::vector<int> order_;  // the fibers, gang after gang
   std::vector<int> gangs_;  // the gangs in order_
