@@ -201,6 +201,14 @@ BENCH_FLASH_FN float element_dscale(float s, const ElementArgs& a) {
     return a.scale;
 }
 
+/// Whether the pair of query ql and key kl of the slab is visible (causal, window, past the
+/// sequence's end): what the element step checks where the slab is not interior.
+BENCH_FLASH_FN bool element_visible(const ElementArgs& a, int ql, int kl) {
+  const int diff = a.rel.diff + kl - ql;  // key - query
+  return kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) &&
+         (a.rel.window == 0 || diff > -a.rel.window);
+}
+
 /// The rest for one element (query ql, key kl of the slab): P^T and dS^T in place of
 /// element_first's result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale
 /// (1 - c^2) are exact. kMasked: the slab is not interior, so the pair is checked.
@@ -209,9 +217,7 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
   const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
   float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
   if constexpr (kMasked) {
-    const int diff = a.rel.diff + kl - ql;  // key - query
-    const bool visible =
-        kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) && (a.rel.window == 0 || diff > -a.rel.window);
+    const bool visible = element_visible(a, ql, kl);
     p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
   }
   // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
@@ -221,6 +227,18 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
     const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
     keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
   }
+  s = p * keep;
+  dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
+}
+
+/// element_second with dropout's `keep` (0 or 1 / (1 - p)) and the pair's visibility given (the
+/// warp-specialized wgmma backward's, which computes both before the element step: p_and_ds_kept).
+template <bool kSoftcap, class Thread>
+BENCH_FLASH_FN void element_second_keep(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, float keep,
+                                        bool visible) {
+  const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
+  float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
+  p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
   s = p * keep;
   dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
 }
@@ -248,6 +266,23 @@ BENCH_FLASH_FN void p_and_ds(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&
       const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
       s[j][e] = element_first<kSoftcap>(th, s[j][e], a.lse_s, a.scale2, a.cap_in, ql);
       element_second<kMasked, kSoftcap, kDropout>(th, s[j][e], dp[j][e], a, ql, kl);
+    }
+}
+
+/// The same with dropout's keep of register j, e given as bit 4 j + e of `kept` (dropout_keep's,
+/// hashed before), and where the slab is not interior (kMasked) its visibility as the same bit of
+/// `shown` (element_visible's, computed before); keep_scale is 1 / (1 - p).
+template <bool kMasked, bool kSoftcap, int kJ0 = 0, int kJ1 = kBwdBlockM / 8, class Thread>
+BENCH_FLASH_FN void p_and_ds_kept(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&dp)[kBwdBlockM / 8][4],
+                                  const ElementArgs& a, int t, uint32_t kept, uint32_t shown, float keep_scale) {
+#pragma unroll
+  for (int j = kJ0; j < kJ1; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int ql = j * 8 + 2 * t + (e % 2), bit = 4 * j + e;
+      s[j][e] = element_first<kSoftcap>(th, s[j][e], a.lse_s, a.scale2, a.cap_in, ql);
+      const float keep = (kept >> bit) & 1u ? keep_scale : 0.f;
+      element_second_keep<kSoftcap>(th, s[j][e], dp[j][e], a, ql, keep, !kMasked || ((shown >> bit) & 1u) != 0);
     }
 }
 

@@ -59,10 +59,13 @@
 // completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
 // setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads; with
 // kBulkDq a dQ writer (thread 288, at the producer's 24 registers) issues the bulk reductions of
-// the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it. Not done:
-// the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
-// warp-specialized variant with dropout at d 128. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
-// (docs/flash-backward.md, "Flash attention backward on wgmma").
+// the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it; a stats warp
+// (threads 320-351) writes each tile's lse and D into its stage, so the consumers hold no stat.
+// With dropout at d 128 (kKeptInFlight) the consumers hash the keep bits while S^T and dP^T are
+// in flight, keep the mask as bits, and run the element step in two halves, to fit 240 registers
+// ("Dropout at d 128 in 240 registers" in the doc). Not done: the two warpgroups out of lockstep,
+// dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU
+// emulator; not run on a GPU (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 
 #include <cmath>
@@ -97,6 +100,12 @@ inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
 template <bool kWs>
 inline constexpr int kWgmmaBwdStages = kWs ? 3 : 2;
 
+/// Copies of a tile's lse and D in flash_backward_wgmma<..., kWs>'s shared memory: one, written by
+/// the consumers at the top of each tile, or with kWs one a stage of Q and dO, written by the
+/// producer's stats warp with the stage (the consumers then hold no stat across a tile).
+template <bool kWs>
+inline constexpr int kWgmmaBwdStatStages = kWs ? kWgmmaBwdStages<kWs> : 1;
+
 /// Threads of flash_backward_wgmma<..., kWs>: two consumer warpgroups, and with kWs the producer's.
 template <bool kWs>
 constexpr int wgmma_backward_threads() {
@@ -116,16 +125,16 @@ constexpr size_t wgmma_backward_smem_bytes() {
   constexpr int kStages = kWgmmaBwdStages<kWs>;
   return static_cast<size_t>((2 * kBwdBlockN + 2 * kStages * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) *
              sizeof(uint16_t) +
-         2 * kBwdBlockM * sizeof(float) +
+         2 * kBwdBlockM * sizeof(float) * kWgmmaBwdStatStages<kWs> +
          (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
          (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0) + (kWs && kBulkDq ? 2 * 8 : 0);
 }
 static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
 // The warp-specialized variant's three stages at d 128 with bulk dQ: 131,072 bytes of K, V and Q /
-// dO stages (+ 32,768 for the third), 16,384 of dS^T, 512 of lse and D, 36,864 of staging, 48 of
-// mbarriers (and 16 of the dQ writer's two), 1,024 of slack: 218,688 <= 232,448. A second staging
-// buffer (36,864 more, 255,552) would not fit.
-static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 218688 &&
+// dO stages (+ 32,768 for the third), 16,384 of dS^T, 1,536 of lse and D (a copy a stage), 36,864
+// of staging, 48 of mbarriers (and 16 of the dQ writer's two), 1,024 of slack: 219,712 <=
+// 232,448. A second staging buffer (36,864 more, 256,576) would not fit.
+static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 219712 &&
                   wgmma_backward_smem_bytes<128, true, true, true>() <= kWgMaxSmem,
               "the figure above, within the 227 KB a block may opt in to");
 // Named barrier of the warp-specialized backward's consumers (bar.sync over their 256 threads, the
@@ -184,14 +193,16 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
   uint16_t* ds_s = qdo_s + 2 * kStages * kBwdBlockM * D;
+  // lse and D: one tile's, or kWs one a stage (the producer's stats warp writes them).
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockM * kBwdBlockN);
-  float* dq_s = lse_s + 2 * kBwdBlockM;  // the bulk dQ path's staging
+  float* dq_s = lse_s + 2 * kBwdBlockM * kWgmmaBwdStatStages<kWs>;  // the bulk dQ path's staging
   constexpr int kStageRow = kWgmmaDqStageRow<D>;
   constexpr float kLog2e = 1.4426950408889634f;
 
   // kWs: a warp-uniform warpgroup index (ptxas then knows the branch on it warpgroup-uniform).
-  const int warp = th.tid() / 32, wg = kWs ? th.warpgroup() : th.tid() / 128, lane = th.tid() % 32, g = lane / 4,
-            t = lane % 4;
+  constexpr bool kKeptInFlight = kWs && kDropout && D == 128;
+  const int warp = kKeptInFlight ? th.warp_uniform() : th.tid() / 32, wg = kWs ? th.warpgroup() : th.tid() / 128,
+            lane = th.tid() % 32, g = lane / 4, t = lane % 4;
   int key_block = 0, bkv = 0;  // see backward_grid
   backward_block(th, heaviest_first, key_block, bkv);
   const int64_t n0 = static_cast<int64_t>(key_block) * kBwdBlockN;
@@ -234,7 +245,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     if (th.tid() == 0) {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) {
-        th.mbar_init(full + 8 * s, 1);
+        th.mbar_init(full + 8 * s, kWs ? 1 + 32 : 1);  // kWs: the TMA thread's and the stats warp's
         if constexpr (kWs) th.mbar_init(empty + 8 * s, kWgThreads);
       }
       if constexpr (kDqWriter) {
@@ -257,6 +268,29 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           for (; hp < h_first + group; hp = h1_of(hp, mp, m_end), mp = m1_of(mp, m_begin, m_end)) {
             th.mbar_wait(empty + 8 * s, phase ^ 1);
             load_tile(s, hp, mp);
+            if (++s == kStages) s = 0, phase ^= 1;
+          }
+        } else if (th.tid() / 32 == kWgThreads / 32 + 2) {
+          // The stats warp (the producer's third): per tile, into its stage once the consumers
+          // have emptied it (the TMA thread's walk and waits), the tile's lse (times log2 e) and
+          // D, zeros past the sequence's end (row_stat's values), lane l rows l and l + 32 of
+          // each; then each lane arrives on the stage's full mbarrier. The consumers hold no
+          // stat across the tile and store none.
+          const int l = th.tid() % 32;
+          int s = 0, phase = 0, hp = h_first;
+          int64_t mp = m_begin;
+#pragma unroll 1
+          for (; hp < h_first + group; hp = h1_of(hp, mp, m_end), mp = m1_of(mp, m_begin, m_end)) {
+            th.mbar_wait(empty + 8 * s, phase ^ 1);
+            const int64_t row = (static_cast<int64_t>(b) * n_h + hp) * n_t + mp;
+            float* to = lse_s + 2 * kBwdBlockM * s;
+#pragma unroll
+            for (int r = 0; r < kBwdBlockM; r += 32) {
+              const bool in = mp + l + r < n_t;
+              to[l + r] = in ? lse[row + l + r] * kLog2e : 0.f;
+              to[kBwdBlockM + l + r] = in ? dvec[row + l + r] : 0.f;
+            }
+            th.mbar_arrive(full + 8 * s);
             if (++s == kStages) s = 0, phase ^= 1;
           }
         } else if (kDqWriter && th.tid() == kWgThreads + 32) {
@@ -309,7 +343,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.cp_async_wait(0);
     th.fence_proxy_async();  // this thread's landed K and V, visible to wgmma (the loop's barrier for every thread's)
   }
-  float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
+  // The tile's lse and D, stored at its top (kWs: the stats warp's).
+  [[maybe_unused]] float stat = 0.f;
+  if constexpr (!kWs) stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
   // The barrier of every thread that computes: __syncthreads, or (kWs) a named barrier of the two
   // consumer warpgroups, which the producer never reaches.
   const auto consumers_sync = [&] {
@@ -335,6 +371,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // carries).
   const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockM>(16 * warp + g, 2 * t));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
+  [[maybe_unused]] const float keep_scale = 1.f / (1.f - dropout);  // dropout's (p_and_ds_kept)
 
   // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none). kTma:
   // bit s of `parity` the parity of stage s's next phase.
@@ -351,7 +388,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     } else {
       th.cp_async_wait(0);  // this tile's Q and dO (the only group in flight)
     }
-    if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    if (!kWs && th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    // This tile's lse and D: kWs the stage's (the full mbarrier's phase covers them).
+    const float* lse_t = kWs ? lse_s + 2 * kBwdBlockM * stage : lse_s;
     if constexpr (!kTma) th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (TMA's need none)
     // Every warpgroup's products of the tile before completed (each waits for its own before its
     // atomics), so the other stage, which they read, may be written (kWs: the empty mbarriers say
@@ -367,7 +406,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                         n_t, out_width);
         th.cp_async_commit();
       }
-      stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
+      if constexpr (!kWs) stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
     }
     // The descriptors of K, V, dS are recomputed from these each tile (a few adds), not hoisted
     // out of the loop as one register per k16 step (which spilled).
@@ -407,13 +446,49 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), b_k_major(do_addr, kk), kk > 0);
     th.wgmma_commit();
 
+    // kKeptInFlight: dropout's keep of element (j, e), bit 4 j + e of `kept`, hashed here while
+    // S^T and dP^T are in flight.
+    uint32_t kept = 0, shown = ~0u;  // dropout's keep, the mask's visibility of element (j, e): bit 4 j + e
+    if constexpr (kKeptInFlight) {
+      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+      uint32_t lane_now = static_cast<uint32_t>(lane);
+      th.wgmma_hold(lane_now);
+      const int g_now = static_cast<int>(lane_now / 4u), t_now = static_cast<int>(lane_now % 4u);
+      const int64_t drop0 = ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0;
+      const uint64_t arg0 = dropout_seed + kG * static_cast<uint64_t>(drop0 + 2 * t_now * n_t + g_now + 1);
+      const uint64_t row = kG * static_cast<uint64_t>(n_t);
+#pragma unroll
+      for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const uint64_t arg =
+              arg0 + row * static_cast<uint64_t>(8 * j + e % 2) + kG * static_cast<uint64_t>(8 * (e / 2));
+          kept |= static_cast<uint32_t>(static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout)
+                  << (4 * j + e);
+        }
+      if (!slab_mask(k0, m0, n_t, window, causal).interior) {
+        ElementArgs va{};
+        va.rel = slab_limits(k0, m0, n_t, window);
+        va.causal = causal;
+        shown = 0;
+#pragma unroll
+        for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            shown |= static_cast<uint32_t>(element_visible(va, 8 * j + 2 * t_now + e % 2, g_now + 8 * (e / 2)))
+                     << (4 * j + e);
+      }
+      th.wgmma_hold(kept);
+      th.wgmma_hold(shown);
+    }
+
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
     // four straight copies (soft-cap or not, mask or not) chosen per warp. P^T needs S^T alone:
     // element_first (the exponentials, or the soft-cap's tanh), element_p (the mask; the soft-cap's
     // exponential), dS's factor p dscale and dropout's keep run while dP^T's products are in
     // flight, and dV's products (3.) are issued before dP^T is waited for (kEarlyDv). Not with
     // dropout at d 128: there the hash beside dP^T in flight spills 176 bytes (32 this way), so
-    // p_and_ds runs after both.
+    // p_and_ds runs after both (kWs: p_and_ds_kept, the hash and the mask done before the wait).
     constexpr bool kEarlyDv = !kDropout || D == 64;
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
@@ -431,7 +506,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           step.template operator()<true, false>();
       }
     };
-    const ElementArgs ea{lse_s,
+    const ElementArgs ea{lse_t,
                          scale,
                          scale2,
                          cap_in,
@@ -445,7 +520,6 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // A fragments of queries 16 ks .. 16 ks + 15: register e of pa[ks] (P^T) and da[ks] (dS^T)
     // holds (key g + 8 (e % 2), queries 16 ks + 8 (e / 2) + 2 t and the next).
     uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
-    uint32_t kept = 0;  // dropout's keep of element (j, e): bit 4 j + e
     if constexpr (kEarlyDv) {
       th.template wgmma_wait<1>();  // S^T
       th.wgmma_hold(s);
@@ -461,7 +535,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2, kl = g + 8 * (e / 2);
-              const float first = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
+              const float first = element_first<kSoftcap>(th, s8[j][e], lse_t, scale2, cap_in, ql);
               p[jj][e] = element_p<kMasked, kSoftcap>(th, first, ea, ql, kl);
               s8[j][e] = p[jj][e] * element_dscale<kSoftcap>(first, ea);
               if constexpr (kDropout) {  // element_second's keep, as a bit
@@ -477,7 +551,24 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_wait<0>();
       th.wgmma_hold(s);
       th.wgmma_hold(dp);
-      by_variant([&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
+      if constexpr (kKeptInFlight) {
+        // t from a held copy of the thread's index here (not held across the tile).
+        uint32_t tid_el = static_cast<uint32_t>(th.tid());
+        th.wgmma_hold(tid_el);
+        const int t_el = static_cast<int>(tid_el % 4u);
+        // In two halves of the queries, each its own dispatch: ptxas then schedules each half's
+        // keep factors and lse / D loads ahead within it, not the whole tile's (26 of them live
+        // at once, 8 bytes of spills with bulk dQ as one dispatch).
+        by_variant([&]<bool kMasked, bool kSoftcap>() {
+          p_and_ds_kept<kMasked, kSoftcap, 0, kBwdBlockM / 16>(th, s8, dp8, ea, t_el, kept, shown, keep_scale);
+        });
+        by_variant([&]<bool kMasked, bool kSoftcap>() {
+          p_and_ds_kept<kMasked, kSoftcap, kBwdBlockM / 16, kBwdBlockM / 8>(th, s8, dp8, ea, t_el, kept, shown,
+                                                                            keep_scale);
+        });
+      } else
+        by_variant(
+            [&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
 #pragma unroll
       for (int ks = 0; ks < kBwdBlockM / 16; ++ks) a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
     }
@@ -500,7 +591,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
-          dp8[j][e] = s8[j][e] * (dp8[j][e] - lse_s[kBwdBlockM + 8 * j + 2 * t + e % 2]);  // lse_s, then D
+          dp8[j][e] = s8[j][e] * (dp8[j][e] - lse_t[kBwdBlockM + 8 * j + 2 * t + e % 2]);  // lse, then D
         }
     }
     // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
@@ -588,6 +679,20 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                              static_cast<uint32_t>(D / 2 * sizeof(float)));
         th.bulk_commit();
       }
+    } else if constexpr (kKeptInFlight) {
+      // The same from a held copy of the thread's index, unsigned: the row's and column's 64-bit
+      // offsets are not hoisted out of the loop (which spilled them), the tile's base uniform.
+      uint32_t tid_at = static_cast<uint32_t>(th.tid());
+      th.wgmma_hold(tid_at);
+      const uint32_t row = tid_at / 32u % 4u * 16u + tid_at % 32u / 4u, col = tid_at % 4u * 2u;
+      float* base = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * D + wg * (D / 2);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (m0 + row + 8u * r >= n_t) continue;
+        float* dst = base + ((row + 8u * r) * D + col);
+#pragma unroll
+        for (int j = 0; j < D / 16; ++j) th.atomic_add2(dst + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -605,16 +710,21 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.template bulk_wait<0>();
   }
 
-  // dK and dV of this warp's keys, summed over the group's query heads.
+  // dK and dV of this warp's keys, summed over the group's query heads. kKeptInFlight: g and t
+  // from a held copy of the thread's index, unsigned (not held across the walk, which spilled).
+  uint32_t tid_end = static_cast<uint32_t>(th.tid());
+  if constexpr (kKeptInFlight) th.wgmma_hold(tid_end);
+  const int g_end = kKeptInFlight ? static_cast<int>(tid_end % 32u / 4u) : g,
+            t_end = kKeptInFlight ? static_cast<int>(tid_end % 4u) : t;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int64_t key = k0 + g + 8 * r;
+    const int64_t key = k0 + g_end + 8 * r;
     if (key >= n_t) continue;
     uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
     uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
-      const int d = i * 8 + 2 * t;
+      const int d = i * 8 + 2 * t_end;
       store_pair(dst_k + d, pack_rn(dk[4 * i + 2 * r], dk[4 * i + 2 * r + 1]));
       store_pair(dst_v + d, pack_rn(dv[4 * i + 2 * r], dv[4 * i + 2 * r + 1]));
     }
