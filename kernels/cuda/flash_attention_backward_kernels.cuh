@@ -269,6 +269,39 @@ BENCH_FLASH_FN void p_and_ds(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&
     }
 }
 
+/// Dropout's keep of register j, e of p_and_ds's layout (key g + 8 (e / 2), query 8 j + 2 t + e % 2
+/// of the slab of keys from k0 and queries from m0, lane 4 g + t) into bit 4 j + e of `kept`:
+/// dropout_keep(seed, drop0 + query T + key, p), drop0 the index of the slab's (query 0, key 0),
+/// hashed as the forward does (seed + kG (i + 1) one base plus constants); and where the slab is not
+/// interior, `shown` the mask's visibility (element_visible's) of the same elements. The wgmma
+/// backward's warp-specialized kernel calls it after issuing S^T's and dP^T's products, once a tile
+/// (p_and_ds_kept reads the bits).
+BENCH_FLASH_FN void element_bits(uint32_t lane, uint64_t seed, int64_t drop0, int64_t k0, int64_t m0, int64_t n_t,
+                                 int64_t window, bool causal, float p, uint32_t& kept, uint32_t& shown) {
+  constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+  const int g = static_cast<int>(lane / 4u), t = static_cast<int>(lane % 4u);
+  const uint64_t arg0 = seed + kG * static_cast<uint64_t>(drop0 + 2 * t * n_t + g + 1);
+  const uint64_t row = kG * static_cast<uint64_t>(n_t);
+#pragma unroll
+  for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const uint64_t arg = arg0 + row * static_cast<uint64_t>(8 * j + e % 2) + kG * static_cast<uint64_t>(8 * (e / 2));
+      kept |= static_cast<uint32_t>(static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= p) << (4 * j + e);
+    }
+  if (!slab_mask(k0, m0, n_t, window, causal).interior) {
+    ElementArgs va{};
+    va.rel = slab_limits(k0, m0, n_t, window);
+    va.causal = causal;
+    shown = 0;
+#pragma unroll
+    for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        shown |= static_cast<uint32_t>(element_visible(va, 8 * j + 2 * t + e % 2, g + 8 * (e / 2))) << (4 * j + e);
+  }
+}
+
 /// The same with dropout's keep of register j, e given as bit 4 j + e of `kept` (dropout_keep's,
 /// hashed before), and where the slab is not interior (kMasked) its visibility as the same bit of
 /// `shown` (element_visible's, computed before); keep_scale is 1 / (1 - p).

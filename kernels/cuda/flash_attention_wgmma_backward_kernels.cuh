@@ -13,7 +13,9 @@
 // .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}),
 // and for the TMA path (kTma) the forward's mbar_init, mbar_wait, mbar_arrive_expect_tx and
 // tma_load_4d; for the warp-specialized variant (kWs) also warpgroup, mbar_arrive, named_sync and
-// setmaxnreg_inc/dec.
+// setmaxnreg_inc/dec, and with dropout at d 128 warp_uniform (the warp index, warp-uniform). Its
+// layout and launch figures: flash_attention_wgmma_backward_layout.cuh; the producer's stats warp
+// and dQ writer: flash_attention_wgmma_backward_producer.cuh.
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -61,8 +63,8 @@
 // kBulkDq a dQ writer (thread 288, at the producer's 24 registers) issues the bulk reductions of
 // the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it; a stats warp
 // (threads 320-351) writes each tile's lse and D into its stage, so the consumers hold no stat.
-// With dropout at d 128 (kKeptInFlight) the consumers hash the keep bits while S^T and dP^T are
-// in flight, keep the mask as bits, and run the element step in two halves, to fit 240 registers
+// With dropout at d 128 (kKeptInFlight) the consumers hash the keep bits once a tile after issuing
+// S^T and dP^T, keep the mask as bits, and run the element step in two halves, to fit 240 registers
 // ("Dropout at d 128 in 240 registers" in the doc). Not done: the two warpgroups out of lockstep,
 // dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU
 // emulator; not run on a GPU (docs/flash-backward.md, "Flash attention backward on wgmma").
@@ -72,6 +74,8 @@
 #include <cstdint>
 
 #include "flash_attention_backward_kernels.cuh"
+#include "flash_attention_wgmma_backward_layout.cuh"
+#include "flash_attention_wgmma_backward_producer.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
 #include "tma_map.h"
 #include "wgmma_layout.cuh"
@@ -82,82 +86,6 @@
 #endif
 
 namespace bench::kernels::flash {
-
-static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
-              "the mma.sync backward's block: two warpgroups of 64 keys");
-static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
-
-/// A row of the bulk dQ path's staging buffer, in floats: a warpgroup's half of D for one query,
-/// padded by 32 bytes so that a warp's 64-bit stores of its 8 rows (g) fall in distinct banks (2
-/// wavefronts an instruction, the least for 256 bytes) while each row stays contiguous and 16-byte
-/// aligned for cp.reduce.async.bulk.
-template <int D>
-inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
-
-/// Stages of Q and dO in flash_backward_wgmma<..., kWs>: two (the tile being multiplied, the next
-/// one being loaded), three for the warp-specialized variant (the producer may then load two tiles
-/// ahead of the consumers; docs/flash-backward.md, "Warp-specialized backward").
-template <bool kWs>
-inline constexpr int kWgmmaBwdStages = kWs ? 3 : 2;
-
-/// Copies of a tile's lse and D in flash_backward_wgmma<..., kWs>'s shared memory: one, written by
-/// the consumers at the top of each tile, or with kWs one a stage of Q and dO, written by the
-/// producer's stats warp with the stage (the consumers then hold no stat across a tile).
-template <bool kWs>
-inline constexpr int kWgmmaBwdStatStages = kWs ? kWgmmaBwdStages<kWs> : 1;
-
-/// Threads of flash_backward_wgmma<..., kWs>: two consumer warpgroups, and with kWs the producer's.
-template <bool kWs>
-constexpr int wgmma_backward_threads() {
-  return kWs ? kWsThreads : kWgThreads;
-}
-
-/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), the stages of Q and dO
-/// (kWgmmaBwdStages, kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse
-/// (base 2) and D, then with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of
-/// kWgmmaDqStageRow<D> floats; with kTma then the stages' "full" mbarriers and with kWs their
-/// "empty" ones (8 bytes each), with kWs and kBulkDq the dQ writer's "dq full" and "dq empty"
-/// (8 bytes each), and 1024 bytes of slack to align K (and so the Q and dO stages
-/// after it, multiples of 1024 bytes further) to the 128-byte swizzle's atoms wherever the block's
-/// shared memory starts.
-template <int D, bool kBulkDq = false, bool kTma = false, bool kWs = false>
-constexpr size_t wgmma_backward_smem_bytes() {
-  constexpr int kStages = kWgmmaBwdStages<kWs>;
-  return static_cast<size_t>((2 * kBwdBlockN + 2 * kStages * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) *
-             sizeof(uint16_t) +
-         2 * kBwdBlockM * sizeof(float) * kWgmmaBwdStatStages<kWs> +
-         (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
-         (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0) + (kWs && kBulkDq ? 2 * 8 : 0);
-}
-static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
-// The warp-specialized variant's three stages at d 128 with bulk dQ: 131,072 bytes of K, V and Q /
-// dO stages (+ 32,768 for the third), 16,384 of dS^T, 1,536 of lse and D (a copy a stage), 36,864
-// of staging, 48 of mbarriers (and 16 of the dQ writer's two), 1,024 of slack: 219,712 <=
-// 232,448. A second staging buffer (36,864 more, 256,576) would not fit.
-static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 219712 &&
-                  wgmma_backward_smem_bytes<128, true, true, true>() <= kWgMaxSmem,
-              "the figure above, within the 227 KB a block may opt in to");
-// Named barrier of the warp-specialized backward's consumers (bar.sync over their 256 threads, the
-// producer never among them): where the variant in step has its __syncthreads.
-constexpr int kWsBwdBarrier = 1;
-static_assert(kBwdBlockN * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 &&
-                  kBwdBlockM * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 && kBwdBlockM == tma::kFlashBoxRows,
-              "kTma: K, V and every Q or dO tile whole swizzle atoms, a tile's column block one box of rows");
-static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_bytes<64>() % 16 == 0 &&
-                  kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
-              "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
-
-/// The register cap of flash_backward_wgmma<D, kDropout, ..., kTma = true>'s kernel (a
-/// __maxnreg__, in place of __launch_bounds__(kWgThreads, 1), whose 255 it would be otherwise):
-/// 240 at d 128 without dropout, the consumers' budget under warp specialization (setmaxnreg.inc
-/// 240), which ptxas meets there without a spill and 5 loop instructions more (253 / 248
-/// registers uncapped; 236 / 234 still fit, 234 / 232 spill); 255 for the rest (d 64 needs no
-/// cap, dropout at d 128 spills already). docs/flash-backward.md, "240 registers for the TMA
-/// backward".
-template <int D, bool kDropout>
-constexpr int wgmma_backward_tma_max_regs() {
-  return D == 128 && !kDropout ? 240 : 255;
-}
 
 /// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
 /// added to dq_accum; after flash_backward_prep, before flash_backward_dq) on wgmma: every variant
@@ -271,58 +199,11 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
             if (++s == kStages) s = 0, phase ^= 1;
           }
         } else if (th.tid() / 32 == kWgThreads / 32 + 2) {
-          // The stats warp (the producer's third): per tile, into its stage once the consumers
-          // have emptied it (the TMA thread's walk and waits), the tile's lse (times log2 e) and
-          // D, zeros past the sequence's end (row_stat's values), lane l rows l and l + 32 of
-          // each; then each lane arrives on the stage's full mbarrier. The consumers hold no
-          // stat across the tile and store none.
-          const int l = th.tid() % 32;
-          int s = 0, phase = 0, hp = h_first;
-          int64_t mp = m_begin;
-#pragma unroll 1
-          for (; hp < h_first + group; hp = h1_of(hp, mp, m_end), mp = m1_of(mp, m_begin, m_end)) {
-            th.mbar_wait(empty + 8 * s, phase ^ 1);
-            const int64_t row = (static_cast<int64_t>(b) * n_h + hp) * n_t + mp;
-            float* to = lse_s + 2 * kBwdBlockM * s;
-#pragma unroll
-            for (int r = 0; r < kBwdBlockM; r += 32) {
-              const bool in = mp + l + r < n_t;
-              to[l + r] = in ? lse[row + l + r] * kLog2e : 0.f;
-              to[kBwdBlockM + l + r] = in ? dvec[row + l + r] : 0.f;
-            }
-            th.mbar_arrive(full + 8 * s);
-            if (++s == kStages) s = 0, phase ^= 1;
-          }
+          wgmma_backward_stats_warp<kStages>(th, lse_s, lse, dvec, full, empty, b, n_h, n_t, h_first, group, m_begin,
+                                             m_end);
         } else if (kDqWriter && th.tid() == kWgThreads + 32) {
-          // The dQ writer, lane 0 of the producer's second warp: per tile, once the consumers have
-          // staged its dQ (dq full), it adds the staging's rows (warpgroup w's half of D for query
-          // q at row w kBwdBlockM + q; rows past the sequence's end skipped) to dq_accum by
-          // cp.reduce.async.bulk, one a row and one bulk group a tile, and once they have read the
-          // staging (wait_group.read 0) arrives on dq empty. One thread in a rolled loop rather
-          // than a lane a row: a bulk operation's operands are uniform registers, so a warp's
-          // lanes issue one by one anyway, and 4 rows a lane hoisted spilled 56 bytes of the 24
-          // registers. Every reduction complete (wait_group 0) before it ends.
-          int phase = 0, hw = h_first;
-          int64_t mw = m_begin;
-#pragma unroll 1
-          for (; hw < h_first + group; hw = h1_of(hw, mw, m_end), mw = m1_of(mw, m_begin, m_end)) {
-            th.mbar_wait(dq_full, phase);
-            phase ^= 1;
-            const int rows = n_t - mw < kBwdBlockM ? static_cast<int>(n_t - mw) : kBwdBlockM;
-            float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + hw) * n_t + mw) * D;
-            uint32_t src = th.smem_addr(dq_s);
-#pragma unroll 1
-            for (int q = 0; q < rows; ++q, dst += D, src += kStageRow * sizeof(float)) {
-#pragma unroll
-              for (int w = 0; w < kWgGroups; ++w)
-                th.bulk_reduce_add(dst + w * (D / 2), src + w * kBwdBlockM * kStageRow * sizeof(float),
-                                   static_cast<uint32_t>(D / 2 * sizeof(float)));
-            }
-            th.bulk_commit();
-            th.template bulk_wait_read<0>();
-            th.mbar_arrive(dq_empty);
-          }
-          th.template bulk_wait<0>();
+          wgmma_backward_dq_writer<D>(th, dq_accum, dq_s, dq_full, dq_empty, b, n_h, n_t, h_first, group, m_begin,
+                                      m_end);
         }
         return;
       }
@@ -446,38 +327,15 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), b_k_major(do_addr, kk), kk > 0);
     th.wgmma_commit();
 
-    // kKeptInFlight: dropout's keep of element (j, e), bit 4 j + e of `kept`, hashed here while
-    // S^T and dP^T are in flight.
-    uint32_t kept = 0, shown = ~0u;  // dropout's keep, the mask's visibility of element (j, e): bit 4 j + e
+    // kKeptInFlight: dropout's keep and (where the slab is not interior) the mask's visibility of
+    // element (j, e), bit 4 j + e of `kept` and `shown`, computed here after S^T's and dP^T's issue
+    // (ptxas puts the mask's bits under the products, the hash after the wait), from a held lane.
+    uint32_t kept = 0, shown = ~0u;
     if constexpr (kKeptInFlight) {
-      constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
       uint32_t lane_now = static_cast<uint32_t>(lane);
       th.wgmma_hold(lane_now);
-      const int g_now = static_cast<int>(lane_now / 4u), t_now = static_cast<int>(lane_now % 4u);
-      const int64_t drop0 = ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0;
-      const uint64_t arg0 = dropout_seed + kG * static_cast<uint64_t>(drop0 + 2 * t_now * n_t + g_now + 1);
-      const uint64_t row = kG * static_cast<uint64_t>(n_t);
-#pragma unroll
-      for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const uint64_t arg =
-              arg0 + row * static_cast<uint64_t>(8 * j + e % 2) + kG * static_cast<uint64_t>(8 * (e / 2));
-          kept |= static_cast<uint32_t>(static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= dropout)
-                  << (4 * j + e);
-        }
-      if (!slab_mask(k0, m0, n_t, window, causal).interior) {
-        ElementArgs va{};
-        va.rel = slab_limits(k0, m0, n_t, window);
-        va.causal = causal;
-        shown = 0;
-#pragma unroll
-        for (int j = 0; j < kBwdBlockM / 8; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            shown |= static_cast<uint32_t>(element_visible(va, 8 * j + 2 * t_now + e % 2, g_now + 8 * (e / 2)))
-                     << (4 * j + e);
-      }
+      element_bits(lane_now, dropout_seed, ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0, k0, m0, n_t,
+                   window, causal, dropout, kept, shown);
       th.wgmma_hold(kept);
       th.wgmma_hold(shown);
     }

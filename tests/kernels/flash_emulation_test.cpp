@@ -317,8 +317,8 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
 // atomic additions in the same order both times). Then the warp-specialized kernel (a producer
 // warpgroup's TMA loads and its stats warp's lse and D into a ring of three stages under full /
 // empty mbarriers, the consumers' barriers named ones over their 256 threads; with dropout at d
-// 128 the keep bits hashed while S^T and dP^T are in flight), against float64 and bit-equal to
-// the others too.
+// 128 the keep and mask bits computed once a tile before the element step), against float64 and
+// bit-equal to the others too.
 void check_wgmma_backward_both_loads(AttentionArgs a) {
   const auto check =
       [&]<int D>() {
