@@ -201,6 +201,14 @@ BENCH_FLASH_FN float element_dscale(float s, const ElementArgs& a) {
     return a.scale;
 }
 
+/// Whether the pair of query ql and key kl of the slab is visible (causal, window, past the
+/// sequence's end): what the element step checks where the slab is not interior.
+BENCH_FLASH_FN bool element_visible(const ElementArgs& a, int ql, int kl) {
+  const int diff = a.rel.diff + kl - ql;  // key - query
+  return kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) &&
+         (a.rel.window == 0 || diff > -a.rel.window);
+}
+
 /// The rest for one element (query ql, key kl of the slab): P^T and dS^T in place of
 /// element_first's result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale
 /// (1 - c^2) are exact. kMasked: the slab is not interior, so the pair is checked.
@@ -209,9 +217,7 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
   const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
   float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
   if constexpr (kMasked) {
-    const int diff = a.rel.diff + kl - ql;  // key - query
-    const bool visible =
-        kl < a.rel.k_end && ql < a.rel.q_end && (!a.causal || diff <= 0) && (a.rel.window == 0 || diff > -a.rel.window);
+    const bool visible = element_visible(a, ql, kl);
     p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
   }
   // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
@@ -221,6 +227,18 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
     const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
     keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
   }
+  s = p * keep;
+  dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
+}
+
+/// element_second with dropout's `keep` (0 or 1 / (1 - p)) and the pair's visibility given (the
+/// warp-specialized wgmma backward's, which computes both before the element step: p_and_ds_kept).
+template <bool kSoftcap, class Thread>
+BENCH_FLASH_FN void element_second_keep(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, float keep,
+                                        bool visible) {
+  const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
+  float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
+  p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
   s = p * keep;
   dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
 }
@@ -248,6 +266,56 @@ BENCH_FLASH_FN void p_and_ds(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&
       const int ql = j * 8 + 2 * t + (e % 2), kl = g + 8 * (e / 2);
       s[j][e] = element_first<kSoftcap>(th, s[j][e], a.lse_s, a.scale2, a.cap_in, ql);
       element_second<kMasked, kSoftcap, kDropout>(th, s[j][e], dp[j][e], a, ql, kl);
+    }
+}
+
+/// Dropout's keep of register j, e of p_and_ds's layout (key g + 8 (e / 2), query 8 j + 2 t + e % 2
+/// of the slab of keys from k0 and queries from m0, lane 4 g + t) into bit 4 j + e of `kept`:
+/// dropout_keep(seed, drop0 + query T + key, p), drop0 the index of the slab's (query 0, key 0),
+/// hashed as the forward does (seed + kG (i + 1) one base plus constants); and where the slab is not
+/// interior, `shown` the mask's visibility (element_visible's) of the same elements. The wgmma
+/// backward's warp-specialized kernel calls it after issuing S^T's and dP^T's products, once a tile
+/// (p_and_ds_kept reads the bits).
+BENCH_FLASH_FN void element_bits(uint32_t lane, uint64_t seed, int64_t drop0, int64_t k0, int64_t m0, int64_t n_t,
+                                 int64_t window, bool causal, float p, uint32_t& kept, uint32_t& shown) {
+  constexpr uint64_t kG = 0x9e3779b97f4a7c15ull;
+  const int g = static_cast<int>(lane / 4u), t = static_cast<int>(lane % 4u);
+  const uint64_t arg0 = seed + kG * static_cast<uint64_t>(drop0 + 2 * t * n_t + g + 1);
+  const uint64_t row = kG * static_cast<uint64_t>(n_t);
+#pragma unroll
+  for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const uint64_t arg = arg0 + row * static_cast<uint64_t>(8 * j + e % 2) + kG * static_cast<uint64_t>(8 * (e / 2));
+      kept |= static_cast<uint32_t>(static_cast<float>(mix64(arg) >> 40) * (1.0f / 16777216.0f) >= p) << (4 * j + e);
+    }
+  if (!slab_mask(k0, m0, n_t, window, causal).interior) {
+    ElementArgs va{};
+    va.rel = slab_limits(k0, m0, n_t, window);
+    va.causal = causal;
+    shown = 0;
+#pragma unroll
+    for (int j = 0; j < kBwdBlockM / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        shown |= static_cast<uint32_t>(element_visible(va, 8 * j + 2 * t + e % 2, g + 8 * (e / 2))) << (4 * j + e);
+  }
+}
+
+/// The same with dropout's keep of register j, e given as bit 4 j + e of `kept` (dropout_keep's,
+/// hashed before), and where the slab is not interior (kMasked) its visibility as the same bit of
+/// `shown` (element_visible's, computed before); keep_scale is 1 / (1 - p).
+template <bool kMasked, bool kSoftcap, int kJ0 = 0, int kJ1 = kBwdBlockM / 8, class Thread>
+BENCH_FLASH_FN void p_and_ds_kept(Thread& th, float (&s)[kBwdBlockM / 8][4], float (&dp)[kBwdBlockM / 8][4],
+                                  const ElementArgs& a, int t, uint32_t kept, uint32_t shown, float keep_scale) {
+#pragma unroll
+  for (int j = kJ0; j < kJ1; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int ql = j * 8 + 2 * t + (e % 2), bit = 4 * j + e;
+      s[j][e] = element_first<kSoftcap>(th, s[j][e], a.lse_s, a.scale2, a.cap_in, ql);
+      const float keep = (kept >> bit) & 1u ? keep_scale : 0.f;
+      element_second_keep<kSoftcap>(th, s[j][e], dp[j][e], a, ql, keep, !kMasked || ((shown >> bit) & 1u) != 0);
     }
 }
 

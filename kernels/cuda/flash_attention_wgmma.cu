@@ -47,6 +47,13 @@ struct CudaWgThread : CudaThread {
   __device__ __forceinline__ int warpgroup() const {
     return __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0);
   }
+  /// The warp index, warp-uniform in ptxas's eyes (a shuffle from lane 0): what is computed from it
+  /// may sit in uniform registers.
+  __device__ __forceinline__ int warp_uniform() const {
+    const int w = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 32, 0);
+    __builtin_assume(w >= 0 && w < 32);
+    return w;
+  }
   /// mbarrier.init.shared::cta.b64 (PTX ISA 9.7.13.15.9): `count` arrivals a phase.
   __device__ __forceinline__ void mbar_init(uint32_t address, int count) const {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(address), "r"(count) : "memory");
@@ -417,9 +424,9 @@ __global__ void __maxnreg__((flash::wgmma_backward_tma_max_regs<D, kDropout>()))
 /// The same warp-specialized (AttentionArgs::flash_backward_ws, flash_backward_wgmma's kWs): a
 /// producer warpgroup issues the TMA loads of Q and dO into a ring of three stages at
 /// setmaxnreg.dec 24, the two consumer warpgroups compute at setmaxnreg.inc 240 (what
-/// __launch_bounds__(kWsThreads, 1)'s 168 a thread gives them). Not built with dropout at d 128
-/// (its consumers spill at 240 registers): the refusal names it (docs/flash-backward.md,
-/// "Warp-specialized backward").
+/// __launch_bounds__(kWsThreads, 1)'s 168 a thread gives them), every variant (dropout at d 128
+/// too: docs/flash-backward.md, "Warp-specialized backward" and "Dropout at d 128 in 240
+/// registers").
 template <int D, bool kDropout, bool kBulkDq>
 __global__ void __launch_bounds__(flash::kWsThreads, 1)
     flash_backward_wgmma_ws(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap do_map,
@@ -438,8 +445,7 @@ __global__ void __launch_bounds__(flash::kWsThreads, 1)
 /// flash_attention_backward_with checks it); Q and dO by TMA with a.flash_backward_tma (qkv and
 /// dout, the tensor maps' global addresses, are 16-byte aligned: flash_attention_backward_with
 /// checks them too; cudaErrorNotSupported where the driver encodes no map); warp-specialized (by
-/// TMA too) with a.flash_backward_ws, but with dropout at d 128 (cudaErrorNotSupported: the
-/// refusal names it).
+/// TMA too) with a.flash_backward_ws.
 cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, const uint16_t* qkv, const uint16_t* dout,
                                 const float* lse, const float* dvec, float* dq_accum, uint16_t* dqkv) {
   return by_head_and_dropout(a, [&]<int D, bool kDropout>() {
@@ -454,14 +460,10 @@ cudaError_t backward_wgmma_main(cudaStream_t stream, const AttentionArgs& a, con
           encode_tensor_map(tma::flash_tensor_map(qkv, a.batch, a.seq, n_h, static_cast<int>(a.n_kv_heads), D), q_map);
       if (err == cudaSuccess) err = encode_tensor_map(tma::flash_tensor_map(dout, a.batch, a.seq, n_h, 0, D), do_map);
       if (err != cudaSuccess) return err;
-      if (a.flash_backward_ws) {
-        if constexpr (kDropout && D == 128)
-          return cudaErrorNotSupported;
-        else
-          return launch_backward_main(flash_backward_wgmma_ws<D, kDropout, kBulkDq>,
-                                      flash::wgmma_backward_smem_bytes<D, kBulkDq, true, true>(), flash::kWsThreads,
-                                      stream, a, qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
-      }
+      if (a.flash_backward_ws)
+        return launch_backward_main(flash_backward_wgmma_ws<D, kDropout, kBulkDq>,
+                                    flash::wgmma_backward_smem_bytes<D, kBulkDq, true, true>(), flash::kWsThreads,
+                                    stream, a, qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
       return launch_backward_main(flash_backward_wgmma_tma<D, kDropout, kBulkDq>,
                                   flash::wgmma_backward_smem_bytes<D, kBulkDq, true>(), flash::kWgThreads, stream, a,
                                   qkv, dout, lse, dvec, dq_accum, dqkv, q_map, do_map);
@@ -507,9 +509,6 @@ std::string flash_attention_wgmma_refusal(const AttentionArgs& a) {
 }
 
 std::string flash_attention_wgmma_backward_refusal(const AttentionArgs& a) {
-  if (a.flash_backward_ws && a.dropout > 0 && a.d_head == 128)
-    return "the warp-specialized wgmma flash backward (flash_backward_ws) takes no dropout at d_head 128 (its "
-           "consumers' 240 registers do not hold it without spills); unset flash_backward_ws";
   return wgmma_refusal(a, "the wgmma flash backward", a.batch * a.n_kv_heads);
 }
 

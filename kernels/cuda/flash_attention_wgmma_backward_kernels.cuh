@@ -13,7 +13,9 @@
 // .add.f32), bulk_commit, bulk_wait<N> and bulk_wait_read<N> (cp.async.bulk.wait_group{.read}),
 // and for the TMA path (kTma) the forward's mbar_init, mbar_wait, mbar_arrive_expect_tx and
 // tma_load_4d; for the warp-specialized variant (kWs) also warpgroup, mbar_arrive, named_sync and
-// setmaxnreg_inc/dec.
+// setmaxnreg_inc/dec, and with dropout at d 128 warp_uniform (the warp index, warp-uniform). Its
+// layout and launch figures: flash_attention_wgmma_backward_layout.cuh; the producer's stats warp
+// and dQ writer: flash_attention_wgmma_backward_producer.cuh.
 //
 // Shape: the mma.sync backward's block (kBwdThreads = 256 threads, 128 keys of one (batch, kv
 // head), the same grid and walk over the query heads of the group and their 64-query tiles), now
@@ -59,16 +61,21 @@
 // completed); the two consumer warpgroups (threads 0-255, the tile exactly as above) at
 // setmaxnreg.inc 240, their two barriers a tile named barriers over their 256 threads; with
 // kBulkDq a dQ writer (thread 288, at the producer's 24 registers) issues the bulk reductions of
-// the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it. Not done:
-// the two warpgroups out of lockstep, dQ's bulk reduction as one op a tile (a tensor map), the
-// warp-specialized variant with dropout at d 128. Compiled for sm_90a, checked by the CPU emulator; not run on a GPU
-// (docs/flash-backward.md, "Flash attention backward on wgmma").
+// the staged dQ ("dq full" / "dq empty" mbarriers), the consumers only stage it; a stats warp
+// (threads 320-351) writes each tile's lse and D into its stage, so the consumers hold no stat.
+// With dropout at d 128 (kKeptInFlight) the consumers hash the keep bits once a tile after issuing
+// S^T and dP^T, keep the mask as bits, and run the element step in two halves, to fit 240 registers
+// ("Dropout at d 128 in 240 registers" in the doc). Not done: the two warpgroups out of lockstep,
+// dQ's bulk reduction as one op a tile (a tensor map). Compiled for sm_90a, checked by the CPU
+// emulator; not run on a GPU (docs/flash-backward.md, "Flash attention backward on wgmma").
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "flash_attention_backward_kernels.cuh"
+#include "flash_attention_wgmma_backward_layout.cuh"
+#include "flash_attention_wgmma_backward_producer.cuh"
 #include "flash_attention_wgmma_kernels.cuh"
 #include "tma_map.h"
 #include "wgmma_layout.cuh"
@@ -79,76 +86,6 @@
 #endif
 
 namespace bench::kernels::flash {
-
-static_assert(kBwdThreads == kWgThreads && kBwdBlockN == kWgGroups * kWgRows,
-              "the mma.sync backward's block: two warpgroups of 64 keys");
-static_assert(kBwdBlockM == 64, "a query tile is one wgmma n64 (S^T) and four k16 steps (dV, dK)");
-
-/// A row of the bulk dQ path's staging buffer, in floats: a warpgroup's half of D for one query,
-/// padded by 32 bytes so that a warp's 64-bit stores of its 8 rows (g) fall in distinct banks (2
-/// wavefronts an instruction, the least for 256 bytes) while each row stays contiguous and 16-byte
-/// aligned for cp.reduce.async.bulk.
-template <int D>
-inline constexpr int kWgmmaDqStageRow = D / 2 + 8;
-
-/// Stages of Q and dO in flash_backward_wgmma<..., kWs>: two (the tile being multiplied, the next
-/// one being loaded), three for the warp-specialized variant (the producer may then load two tiles
-/// ahead of the consumers; docs/flash-backward.md, "Warp-specialized backward").
-template <bool kWs>
-inline constexpr int kWgmmaBwdStages = kWs ? 3 : 2;
-
-/// Threads of flash_backward_wgmma<..., kWs>: two consumer warpgroups, and with kWs the producer's.
-template <bool kWs>
-constexpr int wgmma_backward_threads() {
-  return kWs ? kWsThreads : kWgThreads;
-}
-
-/// Shared memory of flash_backward_wgmma<D>: K and V (kBwdBlockN rows), the stages of Q and dO
-/// (kWgmmaBwdStages, kBwdBlockM rows each), dS^T (kBwdBlockN x kBwdBlockM), the tile's lse
-/// (base 2) and D, then with kBulkDq the bulk dQ path's staging: per warpgroup kBwdBlockM rows of
-/// kWgmmaDqStageRow<D> floats; with kTma then the stages' "full" mbarriers and with kWs their
-/// "empty" ones (8 bytes each), with kWs and kBulkDq the dQ writer's "dq full" and "dq empty"
-/// (8 bytes each), and 1024 bytes of slack to align K (and so the Q and dO stages
-/// after it, multiples of 1024 bytes further) to the 128-byte swizzle's atoms wherever the block's
-/// shared memory starts.
-template <int D, bool kBulkDq = false, bool kTma = false, bool kWs = false>
-constexpr size_t wgmma_backward_smem_bytes() {
-  constexpr int kStages = kWgmmaBwdStages<kWs>;
-  return static_cast<size_t>((2 * kBwdBlockN + 2 * kStages * kBwdBlockM) * D + kBwdBlockM * kBwdBlockN) *
-             sizeof(uint16_t) +
-         2 * kBwdBlockM * sizeof(float) +
-         (kBulkDq ? static_cast<size_t>(kWgGroups) * kBwdBlockM * kWgmmaDqStageRow<D> * sizeof(float) : 0) +
-         (kTma ? (kWs ? 2 : 1) * kStages * 8 + wgmma::kSw128Atom : 0) + (kWs && kBulkDq ? 2 * 8 : 0);
-}
-static_assert(wgmma_backward_smem_bytes<128, true, true>() <= kWgMaxSmem, "the 227 KB a block may opt in to on sm_90");
-// The warp-specialized variant's three stages at d 128 with bulk dQ: 131,072 bytes of K, V and Q /
-// dO stages (+ 32,768 for the third), 16,384 of dS^T, 512 of lse and D, 36,864 of staging, 48 of
-// mbarriers (and 16 of the dQ writer's two), 1,024 of slack: 218,688 <= 232,448. A second staging
-// buffer (36,864 more, 255,552) would not fit.
-static_assert(wgmma_backward_smem_bytes<128, true, true, true>() == 218688 &&
-                  wgmma_backward_smem_bytes<128, true, true, true>() <= kWgMaxSmem,
-              "the figure above, within the 227 KB a block may opt in to");
-// Named barrier of the warp-specialized backward's consumers (bar.sync over their 256 threads, the
-// producer never among them): where the variant in step has its __syncthreads.
-constexpr int kWsBwdBarrier = 1;
-static_assert(kBwdBlockN * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 &&
-                  kBwdBlockM * 64 * sizeof(uint16_t) % wgmma::kSw128Atom == 0 && kBwdBlockM == tma::kFlashBoxRows,
-              "kTma: K, V and every Q or dO tile whole swizzle atoms, a tile's column block one box of rows");
-static_assert(wgmma_backward_smem_bytes<128>() % 16 == 0 && wgmma_backward_smem_bytes<64>() % 16 == 0 &&
-                  kWgmmaDqStageRow<64> * sizeof(float) % 16 == 0 && kWgmmaDqStageRow<128> * sizeof(float) % 16 == 0,
-              "the staging buffer and its rows 16-byte aligned (cp.reduce.async.bulk's source)");
-
-/// The register cap of flash_backward_wgmma<D, kDropout, ..., kTma = true>'s kernel (a
-/// __maxnreg__, in place of __launch_bounds__(kWgThreads, 1), whose 255 it would be otherwise):
-/// 240 at d 128 without dropout, the consumers' budget under warp specialization (setmaxnreg.inc
-/// 240), which ptxas meets there without a spill and 5 loop instructions more (253 / 248
-/// registers uncapped; 236 / 234 still fit, 234 / 232 spill); 255 for the rest (d 64 needs no
-/// cap, dropout at d 128 spills already). docs/flash-backward.md, "240 registers for the TMA
-/// backward".
-template <int D, bool kDropout>
-constexpr int wgmma_backward_tma_max_regs() {
-  return D == 128 && !kDropout ? 240 : 255;
-}
 
 /// flash_backward's contract (flash_attention_backward_kernels.cuh: dK, dV written to dqkv, dQ
 /// added to dq_accum; after flash_backward_prep, before flash_backward_dq) on wgmma: every variant
@@ -184,14 +121,16 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   uint16_t* v_s = k_s + kBwdBlockN * D;
   uint16_t* qdo_s = v_s + kBwdBlockN * D;
   uint16_t* ds_s = qdo_s + 2 * kStages * kBwdBlockM * D;
+  // lse and D: one tile's, or kWs one a stage (the producer's stats warp writes them).
   auto* lse_s = reinterpret_cast<float*>(ds_s + kBwdBlockM * kBwdBlockN);
-  float* dq_s = lse_s + 2 * kBwdBlockM;  // the bulk dQ path's staging
+  float* dq_s = lse_s + 2 * kBwdBlockM * kWgmmaBwdStatStages<kWs>;  // the bulk dQ path's staging
   constexpr int kStageRow = kWgmmaDqStageRow<D>;
   constexpr float kLog2e = 1.4426950408889634f;
 
   // kWs: a warp-uniform warpgroup index (ptxas then knows the branch on it warpgroup-uniform).
-  const int warp = th.tid() / 32, wg = kWs ? th.warpgroup() : th.tid() / 128, lane = th.tid() % 32, g = lane / 4,
-            t = lane % 4;
+  constexpr bool kKeptInFlight = kWs && kDropout && D == 128;
+  const int warp = kKeptInFlight ? th.warp_uniform() : th.tid() / 32, wg = kWs ? th.warpgroup() : th.tid() / 128,
+            lane = th.tid() % 32, g = lane / 4, t = lane % 4;
   int key_block = 0, bkv = 0;  // see backward_grid
   backward_block(th, heaviest_first, key_block, bkv);
   const int64_t n0 = static_cast<int64_t>(key_block) * kBwdBlockN;
@@ -234,7 +173,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     if (th.tid() == 0) {
 #pragma unroll
       for (int s = 0; s < kStages; ++s) {
-        th.mbar_init(full + 8 * s, 1);
+        th.mbar_init(full + 8 * s, kWs ? 1 + 32 : 1);  // kWs: the TMA thread's and the stats warp's
         if constexpr (kWs) th.mbar_init(empty + 8 * s, kWgThreads);
       }
       if constexpr (kDqWriter) {
@@ -259,36 +198,12 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
             load_tile(s, hp, mp);
             if (++s == kStages) s = 0, phase ^= 1;
           }
+        } else if (th.tid() / 32 == kWgThreads / 32 + 2) {
+          wgmma_backward_stats_warp<kStages>(th, lse_s, lse, dvec, full, empty, b, n_h, n_t, h_first, group, m_begin,
+                                             m_end);
         } else if (kDqWriter && th.tid() == kWgThreads + 32) {
-          // The dQ writer, lane 0 of the producer's second warp: per tile, once the consumers have
-          // staged its dQ (dq full), it adds the staging's rows (warpgroup w's half of D for query
-          // q at row w kBwdBlockM + q; rows past the sequence's end skipped) to dq_accum by
-          // cp.reduce.async.bulk, one a row and one bulk group a tile, and once they have read the
-          // staging (wait_group.read 0) arrives on dq empty. One thread in a rolled loop rather
-          // than a lane a row: a bulk operation's operands are uniform registers, so a warp's
-          // lanes issue one by one anyway, and 4 rows a lane hoisted spilled 56 bytes of the 24
-          // registers. Every reduction complete (wait_group 0) before it ends.
-          int phase = 0, hw = h_first;
-          int64_t mw = m_begin;
-#pragma unroll 1
-          for (; hw < h_first + group; hw = h1_of(hw, mw, m_end), mw = m1_of(mw, m_begin, m_end)) {
-            th.mbar_wait(dq_full, phase);
-            phase ^= 1;
-            const int rows = n_t - mw < kBwdBlockM ? static_cast<int>(n_t - mw) : kBwdBlockM;
-            float* dst = dq_accum + ((static_cast<int64_t>(b) * n_h + hw) * n_t + mw) * D;
-            uint32_t src = th.smem_addr(dq_s);
-#pragma unroll 1
-            for (int q = 0; q < rows; ++q, dst += D, src += kStageRow * sizeof(float)) {
-#pragma unroll
-              for (int w = 0; w < kWgGroups; ++w)
-                th.bulk_reduce_add(dst + w * (D / 2), src + w * kBwdBlockM * kStageRow * sizeof(float),
-                                   static_cast<uint32_t>(D / 2 * sizeof(float)));
-            }
-            th.bulk_commit();
-            th.template bulk_wait_read<0>();
-            th.mbar_arrive(dq_empty);
-          }
-          th.template bulk_wait<0>();
+          wgmma_backward_dq_writer<D>(th, dq_accum, dq_s, dq_full, dq_empty, b, n_h, n_t, h_first, group, m_begin,
+                                      m_end);
         }
         return;
       }
@@ -309,7 +224,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.cp_async_wait(0);
     th.fence_proxy_async();  // this thread's landed K and V, visible to wgmma (the loop's barrier for every thread's)
   }
-  float stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
+  // The tile's lse and D, stored at its top (kWs: the stats warp's).
+  [[maybe_unused]] float stat = 0.f;
+  if constexpr (!kWs) stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h_first) * n_t, m_begin, n_t);
   // The barrier of every thread that computes: __syncthreads, or (kWs) a named barrier of the two
   // consumer warpgroups, which the producer never reaches.
   const auto consumers_sync = [&] {
@@ -335,6 +252,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
   // carries).
   const uint32_t ds_mine = ds_addr + 2u * static_cast<uint32_t>(wgmma::core_offset<kBwdBlockM>(16 * warp + g, 2 * t));
   const float scale2 = scale * kLog2e, cap_in = softcap > 0.f ? scale / softcap : 0.f, cap_out = softcap * kLog2e;
+  [[maybe_unused]] const float keep_scale = 1.f / (1.f - dropout);  // dropout's (p_and_ds_kept)
 
   // This tile: head h, queries from m0; the next one: h1, m1 (h1 past the group: none). kTma:
   // bit s of `parity` the parity of stage s's next phase.
@@ -351,7 +269,9 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     } else {
       th.cp_async_wait(0);  // this tile's Q and dO (the only group in flight)
     }
-    if (th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    if (!kWs && th.tid() < 2 * kBwdBlockM) lse_s[th.tid()] = stat;
+    // This tile's lse and D: kWs the stage's (the full mbarrier's phase covers them).
+    const float* lse_t = kWs ? lse_s + 2 * kBwdBlockM * stage : lse_s;
     if constexpr (!kTma) th.fence_proxy_async();  // this thread's landed copies, visible to wgmma (TMA's need none)
     // Every warpgroup's products of the tile before completed (each waits for its own before its
     // atomics), so the other stage, which they read, may be written (kWs: the empty mbarriers say
@@ -367,7 +287,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                                         n_t, out_width);
         th.cp_async_commit();
       }
-      stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
+      if constexpr (!kWs) stat = row_stat(th, lse, dvec, (static_cast<int64_t>(b) * n_h + h1) * n_t, m1, n_t);
     }
     // The descriptors of K, V, dS are recomputed from these each tile (a few adds), not hoisted
     // out of the loop as one register per k16 step (which spilled).
@@ -407,13 +327,26 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_ss<kBwdBlockM, 0>(dp, wgmma::k_major<D>(v_addr, kk), b_k_major(do_addr, kk), kk > 0);
     th.wgmma_commit();
 
+    // kKeptInFlight: dropout's keep and (where the slab is not interior) the mask's visibility of
+    // element (j, e), bit 4 j + e of `kept` and `shown`, computed here after S^T's and dP^T's issue
+    // (ptxas puts the mask's bits under the products, the hash after the wait), from a held lane.
+    uint32_t kept = 0, shown = ~0u;
+    if constexpr (kKeptInFlight) {
+      uint32_t lane_now = static_cast<uint32_t>(lane);
+      th.wgmma_hold(lane_now);
+      element_bits(lane_now, dropout_seed, ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * n_t + k0, k0, m0, n_t,
+                   window, causal, dropout, kept, shown);
+      th.wgmma_hold(kept);
+      th.wgmma_hold(shown);
+    }
+
     // 2. The element step on the mma.sync backward's [n8 block][4] view of the accumulators, one of
     // four straight copies (soft-cap or not, mask or not) chosen per warp. P^T needs S^T alone:
     // element_first (the exponentials, or the soft-cap's tanh), element_p (the mask; the soft-cap's
     // exponential), dS's factor p dscale and dropout's keep run while dP^T's products are in
     // flight, and dV's products (3.) are issued before dP^T is waited for (kEarlyDv). Not with
     // dropout at d 128: there the hash beside dP^T in flight spills 176 bytes (32 this way), so
-    // p_and_ds runs after both.
+    // p_and_ds runs after both (kWs: p_and_ds_kept, the hash and the mask done before the wait).
     constexpr bool kEarlyDv = !kDropout || D == 64;
     auto& s8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(s);
     auto& dp8 = reinterpret_cast<float(&)[kBwdBlockM / 8][4]>(dp);
@@ -431,7 +364,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
           step.template operator()<true, false>();
       }
     };
-    const ElementArgs ea{lse_s,
+    const ElementArgs ea{lse_t,
                          scale,
                          scale2,
                          cap_in,
@@ -445,7 +378,6 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     // A fragments of queries 16 ks .. 16 ks + 15: register e of pa[ks] (P^T) and da[ks] (dS^T)
     // holds (key g + 8 (e % 2), queries 16 ks + 8 (e / 2) + 2 t and the next).
     uint32_t pa[kBwdBlockM / 16][4], da[kBwdBlockM / 16][4];
-    uint32_t kept = 0;  // dropout's keep of element (j, e): bit 4 j + e
     if constexpr (kEarlyDv) {
       th.template wgmma_wait<1>();  // S^T
       th.wgmma_hold(s);
@@ -461,7 +393,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int j = 2 * ks + jj, ql = 8 * j + 2 * t + e % 2, kl = g + 8 * (e / 2);
-              const float first = element_first<kSoftcap>(th, s8[j][e], lse_s, scale2, cap_in, ql);
+              const float first = element_first<kSoftcap>(th, s8[j][e], lse_t, scale2, cap_in, ql);
               p[jj][e] = element_p<kMasked, kSoftcap>(th, first, ea, ql, kl);
               s8[j][e] = p[jj][e] * element_dscale<kSoftcap>(first, ea);
               if constexpr (kDropout) {  // element_second's keep, as a bit
@@ -477,7 +409,24 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
       th.template wgmma_wait<0>();
       th.wgmma_hold(s);
       th.wgmma_hold(dp);
-      by_variant([&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
+      if constexpr (kKeptInFlight) {
+        // t from a held copy of the thread's index here (not held across the tile).
+        uint32_t tid_el = static_cast<uint32_t>(th.tid());
+        th.wgmma_hold(tid_el);
+        const int t_el = static_cast<int>(tid_el % 4u);
+        // In two halves of the queries, each its own dispatch: ptxas then schedules each half's
+        // keep factors and lse / D loads ahead within it, not the whole tile's (26 of them live
+        // at once, 8 bytes of spills with bulk dQ as one dispatch).
+        by_variant([&]<bool kMasked, bool kSoftcap>() {
+          p_and_ds_kept<kMasked, kSoftcap, 0, kBwdBlockM / 16>(th, s8, dp8, ea, t_el, kept, shown, keep_scale);
+        });
+        by_variant([&]<bool kMasked, bool kSoftcap>() {
+          p_and_ds_kept<kMasked, kSoftcap, kBwdBlockM / 16, kBwdBlockM / 8>(th, s8, dp8, ea, t_el, kept, shown,
+                                                                            keep_scale);
+        });
+      } else
+        by_variant(
+            [&]<bool kMasked, bool kSoftcap>() { p_and_ds<kMasked, kSoftcap, kDropout>(th, s8, dp8, ea, g, t); });
 #pragma unroll
       for (int ks = 0; ks < kBwdBlockM / 16; ++ks) a_fragment_rn(pa[ks], s8[2 * ks], s8[2 * ks + 1]);
     }
@@ -500,7 +449,7 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           if constexpr (kDropout) dp8[j][e] *= (kept >> (4 * j + e)) & 1u ? 1.f / (1.f - dropout) : 0.f;
-          dp8[j][e] = s8[j][e] * (dp8[j][e] - lse_s[kBwdBlockM + 8 * j + 2 * t + e % 2]);  // lse_s, then D
+          dp8[j][e] = s8[j][e] * (dp8[j][e] - lse_t[kBwdBlockM + 8 * j + 2 * t + e % 2]);  // lse, then D
         }
     }
     // dS^T into da, and to shared memory as it is, [key][query] (core_offset<kBwdBlockM>): a
@@ -588,6 +537,20 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
                              static_cast<uint32_t>(D / 2 * sizeof(float)));
         th.bulk_commit();
       }
+    } else if constexpr (kKeptInFlight) {
+      // The same from a held copy of the thread's index, unsigned: the row's and column's 64-bit
+      // offsets are not hoisted out of the loop (which spilled them), the tile's base uniform.
+      uint32_t tid_at = static_cast<uint32_t>(th.tid());
+      th.wgmma_hold(tid_at);
+      const uint32_t row = tid_at / 32u % 4u * 16u + tid_at % 32u / 4u, col = tid_at % 4u * 2u;
+      float* base = dq_accum + ((static_cast<int64_t>(b) * n_h + h) * n_t + m0) * D + wg * (D / 2);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (m0 + row + 8u * r >= n_t) continue;
+        float* dst = base + ((row + 8u * r) * D + col);
+#pragma unroll
+        for (int j = 0; j < D / 16; ++j) th.atomic_add2(dst + 8 * j, dq[4 * j + 2 * r], dq[4 * j + 2 * r + 1]);
+      }
     } else {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -605,16 +568,21 @@ BENCH_FLASH_FN void flash_backward_wgmma(Thread& th, const uint16_t* __restrict_
     th.template bulk_wait<0>();
   }
 
-  // dK and dV of this warp's keys, summed over the group's query heads.
+  // dK and dV of this warp's keys, summed over the group's query heads. kKeptInFlight: g and t
+  // from a held copy of the thread's index, unsigned (not held across the walk, which spilled).
+  uint32_t tid_end = static_cast<uint32_t>(th.tid());
+  if constexpr (kKeptInFlight) th.wgmma_hold(tid_end);
+  const int g_end = kKeptInFlight ? static_cast<int>(tid_end % 32u / 4u) : g,
+            t_end = kKeptInFlight ? static_cast<int>(tid_end % 4u) : t;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const int64_t key = k0 + g + 8 * r;
+    const int64_t key = k0 + g_end + 8 * r;
     if (key >= n_t) continue;
     uint16_t* dst_k = dqkv + (static_cast<int64_t>(b) * n_t + key) * width + static_cast<int64_t>(n_h + kv) * D;
     uint16_t* dst_v = dst_k + static_cast<int64_t>(n_kv) * D;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i) {
-      const int d = i * 8 + 2 * t;
+      const int d = i * 8 + 2 * t_end;
       store_pair(dst_k + d, pack_rn(dk[4 * i + 2 * r], dk[4 * i + 2 * r + 1]));
       store_pair(dst_v + d, pack_rn(dv[4 * i + 2 * r], dv[4 * i + 2 * r + 1]));
     }

@@ -424,7 +424,8 @@ void list() {
                         "attention/flash wgmma backward dropout 0.1",
                         "attention/flash wgmma backward heaviest first dropout 0.1",
                         "attention/flash wgmma backward bulk dq dropout 0.1",
-                        "attention/flash wgmma backward tma dropout 0.1"})
+                        "attention/flash wgmma backward tma dropout 0.1",
+                        "attention/flash wgmma backward ws dropout 0.1"})
     std::printf("%s\n", c);
 }
 

@@ -34,7 +34,7 @@ constexpr WgmmaForwardVariant kWgmmaForwardVariants[] = {{"wgmma", false, false,
 /// NaN-poisoned gradients; "wgmma_tma/<case>/backward" the same with Q and dO by TMA
 /// (AttentionArgs::flash_backward_tma), "wgmma_ws/<case>/backward" warp-specialized
 /// (AttentionArgs::flash_backward_ws: a producer warpgroup's TMA loads, the consumers at 240
-/// registers; the dropout case, at d 128, skipped with its refusal).
+/// registers; every case, the dropout one at d 128 too).
 void wgmma_checks(test::CheckTable& t) {
   std::vector<std::pair<kernels::AttentionArgs, std::string>> cases;
   kernels::AttentionArgs a{2, 257, 4, 4, 64, 0.125};
@@ -209,9 +209,9 @@ void backward_rate_row(test::CheckTable& t, const std::string& name, const kerne
 /// ws forward keys 64" and "... wgmma ws tma forward keys 64" (both at 64: the
 /// key tile as a launch-time choice, AttentionArgs::flash_forward_key_tile), and "... wgmma
 /// backward" (and "... wgmma backward heaviest first", "... wgmma backward bulk dq", "... wgmma
-/// backward tma", and without dropout "... wgmma backward ws", backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128
+/// backward tma", "... wgmma backward ws", backward_option_row): TFLOP/s at B=4 H=16 T=4096 dh=128
 /// causal (the issue's shape; "attention/flash forward" and "... backward" are the mma.sync kernels at the same shape).
-/// Then all but "... ws" again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same FLOP count
+/// Then all again with dropout 0.1 (with_dropout: "... dropout 0.1", dropout_suffix): the same FLOP count
 /// (dropout's hashes are not products), so each rate reads against its row without dropout.
 void wgmma_rates(test::CheckTable& t) {
   const kernels::AttentionArgs big{4, 4096, 16, 16, 128, 1.0 / std::sqrt(128.0)};
@@ -235,15 +235,12 @@ void wgmma_rates(test::CheckTable& t) {
     backward_option_row(t, "attention/flash wgmma backward", " tma", &kernels::AttentionArgs::flash_backward_tma,
                         "Q and dO by TMA (cp.async.bulk.tensor under an mbarrier), not cp.async", args, flops,
                         kernels::cuda::flash_attention_wgmma_backward, refusal, buffers);
-    // Warp-specialized: refused with dropout at d 128 (the issue's shape), so no dropout twin.
-    if (args.dropout == 0) {
-      kernels::AttentionArgs ws = args;
-      ws.flash_backward_ws = true;
-      backward_option_row(t, "attention/flash wgmma backward", " ws", &kernels::AttentionArgs::flash_backward_ws,
-                          "warp-specialized: a producer warpgroup's TMA loads of Q and dO, consumers at 240 registers",
-                          args, flops, kernels::cuda::flash_attention_wgmma_backward,
-                          g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(ws) : "", buffers);
-    }
+    kernels::AttentionArgs ws = args;
+    ws.flash_backward_ws = true;
+    backward_option_row(t, "attention/flash wgmma backward", " ws", &kernels::AttentionArgs::flash_backward_ws,
+                        "warp-specialized: a producer warpgroup's TMA loads of Q and dO, consumers at 240 registers",
+                        args, flops, kernels::cuda::flash_attention_wgmma_backward,
+                        g_setup.cuda ? kernels::cuda::flash_attention_wgmma_backward_refusal(ws) : "", buffers);
   }
 }
 

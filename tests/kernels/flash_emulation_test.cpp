@@ -314,10 +314,11 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
 // counts its bytes completes, and zero-fills the rows past the sequence's end). Both against the
 // float64 reference, and the TMA kernel's dqkv bit-equal to the cp.async one's: the same products
 // in the same order, only the operands' layout differs (the emulator runs the blocks and their
-// atomic additions in the same order both times). Then (but with dropout at d 128, which it does
-// not take: flash_backward_ws) the warp-specialized kernel (a producer warpgroup's TMA loads into
-// a ring of three stages under full / empty mbarriers, the consumers' barriers named ones over
-// their 256 threads), against float64 and bit-equal to the others too.
+// atomic additions in the same order both times). Then the warp-specialized kernel (a producer
+// warpgroup's TMA loads and its stats warp's lse and D into a ring of three stages under full /
+// empty mbarriers, the consumers' barriers named ones over their 256 threads; with dropout at d
+// 128 the keep and mask bits computed once a tile before the element step), against float64 and
+// bit-equal to the others too.
 void check_wgmma_backward_both_loads(AttentionArgs a) {
   const auto check =
       [&]<int D>() {
@@ -328,7 +329,6 @@ void check_wgmma_backward_both_loads(AttentionArgs a) {
         check_backward<D, true>(a, &loaded);
         EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq "
                                       << a.flash_backward_bulk_dq;
-        if (a.dropout > 0 && D == 128) return;
         std::vector<uint16_t> specialized;
         a.flash_backward_ws = true;
         check_backward<D, true>(a, &specialized);

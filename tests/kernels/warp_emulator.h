@@ -411,6 +411,7 @@ class EmulatedThread {
   }
   /// The warpgroup index (a warp-uniform value on the GPU).
   int warpgroup() const { return tid_ / 128; }
+  int warp_uniform() const { return tid_ / 32; }
 
   /// At the end of the kernel: nothing may be left in flight.
   void wgmma_finish() {
