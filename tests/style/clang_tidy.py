@@ -17,7 +17,7 @@ in two passes over every file, on two cores:
   until its parts compile.
 - Per-file pass: the checks whose result in a file depends on the rest of its translation unit run
   on a file alone, as before, but only where the file's own text can give them a diagnostic that
-  its unit could hide (`needs_alone`; stop 52: 15 of 159 files, the pass 270 -> about 25 CPU-s):
+  its unit could hide (`needs_alone`; stop 52: 15 of 159 files, the whole test 490 -> 257 CPU-s):
   misc-unused-using-decls looks at the main file's using-declarations only, so a file without one
   has nothing to report; bugprone-signal-handler starts from a call of signal(), and a sibling's
   definition of a function the handler calls (unknown, so reported, in the file alone) could hide
