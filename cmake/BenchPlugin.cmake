@@ -40,7 +40,7 @@ endfunction()
 # when <unity> is true (the C++ build of the same sources is a unity build, which is why they can
 # share a unit), a .cu that includes up to CMAKE_UNITY_BUILD_BATCH_SIZE (8) of them. nvcc pays
 # about 5 CPU-s a translation unit whatever it holds (the host compile of the headers, cudafe++,
-# cicc's front end): the kernels' 15 families took 170 CPU-s one by one and 99 in two units, with
+# cicc's front end): the kernels' 15 families took 186 CPU-s one by one and 90 in two units, with
 # the same kernels (CONTRIBUTING.md, "CI time").
 function(_bench_cuda_pass_wrappers out dir generator unity)
   set(sources ${ARGN})
