@@ -62,20 +62,21 @@ def tidy_files(src):
             return sorted(out)
     except (OSError, subprocess.CalledProcessError):
         pass
+    return sorted(os.path.relpath(p, src) for p in walk(src, ("harness/src", "plugins", "kernels"), (".cpp",)))
+
+
+def walk(src, tops, endings):
+    """The files under src's folders `tops` whose names end in one of `endings` (absolute paths)."""
     found = []
-    for top in ("harness/src", "plugins", "kernels"):
+    for top in tops:
         for root, _, names in os.walk(os.path.join(src, top)):
-            found += [os.path.relpath(os.path.join(root, n), src) for n in names if n.endswith(".cpp")]
-    return sorted(found)
+            found += [os.path.join(root, n) for n in names if n.endswith(endings)]
+    return found
 
 
 def tree_files(src):
     """The tree's headers and sources that a checked file can include (harness, plugins, kernels)."""
-    found = []
-    for top in ("harness", "plugins", "kernels"):
-        for root, _, names in os.walk(os.path.join(src, top)):
-            found += [os.path.join(root, n) for n in names if n.endswith((".h", ".hpp", ".cuh", ".cpp"))]
-    return found
+    return walk(src, ("harness", "plugins", "kernels"), (".h", ".hpp", ".cuh", ".cpp"))
 
 
 def read(path):
