@@ -209,26 +209,38 @@ BENCH_FLASH_FN bool element_visible(const ElementArgs& a, int ql, int kl) {
          (a.rel.window == 0 || diff > -a.rel.window);
 }
 
-/// The rest for one element (query ql, key kl of the slab): P^T and dS^T in place of
-/// element_first's result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale
-/// (1 - c^2) are exact. kMasked: the slab is not interior, so the pair is checked.
-template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
-BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, int kl) {
+/// The rest for one element (query ql of the slab): P^T and dS^T in place of element_first's
+/// result `s` and dP^T. With a soft-cap, x = cap c and its derivative scale (1 - c^2) are exact.
+/// kMasked: the slab is not interior, so the pair is checked (`visible()`). Dropout: dV takes the
+/// kept probabilities scaled by 1 / (1 - p) (`keep()`: 0 or that, 1 without dropout), and
+/// dP = dO . v the same mask; D = rowsum(dO O) already holds it (O was computed with it). The two
+/// are evaluated where element_second's own code evaluated them: both CUDA files' cubins are
+/// byte-identical with this helper and without.
+template <bool kMasked, bool kSoftcap, class Thread, class Visible, class Keep>
+BENCH_FLASH_FN void element_second_by(Thread& th, float& s, float& dp, const ElementArgs& a, int ql,
+                                      const Visible& visible, const Keep& keep_of) {
   const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
   float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
-  if constexpr (kMasked) {
-    const bool visible = element_visible(a, ql, kl);
-    p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
-  }
-  // Dropout: dV takes the kept probabilities scaled by 1 / (1 - p), and dP = dO . v the same
-  // mask; D = rowsum(dO O) already holds it (O was computed with it).
-  float keep = 1.f;
-  if constexpr (kDropout) {
-    const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
-    keep = dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
-  }
+  if constexpr (kMasked) p = visible() ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
+  const float keep = keep_of();
   s = p * keep;
   dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
+}
+
+/// element_second_by for key kl of the slab: the pair checked by element_visible, dropout's keep
+/// hashed here.
+template <bool kMasked, bool kSoftcap, bool kDropout, class Thread>
+BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, int kl) {
+  element_second_by<kMasked, kSoftcap>(
+      th, s, dp, a, ql, [&] { return element_visible(a, ql, kl); },
+      [&] {
+        if constexpr (kDropout) {
+          const int64_t at = a.drop0 + static_cast<int64_t>(ql) * a.n_t + kl;
+          return dropout_keep(a.seed, at, a.dropout) ? 1.f / (1.f - a.dropout) : 0.f;
+        } else {
+          return 1.f;
+        }
+      });
 }
 
 /// element_second with dropout's `keep` (0 or 1 / (1 - p)) and the pair's visibility given (the
@@ -236,11 +248,8 @@ BENCH_FLASH_FN void element_second(Thread& th, float& s, float& dp, const Elemen
 template <bool kSoftcap, class Thread>
 BENCH_FLASH_FN void element_second_keep(Thread& th, float& s, float& dp, const ElementArgs& a, int ql, float keep,
                                         bool visible) {
-  const float x2 = kSoftcap ? a.cap_out * s : s, dscale = element_dscale<kSoftcap>(s, a);
-  float p = kSoftcap ? th.exp2(x2 - a.lse_s[ql]) : x2;
-  p = visible ? p : 0.f;  // before any product: exp2 of a masked logit may be +inf
-  s = p * keep;
-  dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;  // lse_s is followed by D
+  element_second_by<true, kSoftcap>(
+      th, s, dp, a, ql, [&] { return visible; }, [&] { return keep; });
 }
 
 /// P^T of one element from element_first's result `s`, before dropout: element_second's first
