@@ -4,6 +4,9 @@
 # nothing of the build tree and nothing of the machine's glibc is needed.
 #
 #   bench-bundle/run PROGRAM ARGS...       PROGRAM: bench, cuda_check or kernels_test
+#   bench-bundle/run --baseline cuda_check ARGS...
+#                                          the baseline's cuda_check (an earlier commit's, packed
+#                                          by gpu-bundle.sh into baseline/), its own libbench first
 #
 # The library path, in order: the bundle's lib/ (libbench, the Debian libraries, glibc); its
 # lib/bench/plugins/cuda (the plugins' CUDA builds: a plugin's build-tree RUNPATH points into the
@@ -12,13 +15,22 @@
 # dlopens it). The program replaces this shell (exec), so that a signal reaches it.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ $# -lt 1 ] || [ ! -x "$here/bin/$1" ]; then
-  echo "bench-bundle/run: usage: run PROGRAM ARGS... with PROGRAM one of: bench, cuda_check, kernels_test" >&2
+bin=$here/bin libs=""
+if [ "${1:-}" = --baseline ]; then
+  shift
+  if [ ! -d "$here/baseline" ]; then
+    echo "bench-bundle/run: this bundle has no baseline (gpu-bundle.sh --no-baseline)" >&2
+    exit 2
+  fi
+  bin=$here/baseline/bin libs="$here/baseline/lib:"
+fi
+if [ $# -lt 1 ] || [ ! -x "$bin/$1" ]; then
+  echo "bench-bundle/run: usage: run [--baseline] PROGRAM ARGS... with PROGRAM one of the programs in $bin" >&2
   exit 2
 fi
 program=$1
 shift
-libs="$here/lib:$here/lib/bench/plugins/cuda"
+libs="$libs$here/lib:$here/lib/bench/plugins/cuda"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64; do
   [ -d "$d" ] && libs="$libs:$d"
 done
@@ -36,4 +48,4 @@ for d in site.getsitepackages():
 print(":".join(seen))' 2> /dev/null)
   [ -n "$wheel_libs" ] && libs="$libs:$wheel_libs"
 fi
-exec "$here/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$here/bin/$program" "$@"
+exec "$here/lib/ld-linux-x86-64.so.2" --library-path "$libs" "$bin/$program" "$@"

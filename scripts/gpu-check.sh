@@ -3,7 +3,8 @@
 # nothing: it runs the prebuilt programs of the bundle that scripts/gpu-bundle.sh made here
 # (carried as .gpu-bundle.tar.xz): `kernels_test` (every kernel on every executor, CUDA included,
 # against float64 references), `cuda_check` (the timings: GEMM ceilings, copy bandwidth, row
-# kernels' GB/s, attention TFLOP/s, ours and cuDNN's) and `bench` (the per-kernel profile of a
+# kernels' GB/s, attention TFLOP/s, ours and cuDNN's), the baseline's `cuda_check` (an earlier
+# commit's kernels, timed beside these on the same card: gpu-bundle.sh) and `bench` (the per-kernel profile of a
 # model at cuda_check's shapes beside cuda_check's GB/s, the model on the GPU against the CPU,
 # cuDNN's attention and our wgmma flash forward inside the model against our mma.sync flash
 # kernels, GPT-2-small's MFU with and without CUDA graphs, norms.toml's model at its own size
@@ -41,7 +42,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-all_sections=(facts kernels timing profile model cudnn mfu small norms torch cpu)
+all_sections=(facts kernels timing baseline profile model cudnn mfu small norms torch cpu)
 only="" skip="" dry=0 budget=460 bin=build/bin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -220,6 +221,56 @@ section_timing() {
     77) row timing cuda_check SKIPPED "" "" "$(tail -n 1 "$work/cuda_check.txt")" ;;
     *) grep -q "| timing |.*| FAIL |" "$md" || row timing cuda_check FAIL "" "" "exit $s: $(tail -n 1 "$work/cuda_check.txt")" ;;
   esac
+}
+
+# The kernels of then against now, on this card: the baseline's cuda_check (an earlier commit's,
+# bench-bundle/baseline: gpu-bundle.sh --baseline, by default issue 31's ba95147) times the copy,
+# the row kernels and the mma.sync flash attention as the timing section timed this commit's; each
+# of its rows with a figure of the same name there gets a row here, now / then (GB/s, TFLOP/s:
+# above 1 is faster now), both figures in the detail. INFO: a change of speed is a measurement,
+# not a verdict; the copy's ratio is the card's own run-to-run spread. The dry run takes the local
+# build for both (the path only: ratios near 1).
+section_baseline() {
+  local base=() extra=() note s
+  if [ "$dry" -eq 1 ]; then
+    base=("$bin/cuda_check") extra=(--backend cpu --small) note="the local build (dry run)"
+  elif [ -x "$b/baseline/bin/cuda_check" ]; then
+    base=("$b/run" --baseline cuda_check) note=$(cat "$b/baseline/commit" 2> /dev/null)
+  else
+    row baseline "(whole section)" SKIPPED "" "" "the bundle has no baseline (gpu-bundle.sh --no-baseline)"
+    return
+  fi
+  row baseline "baseline's commit" INFO "" "" "$note"
+  rm -f "$work/baseline.jsonl"
+  # (GPU_CHECK_FAIL / GPU_CHECK_HANG are the timing section's test hooks, not the baseline's)
+  run_capped 120 20 baseline env -u GPU_CHECK_FAIL -u GPU_CHECK_HANG "${base[@]}" --only "ceiling/copy,bandwidth/,attention/flash forward,attention/flash backward" \
+    --json-rows "$work/baseline.jsonl" --md "$work/baseline.md" "${extra[@]}" > "$work/baseline.txt" 2>&1
+  s=$?
+  cat "$work/baseline.txt" >> "$log"
+  timed_out baseline "$s" && return
+  [ "$s" -eq 75 ] && return
+  [ "$s" -eq 0 ] || row baseline "baseline's cuda_check" INFO "" "" "exit $s (its FAIL rows are in baseline.md of the archive): $(tail -n 1 "$work/baseline.txt")"
+  local check ratio now before unit
+  # (a row: "check": "NAME", ..., "value": NUMBER or null, "unit": "UNIT"; names hold no quotes)
+  while IFS=$'\t' read -r check ratio now before unit; do
+    if [ "$ratio" = - ]; then
+      row baseline "$check" INFO "" "" "at the baseline $before $unit; not timed by this commit's timing section in this run"
+    else
+      row baseline "$check" INFO "$ratio" "now/then" "now $now $unit, at the baseline $before $unit"
+    fi
+  done < <(awk -F'\n' '
+    function field(name,   m) {
+      if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
+      if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
+      return ""
+    }
+    FNR == NR { if (field("section") == "timing" && field("value") != "") now[field("check")] = field("value"); next }
+    {
+      c = field("check"); v = field("value")
+      if (v == "" || v + 0 <= 0) next
+      if (c in now) printf "%s\t%.3f\t%s\t%s\t%s\n", c, now[c] / v, now[c], v, field("unit")
+      else printf "%s\t-\t-\t%s\t%s\n", c, v, field("unit")
+    }' "$rows" "$work/baseline.jsonl" 2> /dev/null)
 }
 
 # The per-kernel profile against cuda_check (issue 31, item 4): tests/cuda/profile_rows.toml's

@@ -44,7 +44,7 @@ check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf
 for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
   check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
 done
-for s in facts kernels timing profile model cudnn mfu small norms torch cpu; do
+for s in facts kernels timing baseline profile model cudnn mfu small norms torch cpu; do
   check "a row of section $s" grep -q "^| $s | " "$md"
   check "the wall time row of section $s" grep -Eq "^\| $s \| \(section wall time\) \| INFO \| [0-9]+ \| s \|" "$md"
 done
@@ -74,6 +74,15 @@ done
 check "profile: the ratio to cuda_check's row" \
   grep -Eq "^\| profile \| rmsnorm backward/float \| INFO \| [0-9.]+ \| x cuda_check \| profile [0-9.]+ GB/s \(.*NormBackward.*\) against cuda_check [0-9.]+ GB/s" "$md"
 check "profile: no ratio to the failed check" grep -Eq "^\| profile \| add/float \| INFO \| - \| .*no cuda_check row" "$md"
+# The baseline section: the baseline's cuda_check (in a dry run the same build, without the test
+# hooks) beside every timing row of the same name, now / then; a row the timing section did not
+# time (the failed check) has the baseline's figure alone.
+check "baseline: the baseline's commit" grep -q "^| baseline | baseline's commit | INFO | - | - | the local build (dry run) |" "$md"
+check "baseline: now / then of a row both timed" \
+  grep -Eq "^\| baseline \| bandwidth/rmsnorm forward/float \| INFO \| [0-9.]+ \| now/then \| now [0-9.e+-]+ GB/s, at the baseline [0-9.e+-]+ GB/s \|" "$md"
+check "baseline: the failed check has the baseline's figure alone" \
+  grep -Eq "^\| baseline \| $fail_check \| INFO \| - \| - \| at the baseline [0-9.e+-]+ GB/s; not timed by this commit" "$md"
+check "baseline: the hung check ran there (no hook)" grep -Eq "^\| baseline \| $hang_check \| INFO \| - \| - \| at the baseline" "$md"
 check "norms: the row has the run's wall time" grep -Eq "^\| norms \| .*\| wall [0-9]+ s" "$md"
 check "the failed check's FAIL row, with its message" grep -q "^| timing | $fail_check | FAIL | .*failed on purpose" "$md"
 # shellcheck disable=SC2016  # awk's own $0
