@@ -75,11 +75,11 @@ elif [ -z "$dir" ] && [ -n "$baseline" ]; then
     echo "gpu-bundle: --baseline $baseline is not a commit of this repository" >&2
     exit 1
   }
-  tree=$PWD/build/baseline/${full:0:12}
-  if [ ! -f "$tree/.exported" ]; then
+  tree=$PWD/build/baseline/${full:0:7}
+  if [ "$(cat "$tree/.exported" 2> /dev/null)" != "$full" ]; then
     rm -rf "$tree" && mkdir -p "$tree"
     git archive "$full" | tar -x -C "$tree"
-    touch "$tree/.exported"
+    echo "$full" > "$tree/.exported"
   fi
   echo "gpu-bundle: building the baseline's cuda_check ($baseline) in $tree/build" >&2
   (cd "$tree" && cmake --preset default --log-level=WARNING > /dev/null && cmake --build --preset default --target cuda_check) >&2
