@@ -47,6 +47,7 @@ if [ -n "$baseline_dir" ] && [ ! -x "$baseline_dir/bin/cuda_check" ]; then
   echo "gpu-bundle: $baseline_dir is not a CUDA build (no bin/cuda_check)" >&2
   exit 1
 fi
+as_is=${dir:+1}  # --build-dir: nothing is built, the baseline only from --baseline-dir
 if [ -n "$dir" ]; then
   if [ ! -x "$dir/bin/cuda_check" ]; then
     echo "gpu-bundle: $dir is not a CUDA build (no bin/cuda_check)" >&2
@@ -70,7 +71,7 @@ fi
 baseline_note=""
 if [ -n "$baseline_dir" ]; then
   baseline_note="the build in $baseline_dir, packed as it is"
-elif [ -z "$dir" ] && [ -n "$baseline" ]; then
+elif [ -z "$as_is" ] && [ -n "$baseline" ]; then
   full=$(git rev-parse --verify --quiet "$baseline^{commit}") || {
     echo "gpu-bundle: --baseline $baseline is not a commit of this repository" >&2
     exit 1
