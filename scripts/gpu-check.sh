@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry=1 ;;
     --bin) bin=$2 && shift ;;
     --list) printf '%s\n' "${all_sections[@]}" && exit 0 ;;
-    -h | --help) sed -n '2,35p' "$0" && exit 0 ;;
+    -h | --help) sed -n '2,40p' "$0" && exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2 && exit 2 ;;
   esac
   shift
