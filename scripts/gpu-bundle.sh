@@ -73,7 +73,7 @@ if [ -n "$baseline_dir" ]; then
   baseline_note="the build in $baseline_dir, packed as it is"
 elif [ -z "$as_is" ] && [ -n "$baseline" ]; then
   full=$(git rev-parse --verify --quiet "$baseline^{commit}") || {
-    echo "gpu-bundle: --baseline $baseline is not a commit of this repository" >&2
+    echo "gpu-bundle: the baseline $baseline is not a commit of this repository (a shallow clone? fetch it, or --no-baseline)" >&2
     exit 1
   }
   tree=$PWD/build/baseline/${full:0:7}
