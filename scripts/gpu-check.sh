@@ -258,13 +258,13 @@ section_baseline() {
     else
       row baseline "$check" INFO "$ratio" "now/then" "now $now $unit, at the baseline $before $unit"
     fi
-  done < <(awk -F'\n' '
+  done < <(awk '
     function field(name,   m) {
       if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
       if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
       return ""
     }
-    FNR == NR { if (field("section") == "timing" && field("value") != "") now[field("check")] = field("value"); next }
+    FILENAME == ARGV[1] { if (field("section") == "timing" && field("value") != "") now[field("check")] = field("value"); next }
     {
       c = field("check"); v = field("value")
       if (v == "" || v + 0 <= 0) next
