@@ -14,37 +14,29 @@ if ! grep -q "$unit" "$build/compile_commands.json" 2> /dev/null; then
   exit 77
 fi
 export PATH="$PATH:/usr/local/cuda/bin"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {  # DESCRIPTION CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what" && fails=$((fails + 1)); fi
-}
+# shellcheck source=tests/scripts/check.sh
+source "$(dirname "$0")/check.sh"  # $tmp, check, $fails
 # A copy of the tracked and untracked (not ignored) files, as the script's own working-tree copy.
 copy() {
   (cd "$src" && git ls-files -z -c -o --exclude-standard | xargs -0 cp --parents -t "$1" 2> /dev/null)
 }
 file=plugins/example/relu2_ffn.cpp
 
-mkdir -p "$tmp/comment" && copy "$tmp/comment"
-sed -i 's|^// y = relu(x)^2, one tile of 1024 elements per program.|// y = relu(x) squared, a tile of 1024 a program.|' "$tmp/comment/$file"
-check "the comment was changed in the copy" bash -c "! cmp -s '$src/$file' '$tmp/comment/$file'"
-python3 "$src/scripts/cuda_same.py" --build "$build" --base-dir "$tmp/comment" "$unit" > "$tmp/comment.txt" 2>&1
-status=$?
-cat "$tmp/comment.txt"
-check "a comment changed: exit 0 (got $status)" [ "$status" -eq 0 ]
-check "a comment changed: the cubin the same" grep -q "^same .*$unit sm_90" "$tmp/comment.txt"
-
-mkdir -p "$tmp/code" && copy "$tmp/code"
-sed -i 's|tl::store(c, y + off, r \* r, n - off);|tl::store(c, y + off, r * r * r, n - off);|' "$tmp/code/$file"
-check "the forward was changed in the copy" bash -c "! cmp -s '$src/$file' '$tmp/code/$file'"
-python3 "$src/scripts/cuda_same.py" --build "$build" --base-dir "$tmp/code" "$unit" > "$tmp/code.txt" 2>&1
-status=$?
-cat "$tmp/code.txt"
-check "the forward changed: exit 1 (got $status)" [ "$status" -eq 1 ]
-check "the forward changed: the cubin differs" grep -q "^DIFFERS .*$unit sm_90" "$tmp/code.txt"
+# against COPY SED_SCRIPT STATUS VERDICT: the script against a copy of the tree with SED_SCRIPT
+# applied to relu2_ffn.cpp must exit STATUS and call the cubin VERDICT.
+against() {
+  local name=$1 status
+  mkdir -p "$tmp/$name" && copy "$tmp/$name"
+  sed -i "$2" "$tmp/$name/$file"
+  check "$name: the copy was changed" bash -c "! cmp -s '$src/$file' '$tmp/$name/$file'"
+  python3 "$src/scripts/cuda_same.py" --build "$build" --base-dir "$tmp/$name" "$unit" > "$tmp/$name.txt" 2>&1
+  status=$?
+  cat "$tmp/$name.txt"
+  check "$name: exit $3 (got $status)" [ "$status" -eq "$3" ]
+  check "$name: the cubin $4" grep -q "^$4 .*$unit sm_90" "$tmp/$name.txt"
+}
+against comment 's|^// y = relu(x)^2, one tile of 1024 elements per program.|// y = relu(x) squared, a tile of 1024 a program.|' 0 same
+against code 's|tl::store(c, y + off, r \* r, n - off);|tl::store(c, y + off, r * r * r, n - off);|' 1 DIFFERS
 
 if [ $fails -ne 0 ]; then
   echo "cuda_same_test: $fails failed"

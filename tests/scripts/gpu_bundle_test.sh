@@ -16,14 +16,8 @@ if [ ! -x "$build/bin/cuda_check" ] || ! grep -Eq '^CMAKE_CUDA_COMPILER:[A-Z]+=.
   echo "gpu_bundle_test: this build has no CUDA (no nvcc when it was configured): the bundle is made from a CUDA build only: skipped"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {  # DESCRIPTION CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what" && fails=$((fails + 1)); fi
-}
+# shellcheck source=tests/scripts/check.sh
+source "$(dirname "$0")/check.sh"  # $tmp, check, $fails
 
 # Pack (xz at its fastest: this tests the contents, not the size) and unpack.
 if ! XZ_OPT="-0 -T0" "$src/scripts/gpu-bundle.sh" --build-dir "$build" --baseline-dir "$build" --out "$tmp/bundle.tar.xz" \

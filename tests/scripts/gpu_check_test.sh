@@ -14,14 +14,8 @@ if [ ! -x "$build/bin/cuda_check" ]; then
   echo "gpu_check_test: this build has no cuda_check (no CUDA toolkit): skipped"
   exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-check() {  # DESCRIPTION CONDITION...
-  local what=$1
-  shift
-  if "$@"; then echo "ok: $what"; else echo "FAIL: $what" && fails=$((fails + 1)); fi
-}
+# shellcheck source=tests/scripts/check.sh
+source "$(dirname "$0")/check.sh"  # $tmp, check, $fails
 
 fail_check="bandwidth/add/float"     # made to throw
 hang_check="bandwidth/adamw/bf16"    # made to hang, after it (bf16 rows come after float ones)
