@@ -42,7 +42,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-all_sections=(facts kernels timing baseline profile model cudnn mfu small norms torch cpu)
+all_sections=(facts kernels timing baseline profile model cudnn mfu small norms torch cpu targets)
 only="" skip="" dry=0 budget=460 bin=build/bin
 while [ $# -gt 0 ]; do
   case $1 in
@@ -649,6 +649,59 @@ section_cpu() {
       "d256: $lx, d128: $small ms, $sx; copy $copy GB/s, fp32 GEMM $gemm GFLOP/s; $why"
   done < <(grep -E '^\| [0-9]' "$work/cpu-scaling.md")
   [ "$s" -eq 0 ] || row cpu cpu-scaling.sh FAIL "" "" "exit $s: $(tail -n 1 "$work/cpu-scaling.log")"
+}
+
+# Issue 31's targets, read from the rows above (no program runs, so no budget is needed): every
+# row kernel of the timing section at 85 % of the copy or more (the norm backwards 75 %), each
+# a row MET or BELOW with its share; then the fastest of our bf16 flash forwards against 300
+# TFLOP/s and of our backwards against 240 (B 4, H 16, T 4096, d 128, causal), without dropout
+# and with it, cuDNN's beside them. "Ahead of PyTorch" is torch-baseline.md's. The dry run's
+# figures are the CPU's: INFO rows, the path only. GPU_CHECK_TARGET_ROWS=FILE (tests): rows of
+# the JSON's form read after the run's own, as if the timing section had written them.
+section_targets() {
+  local check verdict value unit detail
+  while IFS=$'\t' read -r check verdict value unit detail; do
+    # ("-": an empty field, which read would collapse with the tabs around it)
+    [ "$value" = - ] && value=""
+    [ "$unit" = - ] && unit=""
+    [ "$dry" -eq 1 ] && [ "$verdict" != INFO ] && detail="dry run, the CPU's figures, would be $verdict: $detail" && verdict=INFO
+    row targets "$check" "$verdict" "$value" "$unit" "$detail"
+  done < <(awk '
+    function field(name,   m) {
+      if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
+      if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
+      return ""
+    }
+    field("section") == "timing" && field("value") != "" {
+      if (!(field("check") in v)) order[n++] = field("check")
+      v[field("check")] = field("value") + 0
+    }
+    function best(re, label, target,   i, c, top, name, line) {
+      top = -1
+      for (i = 0; i < n; i++) { c = order[i]; if (c ~ re && v[c] > top) { top = v[c]; name = c } }
+      if (top < 0) { printf "%s\tINFO\t-\t-\tno figure: none of its rows was timed in this run\n", label; return }
+      line = sprintf("target %d TFLOP/s; the fastest: %s", target, name)
+      printf "%s\t%s\t%.1f\tTFLOP/s\t%s\n", label, (top >= target ? "MET" : "BELOW"), top, line
+    }
+    END {
+      copy = v["ceiling/copy"]
+      met = 0; all = 0
+      for (i = 0; i < n; i++) {
+        c = order[i]
+        if (c !~ /^bandwidth\//) continue
+        if (copy <= 0) { printf "%s\tINFO\t-\t-\tno copy ceiling in this run to divide by\n", c; continue }
+        t = (c ~ /^bandwidth\/(rmsnorm|layernorm) backward/) ? 75 : 85
+        pct = 100 * v[c] / copy; all++; if (pct >= t) met++
+        printf "%s\t%s\t%.1f\t%% of copy\ttarget %d %%; %.4g GB/s against the copy'"'"'s %.4g\n", c, (pct >= t ? "MET" : "BELOW"), pct, t, v[c], copy
+      }
+      if (all > 0) printf "row kernels at their target\tINFO\t%d\tof %d\t85 %% of the copy, the norm backwards 75 %%\n", met, all
+      best("^attention/flash (wgmma (ws (tma )?)?)?forward( keys 64)?$", "attention forward, the fastest of ours", 300)
+      best("^attention/flash (wgmma (ws (tma )?)?)?forward( keys 64)? dropout 0\\.1$", "attention forward dropout 0.1, the fastest of ours", 300)
+      best("^attention/flash (wgmma )?backward( (heaviest first|bulk dq|tma|ws))?$", "attention backward, the fastest of ours", 240)
+      best("^attention/flash (wgmma )?backward( (heaviest first|bulk dq|tma|ws))? dropout 0\\.1$", "attention backward dropout 0.1, the fastest of ours", 240)
+      if ("attention/cudnn forward" in v) printf "attention forward, cuDNN\tINFO\t%.1f\tTFLOP/s\tthe default where it is faster\n", v["attention/cudnn forward"]
+      if ("attention/cudnn backward" in v) printf "attention backward, cuDNN\tINFO\t%.1f\tTFLOP/s\tthe default where it is faster\n", v["attention/cudnn backward"]
+    }' "$rows" ${GPU_CHECK_TARGET_ROWS:+"$GPU_CHECK_TARGET_ROWS"})
 }
 
 for s in "${all_sections[@]}"; do

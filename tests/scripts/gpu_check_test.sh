@@ -38,7 +38,7 @@ check "at most 6 files in \$OUT (got $n_files: $(find "$tmp/out" -type f -printf
 for f in gpu-check.md gpu-check.json gpu-check.log gpu-check-files.tar.xz; do
   check "\$OUT/$f exists" [ -s "$tmp/out/$f" ]
 done
-for s in facts kernels timing baseline profile model cudnn mfu small norms torch cpu; do
+for s in facts kernels timing baseline profile model cudnn mfu small norms torch cpu targets; do
   check "a row of section $s" grep -q "^| $s | " "$md"
   check "the wall time row of section $s" grep -Eq "^\| $s \| \(section wall time\) \| INFO \| [0-9]+ \| s \|" "$md"
 done
@@ -105,6 +105,36 @@ rows_json=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))
 check "the JSON parses and has every row of the table ($rows_md rows, JSON: $rows_json)" [ "$rows_md" = "$rows_json" ]
 check "the archive holds the sections' files" \
   bash -c "tar -tJf '$tmp/out/gpu-check-files.tar.xz' | grep -q 'every-f32-guarded.db'"
+
+check "targets: a row kernel against its target" \
+  grep -Eq "^\| targets \| bandwidth/rmsnorm forward/float \| INFO \| [0-9.]+ \| % of copy \| dry run, the CPU's figures, would be (MET|BELOW): target 85 %" "$md"
+check "targets: the row kernels' count" grep -Eq "^\| targets \| row kernels at their target \| INFO \| [0-9]+ \| of [0-9]+ \|" "$md"
+check "targets: no attention figure in a dry run" \
+  grep -q "^| targets | attention forward, the fastest of ours | INFO | - | - | no figure" "$md"
+
+# The targets section on figures as a GPU's timing section would write them (GPU_CHECK_TARGET_ROWS):
+# a norm backward at 77.5 % of the copy meets its 75, the add at 82.5 % is below its 85; the
+# fastest forward (320 TFLOP/s, the warp-specialized one) meets 300, the backward (230) is below 240.
+cat > "$tmp/target-rows.jsonl" << 'ROWS'
+{"section": "timing", "check": "ceiling/copy", "result": "INFO", "value": 4000, "unit": "GB/s", "detail": ""}
+{"section": "timing", "check": "bandwidth/rmsnorm backward/bf16", "result": "INFO", "value": 3100, "unit": "GB/s", "detail": ""}
+{"section": "timing", "check": "bandwidth/add/bf16", "result": "INFO", "value": 3300, "unit": "GB/s", "detail": ""}
+{"section": "timing", "check": "attention/flash forward", "result": "INFO", "value": 200, "unit": "TFLOP/s", "detail": ""}
+{"section": "timing", "check": "attention/flash wgmma ws forward", "result": "INFO", "value": 320, "unit": "TFLOP/s", "detail": ""}
+{"section": "timing", "check": "attention/flash wgmma backward tma", "result": "INFO", "value": 230, "unit": "TFLOP/s", "detail": ""}
+ROWS
+OUT="$tmp/targets" GPU_CHECK_TARGET_ROWS="$tmp/target-rows.jsonl" \
+  "$src/scripts/gpu-check.sh" --dry-run --bin "$build/bin" --only targets > /dev/null 2>&1
+t="$tmp/targets/gpu-check.md"
+check "targets: the norm backward at 77.5 % meets its 75" \
+  grep -q "^| targets | bandwidth/rmsnorm backward/bf16 | INFO | 77.5 | % of copy | .*would be MET: target 75 %; 3100 GB/s against the copy's 4000 |" "$t"
+check "targets: the add at 82.5 % is below its 85" \
+  grep -q "^| targets | bandwidth/add/bf16 | INFO | 82.5 | % of copy | .*would be BELOW: target 85 %" "$t"
+check "targets: 1 of 2 row kernels" grep -q "^| targets | row kernels at their target | INFO | 1 | of 2 |" "$t"
+check "targets: the fastest forward, by name, meets 300" \
+  grep -q "^| targets | attention forward, the fastest of ours | INFO | 320.0 | TFLOP/s | .*would be MET: target 300 TFLOP/s; the fastest: attention/flash wgmma ws forward |" "$t"
+check "targets: the backward below 240" \
+  grep -q "^| targets | attention backward, the fastest of ours | INFO | 230.0 | TFLOP/s | .*would be BELOW: target 240 TFLOP/s; the fastest: attention/flash wgmma backward tma |" "$t"
 
 # --only reruns just what is named; a wrong section name is refused.
 OUT="$tmp/only" "$src/scripts/gpu-check.sh" --dry-run --bin "$build/bin" --only facts,cudnn > /dev/null 2>&1
