@@ -26,6 +26,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import time
 
@@ -359,6 +360,12 @@ def value(rows, check):
     return math.nan if v is None else float(v)
 
 
+def fastest(rows, pattern):
+    """(value, check) of the fastest timed row whose check matches pattern; (nan, "none timed")."""
+    timed = [(value(rows, c), c) for c in rows if re.fullmatch(pattern, c) and not math.isnan(value(rows, c))]
+    return max(timed) if timed else (math.nan, "none timed")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", help="cuda_check's JSON timings (OUT/gpu-check.json), for the side-by-side columns")
@@ -417,6 +424,9 @@ def main():
     if bench:
         lines.append(f"| bench flash (mma.sync) | {value(bench, 'attention/flash forward'):.0f} | "
                      f"{value(bench, 'attention/flash backward'):.0f} |")
+        fwd, fwd_name = fastest(bench, r"attention/flash (wgmma (ws (tma )?)?)?forward( keys 64)?")
+        bwd, bwd_name = fastest(bench, r"attention/flash (wgmma )?backward( (heaviest first|bulk dq|tma|ws))?")
+        lines.append(f"| bench flash, the fastest of ours (`{fwd_name}`; `{bwd_name}`) | {fwd:.0f} | {bwd:.0f} |")
         lines.append(f"| bench's cuDNN SDPA (backend graph) | {value(bench, 'attention/cudnn forward'):.0f} | "
                      f"{value(bench, 'attention/cudnn backward'):.0f} |")
     for name, fwd, bwd in attention(torch):
