@@ -95,6 +95,15 @@ row() {
   echo "gpu-check: $1 / $2: $3${value:+ $value}${5:+ $5}${6:+ ($6)}" | tee -a "$log" >&2
   case $3 in FAIL | TIMEOUT) status=1 ;; esac
 }
+# An awk function for the rows' JSON lines (rows.jsonl, cuda_check's --json-rows): field(NAME) is
+# a string's text or a number's digits, "" for null (a check's name holds no quotes: json_str).
+# shellcheck disable=SC2016  # awk's own $0
+awk_field='
+  function field(name,   m) {
+    if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
+    if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
+    return ""
+  }'
 # Rewrites the JSON array and the archive from what is there now.
 flush() {
   { echo "["; sed '$!s/$/,/' "$rows"; echo "]"; } > "$json.tmp" && mv "$json.tmp" "$json"
@@ -255,19 +264,13 @@ section_baseline() {
     *) row baseline "baseline's cuda_check" INFO "" "" "exit $s (its FAIL rows are in baseline.md of the archive): $(tail -n 1 "$work/baseline.txt")" ;;
   esac
   local check ratio now before unit
-  # (a row: "check": "NAME", ..., "value": NUMBER or null, "unit": "UNIT"; names hold no quotes)
   while IFS=$'\t' read -r check ratio now before unit; do
     if [ "$ratio" = - ]; then
       row baseline "$check" INFO "" "" "at the baseline $before $unit; not timed by this commit's timing section in this run"
     else
       row baseline "$check" INFO "$ratio" "now/then" "now $now $unit, at the baseline $before $unit"
     fi
-  done < <(awk '
-    function field(name,   m) {
-      if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
-      if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
-      return ""
-    }
+  done < <(awk "$awk_field"'
     FILENAME == ARGV[1] { if (field("section") == "timing" && field("value") != "") now[field("check")] = field("value"); next }
     {
       c = field("check"); v = field("value")
@@ -666,12 +669,7 @@ section_targets() {
     [ "$unit" = - ] && unit=""
     [ "$dry" -eq 1 ] && [ "$verdict" != INFO ] && detail="dry run, the CPU's figures, would be $verdict: $detail" && verdict=INFO
     row targets "$check" "$verdict" "$value" "$unit" "$detail"
-  done < <(awk '
-    function field(name,   m) {
-      if (match($0, "\"" name "\": \"[^\"]*\"")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: "/, "", m); sub(/"$/, "", m); return m }
-      if (match($0, "\"" name "\": [-0-9.eE+]+")) { m = substr($0, RSTART, RLENGTH); sub(/^[^:]*: /, "", m); return m }
-      return ""
-    }
+  done < <(awk "$awk_field"'
     field("section") == "timing" && field("value") != "" {
       if (!(field("check") in v)) order[n++] = field("check")
       v[field("check")] = field("value") + 0
