@@ -18,9 +18,9 @@
 # was measured) with its own libbench libraries, in bench-bundle/baseline/, so that gpu-check's
 # `baseline` section times the kernels of then and of now on the same card, in the same run (a
 # lent machine may be another card, and every speed change since REV is a prediction until then).
-# REV's tree is exported (git archive) into build/baseline/REV and its cuda_check built there with
-# its own "default" preset (kept: a second bundle rebuilds nothing); --baseline-dir packs a built
-# tree's cuda_check as it is.
+# REV's tree is exported (git archive) into build/baseline/<its 7 hex digits> and its cuda_check
+# built there with its own "default" preset (kept: a second bundle rebuilds nothing);
+# --baseline-dir packs a built tree's cuda_check as it is.
 #
 # Programs run through the bundle's launcher, `bench-bundle/run PROGRAM ARGS...`
 # (scripts/gpu-bundle-run.sh): the bundle's loader with the bundle's libraries, the plugins' CUDA
@@ -66,7 +66,7 @@ else
     cmake --build --preset cuda
   fi
 fi
-# The baseline's build: REV's tree exported once into build/baseline/REV, its cuda_check built
+# The baseline's build: REV's tree exported once into build/baseline/, its cuda_check built
 # there (an up-to-date build is a no-op).
 baseline_note=""
 if [ -n "$baseline_dir" ]; then
@@ -111,7 +111,8 @@ if [ -n "$baseline_dir" ]; then
 fi
 # Every library the programs and the plugins load, except CUDA's, the driver's and our own.
 shopt -s nullglob
-for f in "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so "$b"/lib/bench/plugins/cuda/*.so "$b"/baseline/bin/*; do
+for f in "$b"/bin/* "$b"/lib/*.so* "$b"/lib/bench/plugins/*.so "$b"/lib/bench/plugins/cuda/*.so "$b"/baseline/bin/* \
+  "$b"/baseline/lib/*.so*; do
   ldd "$f"
 done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
