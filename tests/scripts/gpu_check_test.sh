@@ -4,8 +4,10 @@
 # is in the markdown table and in the JSON; a check made to fail (GPU_CHECK_FAIL) is a FAIL row
 # with its message and the checks after it still run; a check made to hang with SIGTERM ignored
 # (GPU_CHECK_HANG) is killed by `timeout -k` within its section's cap, the rows its program wrote
-# before stay, the section gets its TIMEOUT row and the sections after it run; and the exit status
-# says that something failed.
+# before stay, the section gets its TIMEOUT row and the sections after it run; the exit status
+# says that something failed. The baseline section's now / then rows (the same build as the
+# baseline) and the targets section, on the dry run's rows and then on a GPU's figures given
+# through GPU_CHECK_TARGET_ROWS (MET and BELOW, by name).
 #   gpu_check_test.sh BUILD_DIR SOURCE_DIR      exit 0 pass, 1 fail, 77 skipped (no CUDA build)
 set -uo pipefail
 build=$(cd "$1" && pwd)
