@@ -140,13 +140,13 @@ def kernels(tool, cubin):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], add_help=True)
-    ap.add_argument("--build", default=os.path.join(SOURCE, "build"))
-    ap.add_argument("--base", default="HEAD")
-    ap.add_argument("--base-dir")
-    ap.add_argument("--keep", help="keep the cubins in this folder")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("files", nargs="*")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(SOURCE, "build"), help="the build whose commands are used")
+    ap.add_argument("--base", default="HEAD", help="the commit to compare with (default HEAD)")
+    ap.add_argument("--base-dir", help="a source tree to compare with, as it is")
+    ap.add_argument("--keep", help="keep the cubins in this folder (outside the source tree)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="compiles at once")
+    ap.add_argument("files", nargs="*", metavar="FILE.cu", help="units of the build (default: every one)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     chosen = pick(units(build), args.files)
