@@ -114,6 +114,19 @@ check "targets: the row kernels' count" grep -Eq "^\| targets \| row kernels at 
 check "targets: no attention figure in a dry run" \
   grep -q "^| targets | attention forward, the fastest of ours | INFO | - | - | no figure" "$md"
 
+# A baseline that runs out of its cap: its TIMEOUT row, then the rows it finished compared. (A
+# cuda_check that runs the real one, then sleeps when called with the baseline's --only.)
+mkdir -p "$tmp/slow-bin"
+for p in bench kernels_test; do ln -s "$build/bin/$p" "$tmp/slow-bin/$p"; done
+printf '#!/bin/sh\n"%s" "$@"\ncase "$*" in *"ceiling/copy,bandwidth/"*) exec sleep 60 ;; esac\n' "$build/bin/cuda_check" \
+  > "$tmp/slow-bin/cuda_check"
+chmod +x "$tmp/slow-bin/cuda_check"
+OUT="$tmp/slow" GPU_CHECK_CAP_BASELINE=8 "$src/scripts/gpu-check.sh" --dry-run --bin "$tmp/slow-bin" --only timing,baseline \
+  > /dev/null 2>&1
+check "baseline: out of its cap, a TIMEOUT row" grep -q "^| baseline | (whole section) | TIMEOUT | .*the rows below" "$tmp/slow/gpu-check.md"
+check "baseline: out of its cap, the rows it finished compared" \
+  grep -Eq "^\| baseline \| bandwidth/rmsnorm forward/float \| INFO \| [0-9.]+ \| now/then \|" "$tmp/slow/gpu-check.md"
+
 # The targets section on figures as a GPU's timing section would write them (GPU_CHECK_TARGET_ROWS):
 # a norm backward at 77.5 % of the copy meets its 75, the add at 82.5 % is below its 85; the
 # fastest forward (320 TFLOP/s, the warp-specialized one) meets 300, the backward (230) is below 240.
