@@ -70,14 +70,14 @@ def cubin_commands(entry, out_stem):
     """The unit's nvcc command turned into one compile a real architecture: [(arch, argv)]."""
     argv = shlex.split(entry["command"])
     kept, archs, skip = [], [], False
-    for i, a in enumerate(argv):
+    for a in argv:
         if skip:
             skip = False
             continue
         if a in ("-o", "-MF", "-MT"):
             skip = True
             continue
-        if a in ("-c", "-MD", "-Xptxas=-v") or a.startswith("-Xptxas=-v"):
+        if a in ("-c", "-MD") or a.startswith("-Xptxas=-v"):
             continue
         m = re.match(r"--generate-code=arch=compute_(\w+),code=\[(.*)\]", a)
         if m:
