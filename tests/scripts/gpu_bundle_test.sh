@@ -80,12 +80,17 @@ steps=$("$b/run" bench --db "$db" query "SELECT count(*) FROM steps WHERE loss >
 check "every case completed (14, got ${completed:-none})" [ "${completed:-0}" = 14 ]
 check "logged steps with a loss (28, got ${steps:-none})" [ "${steps:-0}" = 28 ]
 
-# The baseline's cuda_check, alone as well: it lists its checks and times the add on the CPU.
+# The baseline's cuda_check, alone as well: it times the add on the CPU, and loads its own build's
+# libraries (baseline/lib, first on the path: both builds' libraries share their names).
 alone "$tmp/baseline.txt" "$b/run" --baseline cuda_check --backend cpu --small --only bandwidth/add/float
 status=$?
 check "the baseline's cuda_check runs from the bundle (exit $status: $(tail -n 1 "$tmp/baseline.txt"))" \
   grep -q "bandwidth/add/float" "$tmp/baseline.txt"
 check "the baseline's cuda_check exits 0" [ "$status" -eq 0 ]
+rm -f "$tmp"/ld.*
+(cd "$tmp/cwd" && LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld" "$b/run" --baseline cuda_check --list) > /dev/null 2>&1
+check "the baseline's cuda_check loads baseline/lib's libbench_cuda" \
+  grep -qF "calling init: $b/baseline/lib/libbench_cuda.so" "$tmp"/ld.*
 
 if [ $fails -ne 0 ]; then
   echo "gpu_bundle_test: $fails failed"
