@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attention.h"
@@ -53,10 +54,36 @@ std::vector<double> widen(const std::vector<uint16_t>& v) {
   return ::testing::AssertionSuccess();
 }
 
+/// A (query, key) pair of a case whose logit the inputs make the row's largest by far, where the
+/// mask hides it: a mask that let it in moves that query's output and gradients by about its
+/// probability (most of the row's), where with logits about 0 one pair of a long window adds about
+/// 1 / window, inside the tolerance. Query -1: none.
+struct HotPair {
+  int64_t query = -1, key = -1;
+};
+
+/// Every query head's row `hot.query` of q becomes half its kv head's row `hot.key` of k (each
+/// sequence of the batch): a logit of about d_head / 2 times the scale (4 at d 64 and scale 1/8,
+/// 5.7 at d 128), against about 0.5 with the row's other keys.
+void make_pair_hot(std::vector<uint16_t>& qkv, const AttentionArgs& a, int d, HotPair hot) {
+  if (hot.query < 0) return;
+  const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * d, group = a.n_heads / a.n_kv_heads;
+  for (int64_t b = 0; b < a.batch; ++b)
+    for (int64_t h = 0; h < a.n_heads; ++h)
+      for (int64_t i = 0; i < d; ++i) {
+        const uint16_t k = qkv[static_cast<size_t>((b * a.seq + hot.key) * width + (a.n_heads + h / group) * d + i)];
+        qkv[static_cast<size_t>((b * a.seq + hot.query) * width + h * d + i)] =
+            tile::float_to_bf16(0.5f * tile::bf16_to_float(tile::bf16{k})).bits;
+      }
+}
+
 struct FlashCase {
+  FlashCase(std::string n, const AttentionArgs& a, bool negative = false, HotPair h = {})
+      : name(std::move(n)), args(a), negative_logits(negative), hot(h) {}
   std::string name;
   AttentionArgs args;
-  bool negative_logits = false;  // the forward's inputs through make_logits_negative
+  bool negative_logits;  // the forward's inputs through make_logits_negative
+  HotPair hot;           // the inputs (forward and backward) through make_pair_hot
 };
 
 void PrintTo(const FlashCase& c, std::ostream* os) { *os << c.name; }
@@ -131,9 +158,10 @@ void make_logits_negative(std::vector<uint16_t>& qkv, const AttentionArgs& a, in
 }
 
 template <int D, bool kWgmma = false, bool kWs = false, bool kTma = false, int kN = flash::kBlockN>
-void check_forward(const AttentionArgs& a, bool negative_logits = false) {
+void check_forward(const AttentionArgs& a, bool negative_logits = false, HotPair hot = {}) {
   auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * (a.n_heads + 2 * a.n_kv_heads) * D), 31);
   if (negative_logits) make_logits_negative(qkv, a, D);
+  make_pair_hot(qkv, a, D, hot);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
   if constexpr (kWgmma)
@@ -157,9 +185,10 @@ void check_forward(const AttentionArgs& a, bool negative_logits = false) {
 /// has a tile of rows beyond its end, which no bulk reduction may reach (a row past the sequence's
 /// end not skipped).
 template <int D, bool kWgmma = false>
-void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr) {
+void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr, HotPair hot = {}) {
   const int64_t width = (a.n_heads + 2 * a.n_kv_heads) * D;
-  const auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * width), 33);
+  auto qkv = random_bf16(static_cast<size_t>(a.batch * a.seq * width), 33);
+  make_pair_hot(qkv, a, D, hot);
   const auto dout = random_bf16(static_cast<size_t>(a.batch * a.seq * a.n_heads * D), 34);
   std::vector<uint16_t> out;
   std::vector<float> row_max, lse;
@@ -234,28 +263,28 @@ void check_backward(const AttentionArgs& a, std::vector<uint16_t>* got = nullptr
 TEST_P(FlashEmulation, ForwardMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_forward<64>(a, GetParam().negative_logits);
+    check_forward<64>(a, GetParam().negative_logits, GetParam().hot);
   else
-    check_forward<128>(a, GetParam().negative_logits);
+    check_forward<128>(a, GetParam().negative_logits, GetParam().hot);
 }
 
 TEST_P(FlashEmulation, ForwardWgmmaMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_forward<64, true, false>(a, GetParam().negative_logits);
+    check_forward<64, true, false>(a, GetParam().negative_logits, GetParam().hot);
   else
-    check_forward<128, true, false>(a, GetParam().negative_logits);
+    check_forward<128, true, false>(a, GetParam().negative_logits, GetParam().hot);
 }
 
 // The warp-specialized variant: a producer warpgroup under full/empty mbarriers, the consumers'
 // ping-pong by named barriers (the emulator runs the waiters of each release first); at key tiles
 // of 128 and of 64.
 template <int kN, bool kTma>
-void check_ws(const AttentionArgs& a, bool negative_logits = false) {
+void check_ws(const AttentionArgs& a, bool negative_logits = false, HotPair hot = {}) {
   if (a.d_head == 64)
-    check_forward<64, true, true, kTma, kN>(a, negative_logits);
+    check_forward<64, true, true, kTma, kN>(a, negative_logits, hot);
   else
-    check_forward<128, true, true, kTma, kN>(a, negative_logits);
+    check_forward<128, true, true, kTma, kN>(a, negative_logits, hot);
 }
 
 /// The warp-specialized kernel that flash_attention_wgmma_forward launches for case c's args with
@@ -266,9 +295,9 @@ void check_launched(const FlashCase& c, int requested) {
   const int kn = flash::wgmma_forward_key_tile(requested, true);
   ASSERT_TRUE(kn == 64 || kn == 128) << "the launcher builds no key tile of " << requested;
   if (kn == 64)
-    check_ws<64, kTma>(c.args, c.negative_logits);
+    check_ws<64, kTma>(c.args, c.negative_logits, c.hot);
   else
-    check_ws<128, kTma>(c.args, c.negative_logits);
+    check_ws<128, kTma>(c.args, c.negative_logits, c.hot);
 }
 
 // The choice of flash_attention_wgmma_forward's key tile (flash::wgmma_forward_key_tile), which the
@@ -304,9 +333,9 @@ class FlashEmulationBwd : public ::testing::TestWithParam<FlashCase> {};
 TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
   const AttentionArgs& a = GetParam().args;
   if (a.d_head == 64)
-    check_backward<64>(a);
+    check_backward<64>(a, nullptr, GetParam().hot);
   else
-    check_backward<128>(a);
+    check_backward<128>(a, nullptr, GetParam().hot);
 }
 
 // The wgmma backward, with Q and dO by cp.async and then by TMA (one thread issues a tile's boxes
@@ -319,19 +348,19 @@ TEST_P(FlashEmulationBwd, BackwardMatchesFloat64Reference) {
 // empty mbarriers, the consumers' barriers named ones over their 256 threads; with dropout at d
 // 128 the keep and mask bits computed once a tile before the element step), against float64 and
 // bit-equal to the others too.
-void check_wgmma_backward_both_loads(AttentionArgs a) {
+void check_wgmma_backward_both_loads(AttentionArgs a, HotPair hot = {}) {
   const auto check =
       [&]<int D>() {
         std::vector<uint16_t> copied, loaded;
         a.flash_backward_tma = false;
-        check_backward<D, true>(a, &copied);
+        check_backward<D, true>(a, &copied, hot);
         a.flash_backward_tma = true;
-        check_backward<D, true>(a, &loaded);
+        check_backward<D, true>(a, &loaded, hot);
         EXPECT_TRUE(loaded == copied) << "dqkv of the TMA kernel differs from the cp.async one's, bulk dq "
                                       << a.flash_backward_bulk_dq;
         std::vector<uint16_t> specialized;
         a.flash_backward_ws = true;
-        check_backward<D, true>(a, &specialized);
+        check_backward<D, true>(a, &specialized, hot);
         a.flash_backward_ws = false;
         EXPECT_TRUE(specialized == copied)
             << "dqkv of the warp-specialized kernel differs from the cp.async one's, bulk dq "
@@ -343,14 +372,14 @@ void check_wgmma_backward_both_loads(AttentionArgs a) {
     check.template operator()<128>();
 }
 
-TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) { check_wgmma_backward_both_loads(GetParam().args); }
+TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) { check_wgmma_backward_both_loads(GetParam().args, GetParam().hot); }
 
 // The wgmma backward with dQ summed by bulk reductions of staged rows (cp.reduce.async.bulk), the
 // emulator checking the staging's fence, its reuse after wait_group.read and the final wait.
 TEST_P(FlashEmulationBwd, BackwardWgmmaBulkDqMatchesFloat64Reference) {
   AttentionArgs a = GetParam().args;
   a.flash_backward_bulk_dq = true;
-  check_wgmma_backward_both_loads(a);
+  check_wgmma_backward_both_loads(a, GetParam().hot);
 }
 
 // Sequences long enough that the K/V ring of three stages turns several times in one block (9 and
@@ -464,6 +493,21 @@ std::vector<FlashCase> cases() {
   a.window = 90;
   a.softcap = 12;
   c.push_back({"mqa_t260_window90_softcap12", a});
+  // Windows whose limits fall on the tiles' edges (each mutant named here passed every case above;
+  // docs/flash-forward.md, "The mask's limits on the tiles' edges"). A window of 127 over T 128:
+  // the last row of a warpgroup's 64 queries (of a warp's 32) sees its first tile's keys from the
+  // second on, the backward's 16-key slabs' alike, and T - 1 hides key 0 from the last query
+  // alone: a tile or slab taken for interior one key early, or a window of T - 1 taken for none,
+  // fails here, with that pair (query 127, key 0) made hot (make_pair_hot). A window of 2 over T 160: query 128, the first of its tile, is the last to see key
+  // 127, so the backward's walk of queries one short loses half of that key's gradients.
+  a = {1, 128, 2, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.window = 127;
+  a.dropout = 0.1;
+  a.dropout_seed = 17;
+  c.push_back({"mqa_t128_dh128_window127_dropout", a, false, {127, 0}});
+  a = {1, 160, 4, 2, 64, 0.125};
+  a.window = 2;
+  c.push_back({"gqa_4of2_t160_window2", a});
   // The sequence's end bound (key kl of the last tile visible iff kl < T - n0), one key late fails
   // only these: not causal (a causal row never sees the key past T, whatever the bound) and every
   // logit strongly negative (make_logits_negative), so that the key past T, a zero row, would be

@@ -176,6 +176,27 @@ std::vector<Flash32Case> cases() {
   a.dropout = 0.2;
   a.dropout_seed = 77;
   c.push_back({"gqa_t90_dropout", a});
+  // Windows whose limits fall on the 64-key tiles' edges (docs/flash-forward.md, "The mask's
+  // limits on the tiles' edges"): each catches a mask one key off that every case above passes.
+  // Causal, 127 over T 128: query tile 64's last row sees tile 0 from key 1 on (a tile taken for
+  // interior one key early). Causal, 2 over T 160: query 64 sees key 63 of the tile before, the
+  // first query's key tiles and the last key's query tiles both end there (one short skips it).
+  // Not causal, a band of the last 128 keys of T 129 (key 0 hidden: tile 0 is not interior) and of
+  // the last 37 of T 100 (key 63, the first tile's last, is the band's first: tile 0 is needed).
+  a = {1, 128, 2, 1, 64, 0.125};
+  a.window = 127;
+  c.push_back({"mqa_t128_window127", a});
+  a = {1, 160, 4, 2, 64, 0.125};
+  a.window = 2;
+  c.push_back({"gqa_4of2_t160_window2", a});
+  a = {1, 129, 1, 1, 64, 0.125};
+  a.causal = false;
+  a.window = 128;
+  c.push_back({"mha_noncausal_t129_window128", a});
+  a = {1, 100, 1, 1, 64, 0.125};
+  a.causal = false;
+  a.window = 37;
+  c.push_back({"mha_noncausal_t100_window37", a});
   return c;
 }
 
