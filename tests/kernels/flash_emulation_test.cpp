@@ -372,7 +372,9 @@ void check_wgmma_backward_both_loads(AttentionArgs a, HotPair hot = {}) {
     check.template operator()<128>();
 }
 
-TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) { check_wgmma_backward_both_loads(GetParam().args, GetParam().hot); }
+TEST_P(FlashEmulationBwd, BackwardWgmmaMatchesFloat64Reference) {
+  check_wgmma_backward_both_loads(GetParam().args, GetParam().hot);
+}
 
 // The wgmma backward with dQ summed by bulk reductions of staged rows (cp.reduce.async.bulk), the
 // emulator checking the staging's fence, its reuse after wait_group.read and the final wait.
@@ -493,13 +495,14 @@ std::vector<FlashCase> cases() {
   a.window = 90;
   a.softcap = 12;
   c.push_back({"mqa_t260_window90_softcap12", a});
-  // Windows whose limits fall on the tiles' edges (each mutant named here passed every case above;
-  // docs/flash-forward.md, "The mask's limits on the tiles' edges"). A window of 127 over T 128:
-  // the last row of a warpgroup's 64 queries (of a warp's 32) sees its first tile's keys from the
-  // second on, the backward's 16-key slabs' alike, and T - 1 hides key 0 from the last query
-  // alone: a tile or slab taken for interior one key early, or a window of T - 1 taken for none,
-  // fails here, with that pair (query 127, key 0) made hot (make_pair_hot). A window of 2 over T 160: query 128, the first of its tile, is the last to see key
-  // 127, so the backward's walk of queries one short loses half of that key's gradients.
+  // Windows whose limits fall on the tiles' edges (scripts/flash_mutants.py's mutants of them
+  // passed every case above; docs/flash-forward.md, "The mask's limits on the tiles' edges"). A
+  // window of 127 over T 128: the last row of a warpgroup's 64 queries (of a warp's 32) sees its
+  // first tile's keys from the second on, the backward's 16-key slabs' alike, and T - 1 hides key
+  // 0 from the last query alone: a tile or slab taken for interior one key early, or a window of
+  // T - 1 taken for none, fails here, with that pair (query 127, key 0) made hot (make_pair_hot).
+  // A window of 2 over T 160: query 128, the first of its tile, is the last to see key 127, so the
+  // backward's walk of queries one short loses half of that key's gradients.
   a = {1, 128, 2, 1, 128, 1.0 / std::sqrt(128.0)};
   a.window = 127;
   a.dropout = 0.1;
