@@ -1,4 +1,4 @@
-// defines: BENCH_HD, bench::tile::bf16, acc_t, to_acc/from_acc, tile math (exp, log, tanh, ...)
+// defines: BENCH_HD, BENCH_UNROLL, bench::tile::bf16, acc_t, to_acc/from_acc, tile math (exp, log, tanh, ...)
 //
 // The scalar vocabulary shared by every tile program and every executor. Compiles as plain C++
 // (no CUDA headers) and under nvcc, where the same functions become __host__ __device__.
@@ -8,6 +8,13 @@
 #include <cstdint>
 #include <cstring>
 
+// BENCH_UNROLL: `#pragma unroll` in device code; nothing in host code (GCC, and nvcc's host
+// pass under -Wall, would warn of an unknown pragma).
+#if defined(__CUDA_ARCH__)
+#define BENCH_UNROLL _Pragma("unroll")
+#else
+#define BENCH_UNROLL
+#endif
 #if defined(__CUDACC__)
 #define BENCH_HD __host__ __device__
 #define BENCH_FORCEINLINE __forceinline__

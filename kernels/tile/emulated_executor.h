@@ -3,7 +3,10 @@
 // Runs a tile program with the CUDA executor's element-to-thread mapping (Layout) and its
 // two-level reductions, lane by lane, on the CPU. A tile holds every lane's registers side by
 // side: element i of lane l sits at v[l * kPer + i] and stands for tile index
-// Layout::element(l, i). Wrong indexing in the mapping shows up here as wrong results in CI.
+// Layout::element(l, i). Every load and store runs the CUDA executor's own per-thread code
+// (tile/thread_access.h) for each lane in turn: its vector accesses and their fallbacks, tl::rows'
+// walk across rows, bf16's packing, the tails. Wrong indexing or a wrong branch there shows up
+// here as wrong results in CI.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include "layout.h"
 #include "packed.h"
 #include "parallel.h"
+#include "thread_access.h"
 #include "tile.h"
 
 namespace bench::tile {
@@ -40,32 +44,47 @@ class EmulatedCtx : public GridPosition {
   template <int N, class T>
   auto load(const T* p, int64_t n, acc_t<T> other) const {
     if constexpr (kLoadsPacked<T, Layout<N, TH, Run>::kVec>) {  // NOLINT(bugprone-branch-clone): one is discarded
-      return pack<N>(n, other, [&](int e) { return p[e].bits; });
+      Packed<N, N, EmulatedCtx> r;
+      r.n = n;
+      r.other = other;
+      for (int lane = 0; lane < TH; ++lane) Access::template load_packed<N>(lane, p, n, words_of<N>(r.words, lane));
+      return r;
     } else {
-      return load_unpacked<N>(p, n, other);
+      Tile<acc_t<T>, N, N> r;
+      for (int lane = 0; lane < TH; ++lane) Access::template load<N>(lane, p, n, other, &r.v[slot<N>(lane, 0)]);
+      return r;
     }
   }
 
-  /// tl::rows: the geometry as given; every element's row and column are computed at its access,
-  /// as the definition reads (the CUDA executor's per-run addressing is checked against it).
+  /// tl::rows: every lane's runs' rows and columns, as the CUDA executor's threads hold them.
   template <int N>
   struct Rows {
-    int64_t width;
-    int64_t first;
+    typename ThreadAccess<TH, Run>::template Rows<N> lane[TH];
     int64_t n;
   };
 
   template <int N>
   Rows<N> rows(int64_t width, int64_t first, int64_t n) const {
-    return {width, first, n};
+    Rows<N> r;
+    r.n = n;
+    for (int lane = 0; lane < TH; ++lane) r.lane[lane] = Access::template rows<N>(lane, width, first, n);
+    return r;
   }
 
   template <class T, int N>
   auto load_rows(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
     if constexpr (kLoadsPacked<T, Layout<N, TH, Run>::kVec>) {  // NOLINT(bugprone-branch-clone): one is discarded
-      return pack<N>(at.n, other, [&](int e) { return p[offset(at, stride, e)].bits; });
+      Packed<N, N, EmulatedCtx> r;
+      r.n = at.n;
+      r.other = other;
+      for (int lane = 0; lane < TH; ++lane)
+        Access::template load_rows_packed<N>(lane, p, stride, at.lane[lane], words_of<N>(r.words, lane));
+      return r;
     } else {
-      return load_rows_unpacked<N>(p, stride, at, other);
+      Tile<acc_t<T>, N, N> r;
+      for (int lane = 0; lane < TH; ++lane)
+        Access::template load_rows<T, N>(lane, p, stride, at.lane[lane], other, &r.v[slot<N>(lane, 0)]);
+      return r;
     }
   }
 
@@ -75,52 +94,37 @@ class EmulatedCtx : public GridPosition {
     static_assert(L == N, "every lane's elements side by side");
     Tile<float, N, L> r;
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int s = slot<N>(lane, i);
-        const auto bits = static_cast<uint16_t>(words[s / 2] >> (s % 2 * 16));
-        r.v[s] = Layout<N, TH, Run>::element(lane, i) < n ? bf16_to_float(bf16{bits}) : other;
-      }
+      Access::template unpack<N>(lane, words + slot<N>(lane, 0) / 2, n, other, &r.v[slot<N>(lane, 0)]);
     return r;
   }
 
   template <class T, class U, int N>
   void store_rows(T* p, int64_t stride, const Rows<N>& at, const Tile<U, N, N>& x) const {
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        if (e < at.n) p[offset(at, stride, e)] = from_acc<T>(x.v[slot<N>(lane, i)]);
-      }
+      Access::template store_rows<T, U, N>(lane, p, stride, at.lane[lane], &x.v[slot<N>(lane, 0)]);
   }
 
   template <class T, int N>
   Tile<acc_t<T>, N, N> gather(const T* p, const Tile<int, N, N>& idx, int64_t n, acc_t<T> other) const {
     Tile<acc_t<T>, N, N> r;
     for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int s = slot<N>(lane, i);
-        r.v[s] = Layout<N, TH, Run>::element(lane, i) < n ? to_acc(p[idx.v[s]]) : other;
-      }
+      Access::template gather<T, N>(lane, p, &idx.v[slot<N>(lane, 0)], n, other, &r.v[slot<N>(lane, 0)]);
     return r;
   }
 
   template <class T, class U, int N>
   void store(T* p, const Tile<U, N, N>& x, int64_t n) const {
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        if (e < n) p[e] = from_acc<T>(x.v[slot<N>(lane, i)]);
-      }
+    for (int lane = 0; lane < TH; ++lane) Access::template store<T, U, N>(lane, p, &x.v[slot<N>(lane, 0)], n);
   }
 
   /// A packed tile stored as bf16: its bits as loaded (`other` rounded at or past x.n), as the
   /// CUDA executor stores one.
   template <int N>
   void store(bf16* p, const Packed<N, N, EmulatedCtx>& x, int64_t n) const {
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        if (e < n) p[e] = e < x.n ? bf16{x.bits(slot<N>(lane, i))} : from_acc<bf16>(x.other);
-      }
+    for (int lane = 0; lane < TH; ++lane) {
+      const LanePacked part{x.words + slot<N>(lane, 0) / 2, x.n, x.other};
+      Access::template store_packed<N>(lane, p, part, n);
+    }
   }
 
   template <class U, int N>
@@ -149,54 +153,25 @@ class EmulatedCtx : public GridPosition {
   }
 
  private:
-  template <int N, class T>
-  Tile<acc_t<T>, N, N> load_unpacked(const T* p, int64_t n, acc_t<T> other) const {
-    Tile<acc_t<T>, N, N> r;
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        r.v[slot<N>(lane, i)] = e < n ? to_acc(p[e]) : other;
-      }
-    return r;
-  }
-
-  template <int N, class T>
-  Tile<acc_t<T>, N, N> load_rows_unpacked(const T* p, int64_t stride, const Rows<N>& at, acc_t<T> other) const {
-    Tile<acc_t<T>, N, N> r;
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        r.v[slot<N>(lane, i)] = e < at.n ? to_acc(p[offset(at, stride, e)]) : other;
-      }
-    return r;
-  }
-
-  // Where tile element e of the geometry `at` lies, rows `stride` apart.
-  template <int N>
-  static int64_t offset(const Rows<N>& at, int64_t stride, int e) {
-    const int64_t f = at.first + e;
-    return (f / at.width) * stride + f % at.width;
-  }
+  using Access = ThreadAccess<TH, Run>;
 
   template <int N>
   static constexpr int slot(int lane, int i) {
     return lane * Layout<N, TH, Run>::kPer + i;
   }
 
-  // The packed tile of the elements e < n, `bits(e)` each (0 past n: unpack gives `other`).
-  template <int N, class Bits>
-  Packed<N, N, EmulatedCtx> pack(int64_t n, float other, Bits bits) const {
-    Packed<N, N, EmulatedCtx> r;
-    r.n = n;
-    r.other = other;
-    for (int lane = 0; lane < TH; ++lane)
-      for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) {
-        const int s = slot<N>(lane, i);
-        const int e = Layout<N, TH, Run>::element(lane, i);
-        const uint32_t half = e < n ? bits(e) : 0U;
-        r.words[s / 2] = s % 2 == 0 ? half : r.words[s / 2] | half << 16;
-      }
-    return r;
+  // One lane's part of a packed tile, as ThreadAccess::store_packed reads a thread's Packed.
+  struct LanePacked {
+    const uint32_t* words;
+    int64_t n;
+    float other;
+    uint16_t bits(int k) const { return static_cast<uint16_t>(words[k / 2] >> (k % 2 * 16)); }
+  };
+
+  // Lane `lane`'s words of a packed tile (its kPer elements, two to a word).
+  template <int N>
+  static uint32_t* words_of(uint32_t* words, int lane) {
+    return words + slot<N>(lane, 0) / 2;
   }
 
   // Warp-shuffle tree (offsets 16, 8, 4, 2, 1 inside each 32-lane warp), then warp leaders
