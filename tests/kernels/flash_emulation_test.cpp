@@ -495,7 +495,7 @@ std::vector<FlashCase> cases() {
   a.window = 90;
   a.softcap = 12;
   c.push_back({"mqa_t260_window90_softcap12", a});
-  // Windows whose limits fall on the tiles' edges (scripts/flash_mutants.py's mutants of them
+  // Windows whose limits fall on the tiles' edges (scripts/mutants.py's mutants of them
   // passed every case above; docs/flash-forward.md, "The mask's limits on the tiles' edges"). A
   // window of 127 over T 128: the last row of a warpgroup's 64 queries (of a warp's 32) sees its
   // first tile's keys from the second on, the backward's 16-key slabs' alike, and T - 1 hides key

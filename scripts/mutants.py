@@ -1,26 +1,34 @@
 #!/usr/bin/env python3
-"""Mutants of the flash attention kernels: proof that the emulator's tests can fail.
+"""Mutants of the GPU code that the CPU runs: proof that its tests can fail.
 
-Each mutant is one small edit of a kernel header (a limit one off, a barrier or fence left out, an
-index that drops a term): the kind of slip that the CPU emulation must catch before a GPU ever
-runs the code. For each one this script puts the edit in, rebuilds kernels_test, runs the
-emulation tests (FlashEmulation*, Flash32*, the wgmma / TMA / bulk / barrier emulators' own),
-counts the failures and puts the file back as it was. A mutant marked `killed` must fail some
-test; one that passes is a gap in the tests, and the script exits 1.
+Each mutant is one small edit of a header (a limit one off, a barrier or fence left out, an index
+that drops a term, a row walk's step): the kind of slip that the CPU's emulation must catch before
+a GPU ever runs the code. For each one this script puts the edit in, rebuilds the test of its set,
+runs it, counts the failures and puts the file back as it was. A mutant marked `killed` must fail
+some test; one that passes is a gap in the tests, and the script exits 1. Two sets:
+
+  flash  the flash attention kernels (kernels/cuda/flash_attention_*.cuh), against the emulation
+         tests of kernels_test (FlashEmulation*, Flash32*, the wgmma / TMA / bulk / barrier
+         emulators' own); about a minute a mutant on two cores (nvcc rebuilds the kernel's CUDA
+         unit beside the test's)
+  tile   the CUDA executor's per-thread loads and stores (kernels/tile/thread_access.h, which the
+         emulated-block executor runs for every lane) and its layout, against tile_test; about 20 s
+         a mutant (the header-only test alone is rebuilt; the kernels' emulated-target tests see
+         the same code, but rebuilding the kernel library for them takes 7 minutes a mutant)
 
 Some edits change no result by design, and are listed as `equivalent` with the reason (the limits
 are multiples of the tiles, a row past the sequence's end is zeros, a skip only saves time): kept
 so that the reasoning stays written down and their text checked (`--check`); --all runs them too.
 
-  scripts/flash_mutants.py [--build DIR] [--all] [NAME...]   run the killed mutants (or these)
-  scripts/flash_mutants.py --list                            the mutants and what each expects
-  scripts/flash_mutants.py --check                           every mutant's text occurs once in
-                                                             its file (tests/CMakeLists.txt's
-                                                             scripts.flash_mutants)
+  scripts/mutants.py [--build DIR] [--set flash|tile] [--all] [NAME...]   run the killed mutants
+                                                                          (of a set, or these)
+  scripts/mutants.py --list                            the mutants, their set and expectation
+  scripts/mutants.py --check                           every mutant's text occurs once in its file
+                                                       (tests/CMakeLists.txt's scripts.mutants)
 
-A run takes about a minute a mutant on two cores (nvcc rebuilds the kernel's CUDA unit beside the
-test's). It refuses to touch a file with uncommitted changes, and restores the file on Ctrl-C.
-docs/flash-forward.md, "The mask's limits on the tiles' edges", has the campaign that made it.
+It refuses to touch a file with uncommitted changes, and restores the file on Ctrl-C.
+docs/flash-forward.md, "The mask's limits on the tiles' edges", has the campaign that made the
+flash set; docs/kernels.md, "The CUDA executor's own code in CI", the tile set's.
 """
 import argparse
 import os
@@ -31,8 +39,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FILTER = ('*FlashEmulation*:*Flash32*:*FlashBackwardGrid*:*TmaEmulation*:*WgmmaEmulation*:*BulkEmulation*:'
-          '*SyncEmulation*')
+# Each set: the target to rebuild, its binary and the tests to run (a gtest filter).
+SETS = {
+    'flash': ('kernels_test', ('*FlashEmulation*:*Flash32*:*FlashBackwardGrid*:*TmaEmulation*:*WgmmaEmulation*:'
+                               '*BulkEmulation*:*SyncEmulation*')),
+    'tile': ('tile_test', '*'),
+}
 
 WF = 'kernels/cuda/flash_attention_wgmma_kernels.cuh'
 KF = 'kernels/cuda/flash_attention_kernels.cuh'
@@ -41,6 +53,8 @@ WB = 'kernels/cuda/flash_attention_wgmma_backward_kernels.cuh'
 PR = 'kernels/cuda/flash_attention_wgmma_backward_producer.cuh'
 F32 = 'kernels/cuda/flash_attention_f32_kernels.cuh'
 F32B = 'kernels/cuda/flash_attention_f32_backward_kernels.cuh'
+TA = 'kernels/tile/thread_access.h'
+LAY = 'kernels/tile/layout.h'
 
 MULTIPLE = 'equivalent: the tiles start at multiples of 64 (warps of 32, slabs of 16), so the limit one off never falls between them'
 PAST_END = 'equivalent: a query past the sequence is a zero row (Q, dO, lse and D), so its P V and dS add nothing'
@@ -156,6 +170,57 @@ MUTANTS = [
     ('f32_base_all_masked', F32, 'const float base = m_new == -INFINITY ? 0.f : m_new;', 'const float base = m_new;',
      'killed'),
     ('f32_tile_sync', F32, '    th.sync();  // every thread is done with the previous tile\'s K, V and P\n', '', 'killed'),
+    # The CUDA executor's per-thread loads and stores (the tile set): bounds, the vector paths'
+    # conditions, tl::rows' division and walk across rows, bf16's halves, the tails.
+    ('rows_whole_n', TA, 'r.whole[k] = r.col[k] + L::kVec <= width && e + L::kVec <= n;',
+     'r.whole[k] = r.col[k] + L::kVec <= width;', 'killed'),
+    ('rows_whole_row', TA, 'r.whole[k] = r.col[k] + L::kVec <= width && e + L::kVec <= n;',
+     'r.whole[k] = e + L::kVec <= n;', 'killed'),
+    ('rows_whole_strict', TA, 'r.whole[k] = r.col[k] + L::kVec <= width && e + L::kVec <= n;',
+     'r.whole[k] = r.col[k] + L::kVec < width && e + L::kVec <= n;',
+     'equivalent: a run that ends on its row\'s last column goes element by element, to the same addresses'),
+    ('rows_first', TA, 'split_row(first + e, width, r.row[k], r.col[k]);', 'split_row(e, width, r.row[k], r.col[k]);',
+     'killed'),
+    ('split_32_bits', TA, 'if (f <= 0x7fffffff && width <= 0x7fffffff) {', 'if (width <= 0x7fffffff) {', 'killed'),
+    ('load_tail', TA, 'v[i + j] = e + j < n ? to_acc(p[e + j]) : other;', 'v[i + j] = e + j <= n ? to_acc(p[e + j]) : other;',
+     'killed'),
+    ('load_vector_bound', TA, 'if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {\n        load_vec',
+     'if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n + 1) {\n        load_vec', 'killed'),
+    ('load_packed_bound', TA, 'if (vector_ok<bf16, L::kVec>(p + e) && e + L::kVec <= n) {\n        load_raw',
+     'if (vector_ok<bf16, L::kVec>(p + e)) {\n        load_raw',
+     'equivalent: the words past n are never read as values (unpack gives `other` there, a packed store '
+     'stores `other` past the tile\'s n); a read past the buffer, which only the sanitizers see'),
+    ('set_half_high', TA, 'raw[k / 2] |= static_cast<uint32_t>(bits) << 16;', 'raw[k / 2] |= static_cast<uint32_t>(bits);',
+     'killed'),
+    ('rows_walk_gap', TA, 'if (col == at.width) q += stride - at.width, col = 0;\n          v[i + j]',
+     'if (col == at.width) col = 0;\n          v[i + j]', 'killed'),
+    ('rows_walk_gap_packed', TA, 'if (col == at.width) q += stride - at.width, col = 0;\n          set_half',
+     'if (col == at.width) col = 0;\n          set_half', 'killed'),
+    ('rows_walk_gap_store', TA, 'if (col == at.width) q += stride - at.width, col = 0;\n          if (e + j < at.n)',
+     'if (col == at.width) col = 0;\n          if (e + j < at.n)', 'killed'),
+    ('one_access_n', TA, 'return at.col[k] + kVec <= at.width && vector_ok<T, kVec>(q) && e + kVec <= at.n;',
+     'return at.col[k] + kVec <= at.width && vector_ok<T, kVec>(q);', 'killed'),
+    ('store_tail', TA, 'if (e + j < n) p[e + j] = from_acc<T>(x[i + j]);', 'if (e + j <= n) p[e + j] = from_acc<T>(x[i + j]);',
+     'killed'),
+    ('store_vector_bound', TA, 'if (vector_ok<T, L::kVec>(p + e) && e + L::kVec <= n) {\n        store_vec',
+     'if (vector_ok<T, L::kVec>(p + e)) {\n        store_vec', 'killed'),
+    ('store_packed_past_x', TA, '&& e + L::kVec <= n && e + L::kVec <= x.n) {', '&& e + L::kVec <= n) {', 'killed'),
+    ('store_packed_other', TA, ': from_acc<bf16>(x.other);', ': bf16{uint16_t{0}};', 'killed'),
+    ('unpack_tail', TA, 'if (e + j >= n) v[i + j] = other;', 'if (e + j > n) v[i + j] = other;', 'killed'),
+    ('unpack_halves', TA, 'v[2 * k] = detail::bits_as_float(raw[k] << 16);\n      v[2 * k + 1] = detail::bits_as_float(raw[k] & 0xffff0000u);',
+     'v[2 * k + 1] = detail::bits_as_float(raw[k] << 16);\n      v[2 * k] = detail::bits_as_float(raw[k] & 0xffff0000u);',
+     'killed'),
+    ('load_vec_halves', TA, 'out[w * kEach + 2 * k] = detail::bits_as_float(u[k] << 16);',
+     'out[w * kEach + 2 * k] = detail::bits_as_float(u[k] & 0xffff0000u);', 'killed'),
+    ('store_vec_pair', TA, 'detail::bf16x2_rn(in[w * kEach + 2 * k], in[w * kEach + 2 * k + 1]);',
+     'detail::bf16x2_rn(in[w * kEach + 2 * k + 1], in[w * kEach + 2 * k]);', 'killed'),
+    ('vector_alignment', TA, 'reinterpret_cast<uintptr_t>(p) % kBytes == 0;', 'reinterpret_cast<uintptr_t>(p) % 4 == 0;',
+     'killed'),
+    ('gather_tail', TA, 'v[i] = Layout<N, TH, Run>::element(lane, i) < n ? to_acc(p[idx[i]]) : other;',
+     'v[i] = Layout<N, TH, Run>::element(lane, i) <= n ? to_acc(p[idx[i]]) : other;', 'killed'),
+    ('layout_runs', LAY, 'return (i / kVec) * (TH * kVec) + lane * kVec + (i % kVec);',
+     'return (i / kVec) * (TH * kVec) + lane * kVec + i;', 'killed'),
+
 ]
 
 
@@ -165,16 +230,21 @@ def check():
     for name, path, old, new, expect in MUTANTS:
         n = open(os.path.join(ROOT, path)).read().count(old)
         if n != 1 or name in names or old == new or not (expect == 'killed' or expect.startswith('equivalent: ')):
-            print(f'flash_mutants: {name}: its text occurs {n} times in {path} (once wanted), or its name or expectation is wrong')
+            print(f'mutants: {name}: its text occurs {n} times in {path} (once wanted), or its name or expectation is wrong')
             bad += 1
         names.add(name)
-    print(f'flash_mutants: {len(MUTANTS) - bad} of {len(MUTANTS)} mutants apply')
+    print(f'mutants: {len(MUTANTS) - bad} of {len(MUTANTS)} mutants apply')
     return 1 if bad else 0
 
 
-def run_tests(binary, shards):
-    """(failed tests, tests run, first message) of the emulation tests, `shards` processes."""
-    procs = [subprocess.Popen([binary, f'--gtest_filter={FILTER}', '--gtest_brief=1'],
+def set_of(path):
+    """The set of a mutant of `path`: tile for the executor's headers, flash for the kernels'."""
+    return 'tile' if path.startswith('kernels/tile/') else 'flash'
+
+
+def run_tests(binary, test_filter, shards):
+    """(failed tests, tests run, first message) of the set's tests, `shards` processes."""
+    procs = [subprocess.Popen([binary, f'--gtest_filter={test_filter}', '--gtest_brief=1'],
                               env=dict(os.environ, GTEST_TOTAL_SHARDS=str(shards), GTEST_SHARD_INDEX=str(i)),
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(shards)]
     failed, ran, why = set(), 0, ''
@@ -186,7 +256,8 @@ def run_tests(binary, shards):
         if p.returncode not in (0, 1):
             failed.add(f'(the process, exit {p.returncode})')
         if not why:
-            why = next((line.strip() for line in out.splitlines() if 'Failure' in line or 'FiberTeam' in line), '')
+            why = next((line.strip() for line in out.splitlines()
+                        if 'Failure' in line or 'FiberTeam' in line or 'emulated CUDA fault' in line), '')
     return len(failed), ran, why
 
 
@@ -194,6 +265,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('names', nargs='*')
     ap.add_argument('--build', default=os.path.join(ROOT, 'build'))
+    ap.add_argument('--set', choices=sorted(SETS), help='only the mutants of this set')
     ap.add_argument('--all', action='store_true', help='the equivalent mutants too')
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--check', action='store_true')
@@ -202,23 +274,22 @@ def main():
         return check()
     if a.list:
         for name, path, _, _, expect in MUTANTS:
-            print(f'{name:24} {os.path.basename(path):44} {expect}')
+            print(f'{name:24} {set_of(path):5} {os.path.basename(path):44} {expect}')
         return 0
     unknown = set(a.names) - {m[0] for m in MUTANTS}
     if unknown:
-        print(f'flash_mutants: no mutant named {", ".join(sorted(unknown))} (see --list)', file=sys.stderr)
+        print(f'mutants: no mutant named {", ".join(sorted(unknown))} (see --list)', file=sys.stderr)
         return 2
     if a.names:
         chosen = [m for m in MUTANTS if m[0] in a.names]
     else:
-        chosen = [m for m in MUTANTS if a.all or m[4] == 'killed']
-    binary = os.path.join(a.build, 'bin', 'kernels_test')
+        chosen = [m for m in MUTANTS if (a.all or m[4] == 'killed') and (a.set is None or set_of(m[1]) == a.set)]
     if check():
         return 2
     dirty = subprocess.run(['git', '-C', ROOT, 'diff', '--name-only', '--', *sorted({m[1] for m in chosen})],
                            capture_output=True, text=True).stdout.split()
     if dirty:
-        print(f'flash_mutants: uncommitted changes in {", ".join(dirty)}: commit or stash them first', file=sys.stderr)
+        print(f'mutants: uncommitted changes in {", ".join(dirty)}: commit or stash them first', file=sys.stderr)
         return 2
     saved = {}
 
@@ -240,12 +311,13 @@ def main():
         saved[full] = text
         open(full, 'w').write(text.replace(old, new))
         t0 = time.time()
+        target, test_filter = SETS[set_of(path)]
         try:
-            b = subprocess.run(['cmake', '--build', a.build, '--target', 'kernels_test'], capture_output=True, text=True)
+            b = subprocess.run(['cmake', '--build', a.build, '--target', target], capture_output=True, text=True)
             if b.returncode != 0:
                 result, failed, ran, why = 'NOCOMPILE', 0, 0, next((l for l in b.stdout.splitlines() if 'error' in l), '')
             else:
-                failed, ran, why = run_tests(binary, shards)
+                failed, ran, why = run_tests(os.path.join(a.build, 'bin', target), test_filter, shards)
                 result = 'killed' if failed else 'SURVIVED'
         finally:
             restore()
@@ -253,8 +325,9 @@ def main():
         if kind == 'killed' and result != 'killed':
             gaps += 1
         print(f'{name:24} {kind:10} {result:9} {f"{failed}/{ran}":>9} {time.time() - t0:4.0f}s  {why[:90]}', flush=True)
-    subprocess.run(['cmake', '--build', a.build, '--target', 'kernels_test'], capture_output=True)
-    print(f'flash_mutants: {gaps} mutant(s) expected killed survived' if gaps else 'flash_mutants: as expected')
+    for target in sorted({SETS[set_of(m[1])][0] for m in chosen}):  # the targets as committed again
+        subprocess.run(['cmake', '--build', a.build, '--target', target], capture_output=True)
+    print(f'mutants: {gaps} mutant(s) expected killed survived' if gaps else 'mutants: as expected')
     return 1 if gaps else 0
 
 
