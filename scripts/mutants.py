@@ -188,7 +188,7 @@ MUTANTS = [
     ('load_packed_bound', TA, 'if (vector_ok<bf16, L::kVec>(p + e) && e + L::kVec <= n) {\n        load_raw',
      'if (vector_ok<bf16, L::kVec>(p + e)) {\n        load_raw',
      'equivalent: the words past n are never read as values (unpack gives `other` there, a packed store '
-     'stores `other` past the tile\'s n); a read past the buffer, which only the sanitizers see'),
+     'stores `other` past the tile\'s n); only a read past the buffer, which no test buffer ends at'),
     ('set_half_high', TA, 'raw[k / 2] |= static_cast<uint32_t>(bits) << 16;', 'raw[k / 2] |= static_cast<uint32_t>(bits);',
      'killed'),
     ('rows_walk_gap', TA, 'if (col == at.width) q += stride - at.width, col = 0;\n          v[i + j]',
