@@ -14,7 +14,8 @@ some test; one that passes is a gap in the tests, and the script exits 1. Two se
   tile   the CUDA executor's per-thread loads and stores (kernels/tile/thread_access.h, which the
          emulated-block executor runs for every lane) and its layout, against tile_test; about 20 s
          a mutant (the header-only test alone is rebuilt; the kernels' emulated-target tests see
-         the same code, but rebuilding the kernel library for them takes 7 minutes a mutant)
+         the same code, but rebuilding the kernel library for them, --kernels, takes 5 to 6
+         minutes a mutant)
 
 Some edits change no result by design, and are listed as `equivalent` with the reason (the limits
 are multiples of the tiles, a row past the sequence's end is zeros, a skip only saves time): kept
