@@ -16,14 +16,12 @@
 // the emulated-block executor runs that same code for every lane on the CPU, so CI tests it.
 #pragma once
 
-#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <cub/block/block_reduce.cuh>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <typeinfo>
 
 #include "defs.h"
@@ -37,9 +35,8 @@ namespace bench::tile {
 
 /// The thread's lane for tile/thread_access.h: threadIdx.x, read where each index needs it.
 struct ThreadLane {
-  __device__ __forceinline__ operator int() const {
-    return static_cast<int>(threadIdx.x);
-  }  // NOLINT(google-explicit-constructor)
+  // NOLINTNEXTLINE(google-explicit-constructor): an int wherever Layout::element takes the lane
+  __device__ __forceinline__ operator int() const { return static_cast<int>(threadIdx.x); }
 };
 
 template <int TH, int Run = 4>
@@ -56,7 +53,7 @@ class CudaCtx {
   __device__ Tile<int, N, Layout<N, TH, Run>::kPer> arange() const {
     Tile<int, N, Layout<N, TH, Run>::kPer> r;
 #pragma unroll
-    for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) r.v[i] = Layout<N, TH, Run>::element(ThreadLane{}, i);
+    for (int i = 0; i < Layout<N, TH, Run>::kPer; ++i) r.v[i] = Layout<N, TH, Run>::element(threadIdx.x, i);
     return r;
   }
 
