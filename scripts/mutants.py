@@ -194,7 +194,7 @@ MUTANTS = [
     ('mma_fwd_wait', KF, 'th.cp_async_wait(1);', 'th.cp_async_wait(2);', 'killed'),
     ('mma_fwd_next_stage', KF, 'Row* next = k_s + 2 * kBlockN * (stage ^ 1);', 'Row* next = k_s + 2 * kBlockN * stage;',
      'killed'),
-    ('mma_fwd_v_rows', KF, 'src + off + 8 * kParts * j', 'src + 8 * kParts * j', 'killed'),
+    ('mma_fwd_v_rows', KF, 'src + off + 8 * kParts * j', 'src + (off & 0) + 8 * kParts * j', 'killed'),  # V read from K
     ('mma_fwd_v_head', KF, 'const int v_off = n_kv * D;', 'const int v_off = n_h * D;', 'killed'),
     ('mma_fwd_gqa_head', KF, 'kv = h / (n_h / n_kv);', 'kv = h % n_kv;', 'killed'),
     ('mma_fwd_max_unscaled', KF, 'fmaxf(m[mt][r], tile_max * fac);', 'fmaxf(m[mt][r], tile_max);', 'killed'),
@@ -212,16 +212,16 @@ MUTANTS = [
     ('mma_fwd_row_max', KF, 'row_max[at] = m[mt][r] * kLn2;', 'row_max[at] = m[mt][r];', 'killed'),
     ('mma_fwd_lse', KF, '(m[mt][r] + log2f(l[mt][r])) * kLn2', '(m[mt][r] + logf(l[mt][r])) * kLn2', 'killed'),
     ('mma_fwd_out_batch', KF, 'out + (static_cast<int64_t>(b) * n_t + query) * n_h * D', 'out + query * n_h * D', 'killed'),
-    ('mma_fwd_heavy_first', KF, '(causal ? n_blocks - 1 - th.block_y() : th.block_x())', '(causal ? th.block_y() : th.block_x())',
+    ('mma_fwd_heavy_first', KF, '(causal ? n_blocks - 1 - th.block_y() : th.block_x())', '(causal ? th.block_y() + 0 * n_blocks : th.block_x())',
      'equivalent: only the order in which the query blocks start (forward_grid), every block is still run once'),
-    ('mma_fwd_causal_end', KF, 'const int64_t n_end = causal ? block_end : n_t;', 'const int64_t n_end = n_t;',
+    ('mma_fwd_causal_end', KF, 'const int64_t n_end = causal ? block_end : n_t;', 'const int64_t n_end = causal ? n_t + 0 * block_end : n_t;',
      'equivalent: the tiles past the block\'s last query are empty for all four warps and skipped (only time is lost)'),
     # The mma.sync backward's body (flash_backward_prep, flash_backward): D's reduction and dQ's zeros,
     # fragment addresses, the stages, the next tile's statistics, the barriers around dS^T, the
     # element step's dropout and soft-cap, the heads of dK, dV.
     ('mma_bwd_prep_reduce', BK, 'for (int o = 16; o > 0; o /= 2) acc += th.shfl_xor(acc, o);',
      'for (int o = 16; o > 1; o /= 2) acc += th.shfl_xor(acc, o);', 'killed'),
-    ('mma_bwd_prep_zero', BK, '  for (int d = lane; d < D; d += 32) dq_accum[row * D + d] = 0.f;\n', '', 'killed'),
+    ('mma_bwd_prep_zero', BK, 'dq_accum[row * D + d] = 0.f;', 'dq_accum[row * D + d] += 0.f;', 'killed'),  # not zeroed
     ('mma_bwd_n_fragment', BK, 'const int n_row = (lane % 8) + 8 * (lane / 16), n_col = 8 * ((lane / 8) % 2);',
      'const int n_row = (lane % 8) + 8 * ((lane / 8) % 2), n_col = 8 * (lane / 16);', 'killed'),
     ('mma_bwd_dq_half', BK, 'dq_col = (warp / (kBwdBlockM / 16)) * (D / 2);', 'dq_col = (warp % 2) * (D / 2);', 'killed'),
@@ -236,7 +236,7 @@ MUTANTS = [
      'killed'),
     ('mma_bwd_dropout_dp', BK, 'dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;',
      'dp = p * (dp - a.lse_s[kBwdBlockM + ql]) * dscale;', 'killed'),
-    ('mma_bwd_softcap_derivative', BK, 'return (1.f - s * s) * a.scale;', 'return a.scale;', 'killed'),
+    ('mma_bwd_softcap_derivative', BK, 'return (1.f - s * s) * a.scale;', 'return (1.f - 0.f * s) * a.scale;', 'killed'),
     ('mma_bwd_dropout_index', BK, '* n_t + m0) * n_t + k0,', '* n_t + m0) * n_t + n0,', 'killed'),
     ('mma_bwd_causal_begin', BK, 'const int64_t m_begin = causal ? n0 : 0;', 'const int64_t m_begin = causal ? n0 + kBwdBlockM : 0;',
      'killed'),

@@ -176,6 +176,8 @@ void check_forward(const AttentionArgs& a, bool negative_logits = false, HotPair
   // mma.sync forward's, so the wgmma forwards' is checked here alone).
   EXPECT_TRUE(close(attention_lse_reference(a, widen(qkv)), std::vector<double>(lse.begin(), lse.end()), 1e-4, 1e-4))
       << "log-sum-exp";
+  // lse >= max, and exp(max - lse) is the largest probability: at most 1.
+  for (size_t i = 0; i < lse.size(); ++i) ASSERT_TRUE(lse[i] >= row_max[i] - 1e-5f) << i;
 }
 
 /// The backward (prep, main, dQ) after the mma.sync forward, its main kernel the mma.sync one or
