@@ -236,7 +236,7 @@ MUTANTS = [
      'killed'),
     ('mma_bwd_dropout_dp', BK, 'dp = p * (dp * keep - a.lse_s[kBwdBlockM + ql]) * dscale;',
      'dp = p * (dp - a.lse_s[kBwdBlockM + ql]) * dscale;', 'killed'),
-    ('mma_bwd_softcap_derivative', BK, 'return (1.f - s * s) * a.scale;', 'return (1.f - 0.f * s) * a.scale;', 'killed'),
+    ('mma_bwd_capped_dscale', BK, 'return (1.f - s * s) * a.scale;', 'return (1.f - 0.f * s) * a.scale;', 'killed'),
     ('mma_bwd_dropout_index', BK, '* n_t + m0) * n_t + k0,', '* n_t + m0) * n_t + n0,', 'killed'),
     ('mma_bwd_causal_begin', BK, 'const int64_t m_begin = causal ? n0 : 0;', 'const int64_t m_begin = causal ? n0 + kBwdBlockM : 0;',
      'killed'),
