@@ -7,10 +7,11 @@ a GPU ever runs the code. For each one this script puts the edit in, rebuilds th
 runs it, counts the failures and puts the file back as it was. A mutant marked `killed` must fail
 some test; one that passes is a gap in the tests, and the script exits 1. Two sets:
 
-  flash  the flash attention kernels (kernels/cuda/flash_attention_*.cuh), against the emulation
-         tests of kernels_test (FlashEmulation*, Flash32*, the wgmma / TMA / bulk / barrier
+  flash  the flash attention kernels (kernels/cuda/flash_attention_*.cuh) and the warp emulator
+         they run on (tests/kernels/warp_emulator.h, tests/support/fibers.h), against the emulation
+         tests of kernels_test (FlashEmulation*, Flash32*, the warp / wgmma / TMA / bulk / barrier
          emulators' own); about a minute a mutant on two cores (nvcc rebuilds the kernel's CUDA
-         unit beside the test's)
+         unit beside the test's; an emulator mutant rebuilds the test alone)
   tile   the CUDA executor's per-thread loads and stores (kernels/tile/thread_access.h, which the
          emulated-block executor runs for every lane) and its layout, against tile_test; about 20 s
          a mutant (the header-only test alone is rebuilt; the kernels' emulated-target tests see
@@ -45,7 +46,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Each set: the target to rebuild, its binary and the tests to run (a gtest filter).
 SETS = {
     'flash': ('kernels_test', ('*FlashEmulation*:*Flash32*:*FlashBackwardGrid*:*TmaEmulation*:*WgmmaEmulation*:'
-                               '*BulkEmulation*:*SyncEmulation*')),
+                               '*BulkEmulation*:*SyncEmulation*:*WarpEmulation*:*FiberTeam*')),
     'tile': ('tile_test', '*'),
 }
 # --kernels: the tile set against the kernels' emulated-target tests instead (the whole kernel
@@ -61,6 +62,8 @@ F32 = 'kernels/cuda/flash_attention_f32_kernels.cuh'
 F32B = 'kernels/cuda/flash_attention_f32_backward_kernels.cuh'
 TA = 'kernels/tile/thread_access.h'
 LAY = 'kernels/tile/layout.h'
+EMU = 'tests/kernels/warp_emulator.h'
+FIB = 'tests/support/fibers.h'
 
 MULTIPLE = 'equivalent: the tiles start at multiples of 64 (warps of 32, slabs of 16), so the limit one off never falls between them'
 PAST_END = 'equivalent: a query past the sequence is a zero row (Q, dO, lse and D), so its P V and dS add nothing'
@@ -259,6 +262,20 @@ MUTANTS = [
      'killed'),
     ('f32_bwd_visible_ds', F32B, 'return {prob * keep, visible ? ds * p.scale : 0.f};', 'return {prob * keep, ds * p.scale};',
      'equivalent: prob is 0 where the pair is not visible, so ds is 0 there already (dp and D are finite)'),
+    # The warp emulator itself (what the flash kernels run on in CI): cp.async landing early and late,
+    # its waits and zero fill, the warps' order between barriers, mma.sync's and ldmatrix's fragments.
+    ('emu_always_early', EMU, 'if ((commits_++ + tid_) % 2 == 0) land(groups_.back());',
+     'if ((commits_++ + tid_) % 1 == 0) land(groups_.back());', 'killed'),
+    ('emu_never_early', EMU, 'if ((commits_++ + tid_) % 2 == 0) land(groups_.back());',
+     'if ((commits_++ + tid_) % 2 == 2) land(groups_.back());', 'killed'),
+    ('emu_wait_one_short', EMU, 'while (static_cast<int>(groups_.size()) > pending) {',
+     'while (static_cast<int>(groups_.size()) > pending + 1) {', 'killed'),
+    ('emu_zero_fill', EMU, '        std::memset(c.dst, 0, 16);\n', '        std::memcpy(c.dst, c.src, 16);\n', 'killed'),
+    ('emu_warps_in_order', FIB, '    std::shuffle(gangs_.begin(), gangs_.end(), random_);\n', '', 'killed'),
+    ('emu_mma_b_column', EMU, 'const float b_hi = bf16_at(w.b[p][b_lane + 4][k / 8], k % 2);',
+     'const float b_hi = bf16_at(w.b[p][b_lane + 1][k / 8], k % 2);', 'killed'),
+    ('emu_ldmatrix_trans', EMU, 'lo = rows[8 * m + 2 * (lane % 4)][lane / 4];', 'lo = rows[8 * m + lane / 4][2 * (lane % 4)];',
+     'killed'),
     # The CUDA executor's per-thread loads and stores (the tile set): bounds, the vector paths'
     # conditions, tl::rows' division and walk across rows, bf16's halves, the tails.
     ('rows_whole_n', TA, 'r.whole[k] = r.col[k] + L::kVec <= width && e + L::kVec <= n;',
