@@ -43,7 +43,8 @@ TEST(WarpEmulation, MmaFollowsTheIsaFragmentLayout) {
   launch(1, 1, 32, 0, [&](EmulatedThread& th) {
     const int g = th.tid() / 4, t = th.tid() % 4;
     const uint32_t af[4] = {emu_pack(a[g][2 * t], a[g][2 * t + 1]), emu_pack(a[g + 8][2 * t], a[g + 8][2 * t + 1]),
-                            emu_pack(a[g][2 * t + 8], a[g][2 * t + 9]), emu_pack(a[g + 8][2 * t + 8], a[g + 8][2 * t + 9])};
+                            emu_pack(a[g][2 * t + 8], a[g][2 * t + 9]),
+                            emu_pack(a[g + 8][2 * t + 8], a[g + 8][2 * t + 9])};
     float d[4] = {c[g][2 * t], c[g][2 * t + 1], c[g + 8][2 * t], c[g + 8][2 * t + 1]};
     th.mma(d, af, emu_pack(b[2 * t][g], b[2 * t + 1][g]), emu_pack(b[2 * t + 8][g], b[2 * t + 9][g]));
     got[g][2 * t] = d[0];
@@ -76,7 +77,9 @@ TEST(WarpEmulation, LdmatrixFollowsTheIsa) {
     th.ldmatrix_x4(got[0][th.tid()], row);
     th.ldmatrix_x4_trans(got[1][th.tid()], row);
   });
-  const auto value = [](int m, int r, int col) { return emu_pack(static_cast<float>(m * 64 + r * 8 + col), 0.f) & 0xffffu; };
+  const auto value = [](int m, int r, int col) {
+    return emu_pack(static_cast<float>(m * 64 + r * 8 + col), 0.f) & 0xffffu;
+  };
   for (int lane = 0; lane < 32; ++lane)
     for (int m = 0; m < 4; ++m) {
       const int g = lane / 4, t = lane % 4;
