@@ -63,6 +63,9 @@ F32B = 'kernels/cuda/flash_attention_f32_backward_kernels.cuh'
 TA = 'kernels/tile/thread_access.h'
 LAY = 'kernels/tile/layout.h'
 EMU = 'tests/kernels/warp_emulator.h'
+WGE = 'tests/kernels/wgmma_emulator.h'
+MBE = 'tests/kernels/mbarrier_emulator.h'
+BUE = 'tests/kernels/bulk_emulator.h'
 FIB = 'tests/support/fibers.h'
 
 MULTIPLE = 'equivalent: the tiles start at multiples of 64 (warps of 32, slabs of 16), so the limit one off never falls between them'
@@ -275,6 +278,15 @@ MUTANTS = [
     ('emu_mma_b_column', EMU, 'const float b_hi = bf16_at(w.b[p][b_lane + 4][k / 8], k % 2);',
      'const float b_hi = bf16_at(w.b[p][b_lane + 1][k / 8], k % 2);', 'killed'),
     ('emu_ldmatrix_trans', EMU, 'lo = rows[8 * m + 2 * (lane % 4)][lane / 4];', 'lo = rows[8 * m + lane / 4][2 * (lane % 4)];',
+     'killed'),
+    # The sm_90 emulators' own checks (their planted-fault tests: WgmmaEmulation, TmaEmulation,
+    # BulkEmulation): a wgmma's accumulators not poisoned in flight, no fence.proxy.async needed, no
+    # wgmma.fence needed, a TMA destination readable before its phase, bulk additions never early.
+    ('emu_wgmma_no_poison', WGE, '  wgmma_poison(op.d, half, kWgmmaPoisonD);\n', '  (void)half;\n', 'killed'),
+    ('emu_wgmma_unfenced', WGE, 'else if (unfenced[at] != 0)', 'else if (unfenced[at] != 0 && false)', 'killed'),
+    ('emu_wgmma_fence', EMU, 'if (!wgmma_.fenced)', 'if (false && !wgmma_.fenced)', 'killed'),
+    ('emu_tma_readable', MBE, '  std::memset(mem.unfenced + dst, kTmaInFlight, bytes);\n', '', 'killed'),
+    ('emu_bulk_never_early', BUE, 'const bool now = (s.commits++ + tid) % 2 == 0;', 'const bool now = (s.commits++ + tid) % 2 == 2;',
      'killed'),
     # The CUDA executor's per-thread loads and stores (the tile set): bounds, the vector paths'
     # conditions, tl::rows' division and walk across rows, bf16's halves, the tails.
