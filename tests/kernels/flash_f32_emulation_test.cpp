@@ -176,6 +176,15 @@ std::vector<Flash32Case> cases() {
   a.dropout = 0.2;
   a.dropout_seed = 77;
   c.push_back({"gqa_t90_dropout", a});
+  // Dropout at d_head 128 (kNC 8), not causal, with a soft-cap and a window: dS's dropout mask
+  // beside the soft-cap's derivative (the one case above alone failed when dS dropped the mask).
+  a = {1, 100, 2, 1, 128, 1.0 / std::sqrt(128.0)};
+  a.causal = false;
+  a.softcap = 20;
+  a.window = 30;
+  a.dropout = 0.3;
+  a.dropout_seed = 91;
+  c.push_back({"mqa_noncausal_t100_dh128_softcap20_window30_dropout", a});
   // Windows whose limits fall on the 64-key tiles' edges (docs/flash-forward.md, "The mask's
   // limits on the tiles' edges"): each catches a mask one key off that every case above passes.
   // Causal, 127 over T 128: query tile 64's last row sees tile 0 from key 1 on (a tile taken for
