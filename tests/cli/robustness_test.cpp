@@ -208,8 +208,15 @@ TEST(Robustness, TerminateWithJobsStoresEveryCaseInFlightAsInterrupted) {
   EXPECT_GT(count(s, "SELECT min(n) FROM (SELECT count(*) AS n FROM steps GROUP BY case_id)"), 0);
 }
 
+/// The stability cases' steps of the killed run: enough that the kill, 200 ms after the two
+/// throughput cases are stored, finds the first stability case in flight and the second not yet
+/// begun (each takes about 0.9 s of 200 steps on this project's two-core machine, 4 s under the
+/// sanitizers), and few enough that the resumed run, which trains both again, stays short (with
+/// 600 steps the sanitizer pass took 52 s for this test).
+constexpr int kSteps = 200;
+
 TEST(Robustness, KilledRunIsFoundStaleAndResumes) {
-  const std::string text = tiny(600);
+  const std::string text = tiny(kSteps);
   const std::string exp = test::write_temp("killed.toml", text);
   const std::string db = fresh_db("killed.db");
   const pid_t pid = start_run(db, exp);
@@ -238,7 +245,7 @@ TEST(Robustness, KilledRunIsFoundStaleAndResumes) {
     EXPECT_FALSE(rw.query("SELECT finished_at FROM runs").rows.at(0).at(0).is_null());
   }
   // Another experiment text cannot resume it.
-  const std::string other = test::write_temp("killed_other.toml", tiny(601));
+  const std::string other = test::write_temp("killed_other.toml", tiny(kSteps + 1));
   const test::Output refused = test::bench_cli("-q --db " + db + " run " + other + " --resume 1");
   EXPECT_EQ(refused.code, 2);
   EXPECT_NE(refused.err.find("was made from another experiment text"), std::string::npos) << refused.err;
@@ -253,7 +260,7 @@ TEST(Robustness, KilledRunIsFoundStaleAndResumes) {
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases"), 4);
   EXPECT_EQ(count(s, "SELECT count(DISTINCT ordinal) FROM cases"), 4);
   EXPECT_EQ(count(s, "SELECT count(*) FROM cases WHERE status = 'completed'"), 4);
-  EXPECT_EQ(count(s, "SELECT count(*) FROM steps"), 2 * 600);
+  EXPECT_EQ(count(s, "SELECT count(*) FROM steps"), 2 * kSteps);
   // The cases finished before the kill were kept, not run again; the one in flight was redone.
   const auto ids = s.query("SELECT id FROM cases ORDER BY ordinal").rows;
   for (size_t i = 0; i < kept_ids.size(); ++i) EXPECT_EQ(ids.at(i).at(0).as_int(), kept_ids[i]);
@@ -262,7 +269,7 @@ TEST(Robustness, KilledRunIsFoundStaleAndResumes) {
       count(s, "SELECT count(*) FROM (SELECT case_id, step FROM steps GROUP BY case_id, step HAVING count(*) > 1)"), 0);
   EXPECT_EQ(count(s,
                   "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE m.name = 'steps_done' "
-                  "AND m.value = 600"),
+                  "AND m.value = " + std::to_string(kSteps)),
             2);
 }
 
