@@ -5,7 +5,7 @@ Each mutant is one small edit of a header (a limit one off, a barrier or fence l
 that drops a term, a row walk's step): the kind of slip that the CPU's emulation must catch before
 a GPU ever runs the code. For each one this script puts the edit in, rebuilds the test of its set,
 runs it, counts the failures and puts the file back as it was. A mutant marked `killed` must fail
-some test; one that passes is a gap in the tests, and the script exits 1. Two sets:
+some test; one that passes is a gap in the tests, and the script exits 1. Three sets:
 
   flash  the flash attention kernels (kernels/cuda/flash_attention_*.cuh) and the warp emulator
          they run on (tests/kernels/warp_emulator.h, tests/support/fibers.h), against the emulation
@@ -17,12 +17,18 @@ some test; one that passes is a gap in the tests, and the script exits 1. Two se
          a mutant (the header-only test alone is rebuilt; the kernels' emulated-target tests see
          the same code, but rebuilding the kernel library for them, --kernels, takes 5 to 6
          minutes a mutant)
+  rows   the row kernels' families (kernels/NAME.h and NAME.cpp; the norms so far: what a device
+         runs and the host does not, the pipelined and the chunked rows, the tails' masks), against
+         kernels_test's tests of the family (kernels/norm.h: *Norm*) on the host targets: cpu,
+         emulated (the device's programs and grids) and guarded. Use a build without CUDA
+         (`cmake --preset cpu`, --build build/cpu): the family and kernels_test are rebuilt, about
+         2 to 3 minutes a mutant on two cores; a CUDA build recompiles the CUDA pass's unit too
 
 Some edits change no result by design, and are listed as `equivalent` with the reason (the limits
 are multiples of the tiles, a row past the sequence's end is zeros, a skip only saves time): kept
 so that the reasoning stays written down and their text checked (`--check`); --all runs them too.
 
-  scripts/mutants.py [--build DIR] [--set flash|tile] [--all] [NAME...]   run the killed mutants
+  scripts/mutants.py [--build DIR] [--set flash|tile|rows] [--all] [NAME...]  run the killed mutants
                                                                           (of a set, or these)
   scripts/mutants.py --kernels --set tile [NAME...]    the tile set against kernels_test's
                                                        emulated-target tests (*emulated*)
@@ -48,6 +54,9 @@ SETS = {
     'flash': ('kernels_test', ('*FlashEmulation*:*Flash32*:*FlashBackwardGrid*:*TmaEmulation*:*WgmmaEmulation*:'
                                '*BulkEmulation*:*SyncEmulation*:*WarpEmulation*:*FiberTeam*')),
     'tile': ('tile_test', '*'),
+    # The row kernels: kernels_test's tests of the mutated family on every host target (cpu,
+    # emulated, guarded), by the file's name (kernels/norm.h: *Norm*; rows_filter).
+    'rows': ('kernels_test', None),
 }
 # --kernels: the tile set against the kernels' emulated-target tests instead (the whole kernel
 # library rebuilt for each mutant: 5 to 6 minutes a mutant on two cores).
@@ -62,6 +71,8 @@ F32 = 'kernels/cuda/flash_attention_f32_kernels.cuh'
 F32B = 'kernels/cuda/flash_attention_f32_backward_kernels.cuh'
 TA = 'kernels/tile/thread_access.h'
 LAY = 'kernels/tile/layout.h'
+NH = 'kernels/norm.h'
+NC = 'kernels/norm.cpp'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -339,6 +350,36 @@ MUTANTS = [
      'v[i] = Layout<N, TH, Run>::element(lane, i) <= n ? to_acc(p[idx[i]]) : other;', 'killed'),
     ('layout_runs', LAY, 'return (i / kVec) * (TH * kVec) + lane * kVec + (i % kVec);',
      'return (i / kVec) * (TH * kVec) + lane * kVec + i;', 'killed'),
+    # The norms (kernels/norm.h, norm.cpp): what a device runs and the host does not (the column
+    # sums of the weight gradients in one launch, several groups of 32 rows a program), the
+    # software-pipelined rows, the chunked wide rows, the masks of a row's tail.
+    ('norm_wide_adds_first', NH, 's0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);',
+     's0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, true);', 'killed'),
+    ('norm_wide_adds_never', NH, 's0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);',
+     's0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, false);', 'killed'),
+    ('norm_ahead_mean', NH, '        mu = mu_next;\n', '', 'killed'),
+    ('norm_ahead_rstd', NH, '        rs = rs_next;\n', '        rs = rs + A(0) * rs_next;\n', 'killed'),
+    ('norm_rms_centered', NH, 'const A mean_g = center ? tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols) : A(0);',
+     'const A mean_g = tl::sum(c, tl::full<B>(c, A(0)) + g) / A(cols);', 'killed'),
+    ('norm_wide_residual', NH, '      chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);\n'
+     '    add_residual(c, r0, r1);', '      chunked(c, group, s0, s0 + kRowsPerGroup < r1 ? s0 + kRowsPerGroup : r1, s0 > r0);',
+     'killed'),
+    ('norm_fwd_tail_mask', NH, 'auto d = tl::where(tl::arange<B>(c) < static_cast<int>(cols), xv - mu, A(0));',
+     'auto d = xv - mu;', 'killed'),
+    ('norm_fwd_wide_fill', NH, 'auto d = tl::load<B>(c, xr + c0, cols - c0, mu) - mu;',
+     'auto d = tl::load<B>(c, xr + c0, cols - c0) - mu;', 'killed'),
+    ('column_sums_tail', NH, 'idx, (parts - p0) * kCols);', 'idx, kParts * kCols);', 'killed'),
+    ('column_sums_second', NH, 'const A* part = second ? part1 : part0;', 'const A* part = part0;', 'killed'),
+    ('column_sums_accumulate', NH, 'tile::to_acc(out[c0 + j]) + s);', 's);', 'killed'),
+    ('column_sums_select', NH, 'tl::where(col == j, acc, A(0))', 'tl::where(col >= j, acc, A(0))', 'killed'),
+    ('column_sums_stride', NH, 'const auto idx = (e / kCols) * static_cast<int>(cols) +',
+     'const auto idx = (e / kCols) * kCols +', 'killed'),
+    ('column_sum_first_part', NH, 'for (int64_t p = 0; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * stride',
+     'for (int64_t p = 1; p < parts; ++p) acc = acc + tl::load<B>(c, part + p * stride', 'killed'),
+    ('norm_device_groups', NC, 'std::max<int64_t>(1, (groups + kDeviceGroups - 1) / kDeviceGroups);',
+     'std::max<int64_t>(1, groups / kDeviceGroups);', 'killed'),
+    ('norm_device_sums_bias', NC, 'tile::Grid{(cols + kCols - 1) / kCols, dbias != nullptr ? 2 : 1}',
+     'tile::Grid{(cols + kCols - 1) / kCols, 1}', 'killed'),
 
 ]
 
@@ -357,8 +398,19 @@ def check():
 
 
 def set_of(path):
-    """The set of a mutant of `path`: tile for the executor's headers, flash for the kernels'."""
-    return 'tile' if path.startswith('kernels/tile/') else 'flash'
+    """The set of a mutant of `path`: tile for the executor's headers, flash for the flash kernels'
+    and their emulators, rows for a row kernel family's (kernels/NAME.h or .cpp)."""
+    if path.startswith('kernels/tile/'):
+        return 'tile'
+    if path.startswith('kernels/') and path.count('/') == 1:
+        return 'rows'
+    return 'flash'
+
+
+def rows_filter(path):
+    """The tests of a row kernel family: kernels/cross_entropy.h -> *CrossEntropy*."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return '*' + ''.join(w.capitalize() for w in stem.split('_')) + '*'
 
 
 def run_tests(binary, test_filter, shards):
@@ -432,6 +484,7 @@ def main():
         open(full, 'w').write(text.replace(old, new))
         t0 = time.time()
         target, test_filter = KERNELS if a.kernels and set_of(path) == 'tile' else SETS[set_of(path)]
+        test_filter = test_filter or rows_filter(path)
         try:
             b = subprocess.run(['cmake', '--build', a.build, '--target', target], capture_output=True, text=True)
             if b.returncode != 0:

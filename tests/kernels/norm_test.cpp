@@ -391,6 +391,62 @@ TEST_P(NormManyRowsTest, GroupsOfManyRowsMatchTheFloat64Backward) {
     }
 }
 
+// Rows wider than the widest tile, several groups of 32 rows a program: what a device runs for
+// more than 16,384 rows of more than 4,096 columns (norm_backward_rows_per_group, NormBackwardWide:
+// the partials of each later 32 rows added to those the program stored for the earlier ones).
+// Too large to reach through the launcher here, so the program is launched itself, 64 rows a
+// program over 100 rows (a group of 64, one of 36), on the target's widest tile: 1024 on the host
+// (1030 columns), 4096 on a device (4102). dx and each group's partials of both gradients against
+// float64 on the group's rows; the partials' memory starts as NaN, as a device's workspace is
+// whatever it held (Dev).
+TEST_P(NormManyRowsTest, WideRowsInProgramsOfSeveralGroupsMatchTheFloat64Partials) {
+  const Target& t = GetParam();
+  const auto run = [&]<int B>() {
+    constexpr int64_t kRows = 100, kPerGroup = 64, kGroups = 2, kCols = B + 6;
+    for (const bool center : {false, true}) {
+      SCOPED_TRACE(std::string(center ? "layernorm" : "rmsnorm") + ", " + std::to_string(kCols) + " columns");
+      const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(kRows * kCols), 14, 1.5, 0.3)));
+      const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(kCols), 15)));
+      const auto dy = to_double(to_storage<float>(random_vector(x.size(), 17)));
+      std::vector<float> mean(kRows), rstd(kRows);
+      for (int64_t r = 0; r < kRows; ++r) {
+        double mu = 0, ss = 0;
+        if (center)
+          for (int64_t c = 0; c < kCols; ++c) mu += x[static_cast<size_t>(r * kCols + c)] / static_cast<double>(kCols);
+        for (int64_t c = 0; c < kCols; ++c) ss += std::pow(x[static_cast<size_t>(r * kCols + c)] - mu, 2);
+        mean[static_cast<size_t>(r)] = static_cast<float>(mu);
+        rstd[static_cast<size_t>(r)] = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(kCols) + 1e-5));
+      }
+      Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)),
+          gmean(t, mean), grstd(t, rstd), gdx(t, x.size()), dw_part(t, kGroups * kCols), db_part(t, kGroups * kCols);
+      tile::launch(t.exec(), tile::Grid{kGroups},
+                   programs::NormBackwardWide<float, B>{{gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(),
+                                                         gdx.get(), dw_part.get(), db_part.get(), kRows, kCols,
+                                                         kPerGroup, nullptr, false, center}});
+      std::vector<double> ref_dx, all_dx;
+      std::vector<double> ref_dw(static_cast<size_t>(kGroups * kCols)), ref_db(ref_dw.size());
+      for (int64_t g = 0; g < kGroups; ++g) {
+        const int64_t r0 = g * kPerGroup, r1 = std::min(kRows, r0 + kPerGroup);
+        const auto rows_of = [&](const std::vector<double>& v) {
+          return std::vector<double>(v.begin() + r0 * kCols, v.begin() + r1 * kCols);
+        };
+        std::vector<double> dw(static_cast<size_t>(kCols)), db(dw.size());
+        norm_backward_reference(center, rows_of(x), w, rows_of(dy), ref_dx, dw, db, r1 - r0, kCols, 1e-5);
+        all_dx.insert(all_dx.end(), ref_dx.begin(), ref_dx.end());
+        std::copy(dw.begin(), dw.end(), ref_dw.begin() + g * kCols);
+        std::copy(db.begin(), db.end(), ref_db.begin() + g * kCols);
+      }
+      EXPECT_TRUE(all_near(to_double(gdx.host()), all_dx, 1e-4, 1e-4));
+      EXPECT_TRUE(all_near(to_double(dw_part.host()), ref_dw, 1e-4 * kPerGroup, 1e-4));
+      EXPECT_TRUE(all_near(to_double(db_part.host()), ref_db, 1e-4 * kPerGroup, 1e-4));
+    }
+  };
+  if (tile::runs_as_device(t.exec()))
+    run.template operator()<tile::kDeviceRowTile>();
+  else
+    run.template operator()<tile::kHostMaxTile>();
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, NormManyRowsTest, ::testing::ValuesIn(targets()), target_name);
 
 // The residual stream's adds folded into the norm's launches (norm_forward_residual,
