@@ -73,6 +73,8 @@ TA = 'kernels/tile/thread_access.h'
 LAY = 'kernels/tile/layout.h'
 NH = 'kernels/norm.h'
 NC = 'kernels/norm.cpp'
+SM = 'kernels/softmax.h'
+CE = 'kernels/cross_entropy.h'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -380,6 +382,34 @@ MUTANTS = [
      'std::max<int64_t>(1, groups / kDeviceGroups);', 'killed'),
     ('norm_device_sums_bias', NC, 'tile::Grid{(cols + kCols - 1) / kCols, dbias != nullptr ? 2 : 1}',
      'tile::Grid{(cols + kCols - 1) / kCols, 1}', 'killed'),
+    # Softmax (kernels/softmax.h): rows wider than the tile (chunked), masks, the soft-cap's derivative.
+    ('softmax_empty_row_max', SM, '      if (row_max != nullptr) tl::store_scalar(c, row_max + r, lowest);\n', '', 'killed'),
+    ('softmax_wide_sum_mask', SM,
+     'st + keep_columns<B>(c, c0, lo, hi, tl::map(FastExp{}, logits(tl::load<B>(c, sr + c0, cols - c0)) - m), A(0));',
+     'st + tl::map(FastExp{}, logits(tl::load<B>(c, sr + c0, cols - c0)) - m);', 'killed'),
+    ('softmax_bwd_wide_softcap', SM,
+     '        g = g * (A(1) - t * t);\n      }\n      tl::store(c, ds + off + c0,',
+     '        g = g * (A(1) - t);\n      }\n      tl::store(c, ds + off + c0,', 'killed'),
+    ('softmax_bwd_wide_scale', SM, 'keep_columns<B>(c, c0, lo, hi, g * scale, A(0)), n);',
+     'keep_columns<B>(c, c0, lo, hi, g, A(0)), n);', 'killed'),
+    # Cross-entropy (kernels/cross_entropy.h): the target's chunk, the vocabulary's tail and padding,
+    # ignored rows, the device's loss scale, z-loss.
+    ('ce_target_chunk_start', CE, 'if (target >= c0 && target < c0 + B)', 'if (target > c0 && target < c0 + B)',
+     'killed'),
+    ('ce_tail_zeroed', CE,
+     '      if (c0 + B > vocab) g = tl::where(tl::arange<B>(c) < static_cast<int>(vocab - c0), g, A(0));\n', '',
+     'killed'),
+    ('ce_padding_chunks', CE, 'for (int64_t c0 = (vocab + B - 1) / B * B; c0 < ld; c0 += B)',
+     'for (int64_t c0 = (vocab + B - 1) / B * B + B; c0 < ld; c0 += B)', 'killed'),
+    ('ce_ignored_padding', CE, 'for (int64_t c0 = 0; c0 < ld; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), ld - c0);',
+     'for (int64_t c0 = 0; c0 < vocab; c0 += B) tl::store(c, d + c0, tl::full<B>(c, A(0)), vocab - c0);', 'killed'),
+    ('ce_sum_tail_fill', CE, 'st = st + tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0, lowest) - m);',
+     'st = st + tl::map(FastExp{}, tl::load<B>(c, x + c0, vocab - c0) - m);', 'killed'),
+    ('ce_scale_at', CE, 'const A gs = grad_scale_at != nullptr ? static_cast<A>(*grad_scale_at) : grad_scale;',
+     'const A gs = grad_scale;', 'killed'),
+    ('ce_z_loss_grad', CE, 'const A coef = gs * (A(1) + z_coef2 * zr) / sum;', 'const A coef = gs / sum;', 'killed'),
+    ('ce_ignored_loss', CE, 'tl::store_scalar(c, loss + r, target >= 0 ? zr - x_target : A(0));',
+     'tl::store_scalar(c, loss + r, zr - x_target);', 'killed'),
 
 ]
 
