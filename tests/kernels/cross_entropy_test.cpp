@@ -33,12 +33,18 @@ void PrintTo(const CrossEntropyCase& c, std::ostream* os) {
   *os << c.rows << "x" << c.vocab << " shift " << c.shift << " " << c.target.name;
 }
 
-/// Targets in [0, vocab), with row 1 ignored (-1) when there are several rows.
+/// Targets in [0, vocab), with row 1 ignored (-1) when there are several rows. Row 0's target is
+/// column 0 and row 3's the first column of a later chunk where the vocabulary has one (1024 and
+/// 4096: chunk starts of the host's widest tile and a device's): the kernel finds the target's
+/// chunk by a range test, whose first column no other target falls on (a `>` for its `>=`
+/// passed every test).
 std::vector<int32_t> make_targets(int64_t rows, int64_t vocab) {
   std::vector<int32_t> t(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) t[r] = static_cast<int32_t>((r * 7919 + 13) % vocab);
+  t[0] = 0;
   if (rows > 1) t[1] = -1;
   if (rows > 2) t[2] = static_cast<int32_t>(vocab - 1);
+  if (rows > 3 && vocab > 1024) t[3] = vocab > 4096 ? 4096 : 1024;
   return t;
 }
 
