@@ -269,7 +269,8 @@ TEST(Robustness, KilledRunIsFoundStaleAndResumes) {
       count(s, "SELECT count(*) FROM (SELECT case_id, step FROM steps GROUP BY case_id, step HAVING count(*) > 1)"), 0);
   EXPECT_EQ(count(s,
                   "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE m.name = 'steps_done' "
-                  "AND m.value = " + std::to_string(kSteps)),
+                  "AND m.value = " +
+                      std::to_string(kSteps)),
             2);
 }
 
