@@ -75,6 +75,8 @@ NH = 'kernels/norm.h'
 NC = 'kernels/norm.cpp'
 SM = 'kernels/softmax.h'
 CE = 'kernels/cross_entropy.h'
+RH = 'kernels/rope.h'
+AH = 'kernels/adamw.h'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -410,6 +412,27 @@ MUTANTS = [
     ('ce_z_loss_grad', CE, 'const A coef = gs * (A(1) + z_coef2 * zr) / sum;', 'const A coef = gs / sum;', 'killed'),
     ('ce_ignored_loss', CE, 'tl::store_scalar(c, loss + r, target >= 0 ? zr - x_target : A(0));',
      'tl::store_scalar(c, loss + r, zr - x_target);', 'killed'),
+    # RoPE (kernels/rope.h): the half layout's pairs over all heads, the interleaved partner,
+    # partial rotation, the inverse's sign.
+    ('rope_half_pairs_tail', RH, 'const auto at = tl::rows<B>(c, half, c0, pairs - c0);',
+     'const auto at = tl::rows<B>(c, half, c0, pairs - c0 - 1);', 'killed'),
+    ('rope_half_head_stride', RH, 'auto b = tl::load_rows(c, xb, d_head, at);', 'auto b = tl::load_rows(c, xb, half, at);',
+     'killed'),
+    ('rope_half_sign', RH, 'auto si = tl::load_rows(c, st, 0, at) * sign;', 'auto si = tl::load_rows(c, st, 0, at);',
+     'killed'),
+    ('rope_interleaved_partner', RH, 'tl::gather(c, row + c0, idx + 1 - odd * 2, n);', 'tl::gather(c, row + c0, idx + 1, n);',
+     'killed'),
+    ('rope_partial_kept', RH, '      if constexpr (kPartial) out = tl::where(e < static_cast<int>(rot), out, xv);\n', '',
+     'killed'),
+    # AdamW (kernels/adamw.h): what a captured step reads from the device (the clip scale, the
+    # bias corrections, the rate and decay), the master weights, the step's count.
+    ('adamw_state_scale', AH, 'state != nullptr ? static_cast<A>(state[kAdamGradScale]) : grad_scale;', 'grad_scale;',
+     'killed'),
+    ('adamw_state_bc2', AH, 'state != nullptr ? static_cast<A>(state[kAdamInvBc2]) : inv_bc2;', 'inv_bc2;', 'killed'),
+    ('adamw_lr_at', AH, 'lr_at != nullptr ? static_cast<A>(*lr_at) : lr;', 'lr;', 'killed'),
+    ('adamw_keep_at', AH, 'keep_at != nullptr ? static_cast<A>(*keep_at) : keep;', 'keep;', 'killed'),
+    ('adamw_master_store', AH, '    if (master != nullptr) tl::store(c, master + off, pp, rest);\n', '', 'killed'),
+    ('adamw_step_count', AH, 'const double t = state[kAdamStep] + 1;', 'const double t = state[kAdamStep];', 'killed'),
 
 ]
 
@@ -437,10 +460,14 @@ def set_of(path):
     return 'flash'
 
 
+# Families whose tests' names are not the file's name in CamelCase.
+ROWS_FILTERS = {'adamw': '*AdamW*'}
+
+
 def rows_filter(path):
     """The tests of a row kernel family: kernels/cross_entropy.h -> *CrossEntropy*."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    return '*' + ''.join(w.capitalize() for w in stem.split('_')) + '*'
+    return ROWS_FILTERS.get(stem, '*' + ''.join(w.capitalize() for w in stem.split('_')) + '*')
 
 
 def run_tests(binary, test_filter, shards):
