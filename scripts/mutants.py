@@ -77,6 +77,7 @@ SM = 'kernels/softmax.h'
 CE = 'kernels/cross_entropy.h'
 RH = 'kernels/rope.h'
 AH = 'kernels/adamw.h'
+ACT = 'kernels/activation.h'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -433,6 +434,18 @@ MUTANTS = [
     ('adamw_keep_at', AH, 'keep_at != nullptr ? static_cast<A>(*keep_at) : keep;', 'keep;', 'killed'),
     ('adamw_master_store', AH, '    if (master != nullptr) tl::store(c, master + off, pp, rest);\n', '', 'killed'),
     ('adamw_step_count', AH, 'const double t = state[kAdamStep] + 1;', 'const double t = state[kAdamStep];', 'killed'),
+    # The gated FFN's activations (kernels/activation.h): GluForward's up half, GluBackward's two
+    # halves and dh's row, the plain backward's dy.
+    ('glu_fwd_up_half', ACT, '    auto g = tl::load<B>(c, gate, n);\n    auto u = tl::load<B>(c, gate + d_ff, n);',
+     '    auto g = tl::load<B>(c, gate, n);\n    auto u = tl::load<B>(c, gate, n);', 'killed'),
+    ('glu_bwd_up_half_out', ACT, 'tl::store(c, out + d_ff, d * tl::map(ActivationFn<kAct>{}, g), n);',
+     'tl::store(c, out, d * tl::map(ActivationFn<kAct>{}, g), n);', 'killed'),
+    ('glu_bwd_dgate_up', ACT, 'tl::store(c, out, d * u * tl::map(ActivationGrad<kAct>{}, g), n);',
+     'tl::store(c, out, d * tl::map(ActivationGrad<kAct>{}, g) + 0.f * u, n);', 'killed'),
+    ('glu_bwd_dh_row', ACT, 'auto dp = tl::load<B>(c, dh + r * d_ff + c0, n);', 'auto dp = tl::load<B>(c, dh + c0, n);',
+     'killed'),
+    ('act_bwd_dy', ACT, 'tl::store(c, dx + off, tl::load<B>(c, dy + off, rest) * g, rest);',
+     'tl::store(c, dx + off, g, rest);', 'killed'),
 
 ]
 
