@@ -441,7 +441,7 @@ MUTANTS = [
     ('glu_bwd_up_half_out', ACT, 'tl::store(c, out + d_ff, d * tl::map(ActivationFn<kAct>{}, g), n);',
      'tl::store(c, out, d * tl::map(ActivationFn<kAct>{}, g), n);', 'killed'),
     ('glu_bwd_dgate_up', ACT, 'tl::store(c, out, d * u * tl::map(ActivationGrad<kAct>{}, g), n);',
-     'tl::store(c, out, d * tl::map(ActivationGrad<kAct>{}, g) + 0.f * u, n);', 'killed'),
+     'static_cast<void>(u);\n    tl::store(c, out, d * d * tl::map(ActivationGrad<kAct>{}, g), n);', 'killed'),
     ('glu_bwd_dh_row', ACT, 'auto dp = tl::load<B>(c, dh + r * d_ff + c0, n);', 'auto dp = tl::load<B>(c, dh + c0, n);',
      'killed'),
     ('act_bwd_dy', ACT, 'tl::store(c, dx + off, tl::load<B>(c, dy + off, rest) * g, rest);',
