@@ -408,17 +408,13 @@ TEST_P(NormManyRowsTest, WideRowsInProgramsOfSeveralGroupsMatchTheFloat64Partial
       const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(kRows * kCols), 14, 1.5, 0.3)));
       const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(kCols), 15)));
       const auto dy = to_double(to_storage<float>(random_vector(x.size(), 17)));
-      std::vector<float> mean(kRows), rstd(kRows);
-      for (int64_t r = 0; r < kRows; ++r) {
-        double mu = 0, ss = 0;
-        if (center)
-          for (int64_t c = 0; c < kCols; ++c) mu += x[static_cast<size_t>(r * kCols + c)] / static_cast<double>(kCols);
-        for (int64_t c = 0; c < kCols; ++c) ss += std::pow(x[static_cast<size_t>(r * kCols + c)] - mu, 2);
-        mean[static_cast<size_t>(r)] = static_cast<float>(mu);
-        rstd[static_cast<size_t>(r)] = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(kCols) + 1e-5));
-      }
+      // The program's row statistics: the forward's, in float64 on the host, rounded to float.
+      std::vector<double> y(x.size()), mean(kRows), rstd(kRows);
+      norm_forward<double>(Exec{}, center, x.data(), w.data(), nullptr, y.data(), mean.data(), rstd.data(), kRows,
+                           kCols, 1e-5);
       Dev<float> gx(t, to_storage<float>(x)), gw(t, to_storage<float>(w)), gdy(t, to_storage<float>(dy)),
-          gmean(t, mean), grstd(t, rstd), gdx(t, x.size()), dw_part(t, kGroups * kCols), db_part(t, kGroups * kCols);
+          gmean(t, to_storage<float>(mean)), grstd(t, to_storage<float>(rstd)), gdx(t, x.size()),
+          dw_part(t, kGroups * kCols), db_part(t, kGroups * kCols);
       tile::launch(t.exec(), tile::Grid{kGroups},
                    programs::NormBackwardWide<float, B>{{gdy.get(), gx.get(), gw.get(), gmean.get(), grstd.get(),
                                                          gdx.get(), dw_part.get(), db_part.get(), kRows, kCols,
