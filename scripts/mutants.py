@@ -78,6 +78,17 @@ CE = 'kernels/cross_entropy.h'
 RH = 'kernels/rope.h'
 AH = 'kernels/adamw.h'
 ACT = 'kernels/activation.h'
+EWH = 'kernels/elementwise.h'
+EWC = 'kernels/elementwise.cpp'
+DRH = 'kernels/dropout.h'
+DRC = 'kernels/dropout.cpp'
+SCH = 'kernels/softcap.h'
+CLH = 'kernels/clamp.h'
+CLC = 'kernels/clamp.cpp'
+GEH = 'kernels/gemm_epilogue.h'
+GEC = 'kernels/gemm_epilogue.cpp'
+PBH = 'kernels/probes.h'
+PBC = 'kernels/probes.cpp'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -446,7 +457,77 @@ MUTANTS = [
      'killed'),
     ('act_bwd_dy', ACT, 'tl::store(c, dx + off, tl::load<B>(c, dy + off, rest) * g, rest);',
      'tl::store(c, dx + off, g, rest);', 'killed'),
-
+    # The flat and strided element-wise programs (kernels/elementwise.h, .cpp): sum_of's shares and
+    # its device stage, the entropy's zero terms, the embedding's column chunks, the blocks' strides.
+    ('sum_terms_share', EWH, 'const int64_t last = (p + 1) * chunks / parts;\n    auto acc',
+     'const int64_t last = first + chunks / parts;\n    auto acc', 'killed'),
+    ('sum_partials_last', EWH, 'tl::store_scalar(c, result, tl::sum(c, tl::load<B>(c, partial, parts)));',
+     'tl::store_scalar(c, result, tl::sum(c, tl::load<B>(c, partial, parts - 1)));', 'killed'),
+    ('entropy_zero_term', EWH, 'return v > 0 ? -v * tile::math::log(v) : 0.0;', 'return v >= 0 ? -v * tile::math::log(v) : 0.0;',
+     'killed'),
+    ('emb_fwd_chunk', EWH, 'tl::store(c, dst + c0, tl::load<B>(c, src + c0, dim - c0), dim - c0);',
+     'tl::store(c, dst + c0, tl::load<B>(c, src, dim - c0), dim - c0);', 'killed'),
+    ('emb_bwd_chunk', EWH, 'acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim + c0, rest);',
+     'acc = acc + tl::load<B>(c, dout + static_cast<int64_t>(positions[k]) * dim, rest);', 'killed'),
+    ('emb_bwd_overwrites', EWH, 'tl::loaded_t<B, Ctx, T> acc = tl::load<B>(c, row, rest);',
+     'tl::loaded_t<B, Ctx, T> acc = tl::load<B>(c, row, rest) * acc_t<T>(0);', 'killed'),
+    ('block_src_stride', EWH, 'tl::load<B>(c, src + r * src_ld + c0, n)', 'tl::load<B>(c, src + r * dst_ld + c0, n)', 'killed'),
+    ('emb_fwd_scale_dropped', EWC, 'if (scale == acc_t<T>(1)) {\n      tile::launch(exec, grid, programs::EmbeddingForward',
+     'if (scale != acc_t<T>(0)) {\n      tile::launch(exec, grid, programs::EmbeddingForward', 'killed'),
+    ('sum_of_device_result', EWC, 'copy_bytes(&result, d + parts, sizeof result);', 'copy_bytes(&result, d, sizeof result);',
+     'killed'),
+    # Dropout (kernels/dropout.h, .cpp): the mask's element index, the step read from memory, the scale, p = 0.
+    ('dropout_chunk_base', DRH, 'mask{dropout_seed_of(seed, step_at), off, p,', 'mask{dropout_seed_of(seed, step_at), 0, p,',
+     'killed'),
+    ('dropout_step_ignored', DRH, 'mask{dropout_seed_of(seed, step_at), off, p,', 'mask{seed, off, p,', 'killed'),
+    ('dropout_scale', DRH, 'A(1) / (A(1) - static_cast<A>(p))', 'A(1) - static_cast<A>(p)', 'killed'),
+    ('dropout_rate_zero', DRC, '    copy_bytes(y, x, static_cast<size_t>(n) * sizeof(T));  // in whatever memory they are\n', '',
+     'killed'),
+    # The soft-cap (kernels/softcap.h): the slope's clamp at 0, the backward's 1 / cap.
+    ('softcap_slope_clamp', SCH, 'return s > A(0) ? s : A(0);', 'return s;', 'killed'),
+    ('softcap_bwd_inv_cap', SCH, 'auto slope = tl::map(CapSlope{}, tl::load<B>(c, y + off, rest) * inv_cap);',
+     'auto slope = tl::map(CapSlope{}, tl::load<B>(c, y + off, rest));', 'killed'),
+    # The clamp (kernels/clamp.h, .cpp): NaN passes forward, the bound's own gradient, the bound as stored.
+    ('clamp_nan_to_bound', CLH, 'return v < -bound ? -bound : (v > bound ? bound : v);',
+     'return v >= -bound ? (v > bound ? bound : v) : -bound;', 'killed'),
+    ('clamp_bwd_at_bound', CLH, 'return -bound < y && y < bound ? dy : A(0);', 'return -bound <= y && y <= bound ? dy : A(0);',
+     'killed'),
+    ('clamp_bound_unrounded', CLC, 'return tile::to_acc(tile::from_acc<T>(static_cast<acc_t<T>>(bound)));',
+     'return static_cast<acc_t<T>>(bound);', 'killed'),
+    # The GEMM's epilogue programs (kernels/gemm_epilogue.h, .cpp): the column chunks of a row,
+    # aux's own stride, the bias added before a bf16 activation, the bias gradient's column chunks.
+    ('epi_bias_chunk', GEH, 'tl::load<B>(ctx, row, rest) + tl::load<B>(ctx, bias + c0, rest), rest);',
+     'tl::load<B>(ctx, row, rest) + tl::load<B>(ctx, bias, rest), rest);', 'killed'),
+    ('epi_grid_one_chunk', GEC, 'const tile::Grid grid{m, (n + kRows - 1) / kRows};', 'const tile::Grid grid{m, 1};',
+     'killed'),
+    ('epi_grad_aux_stride', GEH, 'tl::load<B>(ctx, aux + r * ld_aux + c0, rest));', 'tl::load<B>(ctx, aux + r * ldc + c0, rest));',
+     'killed'),
+    ('epi_act_aux_unkept', GEH, 'T* keep = aux != nullptr ? aux + r * ld_aux + c0 : row;', 'T* keep = row;', 'killed'),
+    ('epi_act_unrounded', GEH,
+     '        tl::store(ctx, keep, pre + tl::load<B>(ctx, bias + c0, rest), rest);\n        pre = tl::load<B>(ctx, keep, rest);\n',
+     '        const auto sum = pre + tl::load<B>(ctx, bias + c0, rest);\n        tl::store(ctx, keep, sum, rest);\n'
+     '        tl::store(ctx, row, tl::map(ActivationFn<kAct>{}, sum), rest);\n        return;\n', 'killed'),
+    ('col_total_chunk', GEH, 'tl::store(ctx, out + c0, acc, rest);', 'tl::store(ctx, out, acc, rest);', 'killed'),
+    ('col_total_first_row', GEH, 'for (int64_t r = 0; r < rows; ++r) acc = acc +', 'for (int64_t r = 1; r < rows; ++r) acc = acc +',
+     'killed'),
+    # The probes (kernels/probes.h, .cpp): the max's shares, padding and NaN count, sum_in_order's
+    # terms and order, the loss sums' and the scale's ignored rows.
+    ('max_terms_share', PBH, 'const int64_t last = (p + 1) * chunks / parts;\n    auto top',
+     'const int64_t last = first + chunks / parts;\n    auto top', 'killed'),
+    ('max_terms_pad', PBH, 'tl::load<B>(c, x + off, n - off, tile::acc_t<T>(-INFINITY))', 'tl::load<B>(c, x + off, n - off, tile::acc_t<T>(0))',
+     'killed'),
+    ('max_partials_pad', PBH, 'tl::max(c, tl::load<B>(c, partial, parts, -INFINITY));', 'tl::max(c, tl::load<B>(c, partial, parts, 0.0));',
+     'killed'),
+    ('max_nan_count', PBH, 'tl::store_scalar(c, result, nans > 0 ? NAN', 'tl::store_scalar(c, result, nans > 1 ? NAN', 'killed'),
+    ('in_order_squares', PBC, 'programs::SumTerms<T, kProbesFlat, SumOf::kSquares>{x, partial, n, parts});',
+     'programs::SumTerms<T, kProbesFlat, SumOf::kValues>{x, partial, n, parts});', 'killed'),
+    ('in_order_entropy', PBC, 'programs::SumTerms<T, kProbesFlat, SumOf::kEntropy>{x, partial, n, parts});',
+     'programs::SumTerms<T, kProbesFlat, SumOf::kSquares>{x, partial, n, parts});', 'killed'),
+    ('in_order_reversed', PBH, 'for (int64_t i = 0; i < parts; ++i) s += partial[i];',
+     'for (int64_t i = parts - 1; i >= 0; --i) s += partial[i];', 'killed'),
+    ('loss_sums_target_zero', PBH, 'if (targets[i] < 0) continue;\n      ++valid;\n      const auto zi',
+     'if (targets[i] <= 0) continue;\n      ++valid;\n      const auto zi', 'killed'),
+    ('target_scale_zero', PBH, 'valid += targets[i] >= 0 ? 1 : 0;', 'valid += targets[i] > 0 ? 1 : 0;', 'killed'),
 ]
 
 
