@@ -108,16 +108,26 @@ TEST(Clamp, NanPassesForwardAndStopsBackward) {
 TEST(Clamp, ABoundThatBf16RoundsStillMarksEveryClampedElement) {
   // 7.3 is not a bf16: stored, it rounds to 7.3125 (above it). An x of 7.3125 lies past 7.3 in
   // exact terms but is the stored bound, so it stays and its gradient stops, as for x = 9; x = 7.25
-  // (the bf16 below) passes.
-  const double bound = 7.3;
-  const std::vector<bf16> x = {tile::float_to_bf16(9.0f), tile::float_to_bf16(-9.0f), tile::float_to_bf16(7.25f),
-                               tile::float_to_bf16(7.3125f)};
-  std::vector<bf16> y(x.size()), dx(x.size());
-  const std::vector<bf16> ones(x.size(), tile::float_to_bf16(1.0f));
-  clamp_forward<bf16>(Exec{}, x.data(), y.data(), 4, bound);
-  EXPECT_EQ(to_double(y), (std::vector<double>{7.3125, -7.3125, 7.25, 7.3125}));
-  clamp_backward<bf16>(Exec{}, y.data(), ones.data(), dx.data(), 4, bound);
-  EXPECT_EQ(to_double(dx), (std::vector<double>{0, 0, 1, 0}));
+  // (the bf16 below) passes. 7.26 rounds down, to 7.25: x = 9 is stored as 7.25, below 7.26, and
+  // its gradient stops all the same (a comparison with the unrounded bound would pass it), as
+  // does x = 7.25's; 7.21875 (the bf16 below) passes.
+  struct Case {
+    double bound;
+    std::vector<float> x;
+    std::vector<double> y, dx;
+  };
+  for (const Case& c : {Case{7.3, {9.0f, -9.0f, 7.25f, 7.3125f}, {7.3125, -7.3125, 7.25, 7.3125}, {0, 0, 1, 0}},
+                        Case{7.26, {9.0f, -9.0f, 7.25f, 7.21875f}, {7.25, -7.25, 7.25, 7.21875}, {0, 0, 0, 1}}}) {
+    SCOPED_TRACE(c.bound);
+    std::vector<bf16> x;
+    for (float v : c.x) x.push_back(tile::float_to_bf16(v));
+    std::vector<bf16> y(x.size()), dx(x.size());
+    const std::vector<bf16> ones(x.size(), tile::float_to_bf16(1.0f));
+    clamp_forward<bf16>(Exec{}, x.data(), y.data(), 4, c.bound);
+    EXPECT_EQ(to_double(y), c.y);
+    clamp_backward<bf16>(Exec{}, y.data(), ones.data(), dx.data(), 4, c.bound);
+    EXPECT_EQ(to_double(dx), c.dx);
+  }
 }
 
 TEST(Clamp, RefusesABoundThatIsNotPositive) {

@@ -183,6 +183,109 @@ TEST_P(GemmEpilogueTest, BackwardKindsMatchFloat64) {
   EXPECT_TRUE(all_near(to_double(db.host()), db_ref, 2e-5, 2e-5));
 }
 
+// Rows wider than one epilogue program (kEpilogueBlock columns: 600 is two whole chunks and a
+// tail), aux at a stride of its own (neither C's nor n) in the forward and the backward, and a
+// bias gradient over more outputs than one ColumnTotal program sums (1,100 > 1,024: two programs
+// and a tail). The other tests' matrices fit one program, where a chunk's offset is always 0.
+TEST_P(GemmEpilogueTest, WideRowsOwnAuxStrideAndLongBiasGradientMatchFloat64) {
+  const Target& t = GetParam();
+  const Exec exec = t.exec();
+  constexpr int64_t m = 6, n = 600, k = 16, ldc = n + 8, ld_aux = n + 40;
+  static_assert(n > 2 * programs::kEpilogueBlock && n % programs::kEpilogueBlock != 0);
+  const auto a = to_double(to_storage<float>(random_vector(static_cast<size_t>(m * k), 21)));
+  const auto w = to_double(to_storage<float>(random_vector(static_cast<size_t>(n * k), 22)));
+  const auto bias = to_double(to_storage<float>(random_vector(static_cast<size_t>(n), 23)));
+  const Dev<float> ga(t, to_storage<float>(a)), gw(t, to_storage<float>(w)), gbias(t, to_storage<float>(bias));
+  // Forward (x [m, k] times W^T): C += bias, and y = silu(x W^T + b) with aux kept.
+  for (const EpilogueKind kind : {EpilogueKind::kBias, EpilogueKind::kActivation}) {
+    SCOPED_TRACE(static_cast<int>(kind));
+    auto ref = product(false, true, m, n, k, a, k, w, k, ldc);
+    std::vector<double> aux_ref(static_cast<size_t>(m * ld_aux)), none;
+    gemm_epilogue_reference(kind, Activation::kSilu, m, n, k, a, k, ref, ldc, bias, aux_ref, ld_aux, none);
+    Dev<float> c(t, static_cast<size_t>(m * ldc)), aux(t, static_cast<size_t>(m * ld_aux));
+    Epilogue<float> e;
+    e.kind = kind;
+    e.act = Activation::kSilu;
+    e.bias = gbias.get();
+    if (kind == EpilogueKind::kActivation) {
+      e.aux = aux.get();
+      e.ld_aux = ld_aux;
+    }
+    gemm_epilogue<float>(exec, false, true, m, n, k, 1.f, ga.get(), k, gw.get(), k, 0.f, c.get(), ldc, e);
+    EXPECT_TRUE(all_near(part(to_double(c.host()), m, n, ldc), part(ref, m, n, ldc), 2e-5, 2e-5));
+    if (kind == EpilogueKind::kActivation) {
+      EXPECT_TRUE(all_near(part(to_double(aux.host()), m, n, ld_aux), part(aux_ref, m, n, ld_aux), 2e-5, 2e-5));
+    }
+  }
+  // Backward: dpre [m, n] = dy [m, k] W [k, n], times act'(pre), pre read at ld_aux (not ldc).
+  const auto pre = to_double(to_storage<float>(random_vector(static_cast<size_t>(m * ld_aux), 24, 2.0)));
+  const auto w2 = to_double(to_storage<float>(random_vector(static_cast<size_t>(k * n), 25)));
+  Dev<float> gpre(t, to_storage<float>(pre));
+  const Dev<float> gw2(t, to_storage<float>(w2));
+  for (const Activation act : {Activation::kGelu, Activation::kSilu}) {  // our program on every target
+    SCOPED_TRACE(static_cast<int>(act));
+    auto ref = product(false, false, m, n, k, a, k, w2, n, ldc);
+    std::vector<double> aux = pre, none;
+    gemm_epilogue_reference(EpilogueKind::kActivationGrad, act, m, n, k, a, k, ref, ldc, none, aux, ld_aux, none);
+    Dev<float> dpre(t, static_cast<size_t>(m * ldc));
+    Epilogue<float> e;
+    e.kind = EpilogueKind::kActivationGrad;
+    e.act = act;
+    e.aux = gpre.get();
+    e.ld_aux = ld_aux;
+    gemm_epilogue<float>(exec, false, false, m, n, k, 1.f, ga.get(), k, gw2.get(), n, 0.f, dpre.get(), ldc, e);
+    EXPECT_TRUE(all_near(part(to_double(dpre.host()), m, n, ldc), part(ref, m, n, ldc), 2e-5, 2e-5));
+  }
+  // Bias gradient: dW [outs, in] = dY^T X with dY [rows, outs]; db [outs] = dY's column sums.
+  constexpr int64_t rows = 5, outs = 1100, in = 8;
+  static_assert(outs > tile::kHostMaxTile);
+  const auto dy = to_double(to_storage<float>(random_vector(static_cast<size_t>(rows * outs), 26)));
+  const auto x = to_double(to_storage<float>(random_vector(static_cast<size_t>(rows * in), 27)));
+  auto dw_ref = product(true, false, outs, in, rows, dy, outs, x, in, in);
+  std::vector<double> db_ref(static_cast<size_t>(outs)), none;
+  gemm_epilogue_reference(EpilogueKind::kBiasGrad, Activation::kRelu, outs, in, rows, dy, outs, dw_ref, in, none, none,
+                          0, db_ref);
+  const Dev<float> gdy(t, to_storage<float>(dy)), gx(t, to_storage<float>(x));
+  Dev<float> dw(t, static_cast<size_t>(outs * in)), db(t, static_cast<size_t>(outs));
+  Epilogue<float> e;
+  e.kind = EpilogueKind::kBiasGrad;
+  e.bias_grad = db.get();
+  gemm_epilogue<float>(exec, true, false, outs, in, rows, 1.f, gdy.get(), outs, gx.get(), in, 0.f, dw.get(), in, e);
+  EXPECT_TRUE(all_near(to_double(dw.host()), dw_ref, 2e-5, 2e-5));
+  EXPECT_TRUE(all_near(to_double(db.host()), db_ref, 2e-5, 2e-5));
+}
+
+// In bf16 the activation reads the pre-activation as aux stores it (x W^T + b rounded to bf16),
+// so that the backward's act'(aux) is taken where the forward's act was: the output is bit for
+// bit activation_forward on the stored aux. (Host targets: on CUDA cuBLASLt rounds its own way.)
+TEST_P(GemmEpilogueTest, Bf16ActivationReadsThePreActivationAsStored) {
+  const Target& t = GetParam();
+  if (t.backend == tile::Backend::kCuda) GTEST_SKIP() << "cuBLASLt fuses: its rounding is its own";
+  const Exec exec = t.exec();
+  constexpr int64_t m = 9, n = 300, k = 24, ldc = n + 4, ld_aux = n + 12;
+  const Dev<bf16> ga(t, to_storage<bf16>(random_vector(static_cast<size_t>(m * k), 31))),
+      gw(t, to_storage<bf16>(random_vector(static_cast<size_t>(n * k), 32))),
+      gbias(t, to_storage<bf16>(random_vector(static_cast<size_t>(n), 33)));
+  for (const Activation act : {Activation::kGelu, Activation::kSilu}) {
+    SCOPED_TRACE(static_cast<int>(act));
+    Dev<bf16> c(t, static_cast<size_t>(m * ldc)), aux(t, static_cast<size_t>(m * ld_aux));
+    Epilogue<bf16> e;
+    e.kind = EpilogueKind::kActivation;
+    e.act = act;
+    e.bias = gbias.get();
+    e.aux = aux.get();
+    e.ld_aux = ld_aux;
+    gemm_epilogue<bf16>(exec, false, true, m, n, k, 1.f, ga.get(), k, gw.get(), k, 0.f, c.get(), ldc, e);
+    Dev<bf16> y(t, static_cast<size_t>(m * ld_aux));
+    activation_forward<bf16>(exec, act, aux.get(), y.get(), m * ld_aux);  // the padding too: not compared
+    const auto got = c.host(), want = y.host();
+    for (int64_t i = 0; i < m; ++i)
+      ASSERT_TRUE(same_bits(std::vector<bf16>(got.begin() + i * ldc, got.begin() + i * ldc + n),
+                            std::vector<bf16>(want.begin() + i * ld_aux, want.begin() + i * ld_aux + n)))
+          << "row " << i;
+  }
+}
+
 // On the host targets the epilogue is the unfused sequence, bit for bit: what the MLP ran
 // before it called gemm_epilogue (so norms.toml's losses do not move), in float and bf16.
 template <class T>

@@ -45,6 +45,12 @@ TEST_P(ProbesTest, MaxOfIntoIsTheExactMaxAndPropagatesNaN) {
     with_inf[0] = std::numeric_limits<float>::infinity();
     max_of_into<float>(exec, Dev<float>(t, with_inf).get(), n, partial.get(), result.get());
     EXPECT_EQ(result.host()[0], std::numeric_limits<double>::infinity());
+    // Every value below 0: the max is negative, so no padded lane of either stage may count as a 0.
+    std::vector<float> negative = xf;
+    for (float& v : negative) v = -std::abs(v) - 0.5f;
+    max_of_into<float>(exec, Dev<float>(t, negative).get(), n, partial.get(), result.get());
+    EXPECT_EQ(result.host()[0], max_of_reference(to_double(negative)));
+    EXPECT_LT(result.host()[0], 0.0);
     std::vector<float> lowest(static_cast<size_t>(n), -std::numeric_limits<float>::infinity());
     max_of_into<float>(exec, Dev<float>(t, lowest).get(), n, partial.get(), result.get());
     EXPECT_EQ(result.host()[0], -std::numeric_limits<double>::infinity());
@@ -52,24 +58,31 @@ TEST_P(ProbesTest, MaxOfIntoIsTheExactMaxAndPropagatesNaN) {
 }
 
 // sum_in_order_into gives sum_of's bits on the host executors (both sum the partials in order)
-// and agrees with the float64 reference everywhere.
+// and agrees with the float64 reference everywhere, for each kind of term (squares: the grad
+// norm; values: the logit mean; entropy: the attention entropy, over probabilities with zeros).
 TEST_P(ProbesTest, SumInOrderIntoHasTheHostSumsBits) {
   const Target& t = GetParam();
   const Exec exec = t.exec();
   for (int64_t n : {1, 1023, 300001}) {
     SCOPED_TRACE(n);
     const auto x = random_vector(static_cast<size_t>(n), 7, 1.0, 0.2);
-    double scale = 0;
-    for (double e : x) scale += std::abs(e);
-    const Dev<float> xf(t, to_storage<float>(x));
-    const Dev<bf16> xb(t, to_storage<bf16>(x));
+    std::vector<double> p(x.size());
+    for (size_t i = 0; i < p.size(); ++i) p[i] = i % 3 == 0 ? 0.0 : std::abs(x[i]) / 4.0;
     Dev<double> partial(t, static_cast<size_t>(sum_squares_partials(n))), result(t, std::vector<double>{1.0});
-    sum_in_order_into<float>(exec, SumOf::kValues, xf.get(), n, partial.get(), result.get());
-    EXPECT_NEAR(result.host()[0], sum_of_reference(SumOf::kValues, to_double(to_storage<float>(x))), 1e-12 * scale);
-    if (t.backend == tile::Backend::kCpu || t.backend == tile::Backend::kGuarded) {
-      EXPECT_EQ(result.host()[0], sum_of<float>(exec, SumOf::kValues, xf.get(), n));
-      sum_in_order_into<bf16>(exec, SumOf::kValues, xb.get(), n, partial.get(), result.get());
-      EXPECT_EQ(result.host()[0], sum_of<bf16>(exec, SumOf::kValues, xb.get(), n));
+    for (const SumOf what : {SumOf::kSquares, SumOf::kValues, SumOf::kEntropy}) {
+      SCOPED_TRACE(static_cast<int>(what));
+      const std::vector<double>& v = what == SumOf::kEntropy ? p : x;
+      double scale = 0;
+      for (double e : v) scale += what == SumOf::kSquares ? e * e : std::abs(e) * (what == SumOf::kEntropy ? 3.0 : 1.0);
+      const Dev<float> vf(t, to_storage<float>(v));
+      const Dev<bf16> vb(t, to_storage<bf16>(v));
+      sum_in_order_into<float>(exec, what, vf.get(), n, partial.get(), result.get());
+      EXPECT_NEAR(result.host()[0], sum_of_reference(what, to_double(to_storage<float>(v))), 1e-12 * scale);
+      if (t.backend == tile::Backend::kCpu || t.backend == tile::Backend::kGuarded) {
+        EXPECT_EQ(result.host()[0], sum_of<float>(exec, what, vf.get(), n));
+        sum_in_order_into<bf16>(exec, what, vb.get(), n, partial.get(), result.get());
+        EXPECT_EQ(result.host()[0], sum_of<bf16>(exec, what, vb.get(), n));
+      }
     }
   }
 }

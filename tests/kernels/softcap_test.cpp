@@ -145,6 +145,16 @@ TEST(Softcap, IdentityToFirstOrderAndBoundedByTheCap) {
     EXPECT_EQ(std::abs(yf[i]), static_cast<float>(cap)) << xf[i];
     EXPECT_EQ(dx[i], 0.0f) << xf[i];
   }
+  // bf16: 30.1 is not a bf16, and the saturated outputs round past it, to +-30.125: (y / c)^2 is
+  // then above 1, and the slope is clamped to 0, never negative (which would turn the gradient).
+  const double odd_cap = 30.1;
+  std::vector<bf16> xb, yb(4), dxb(4);
+  for (float v : {-1e6f, -500.0f, 500.0f, 1e6f}) xb.push_back(tile::float_to_bf16(v));
+  const std::vector<bf16> dyb(4, tile::float_to_bf16(1.0f));
+  softcap_forward<bf16>(Exec{}, xb.data(), yb.data(), 4, odd_cap);
+  softcap_backward<bf16>(Exec{}, yb.data(), dyb.data(), dxb.data(), 4, odd_cap);
+  EXPECT_EQ(to_double(yb), (std::vector<double>{-30.125, -30.125, 30.125, 30.125}));
+  EXPECT_EQ(to_double(dxb), std::vector<double>(4, 0.0));
 }
 
 TEST(Softcap, RejectsANonPositiveCap) {
