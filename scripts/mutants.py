@@ -89,6 +89,9 @@ GEH = 'kernels/gemm_epilogue.h'
 GEC = 'kernels/gemm_epilogue.cpp'
 PBH = 'kernels/probes.h'
 PBC = 'kernels/probes.cpp'
+AFH = 'kernels/attention_fused.h'
+AFC = 'kernels/attention_fused.cpp'
+ATH = 'kernels/attention.h'
 EMU = 'tests/kernels/warp_emulator.h'
 WGE = 'tests/kernels/wgmma_emulator.h'
 MBE = 'tests/kernels/mbarrier_emulator.h'
@@ -528,6 +531,35 @@ MUTANTS = [
     ('loss_sums_target_zero', PBH, 'if (targets[i] < 0) continue;\n      ++valid;\n      const auto zi',
      'if (targets[i] <= 0) continue;\n      ++valid;\n      const auto zi', 'killed'),
     ('target_scale_zero', PBH, 'valid += targets[i] >= 0 ? 1 : 0;', 'valid += targets[i] > 0 ? 1 : 0;', 'killed'),
+    # The fused attention's programs (kernels/attention_fused.h, .cpp: one program per row, every
+    # executor): the queries that see a key, the cap's slope, the dropout mask's index and step, the
+    # group of a query head, the key rows' sums over the group, the scales.
+    ('af_causal_window_end', AFH, 'hi = window > 0 && j + window < seq ? j + window : seq;',
+     'hi = window > 0 && j + window < seq ? j + window - 1 : seq;', 'killed'),
+    ('af_band_start', AFH, 'hi = window > 0 && j < seq - window ? 0 : seq;', 'hi = window > 0 && j + 1 < seq - window ? 0 : seq;',
+     'killed'),
+    ('af_cap_slope_square', AFH, 'A(1) - (l / softcap) * (l / softcap) : A(1);', 'A(1) - (l / softcap) : A(1);', 'killed'),
+    ('af_mask_index', AFH, '(bh * seq + t) * seq + j, p)', '(bh * seq + j) * seq + t, p)', 'killed'),
+    ('af_mask_step', AFH, 'dropout_keep(dropout_seed_of(seed, step_at), (bh', 'dropout_keep(seed, (bh', 'killed'),
+    ('af_fwd_group', AFH, 'const int64_t g = h / s.group, bh = b * s.heads + h, n = s.d_head;\n    const T* k = qkv + s.at(b, 0, s.heads + g);\n'
+     '    const T* v = qkv + s.at(b, 0, s.heads + s.kv_heads + g);\n    const auto q = tl::load<D>(c, qkv + s.at(b, t, h), n);\n    int64_t lo',
+     'const int64_t g = h % s.kv_heads, bh = b * s.heads + h, n = s.d_head;\n    const T* k = qkv + s.at(b, 0, s.heads + g);\n'
+     '    const T* v = qkv + s.at(b, 0, s.heads + s.kv_heads + g);\n    const auto q = tl::load<D>(c, qkv + s.at(b, t, h), n);\n    int64_t lo',
+     'killed'),
+    ('af_fwd_row_max', AFH, 'row_max + bh * s.seq + t, z > A(0) ? m : A(0));', 'row_max + bh * s.seq + t, z > A(0) ? m + tile::math::log(z) : A(0));',
+     'killed'),
+    ('af_q_dp_keep', AFH, 'tl::sum(c, d_o * tl::load<D>(c, v + j * s.width, n)) * keep : A(0);',
+     'tl::sum(c, d_o * tl::load<D>(c, v + j * s.width, n)) : A(0);', 'killed'),
+    ('af_q_cap_slope', AFH, 'dq = dq + kj * (pj * (dp - dot) * s.cap_slope(l));', 'dq = dq + kj * (pj * (dp - dot));', 'killed'),
+    ('af_k_group', AFH, 'for (int64_t h = g * s.group; h < (g + 1) * s.group; ++h)', 'for (int64_t h = g * s.group; h < g * s.group + 1; ++h)',
+     'killed'),
+    ('af_k_dv_keep', AFH, 'dv = dv + d_o * (pt * keep);', 'dv = dv + d_o * pt;', 'killed'),
+    ('af_k_lse_row', AFH, 'tile::math::exp(l - lse[bh * s.seq + t]);', 'tile::math::exp(l - lse[bh * s.seq + j]);', 'killed'),
+    ('af_k_dk_scale', AFH, 'tl::store(c, dqkv + s.at(b, j, s.heads + g), dk * s.scale, n);',
+     'tl::store(c, dqkv + s.at(b, j, s.heads + g), dk, n);', 'killed'),
+    ('af_keep_scale', AFC, 'static_cast<A>(1.0 / (1.0 - a.dropout)),', 'static_cast<A>(1.0),', 'killed'),
+    # The materializing attention's dropout rows (kernels/attention.h): the step read from memory.
+    ('attn_mask_step', ATH, 'const uint64_t s = dropout_seed_of(seed, step_at);', 'const uint64_t s = seed;', 'killed'),
 ]
 
 
