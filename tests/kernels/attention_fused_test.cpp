@@ -213,6 +213,25 @@ TEST(AttentionFused, DropoutMaskMatters) {
   EXPECT_EQ(r1.lse, r2.lse);
 }
 
+// A captured step reads its step from device memory (args.dropout_step_at; the seed is then the
+// site's dropout_site_seed): each replay draws that step's mask, the same bits as the step's
+// seed given directly (dropout_seed), forward and backward, on every target.
+TEST(AttentionFused, TheStepReadFromMemoryDrawsThatStepsMask) {
+  const AttentionArgs a = make_args(2, 23, 2, 1, 8, 0, 0, true, 0.3);
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 56));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 57));
+  for (const Target& tg : targets()) {
+    SCOPED_TRACE(tg.name);
+    expect_step_read_from_memory(
+        tg, a, 1234, 3, [&](const AttentionArgs& s) { return run_fused<float>(tg, s, qkv, &dout); },
+        [](const FusedRun<float>& got, const FusedRun<float>& want) {
+          EXPECT_EQ(got.out, want.out);
+          EXPECT_EQ(got.lse, want.lse);
+          EXPECT_EQ(got.dqkv, want.dqkv);
+        });
+  }
+}
+
 // Each program runs on one thread: the same bits for one and two threads.
 TEST(AttentionFused, SameBitsAcrossThreadCounts) {
   const AttentionArgs a = make_args(2, 60, 4, 2, 16, 4.0, 30, true, 0.1);

@@ -311,6 +311,25 @@ std::vector<AttentionCase> cases() {
   return out;
 }
 
+// A captured step reads its step from device memory (args.dropout_step_at; the seed is then the
+// site's dropout_site_seed): the materializing path draws that step's mask, the same bits as the
+// step's seed given directly, in the probabilities, the output and the gradient, on every target.
+TEST(Attention, TheStepReadFromMemoryDrawsThatStepsMask) {
+  const AttentionArgs a = make_args(2, 19, 4, 2, 8, 0, 0, true, 0.3);
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 61));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 62));
+  for (const Target& tg : targets()) {
+    SCOPED_TRACE(tg.name);
+    expect_step_read_from_memory(
+        tg, a, 99, 5, [&](const AttentionArgs& s) { return run<float>(tg, s, qkv, &dout); },
+        [](const AttentionRun<float>& got, const AttentionRun<float>& want) {
+          EXPECT_EQ(got.probs, want.probs);
+          EXPECT_EQ(got.out, want.out);
+          EXPECT_EQ(got.dqkv, want.dqkv);
+        });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionTest, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return tp.param.name; });
 

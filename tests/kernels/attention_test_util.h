@@ -1,7 +1,7 @@
 // defines: the shared pieces of the attention kernel tests (attention_test.cpp,
 //          attention_properties_test.cpp): make_args, the buffer sizes of a configuration, and
-//          run, the forward (and backward) on one target with poisoned outputs; time_ms for the
-//          DISABLED_ timings
+//          run, the forward (and backward) on one target with poisoned outputs;
+//          expect_step_read_from_memory (a captured step's dropout); time_ms for the DISABLED_ timings
 #pragma once
 
 #include <algorithm>
@@ -60,6 +60,32 @@ AttentionRun<T> run(const Target& t, const AttentionArgs& a, const std::vector<T
   r.probs = probs.host();
   r.row_max = row_max.host();
   return r;
+}
+
+/// The dropout of a captured step: `run(a)` for steps 0, 1 and 6 of dropout site `site`, once
+/// with the step's seed given (dropout_seed) and once with the site's seed and the step read
+/// from t's memory (dropout_step_at, as a replay reads it); `same(got, want)` checks the two, and
+/// each later step's out must differ from step 0's (a mask of its own).
+template <class Run, class Same>
+void expect_step_read_from_memory(const Target& t, AttentionArgs a, uint64_t case_seed, int64_t site, Run&& run,
+                                  Same&& same) {
+  decltype(run(a).out) first;
+  for (const int64_t step : {0, 1, 6}) {
+    SCOPED_TRACE(step);
+    a.dropout_seed = dropout_seed(case_seed, step, site);
+    a.dropout_step_at = nullptr;
+    const auto want = run(a);
+    const Dev<int64_t> at(t, std::vector<int64_t>{step});
+    a.dropout_seed = dropout_launch_seed(case_seed, step, site, at.get());
+    a.dropout_step_at = at.get();
+    const auto got = run(a);
+    same(got, want);
+    if (step == 0) {
+      first = got.out;
+    } else {
+      EXPECT_NE(got.out, first);
+    }
+  }
 }
 
 /// Median and best wall time in ms of `reps` calls of f after one warm-up call.
