@@ -560,6 +560,15 @@ MUTANTS = [
     ('af_keep_scale', AFC, 'static_cast<A>(1.0 / (1.0 - a.dropout)),', 'static_cast<A>(1.0),', 'killed'),
     # The materializing attention's dropout rows (kernels/attention.h): the step read from memory.
     ('attn_mask_step', ATH, 'const uint64_t s = dropout_seed_of(seed, step_at);', 'const uint64_t s = seed;', 'killed'),
+    # The attention probes' rows (kernels/attention.h: the entropy and the row max recomputed from
+    # qkv), and the dropout rows' element index.
+    ('attn_probe_pad_max', ATH, 'mt = tl::maximum(mt, tl::where(valid, logits(c, q, k + j0 * width, hi - j0), lowest));',
+     'mt = tl::maximum(mt, logits(c, q, k + j0 * width, hi - j0));', 'killed'),
+    ('attn_probe_group', ATH, 'const int64_t b = bh / heads, h = bh % heads, g = h / group;',
+     'const int64_t b = bh / heads, h = bh % heads, g = h % group;', 'killed'),
+    ('attn_entropy_sign', ATH, 'hi > lo ? tile::math::log(z) - w / z : A(0)', 'hi > lo ? tile::math::log(z) + w / z : A(0)', 'killed'),
+    ('attn_dropout_rows_col', ATH, 'const DropoutMask<A> mask{s, base + r * row_step + c0, p, scale};',
+     'const DropoutMask<A> mask{s, base + r * row_step, p, scale};', 'killed'),
 ]
 
 
