@@ -563,7 +563,7 @@ MUTANTS = [
     # The attention probes' rows (kernels/attention.h: the entropy and the row max recomputed from
     # qkv), and the dropout rows' element index.
     ('attn_probe_pad_max', ATH, 'mt = tl::maximum(mt, tl::where(valid, logits(c, q, k + j0 * width, hi - j0), lowest));',
-     'mt = tl::maximum(mt, logits(c, q, k + j0 * width, hi - j0));', 'killed'),
+     'mt = tl::maximum(mt, tl::where(valid, logits(c, q, k + j0 * width, hi - j0), A(0)));', 'killed'),
     ('attn_probe_group', ATH, 'const int64_t b = bh / heads, h = bh % heads, g = h / group;',
      'const int64_t b = bh / heads, h = bh % heads, g = h % group;', 'killed'),
     ('attn_entropy_sign', ATH, 'hi > lo ? tile::math::log(z) - w / z : A(0)', 'hi > lo ? tile::math::log(z) + w / z : A(0)', 'killed'),
