@@ -330,6 +330,25 @@ TEST(Attention, TheStepReadFromMemoryDrawsThatStepsMask) {
   }
 }
 
+// Rows of probabilities wider than the widest host tile (1,100 keys > 1,024): the dropout rows
+// loop over chunks of columns, and each chunk's mask is that of its own columns (the global
+// index), not a repeat of the first chunk's; forward and backward against float64 on every target.
+TEST(Attention, DropoutOfRowsWiderThanATileMatchesFloat64) {
+  const AttentionArgs a = make_args(1, 1100, 1, 1, 4, 0, 0, true, 0.2);
+  static_assert(1100 > tile::kHostMaxTile);
+  const auto qkv = to_storage<float>(random_vector(static_cast<size_t>(qkv_size(a)), 63, 1.5));
+  const auto dout = to_storage<float>(random_vector(static_cast<size_t>(out_size(a)), 64));
+  std::vector<double> ref_out, ref_dqkv;
+  attention_forward_reference(a, to_double(qkv), ref_out, nullptr);
+  attention_backward_reference(a, to_double(qkv), to_double(dout), ref_dqkv);
+  for (const Target& tg : targets()) {
+    SCOPED_TRACE(tg.name);
+    const auto r = run<float>(tg, a, qkv, &dout);
+    EXPECT_TRUE(all_near(to_double(r.out), ref_out, 2e-6, 1e-5));
+    EXPECT_TRUE(all_near(to_double(r.dqkv), ref_dqkv, 3e-5, 1e-4));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Targets, AttentionTest, ::testing::ValuesIn(cases()),
                          [](const auto& tp) { return tp.param.name; });
 
