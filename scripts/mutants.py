@@ -17,12 +17,14 @@ some test; one that passes is a gap in the tests, and the script exits 1. Three 
          a mutant (the header-only test alone is rebuilt; the kernels' emulated-target tests see
          the same code, but rebuilding the kernel library for them, --kernels, takes 5 to 6
          minutes a mutant)
-  rows   the row kernels' families (kernels/NAME.h and NAME.cpp; the norms so far: what a device
-         runs and the host does not, the pipelined and the chunked rows, the tails' masks), against
-         kernels_test's tests of the family (kernels/norm.h: *Norm*) on the host targets: cpu,
-         emulated (the device's programs and grids) and guarded. Use a build without CUDA
-         (`cmake --preset cpu`, --build build/cpu): the family and kernels_test are rebuilt, about
-         2 to 3 minutes a mutant on two cores; a CUDA build recompiles the CUDA pass's unit too
+  rows   the row kernels' families (kernels/NAME.h and NAME.cpp: the norms, softmax, cross-entropy,
+         RoPE, AdamW, the activations, the element-wise, dropout, soft-cap, clamp, GEMM-epilogue,
+         probe and attention row programs: what a device runs and the host does not, the chunked
+         rows, the tails' masks and padding), against kernels_test's tests of the family
+         (kernels/norm.h: *Norm*) on the host targets: cpu, emulated (the device's programs and
+         grids) and guarded. Use a build without CUDA (`cmake --preset cpu`, --build build/cpu):
+         the family and kernels_test are rebuilt, 3 s (a .cpp alone) to 4 minutes a mutant on two
+         cores; a CUDA build recompiles the CUDA pass's unit too
 
 Some edits change no result by design, and are listed as `equivalent` with the reason (the limits
 are multiples of the tiles, a row past the sequence's end is zeros, a skip only saves time): kept

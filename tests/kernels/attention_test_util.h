@@ -1,7 +1,8 @@
 // defines: the shared pieces of the attention kernel tests (attention_test.cpp,
-//          attention_properties_test.cpp): make_args, the buffer sizes of a configuration, and
-//          run, the forward (and backward) on one target with poisoned outputs;
-//          expect_step_read_from_memory (a captured step's dropout); time_ms for the DISABLED_ timings
+//          attention_properties_test.cpp, attention_fused_test.cpp, attention_tiled_test.cpp):
+//          make_args, the buffer sizes of a configuration, run, the forward (and backward) on one
+//          target with poisoned outputs; expect_step_read_from_memory (a captured step's dropout);
+//          time_ms for the DISABLED_ timings
 #pragma once
 
 #include <algorithm>
